@@ -1,0 +1,28 @@
+import cookie from '@fastify/cookie';
+import type { FastifyInstance } from 'fastify';
+import { auth } from './auth.ts';
+import { dashboardRoutes } from './dashboard.ts';
+import type { AppDeps } from './deps.ts';
+import { registerErrorHandling } from './errors.ts';
+import { eventRoutes } from './events.ts';
+import { healthRoutes } from './health.ts';
+import { securityHeaders } from './security-headers.ts';
+import { sessionRoutes } from './session.ts';
+import { useZodValidation } from './validation.ts';
+
+/**
+ * The control-plane HTTP app as a Fastify plugin. Register it with fastify-plugin semantics (see create-server.ts)
+ * so its hooks and error handling cover the whole server, including unknown routes.
+ */
+export async function controlPlaneApp(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  useZodValidation(app);
+  registerErrorHandling(app);
+  await app.register(securityHeaders);
+  await app.register(cookie);
+  await app.register(auth, { store: deps.store, controlApiToken: deps.controlApiToken });
+
+  await app.register(healthRoutes, deps);
+  await app.register(eventRoutes, deps);
+  await app.register(sessionRoutes, deps);
+  await app.register(dashboardRoutes);
+}

@@ -1,0 +1,78 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Store } from '../store/store.ts';
+import { findLiveSession, touchSession } from '../store/sessions.ts';
+import { HttpError, unauthorized } from './errors.ts';
+import { isPublicRoute } from './public-routes.ts';
+import { csrfTokenFor, sha256Hex, tokensMatch } from './tokens.ts';
+
+export const SESSION_COOKIE = 'cp_session';
+export const SESSION_IDLE_MS = 30 * 60 * 1000;
+export const SESSION_ABSOLUTE_MS = 12 * 60 * 60 * 1000;
+const TOUCH_EVERY_MS = 60 * 1000;
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+export type Principal = { kind: 'bearer' } | { kind: 'session'; sessionId: string; idHash: string };
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+export interface AuthOptions {
+  store: Store;
+  controlApiToken: string;
+}
+
+const pathOf = (url: string) => {
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+};
+
+const hasQueryToken = (url: string) => /[?&]token(=|&|$)/.test(url);
+
+export function bearerFrom(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (!header) return undefined;
+  const match = /^Bearer\s+(.+)$/i.exec(header.trim());
+  return match?.[1];
+}
+
+/**
+ * The single authentication hook. It runs before routing, so an unknown path without credentials is 401, not 404.
+ * Accepts the bearer token, or the dashboard session cookie (with X-CSRF-Token for anything but reads).
+ */
+async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<void> {
+  app.addHook('onRequest', async (request) => {
+    if (isPublicRoute(request.method, pathOf(request.url))) return;
+    // A token in a URL ends up in logs and browser history: refused even next to a valid header.
+    if (hasQueryToken(request.url)) throw unauthorized();
+
+    const bearer = bearerFrom(request);
+    if (bearer !== undefined) {
+      if (!tokensMatch(bearer, options.controlApiToken)) throw unauthorized();
+      request.principal = { kind: 'bearer' };
+      return;
+    }
+
+    const sessionId = request.cookies?.[SESSION_COOKIE];
+    if (!sessionId) throw unauthorized();
+    const idHash = sha256Hex(sessionId);
+    const session = await findLiveSession(options.store, idHash, SESSION_IDLE_MS);
+    if (!session) throw unauthorized();
+    if (!SAFE_METHODS.has(request.method)) {
+      const presented = request.headers['x-csrf-token'];
+      const expected = csrfTokenFor(sessionId, options.controlApiToken);
+      if (typeof presented !== 'string' || !tokensMatch(presented, expected)) {
+        throw new HttpError(403, 'missing or invalid CSRF token');
+      }
+    }
+    if (!options.store.readOnly && Date.now() - Date.parse(session.last_seen_at) > TOUCH_EVERY_MS) {
+      await touchSession(options.store, idHash);
+    }
+    request.principal = { kind: 'session', sessionId, idHash };
+  });
+}
+
+export const auth = fp(authPlugin, { name: 'control-plane-auth' });

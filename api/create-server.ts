@@ -1,0 +1,27 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Logger } from 'pino';
+import { controlPlaneApp } from './app.ts';
+import type { AppDeps } from './deps.ts';
+import { BODY_LIMIT_BYTES } from './errors.ts';
+
+const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** Builds the Fastify server with the process-wide options and the control-plane app registered. */
+export async function createServer(deps: AppDeps, logger: Logger): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const incoming = request.headers['x-request-id'];
+      return typeof incoming === 'string' && INCOMING_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: false },
+  });
+  await app.register(fp(controlPlaneApp, { name: 'control-plane-app' }), deps);
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,22 @@
+import type { Store } from '../store/store.ts';
+
+export interface TemporalHealth {
+  ok: boolean;
+  address: string;
+  namespace: string;
+  worker_state: string;
+  ui_url?: string;
+  error?: string;
+}
+
+/** What the HTTP layer needs from the rest of the process; tests supply their own. */
+export interface AppDeps {
+  store: Store;
+  controlApiToken: string;
+  sessionCookieSecure: boolean;
+  /** Absent when this process runs without a Temporal connection (tests of the HTTP layer alone). */
+  temporalHealth?: () => Promise<TemporalHealth>;
+  dbPath: string;
+}
+
+export const SERVICE_NAME = 'research-control-plane';

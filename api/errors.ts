@@ -1,0 +1,55 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { IdempotencyConflictError } from '../store/idempotency-keys.ts';
+import { StoreReadOnlyError } from '../store/store.ts';
+import { RequestValidationError } from './validation.ts';
+
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** An error whose status and `detail` are meant for the client. */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly detail: string | Record<string, unknown>,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(typeof detail === 'string' ? detail : `HTTP ${statusCode}`);
+    this.name = 'HttpError';
+  }
+}
+
+export const unauthorized = () =>
+  new HttpError(401, 'invalid bearer token', { 'www-authenticate': 'Bearer' });
+
+const JSON_PARSE_CODES = new Set(['FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_EMPTY_JSON_BODY']);
+
+/** Maps every failure to the shapes fixed in decisions §1; unexpected errors never leak details. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ detail: 'Not Found' }));
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof HttpError) {
+      return reply.code(error.statusCode).headers(error.headers).send({ detail: error.detail });
+    }
+    if (error instanceof RequestValidationError) {
+      return reply.code(422).send({ detail: error.problems });
+    }
+    if (error instanceof IdempotencyConflictError) {
+      return reply.code(409).send({ detail: error.message });
+    }
+    if (error instanceof StoreReadOnlyError) {
+      return reply.code(501).send({ detail: error.message });
+    }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return reply.code(413).send({ detail: `request body exceeds ${BODY_LIMIT_BYTES} bytes` });
+    }
+    if (JSON_PARSE_CODES.has(error.code) || (error instanceof SyntaxError && error.statusCode === 400)) {
+      return reply.code(422).send({ detail: [{ loc: ['body'], msg: `invalid JSON: ${error.message}`, type: 'json_invalid' }] });
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      return reply.code(status).send({ detail: error.message });
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return reply.code(500).send({ detail: 'internal error', request_id: request.id });
+  });
+}

@@ -1,0 +1,21 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+
+/** Constant-time comparison over SHA-256 digests, so neither content nor length leaks through timing. */
+export function tokensMatch(presented: string, expected: string): boolean {
+  return timingSafeEqual(digest(presented), digest(expected));
+}
+
+export const sha256Hex = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
+
+/** 256 bits from the OS CSPRNG, URL-safe. */
+export const randomToken = () => randomBytes(32).toString('base64url');
+
+/**
+ * The CSRF token of a dashboard session is derived, not stored: only someone holding both the HttpOnly cookie value
+ * and the server's key can compute it, and every tab of the session shares it.
+ */
+export function csrfTokenFor(sessionId: string, serverKey: string): string {
+  return createHmac('sha256', serverKey).update(`csrf:${sessionId}`).digest('base64url');
+}

@@ -1,0 +1,43 @@
+import pino, { type DestinationStream, type Logger } from 'pino';
+
+const HTTP_SECRET_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-csrf-token"]',
+  'res.headers["set-cookie"]',
+  'headers.authorization',
+  'headers.cookie',
+];
+
+/** Secret config fields wherever a config object is logged, plus each worker target's token. */
+export function redactPaths(secretConfigFields: readonly string[]): string[] {
+  const configPaths = secretConfigFields.flatMap((field) => [`config.${field}`, field]);
+  return [...HTTP_SECRET_PATHS, ...configPaths, 'config.worker_targets.*.bearer_token', 'token', 'csrf_token'];
+}
+
+const maskUrlToken = (url: string) => url.replace(/([?&]token=)[^&]*/gi, '$1[Redacted]');
+
+export interface LoggerOptions {
+  level?: string;
+  secretConfigFields: readonly string[];
+  destination?: DestinationStream;
+}
+
+export function createLogger(options: LoggerOptions): Logger {
+  return pino(
+    {
+      level: options.level ?? 'info',
+      base: { service: 'research-control-plane' },
+      redact: { paths: redactPaths(options.secretConfigFields), censor: '[Redacted]' },
+      serializers: {
+        req: (request: { method?: string; url?: string; id?: string; ip?: string }) => ({
+          method: request.method,
+          url: request.url ? maskUrlToken(request.url) : request.url,
+          request_id: request.id,
+          remote_address: request.ip,
+        }),
+      },
+    },
+    options.destination,
+  );
+}

@@ -1,0 +1,64 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { locateTemporalCli, temporalCliInstallHint } from '../bin/runtime/temporal-cli.ts';
+import { startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
+import { openStore } from '../store/open-store.ts';
+import { databaseUrl, quoteIdent, withAdminClient } from './support/postgres.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgTemplateDatabase: string;
+    temporalAddress: string;
+    temporalCliPath: string;
+  }
+}
+
+async function prepareTemplateDatabase(name: string): Promise<void> {
+  await withAdminClient(async (client) => {
+    await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${quoteIdent(name)}`);
+  });
+  const store = await openStore({ backend: 'pg', pgDatabaseUrl: databaseUrl(name) });
+  await store.close();
+}
+
+async function dropRunDatabases(prefix: string): Promise<void> {
+  await withAdminClient(async (client) => {
+    const result = await client.query<{ datname: string }>(
+      'SELECT datname FROM pg_database WHERE datname LIKE $1',
+      [`${prefix}%`],
+    );
+    for (const row of result.rows) {
+      await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(row.datname)} WITH (FORCE)`);
+    }
+  });
+}
+
+/** One migrated template database and one Temporal dev server for the whole run; torn down at the end. */
+export default async function setup(project: TestProject) {
+  // Unique per run so two runs on one machine never share databases.
+  const template = `rcp_test_${process.pid}`;
+  await prepareTemplateDatabase(template);
+
+  const temporalCliPath = locateTemporalCli();
+  if (!temporalCliPath) throw new Error(`The Temporal CLI was not found. ${temporalCliInstallHint()}`);
+  const temporalDir = await mkdtemp(join(tmpdir(), 'rcp-test-temporal-'));
+  const server = await startTemporalDevServer({
+    binaryPath: temporalCliPath,
+    namespace: 'default',
+    headless: true,
+    logFile: join(temporalDir, 'dev-server.log'),
+  });
+
+  project.provide('pgTemplateDatabase', template);
+  project.provide('temporalAddress', server.address);
+  project.provide('temporalCliPath', temporalCliPath);
+
+  return async () => {
+    await server.stop();
+    await rm(temporalDir, { recursive: true, force: true });
+    await dropRunDatabases(template);
+  };
+}

@@ -1,0 +1,35 @@
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+import { databaseUrl, quoteIdent, withAdminClient } from './postgres.ts';
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}
+
+const TEMPLATE_BUSY = '55006'; // object_in_use: another clone is copying the template right now
+
+/** A fresh database cloned from the migrated template the global setup prepared. One per test file. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const template = inject('pgTemplateDatabase');
+  const name = `${template}_${randomBytes(4).toString('hex')}`;
+  await withAdminClient(async (client) => {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await client.query(`CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template)}`);
+        return;
+      } catch (error) {
+        if ((error as { code?: string }).code !== TEMPLATE_BUSY || attempt >= 20) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100 + attempt * 50));
+      }
+    }
+  });
+  return {
+    name,
+    url: databaseUrl(name),
+    drop: () => withAdminClient(async (client) => {
+      await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
+    }),
+  };
+}
