@@ -8,8 +8,18 @@ import { BODY_LIMIT_BYTES } from './errors.ts';
 
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+}
+
+export interface CreateServerOptions {
+  /** Called for every route as it is registered (the auth tests walk the whole table). */
+  onRoute?: (route: RegisteredRoute) => void;
+}
+
 /** Builds the Fastify server with the process-wide options and the control-plane app registered. */
-export async function createServer(deps: AppDeps, logger: Logger): Promise<FastifyInstance> {
+export async function createServer(deps: AppDeps, logger: Logger, options: CreateServerOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -21,6 +31,12 @@ export async function createServer(deps: AppDeps, logger: Logger): Promise<Fasti
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false },
   });
+  if (options.onRoute) {
+    const onRoute = options.onRoute;
+    app.addHook('onRoute', (route) => {
+      for (const method of [route.method].flat()) onRoute({ method, url: route.url });
+    });
+  }
   await app.register(fp(controlPlaneApp, { name: 'control-plane-app' }), deps);
   await app.ready();
   return app;

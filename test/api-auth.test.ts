@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PUBLIC_ROUTES } from '../api/public-routes.ts';
+import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(async () => t.close());
+
+const concretePath = (url: string) => url.replace(/:[A-Za-z_]+/g, 'x').replace(/\*/g, 'x');
+
+const expectUnauthorized = (response: { statusCode: number; headers: Record<string, unknown>; body: string; json(): unknown }) => {
+  expect(response.statusCode).toBe(401);
+  expect(response.headers['www-authenticate']).toBe('Bearer');
+  // HEAD responses carry the status and headers only.
+  if (response.body !== '') expect(response.json()).toEqual({ detail: 'invalid bearer token' });
+};
+
+describe('authentication over the whole route table', () => {
+  const protectedRoutes = () =>
+    t.routes.filter((route) => {
+      const method = route.method === 'HEAD' ? 'GET' : route.method;
+      return !PUBLIC_ROUTES.has(`${method} ${route.url}`);
+    });
+
+  it('has protected routes to check (the table was collected)', () => {
+    expect(protectedRoutes().length).toBeGreaterThanOrEqual(5);
+  });
+
+  it('answers 401 to every protected route without a token, with a wrong token, and with ?token=', async () => {
+    for (const route of protectedRoutes()) {
+      const url = concretePath(route.url);
+      const method = route.method as 'GET';
+      expectUnauthorized(await t.app.inject({ method, url }));
+      expectUnauthorized(await t.app.inject({ method, url, headers: { authorization: 'Bearer wrong-token' } }));
+      expectUnauthorized(await t.app.inject({ method, url: `${url}?token=${TEST_TOKEN}` }));
+      expectUnauthorized(await t.app.inject({ method, url: `${url}?token=${TEST_TOKEN}`, headers: t.auth }));
+    }
+  });
+
+  it('serves every public route without a token', async () => {
+    for (const entry of PUBLIC_ROUTES) {
+      const [method, url] = entry.split(' ') as ['GET' | 'POST', string];
+      const response = await t.app.inject({ method, url, payload: method === 'POST' ? { token: 'nope' } : undefined });
+      // The login route is public but still checks the token it is given.
+      if (url === '/control/api/session') expect(response.statusCode).toBe(401);
+      else expect(response.statusCode).toBeLessThan(400);
+    }
+  });
+
+  it('answers 401 before routing: an unknown path is 401 without credentials and 404 with them', async () => {
+    expectUnauthorized(await t.app.inject({ method: 'GET', url: '/no/such/path' }));
+    expectUnauthorized(await t.app.inject({ method: 'DELETE', url: '/healthz' }));
+    const known = await t.app.inject({ method: 'GET', url: '/no/such/path', headers: t.auth });
+    expect(known.statusCode).toBe(404);
+    expect(known.json()).toEqual({ detail: 'Not Found' });
+  });
+
+  it('accepts the bearer scheme case-insensitively and nothing else', async () => {
+    const lower = await t.app.inject({ method: 'GET', url: '/control/health', headers: { authorization: `bearer ${TEST_TOKEN}` } });
+    expect(lower.statusCode).toBe(200);
+    expectUnauthorized(await t.app.inject({ method: 'GET', url: '/control/health', headers: { authorization: `Basic ${TEST_TOKEN}` } }));
+    expectUnauthorized(await t.app.inject({ method: 'GET', url: '/control/health', headers: { authorization: `Bearer ${TEST_TOKEN}x` } }));
+  });
+});

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(async () => t.close());
+
+async function login() {
+  const response = await t.app.inject({ method: 'POST', url: '/control/api/session', payload: { token: TEST_TOKEN } });
+  expect(response.statusCode).toBe(200);
+  const setCookie = String(response.headers['set-cookie']);
+  return { response, setCookie, cookie: setCookie.split(';')[0]!, csrf: response.json().csrf_token as string };
+}
+
+describe('dashboard session', () => {
+  it('refuses a wrong token with 401', async () => {
+    const response = await t.app.inject({ method: 'POST', url: '/control/api/session', payload: { token: 'wrong' } });
+    expect(response.statusCode).toBe(401);
+    expect(response.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('sets an HttpOnly, SameSite=Strict cookie scoped to /control holding a random id, not the token', async () => {
+    const { setCookie, cookie, csrf } = await login();
+    expect(setCookie).toMatch(/^cp_session=[A-Za-z0-9_-]{43};/);
+    expect(setCookie).toContain('HttpOnly');
+    expect(setCookie).toContain('SameSite=Strict');
+    expect(setCookie).toContain('Path=/control');
+    expect(setCookie).not.toContain('Secure');
+    expect(cookie).not.toContain(TEST_TOKEN);
+    expect(csrf).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const stored = await t.store.query<{ id_hash: string }>('SELECT id_hash FROM sessions');
+    expect(stored.rows.map((row) => row.id_hash)).not.toContain(cookie.split('=')[1]);
+  });
+
+  it('authenticates reads with the cookie and requires X-CSRF-Token for anything else', async () => {
+    const { cookie, csrf } = await login();
+    expect((await t.app.inject({ method: 'GET', url: '/control/health', headers: { cookie } })).statusCode).toBe(200);
+
+    const again = await t.app.inject({ method: 'GET', url: '/control/api/session', headers: { cookie } });
+    expect(again.json()).toEqual({ csrf_token: csrf });
+
+    const noCsrf = await t.app.inject({ method: 'DELETE', url: '/control/api/session', headers: { cookie } });
+    expect(noCsrf.statusCode).toBe(403);
+    expect(noCsrf.json()).toEqual({ detail: 'missing or invalid CSRF token' });
+    const wrongCsrf = await t.app.inject({ method: 'DELETE', url: '/control/api/session', headers: { cookie, 'x-csrf-token': 'nope' } });
+    expect(wrongCsrf.statusCode).toBe(403);
+  });
+
+  it('logs out: the cookie stops working and both changes are in the audit log', async () => {
+    const { cookie, csrf } = await login();
+    const logout = await t.app.inject({ method: 'DELETE', url: '/control/api/session', headers: { cookie, 'x-csrf-token': csrf } });
+    expect(logout.statusCode).toBe(200);
+    expect(String(logout.headers['set-cookie'])).toMatch(/cp_session=;.*(Max-Age=0|Expires=Thu, 01 Jan 1970)/);
+    expect((await t.app.inject({ method: 'GET', url: '/control/health', headers: { cookie } })).statusCode).toBe(401);
+
+    const events = await t.app.inject({ method: 'GET', url: '/control/api/events?entity_type=dashboard_session', headers: t.auth });
+    const types = (events.json().items as { event_type: string }[]).map((event) => event.event_type);
+    expect(types).toContain('dashboard_session.created');
+    expect(types).toContain('dashboard_session.deleted');
+  });
+
+  it('expires a session idle for more than 30 minutes', async () => {
+    const { cookie } = await login();
+    await t.store.query(`UPDATE sessions SET last_seen_at = clock_timestamp() - interval '31 minutes'`);
+    expect((await t.app.inject({ method: 'GET', url: '/control/health', headers: { cookie } })).statusCode).toBe(401);
+  });
+
+  it('marks the cookie Secure when session_cookie_secure is set', async () => {
+    const secure = await startTestApp({ sessionCookieSecure: true });
+    try {
+      const response = await secure.app.inject({ method: 'POST', url: '/control/api/session', payload: { token: TEST_TOKEN } });
+      expect(String(response.headers['set-cookie'])).toContain('Secure');
+    } finally {
+      await secure.close();
+    }
+  });
+});
