@@ -1,0 +1,74 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { createServer } from '../../api/create-server.ts';
+import type { Config } from '../../config/schema.ts';
+import { openStore } from '../../store/open-store.ts';
+import type { Store } from '../../store/store.ts';
+import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
+
+export interface RunningControlPlane {
+  url: string;
+  dashboardUrl: string;
+  temporalAddress: string;
+  temporalUiUrl?: string;
+  /** Stop accepting, drain requests, shut the worker down with its grace period, stop Temporal, close the store. */
+  stop(): Promise<void>;
+}
+
+const browsableHost = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host);
+
+/** Starts the control-plane role: store, Temporal (embedded or remote) with its worker, then the HTTP server. */
+export async function startControlPlane(config: Config, logger: Logger): Promise<RunningControlPlane> {
+  const progress = (message: string) => logger.info(message);
+  let store: Store | undefined;
+  let temporal: TemporalRuntime | undefined;
+  let app: FastifyInstance | undefined;
+  const stop = async () => {
+    await app?.close();
+    await temporal?.shutdown();
+    await store?.close();
+  };
+  try {
+    progress(`opening the ${config.control_plane_store_backend} store`);
+    store = await openStore({
+      backend: config.control_plane_store_backend,
+      pgDatabaseUrl: config.pg_database_url,
+      stateDir: config.state_dir,
+      onProgress: progress,
+    });
+    temporal = await startTemporalRuntime(
+      {
+        address: config.temporal_address,
+        namespace: config.temporal_namespace,
+        taskQueue: config.temporal_task_queue,
+        uiPort: config.temporal_ui_port,
+        stateDir: config.state_dir,
+      },
+      { store, logger, onProgress: progress },
+    );
+    app = await createServer(
+      {
+        store,
+        controlApiToken: config.control_api_bearer_token,
+        sessionCookieSecure: config.session_cookie_secure,
+        temporalHealth: temporal.health,
+        dbPath: store.location,
+      },
+      logger,
+    );
+    await app.listen({ host: config.listen_host, port: config.listen_port });
+  } catch (error) {
+    await stop().catch(() => undefined);
+    throw error;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.listen_port;
+  const url = `http://${browsableHost(config.listen_host)}:${port}`;
+  return {
+    url,
+    dashboardUrl: `${url}/control/dashboard-v2`,
+    temporalAddress: temporal.address,
+    ...(temporal.uiUrl ? { temporalUiUrl: temporal.uiUrl } : {}),
+    stop,
+  };
+}

@@ -1,0 +1,144 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { createActivities } from '../../activities/index.ts';
+import type { TemporalHealth } from '../../api/deps.ts';
+import type { Store } from '../../store/store.ts';
+import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
+import { startTemporalDevServer, type TemporalDevServer } from './temporal-dev-server.ts';
+
+const INSTALL_SCRIPT = fileURLToPath(new URL('../../scripts/install-temporal-cli.sh', import.meta.url));
+const WORKER_SHUTDOWN_GRACE = '10s';
+
+export interface TemporalSettings {
+  /** Empty: start the embedded dev server with its SQLite file under stateDir. */
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  uiPort: number;
+  stateDir: string;
+}
+
+export interface TemporalRuntime {
+  address: string;
+  namespace: string;
+  uiUrl?: string;
+  client: Client;
+  health(): Promise<TemporalHealth>;
+  shutdown(): Promise<void>;
+}
+
+const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
+
+let runtimeInstalled = false;
+
+/** Routes the SDK's logs into pino and leaves signal handling to our own graceful shutdown. */
+function installTemporalRuntime(logger: Logger): void {
+  if (runtimeInstalled) return;
+  Runtime.install({
+    logger: new DefaultLogger('WARN', (entry) => {
+      logger[PINO_LEVEL[entry.level]]({ component: 'temporal', ...entry.meta }, entry.message);
+    }),
+    shutdownSignals: [],
+  });
+  runtimeInstalled = true;
+}
+
+/** Finds the Temporal CLI, building it once with the install script (which prints its own progress). */
+function ensureTemporalCli(progress: (message: string) => void): string {
+  const found = locateTemporalCli();
+  if (found) return found;
+  progress('the Temporal CLI is not installed yet; building it once (a few minutes)');
+  const result = spawnSync('bash', [INSTALL_SCRIPT], { stdio: 'inherit' });
+  const built = result.status === 0 ? locateTemporalCli() : undefined;
+  if (!built) throw new Error(`could not provide the Temporal CLI. ${temporalCliInstallHint()}`);
+  return built;
+}
+
+async function startEmbeddedServer(settings: TemporalSettings, progress: (message: string) => void): Promise<TemporalDevServer> {
+  const dir = join(settings.stateDir, 'temporal');
+  return startTemporalDevServer({
+    binaryPath: ensureTemporalCli(progress),
+    dbFile: join(dir, 'temporal.db'),
+    uiPort: settings.uiPort,
+    namespace: settings.namespace,
+    logFile: join(dir, 'dev-server.log'),
+    pidFile: join(dir, 'dev-server.pid'),
+    onProgress: progress,
+  });
+}
+
+/**
+ * Connects to Temporal (or starts the embedded dev server) and runs the control-plane worker on the task queue,
+ * inside this process.
+ */
+export async function startTemporalRuntime(
+  settings: TemporalSettings,
+  deps: { store: Store; logger: Logger; onProgress?: (message: string) => void },
+): Promise<TemporalRuntime> {
+  const progress = deps.onProgress ?? (() => undefined);
+  installTemporalRuntime(deps.logger);
+  const devServer = settings.address ? undefined : await startEmbeddedServer(settings, progress);
+  const address = settings.address || devServer!.address;
+  const cleanups: (() => Promise<void>)[] = [];
+  try {
+    if (devServer) cleanups.push(() => devServer.stop());
+    const clientConnection = await Connection.connect({ address });
+    cleanups.push(() => clientConnection.close());
+    const workerConnection = await NativeConnection.connect({ address });
+    cleanups.push(() => workerConnection.close());
+
+    const worker = await Worker.create({
+      connection: workerConnection,
+      namespace: settings.namespace,
+      taskQueue: settings.taskQueue,
+      activities: createActivities({ store: deps.store }),
+      shutdownGraceTime: WORKER_SHUTDOWN_GRACE,
+    });
+    const running = worker.run();
+    running.catch((error: unknown) => deps.logger.error({ err: error }, 'Temporal worker stopped with an error'));
+    progress(`Temporal worker polling task queue "${settings.taskQueue}" in namespace "${settings.namespace}" at ${address}`);
+
+    const client = new Client({ connection: clientConnection, namespace: settings.namespace });
+    return {
+      address,
+      namespace: settings.namespace,
+      ...(devServer?.uiUrl ? { uiUrl: devServer.uiUrl } : {}),
+      client,
+      async health() {
+        let error: string | undefined;
+        try {
+          await clientConnection.workflowService.describeNamespace({ namespace: settings.namespace });
+        } catch (cause) {
+          error = (cause as Error).message;
+        }
+        const workerState = worker.getState();
+        return {
+          ok: error === undefined && workerState === 'RUNNING',
+          address,
+          namespace: settings.namespace,
+          worker_state: workerState,
+          ...(devServer?.uiUrl ? { ui_url: devServer.uiUrl } : {}),
+          ...(error ? { error } : {}),
+        };
+      },
+      async shutdown() {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running.catch(() => undefined);
+        for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+      },
+    };
+  } catch (error) {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+    throw error;
+  }
+}
