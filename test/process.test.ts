@@ -1,0 +1,119 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+
+const TOKEN = 'process-test-token-0123456789abcdef';
+
+interface StartedProcess {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function startEntryPoint(configPath: string): StartedProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/control-plane.ts'], {
+    env: { ...process.env, SVC_CONFIG: configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+async function waitForBanner(started: StartedProcess, timeoutMs = 90_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const match = /dashboard:\s+(http:\/\/[^/\s]+)\//.exec(started.output());
+    if (match) return match[1]!;
+    if (started.child.exitCode !== null) throw new Error(`exited early:\n${started.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`no banner within ${timeoutMs} ms:\n${started.output()}`);
+}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('the real entry point', () => {
+  let dir: string;
+  let configPath: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rcp-process-'));
+    configPath = join(dir, 'config.json');
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        control_api_bearer_token: TOKEN,
+        completion_callback_url: 'http://127.0.0.1:9/control/api/worker-callback',
+        completion_callback_token: 'process-test-callback-0123456789',
+        state_dir: './state',
+        project_root: './projects',
+        dispatch_script_path: './agent.sh',
+        listen_host: '127.0.0.1',
+        listen_port: 0,
+        temporal_ui_port: await freePort(),
+      }),
+    );
+  });
+  afterAll(async () => rm(dir, { recursive: true, force: true }));
+
+  it('serves /healthz, keeps events across a restart, and exits cleanly on SIGTERM with the embedded Temporal gone', async () => {
+    const first = startEntryPoint(configPath);
+    const url = await waitForBanner(first);
+    expect(first.output()).toMatch(/Temporal UI:\s+http:\/\/127\.0\.0\.1:\d+/);
+    const health = await fetch(`${url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ ok: true, service: 'research-control-plane' });
+
+    const deep = await (await fetch(`${url}/control/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
+    expect(deep).toMatchObject({ ok: true, store_backend: 'embedded', temporal: { ok: true, worker_state: 'RUNNING' } });
+
+    const login = await fetch(`${url}/control/api/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: TOKEN }),
+    });
+    expect(login.status).toBe(200);
+
+    const temporalPid = Number((await readFile(join(dir, 'state/temporal/dev-server.pid'), 'utf8')).trim());
+    expect(isAlive(temporalPid)).toBe(true);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(isAlive(temporalPid)).toBe(false);
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+
+    const second = startEntryPoint(configPath);
+    const secondUrl = await waitForBanner(second);
+    const events = await fetch(`${secondUrl}/control/api/v1/events?entity_type=dashboard_session`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect((await events.json()).items).toHaveLength(1);
+    second.child.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+  }, 180_000);
+
+  it('refuses a broken configuration with exit status 2, listing every problem and binding nothing', async () => {
+    const port = await freePort();
+    const badPath = join(dir, 'bad.json');
+    await writeFile(badPath, JSON.stringify({ listen_port: port, sample_interval_sec: 0, control_api_bearer_token: 'changeme' }));
+    const started = startEntryPoint(badPath);
+    expect(await started.exited).toBe(2);
+    const output = started.output();
+    for (const field of ['completion_callback_url', 'state_dir', 'sample_interval_sec', 'control_api_bearer_token']) {
+      expect(output).toContain(field);
+    }
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+  }, 60_000);
+});
