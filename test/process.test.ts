@@ -99,7 +99,7 @@ describe('the real entry point', () => {
     const events = await fetch(`${secondUrl}/control/api/v1/events?entity_type=dashboard_session`, {
       headers: { authorization: `Bearer ${TOKEN}` },
     });
-    expect((await events.json()).items).toHaveLength(1);
+    expect(((await events.json()) as { items: unknown[] }).items).toHaveLength(1);
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
   }, 180_000);
