@@ -105,12 +105,15 @@ export async function listAuditEventsPage(
 ): Promise<{ items: AuditEvent[]; total: number }> {
   const params: unknown[] = [];
   const where = whereClause(filters, params);
+  const countSql = where
+    ? `SELECT count(*) AS total FROM audit_events ${where}`
+    : 'SELECT sum(events) AS total FROM audit_event_totals';
   const [rows, count] = await Promise.all([
     db.query<AuditEventRow>(
       `SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
       params,
     ),
-    db.query<{ total: number }>(`SELECT count(*) AS total FROM audit_events ${where}`, params),
+    db.query<{ total: number | string }>(countSql, where ? params : []),
   ]);
   return { items: rows.rows.map(toEvent), total: Number(count.rows[0]?.total ?? 0) };
 }

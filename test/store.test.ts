@@ -96,6 +96,24 @@ describe.each(ENGINES)('store on $name', (engine) => {
       expect(page.total).toBe(0);
     });
 
+    it('keeps the unfiltered total exact through replays and rollbacks', async () => {
+      const counted = async () => (await store.query<{ n: number }>('SELECT count(*) AS n FROM audit_events')).rows[0]!.n;
+      const listed = async () => (await listAuditEventsPage(store, {}, { offset: 0, limit: 1 })).total;
+      const event = { entity_type: 'run', entity_id: 'total', event_type: 'run.created', idempotency_key: 'total-1' };
+      await store.transaction((tx) => appendAuditEvent(tx, event));
+      await store.transaction((tx) => appendAuditEvent(tx, event));
+      await store
+        .transaction(async (tx) => {
+          await appendAuditEvent(tx, { ...event, idempotency_key: 'total-2' });
+          throw new Error('rolled back');
+        })
+        .catch(() => undefined);
+      await store.query(
+        `INSERT INTO audit_events (entity_type, entity_id, event_type) SELECT 'run', 'bulk-' || n, 'run.created' FROM generate_series(1, 3) n`,
+      );
+      expect(await listed()).toBe(Number(await counted()));
+    });
+
     it('lists newest first with filters, search and keyset pages', async () => {
       await store.transaction(async (tx) => {
         for (let index = 0; index < 7; index += 1) {

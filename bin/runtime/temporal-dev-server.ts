@@ -1,0 +1,352 @@
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { Connection } from '@temporalio/client';
+
+export interface TemporalDevServerOptions {
+  binaryPath: string;
+  /** SQLite file for persistent state; omit for an in-memory server. */
+  dbFile?: string;
+  /** Frontend bind address; default 127.0.0.1. */
+  ip?: string;
+  /** Frontend gRPC port; default 7233 if free, else a free ephemeral port. */
+  port?: number;
+  /** Web UI port; default port + 1000 if free, else a free ephemeral port. Ignored when headless. */
+  uiPort?: number;
+  headless?: boolean;
+  /** Namespace to register at launch and to wait for ('default' always exists too). */
+  namespace: string;
+  /** Server stdout/stderr are appended here. */
+  logFile: string;
+  /** Records the server pid so a later start can stop a server orphaned by a crashed parent. */
+  pidFile?: string;
+  /** Default 60000. */
+  startupTimeoutMs?: number;
+  onProgress?: (msg: string) => void;
+}
+
+export interface TemporalDevServer {
+  address: string;
+  uiUrl?: string;
+  pid: number;
+  /** SIGTERM, then SIGKILL after timeoutMs (default 10000); resolves once the process is gone. */
+  stop(timeoutMs?: number): Promise<void>;
+}
+
+const DEFAULT_PORT = 7233;
+const LOG_TAIL_LINES = 20;
+
+export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  const progress = opts.onProgress ?? (() => {});
+  const ip = opts.ip ?? '127.0.0.1';
+  // Absolute so the pidFile check can compare it against the recorded command line.
+  const dbFile = opts.dbFile === undefined ? undefined : resolve(opts.dbFile);
+  const logFile = resolve(opts.logFile);
+  const pidFile = opts.pidFile === undefined ? undefined : resolve(opts.pidFile);
+  const startupTimeoutMs = opts.startupTimeoutMs ?? 60_000;
+
+  if (dbFile !== undefined) mkdirSync(dirname(dbFile), { recursive: true });
+  mkdirSync(dirname(logFile), { recursive: true });
+  if (pidFile !== undefined) {
+    mkdirSync(dirname(pidFile), { recursive: true });
+    await stopStaleDevServer(pidFile, dbFile, progress);
+  }
+
+  const port = opts.port ?? ((await isPortFree(ip, DEFAULT_PORT)) ? DEFAULT_PORT : await freePort(ip));
+  const uiPort = opts.headless ? undefined : (opts.uiPort ?? (await defaultUiPort(ip, port)));
+  const address = `${hostForUrl(ip)}:${port}`;
+  const uiUrl = uiPort === undefined ? undefined : `http://${hostForUrl(ip)}:${uiPort}`;
+  const args = devServerArgs({ ip, port, uiPort, dbFile, namespace: opts.namespace });
+
+  progress(`starting Temporal dev server on ${address} (${dbFile ?? 'in-memory'}), log: ${logFile}`);
+  const startedAt = Date.now();
+  const logFd = openSync(logFile, 'a');
+  writeSync(logFd, `\n=== ${new Date().toISOString()} ${opts.binaryPath} ${args.join(' ')}\n`);
+  // detached: own process group, so a terminal Ctrl-C reaches only us and we can stop our
+  // workers before the server goes away.
+  const child = spawn(opts.binaryPath, args, { detached: true, stdio: ['ignore', logFd, logFd] });
+  closeSync(logFd);
+  // The server is stopped explicitly; it must not keep the Node event loop alive on its own.
+  child.unref();
+
+  let exitReason: string | undefined;
+  const exited = new Promise<void>((resolveExit) => {
+    child.once('exit', (code, signal) => {
+      exitReason = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
+      resolveExit();
+    });
+    child.once('error', (err) => {
+      exitReason = `could not be started: ${err.message}`;
+      resolveExit();
+    });
+  });
+
+  const pid = child.pid;
+  if (pid === undefined) {
+    await exited;
+    throw startupError(`Temporal dev server (${opts.binaryPath}) ${exitReason ?? 'did not start'}`, logFile);
+  }
+  if (pidFile !== undefined) writeFileSync(pidFile, `${pid}\n`);
+
+  let stopping: Promise<void> | undefined;
+  const stop = (timeoutMs = 10_000): Promise<void> => {
+    stopping ??= (async () => {
+      if (exitReason === undefined) {
+        signalGroup(pid, 'SIGTERM');
+        if (!(await settlesWithin(exited, timeoutMs))) {
+          signalGroup(pid, 'SIGKILL');
+          await exited;
+        }
+      }
+      if (pidFile !== undefined) removePidFileIfOwned(pidFile, pid);
+    })();
+    return stopping;
+  };
+
+  try {
+    await waitUntilAnswering({
+      address,
+      namespace: opts.namespace,
+      deadline: startedAt + startupTimeoutMs,
+      exited,
+      exitReason: () => exitReason,
+    });
+  } catch (err) {
+    await stop();
+    const reason = err instanceof Error ? err.message : String(err);
+    throw startupError(`Temporal dev server (pid ${pid}, ${address}) ${reason}`, logFile);
+  }
+  progress(`Temporal dev server answering at ${address} after ${Date.now() - startedAt} ms (pid ${pid})`);
+  return { address, ...(uiUrl === undefined ? {} : { uiUrl }), pid, stop };
+}
+
+function devServerArgs(o: {
+  ip: string;
+  port: number;
+  uiPort: number | undefined;
+  dbFile: string | undefined;
+  namespace: string;
+}): string[] {
+  // Metrics, HTTP API and the internal history/matching/worker services default to random
+  // free ports in this CLI version, so only the frontend and UI ports can collide with
+  // another dev server on the machine, and we always choose those explicitly.
+  const args = ['server', 'start-dev', '--ip', o.ip, '--port', String(o.port)];
+  // 'default' is always created; naming it again would register it twice.
+  if (o.namespace !== 'default') args.push('--namespace', o.namespace);
+  args.push(...(o.uiPort === undefined ? ['--headless'] : ['--ui-port', String(o.uiPort)]));
+  if (o.dbFile !== undefined) args.push('--db-filename', o.dbFile);
+  args.push('--log-level', 'warn');
+  return args;
+}
+
+async function waitUntilAnswering(o: {
+  address: string;
+  namespace: string;
+  deadline: number;
+  exited: Promise<void>;
+  exitReason: () => string | undefined;
+}): Promise<void> {
+  const [host, port] = splitAddress(o.address);
+  let lastError = 'no answer yet';
+  for (;;) {
+    const exit = o.exitReason();
+    if (exit !== undefined) throw new Error(`${exit} before it answered`);
+    const remaining = o.deadline - Date.now();
+    if (remaining <= 0) throw new Error(`did not answer within the startup timeout (last error: ${lastError})`);
+
+    // A plain TCP probe first: gRPC connects back off for up to a second after a refusal,
+    // which would add that much to every start.
+    if (await tcpAccepts(host, port, Math.min(500, remaining))) {
+      const attempt = describeNamespace(o.address, o.namespace, Math.min(5_000, remaining)).then(
+        () => true,
+        (err: unknown) => {
+          lastError = err instanceof Error ? err.message : String(err);
+          return false;
+        },
+      );
+      // Something else may hold the port; the child's exit must not wait out the attempt.
+      if (await Promise.race([attempt, o.exited.then(() => false)])) return;
+    } else {
+      lastError = `nothing listening on ${o.address}`;
+    }
+    await sleep(100);
+  }
+}
+
+async function describeNamespace(address: string, namespace: string, timeoutMs: number): Promise<void> {
+  // lazy + ensureConnected rather than connect(): a failed connect() leaves no handle to close.
+  const connection = Connection.lazy({ address, connectTimeout: timeoutMs });
+  try {
+    await connection.ensureConnected();
+    await connection.withDeadline(Date.now() + timeoutMs, () =>
+      connection.workflowService.describeNamespace({ namespace }),
+    );
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * A control plane that was SIGKILLed leaves its detached dev server running, still holding
+ * the SQLite file and the port. Stop it if the pidFile names a live `start-dev` process for
+ * the same database; anything else (reused pid, other server) is left alone.
+ */
+async function stopStaleDevServer(
+  pidFile: string,
+  dbFile: string | undefined,
+  progress: (msg: string) => void,
+): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number.parseInt(readFileSync(pidFile, 'utf8').trim(), 10);
+  } catch {
+    return;
+  }
+  if (Number.isInteger(pid) && pid > 0 && isAlive(pid) && isDevServerFor(pid, dbFile)) {
+    progress(`stopping stale Temporal dev server (pid ${pid}) left by a previous run`);
+    signalGroup(pid, 'SIGTERM');
+    if (!(await waitUntilDead(pid, 10_000))) {
+      signalGroup(pid, 'SIGKILL');
+      if (!(await waitUntilDead(pid, 5_000))) {
+        throw new Error(`stale Temporal dev server (pid ${pid}, from ${pidFile}) did not exit after SIGKILL`);
+      }
+    }
+  }
+  rmSync(pidFile, { force: true });
+}
+
+function isDevServerFor(pid: number, dbFile: string | undefined): boolean {
+  let argv: string[];
+  try {
+    argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return false;
+  }
+  if (!argv.includes('start-dev')) return false;
+  const dbIndex = argv.indexOf('--db-filename');
+  const recordedDb = dbIndex >= 0 ? argv[dbIndex + 1] : argv.find((a) => a.startsWith('--db-filename='))?.slice(14);
+  return recordedDb === dbFile;
+}
+
+/** Alive and not a zombie (a killed child stays in the table until its parent reaps it). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true;
+  }
+}
+
+async function waitUntilDead(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (isAlive(pid)) {
+    if (Date.now() >= deadline) return false;
+    await sleep(100);
+  }
+  return true;
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // Not a group leader (or already gone): fall back to the process itself.
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+function removePidFileIfOwned(pidFile: string, pid: number): void {
+  try {
+    if (readFileSync(pidFile, 'utf8').trim() === String(pid)) rmSync(pidFile, { force: true });
+  } catch {
+    // Already removed.
+  }
+}
+
+function startupError(message: string, logFile: string): Error {
+  return new Error(`${message}\n--- last ${LOG_TAIL_LINES} lines of ${logFile} ---\n${logTail(logFile)}`);
+}
+
+function logTail(logFile: string): string {
+  try {
+    const lines = readFileSync(logFile, 'utf8').split('\n').filter((l) => l.trim() !== '');
+    return lines.slice(-LOG_TAIL_LINES).join('\n');
+  } catch (err) {
+    return `(could not read log: ${err instanceof Error ? err.message : String(err)})`;
+  }
+}
+
+async function defaultUiPort(ip: string, port: number): Promise<number> {
+  const conventional = port + 1000;
+  return conventional <= 65535 && (await isPortFree(ip, conventional)) ? conventional : freePort(ip);
+}
+
+function isPortFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolveFree) => {
+    const server = createServer();
+    server.once('error', () => resolveFree(false));
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolveFree(true)));
+  });
+}
+
+/** A port the OS considers free right now; the server binds it moments later. */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen({ host, port: 0, exclusive: true }, () => {
+      const addr = server.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      server.close(() => (port > 0 ? resolvePort(port) : reject(new Error('no ephemeral port assigned'))));
+    });
+  });
+}
+
+function tcpAccepts(host: string, port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolveProbe) => {
+    const socket = createConnection({ host, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolveProbe(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+async function settlesWithin(promise: Promise<void>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<boolean>((r) => {
+    timer = setTimeout(() => r(false), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function hostForUrl(ip: string): string {
+  return ip.includes(':') ? `[${ip}]` : ip;
+}
+
+function splitAddress(address: string): [string, number] {
+  const colon = address.lastIndexOf(':');
+  return [address.slice(0, colon).replace(/^\[|\]$/g, ''), Number(address.slice(colon + 1))];
+}

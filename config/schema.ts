@@ -1,0 +1,553 @@
+import { z } from 'zod';
+import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import type { GateThresholdProfile } from '../domain/workload.ts';
+
+export const ROLES = ['control_plane', 'worker_gate'] as const;
+export type Role = (typeof ROLES)[number];
+
+export const WORKER_TARGET_ROLES = ['gpu_worker', 'cpu_worker'] as const;
+export const STORE_BACKENDS = ['embedded', 'pg', 'pg_readonly'] as const;
+export type StoreBackend = (typeof STORE_BACKENDS)[number];
+export const PAPER_WRITER_PROVIDERS = ['deterministic', 'openai_compatible'] as const;
+export const WORKER_TARGET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+export const MIN_TOKEN_LENGTH = 16;
+
+/** Old field name → current field name. Each use is accepted with a warning. */
+export const DEPRECATED_ALIASES = {
+  omx_inbound_bearer_token: 'control_api_bearer_token',
+  n8n_callback_url: 'completion_callback_url',
+  n8n_bearer_token: 'completion_callback_token',
+  n8n_callback_timeout_sec: 'completion_callback_timeout_sec',
+} as const;
+
+/** Environment variable → config field it overrides. */
+export const ENV_OVERRIDES = {
+  TEMPORAL_ADDRESS: 'temporal_address',
+  PAPER_WRITER_API_KEY: 'paper_writer_api_key',
+} as const;
+
+/** Environment variable → normalized config field that only the environment can set. */
+export const ENV_ONLY_FIELDS = {
+  RESEARCH_PROVIDER_API_KEY: 'research_provider_api_key',
+} as const;
+
+export const PLACEHOLDER_REASON = 'is a placeholder; set a real value';
+const HTTP_URL_REASON = 'must be an http(s) URL with a host';
+
+/**
+ * True for values copied unchanged from an example config: `<TOKEN>` (alone or inside a
+ * longer value such as `http://<worker_url>`), `replace-with-...`, `REPLACE_ME...`, `changeme`.
+ */
+export function isPlaceholder(value: string): boolean {
+  const v = value.trim();
+  const lower = v.toLowerCase();
+  return (
+    (v.startsWith('<') && v.endsWith('>')) ||
+    /<[A-Za-z][A-Za-z0-9_-]*>/.test(v) ||
+    lower.startsWith('replace-with-') ||
+    lower.startsWith('replace_me') ||
+    lower === 'changeme'
+  );
+}
+
+export function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+function isPostgresUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'postgres:' || url.protocol === 'postgresql:';
+  } catch {
+    return false;
+  }
+}
+
+type FieldMeta = {
+  description: string;
+  secret?: boolean;
+  /** Environment variable that overrides the file value. */
+  env?: string;
+};
+
+function doc<T extends z.ZodType>(schema: T, meta: FieldMeta): T {
+  return schema.meta(meta);
+}
+
+// Every string in the file goes through this, so placeholders are refused wherever they
+// appear. No `abort`: an aborting issue would also stop the root cross-field check, so a
+// placeholder may come with further issues on the same path (loadConfig keeps only this one).
+const text = () => z.string().refine((v) => !isPlaceholder(v), PLACEHOLDER_REASON);
+const nonEmptyText = () => text().min(1);
+const token = () => text().min(MIN_TOKEN_LENGTH);
+const optionalToken = () =>
+  text()
+    .refine((v) => v === '' || v.length >= MIN_TOKEN_LENGTH, `must be at least ${MIN_TOKEN_LENGTH} characters`)
+    .optional();
+const httpUrl = () => text().refine(isHttpUrl, HTTP_URL_REASON).meta({ format: 'uri' });
+const optionalHttpUrl = () =>
+  text()
+    .refine((v) => v === '' || isHttpUrl(v), HTTP_URL_REASON)
+    .meta({ format: 'uri' })
+    .optional();
+const pct = () => z.number().min(0).max(100);
+const port = (min: number) => z.number().int().min(min).max(65535);
+
+export const WorkloadClassSchema = z.enum(WORKLOAD_CLASSES);
+
+const thresholdFields = {
+  idle_sustain_sec: z.number().min(30),
+  cpu_idle_threshold_pct: pct(),
+  gpu_idle_avg_threshold_pct: pct(),
+  gpu_idle_peak_threshold_pct: pct(),
+  vram_delta_threshold_mib: z.number().min(0),
+} satisfies Record<keyof GateThresholdProfile, z.ZodNumber>;
+
+const ProfileOverrideSchema = z.strictObject({
+  idle_sustain_sec: thresholdFields.idle_sustain_sec.optional(),
+  cpu_idle_threshold_pct: thresholdFields.cpu_idle_threshold_pct.optional(),
+  gpu_idle_avg_threshold_pct: thresholdFields.gpu_idle_avg_threshold_pct.optional(),
+  gpu_idle_peak_threshold_pct: thresholdFields.gpu_idle_peak_threshold_pct.optional(),
+  vram_delta_threshold_mib: thresholdFields.vram_delta_threshold_mib.optional(),
+});
+
+const WorkerTargetSchema = z.strictObject({
+  wake_gate_url: httpUrl(),
+  bearer_token: token().meta({ secret: true }),
+  role: z.enum(WORKER_TARGET_ROLES),
+  min_memory_available_mib: z.number().int().min(0).optional(),
+});
+
+const WorkerTargetNameSchema = z
+  .string()
+  .regex(
+    WORKER_TARGET_NAME_PATTERN,
+    'is not a valid worker target name (letters, digits, "_", "." and "-", starting with a letter or digit)',
+  );
+
+const DEFAULT_COMMAND_MARKERS = ['codex', 'claude', 'python', 'torchrun', 'accelerate', 'vllm'];
+
+/** The fields of the config file, in documentation order. Cross-field rules live in ConfigFileSchema. */
+export const ConfigFieldsSchema = z.strictObject({
+  control_api_bearer_token: doc(token(), {
+    description: 'Bearer token for control API calls and incoming worker event posts.',
+    secret: true,
+  }),
+  completion_callback_url: doc(httpUrl(), { description: 'URL that completion callbacks are posted to.' }),
+  completion_callback_token: doc(token(), {
+    description: 'Bearer token sent with completion callbacks.',
+    secret: true,
+  }),
+  state_dir: doc(nonEmptyText(), {
+    description: 'Directory for service state (embedded database, Temporal dev server, gate records). Relative paths resolve against the config file directory.',
+  }),
+  project_root: doc(nonEmptyText(), {
+    description: 'Directory under which project workspaces live. Relative paths resolve against the config file directory.',
+  }),
+  dispatch_script_path: doc(nonEmptyText(), {
+    description: 'Script the worker gate runs (without a shell) to start an agent. Relative paths resolve against the config file directory.',
+  }),
+  roles: doc(
+    z
+      .array(z.enum(ROLES))
+      .min(1)
+      .refine((roles) => new Set(roles).size === roles.length, 'must not list a role twice')
+      .meta({ uniqueItems: true })
+      .default(['control_plane']),
+    { description: 'Roles served by this process; both may share one port.' },
+  ),
+  listen_host: doc(nonEmptyText().default('0.0.0.0'), { description: 'Address to listen on.' }),
+  listen_port: doc(port(0).default(8787), { description: 'Port to listen on; 0 picks a free port.' }),
+  dispatch_timeout_sec: doc(z.number().positive().default(30), {
+    description: 'How long the dispatch script may run before the dispatch fails (504).',
+  }),
+  log_events: doc(z.boolean().default(true), { description: 'Log audit events.' }),
+  live_dispatch_enabled: doc(z.boolean().default(false), {
+    description: 'Allow live (non-dry-run) dispatch; when false live dispatch answers 501.',
+  }),
+  worker_wake_gate_url: doc(optionalHttpUrl(), { description: 'Base URL of the default worker gate.' }),
+  worker_wake_gate_bearer_token: doc(optionalToken(), {
+    description: 'Bearer token for the default worker gate (and for this process\'s own gate role).',
+    secret: true,
+  }),
+  sample_interval_sec: doc(z.number().min(1).default(5), { description: 'Telemetry sampling interval.' }),
+  idle_sustain_sec: doc(thresholdFields.idle_sustain_sec.default(180), {
+    description: 'How long a workload must stay below the idle thresholds to count as idle.',
+  }),
+  cpu_idle_threshold_pct: doc(thresholdFields.cpu_idle_threshold_pct.default(35), {
+    description: 'CPU use (percent) below which the workload counts as idle.',
+  }),
+  gpu_idle_avg_threshold_pct: doc(thresholdFields.gpu_idle_avg_threshold_pct.default(10), {
+    description: 'Average GPU use (percent) below which the workload counts as idle.',
+  }),
+  gpu_idle_peak_threshold_pct: doc(thresholdFields.gpu_idle_peak_threshold_pct.default(20), {
+    description: 'Peak GPU use (percent) below which the workload counts as idle.',
+  }),
+  vram_delta_threshold_mib: doc(thresholdFields.vram_delta_threshold_mib.default(1024), {
+    description: 'Largest VRAM movement (MiB) still counted as idle; 0 requires no movement.',
+  }),
+  max_wait_after_idle_sec: doc(z.number().min(60).default(43200), {
+    description: 'Longest wait for a quiet window after idle was first seen.',
+  }),
+  default_workload_class: doc(WorkloadClassSchema.default('inference_eval'), {
+    description: 'Workload class used when an item names none.',
+  }),
+  workload_profiles: doc(z.partialRecord(WorkloadClassSchema, ProfileOverrideSchema).default({}), {
+    description: 'Per-class threshold overrides; they win over the built-in profiles (inference_eval, training, cpu_only, gpu_required) and the global thresholds.',
+  }),
+  stale_project_process_reaper_enabled: doc(z.boolean().default(true), {
+    description: 'Terminate leftover agent processes of finished projects.',
+  }),
+  stale_project_process_grace_sec: doc(z.number().min(0).default(900), {
+    description: 'Age after which a leftover project process counts as stale.',
+  }),
+  stale_project_process_term_grace_sec: doc(z.number().min(0).default(5), {
+    description: 'Wait between SIGTERM and SIGKILL when reaping.',
+  }),
+  stale_project_process_command_markers: doc(z.array(text()).default(DEFAULT_COMMAND_MARKERS), {
+    description: 'Command-name markers that identify agent processes the reaper may end.',
+  }),
+  completion_callback_timeout_sec: doc(z.number().positive().default(120), {
+    description: 'Timeout of one completion callback attempt.',
+  }),
+  worker_targets: doc(z.record(WorkerTargetNameSchema, WorkerTargetSchema).default({}), {
+    description: 'Named worker machines the control plane may dispatch to.',
+  }),
+  workload_machine_targets: doc(z.partialRecord(WorkloadClassSchema, text().meta({ title: 'worker target name' })).default({}), {
+    description: 'Workload class → worker target name; every name must be defined in worker_targets.',
+  }),
+  push_alerts_enabled: doc(z.boolean().default(false), {
+    description: 'Send push alerts; requires push_app_token, push_user_key and push_api_url.',
+  }),
+  push_app_token: doc(text().optional(), { description: 'Push service application token.', secret: true }),
+  push_user_key: doc(text().optional(), { description: 'Push service user key.', secret: true }),
+  push_api_url: doc(optionalHttpUrl(), { description: 'Push service API URL.' }),
+  queue_alert_cooldown_sec: doc(z.number().min(0).default(1800), {
+    description: 'Minimum time between repeated queue alerts.',
+  }),
+  queue_alert_hang_after_sec: doc(z.number().min(0).default(3600), {
+    description: 'Age after which a running queue item is reported as hung.',
+  }),
+  chat_alert_webhook_enabled: doc(z.boolean().default(false), {
+    description: 'Post alerts to a chat webhook; requires chat_alert_webhook_url.',
+  }),
+  chat_alert_webhook_url: doc(optionalHttpUrl(), { description: 'Chat webhook URL.' }),
+  chat_alert_webhook_secret: doc(text().optional(), { description: 'Chat webhook signing secret.', secret: true }),
+  chat_alert_webhook_timeout_sec: doc(z.number().positive().default(10), {
+    description: 'Timeout of one chat webhook post.',
+  }),
+  queue_pump_enabled: doc(z.boolean().default(false), { description: 'Advance the queue automatically.' }),
+  queue_pump_followup_launch_enabled: doc(z.boolean().default(false), {
+    description: 'Let the queue pump launch follow-up items.',
+  }),
+  queue_pump_paper_draft_enabled: doc(z.boolean().default(false), {
+    description: 'Let the queue pump start paper drafts.',
+  }),
+  paper_writer_provider: doc(z.enum(PAPER_WRITER_PROVIDERS).default('deterministic'), {
+    description: 'Paper writer; openai_compatible requires paper_writer_base_url and paper_writer_model.',
+  }),
+  paper_writer_base_url: doc(optionalHttpUrl(), { description: 'Base URL of the hosted paper writer.' }),
+  paper_writer_model: doc(text().optional(), { description: 'Model name for the hosted paper writer.' }),
+  paper_writer_api_key: doc(text().default(''), {
+    description: 'API key for the hosted paper writer; prefer the environment variable.',
+    secret: true,
+    env: 'PAPER_WRITER_API_KEY',
+  }),
+  paper_writer_timeout_sec: doc(z.number().positive().default(180), {
+    description: 'Timeout of one paper writer request.',
+  }),
+  paper_writer_temperature: doc(z.number().min(0).max(2).default(0.2), { description: 'Sampling temperature.' }),
+  paper_writer_max_tokens: doc(z.number().int().min(1).default(12000), {
+    description: 'Maximum tokens per paper writer response.',
+  }),
+  paper_writer_fallback_enabled: doc(z.boolean().default(true), {
+    description: 'Fall back to the deterministic writer when the hosted one fails.',
+  }),
+  paper_evidence_sync_enabled: doc(z.boolean().default(false), {
+    description: 'Copy paper evidence from the worker over SSH; requires the host and remote root.',
+  }),
+  paper_evidence_sync_ssh_host: doc(text().optional(), { description: 'SSH host to copy evidence from.' }),
+  paper_evidence_sync_remote_root: doc(text().optional(), {
+    description: 'Project root on the remote host.',
+  }),
+  paper_evidence_sync_timeout_sec: doc(z.number().positive().default(120), {
+    description: 'Timeout of one evidence sync.',
+  }),
+  route_observability_enabled: doc(z.boolean().default(false), { description: 'Log per-route timings.' }),
+  route_observability_log_path: doc(text().default(''), {
+    description: 'File for route timings; empty logs to the service log. Relative paths resolve against the config file directory.',
+  }),
+  route_observability_slow_ms: doc(z.number().min(0).default(1000), {
+    description: 'Requests slower than this are flagged.',
+  }),
+  route_observability_memory_warn_rss_mib: doc(z.number().min(0).default(0), {
+    description: 'Warn when resident memory exceeds this; 0 disables.',
+  }),
+  operational_trace_enabled: doc(z.boolean().default(false), {
+    description: 'Capture raw payloads for debugging; keep disabled unless intended.',
+  }),
+  operational_trace_log_path: doc(text().default(''), {
+    description: 'File for operational traces. Relative paths resolve against the config file directory.',
+  }),
+  operational_trace_max_payload_bytes: doc(z.number().int().min(1024).default(16384), {
+    description: 'Largest payload captured per trace entry.',
+  }),
+  control_plane_store_backend: doc(z.enum(['embedded', 'pg', 'pg_readonly', 'sqlite']).default('embedded'), {
+    description: 'embedded: in-process Postgres files under state_dir (sqlite is an alias); pg: Postgres at pg_database_url; pg_readonly: reads only, writes answer 501.',
+  }),
+  core_store_backend: doc(z.enum(['control_plane']).default('control_plane'), {
+    description: 'Store of the /svc-core sub-service (same database as the control plane).',
+  }),
+  pg_database_url: doc(
+    text()
+      .refine((v) => v === '' || isPostgresUrl(v), 'must be a postgres:// or postgresql:// URL')
+      .meta({ title: 'postgres:// URL' })
+      .default(''),
+    { description: 'Postgres URL; required for pg and pg_readonly.', secret: true },
+  ),
+  legacy_notes_api_enabled: doc(z.boolean().default(false), { description: 'Serve the legacy notes API.' }),
+  session_cookie_secure: doc(z.boolean().default(false), {
+    description: 'Mark the dashboard session cookie Secure (set when served over HTTPS).',
+  }),
+  temporal_address: doc(text().default(''), {
+    description: 'Temporal frontend host:port; empty starts an embedded dev server under state_dir.',
+    env: 'TEMPORAL_ADDRESS',
+  }),
+  temporal_namespace: doc(nonEmptyText().default('default'), { description: 'Temporal namespace.' }),
+  temporal_task_queue: doc(nonEmptyText().default('control-plane'), { description: 'Temporal task queue.' }),
+  temporal_ui_port: doc(port(1).default(8233), { description: 'Port of the embedded Temporal dev server UI.' }),
+  research_provider_base_url: doc(optionalHttpUrl(), { description: 'Research provider base URL.' }),
+  research_provider_model: doc(text().optional(), { description: 'Research provider model.' }),
+  research_provider_quota_url: doc(optionalHttpUrl(), { description: 'Research provider quota endpoint.' }),
+  research_provider_min_remaining_credits: doc(z.number().min(0).default(5), {
+    description: 'Do not call the provider when fewer credits remain.',
+  }),
+  research_provider_request_reserve: doc(z.number().min(0).default(10), {
+    description: 'Credits held back for in-flight requests.',
+  }),
+});
+
+type ConfigFields = z.output<typeof ConfigFieldsSchema>;
+type ProblemSink = (path: (string | number)[], message: string) => void;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+// A wrongly typed value counts as set: its type problem is reported on its own.
+function isSet(value: unknown): boolean {
+  return value !== undefined && value !== null && !(typeof value === 'string' && value.trim() === '');
+}
+
+function requireWhen(raw: Record<string, unknown>, fields: string[], condition: string, report: ProblemSink): void {
+  for (const field of fields) {
+    if (!isSet(raw[field])) report([field], `is required when ${condition}`);
+  }
+}
+
+// Reads the raw input (an absent field means its default) so that it can run even when
+// single fields failed, and every problem is reported at once.
+function checkCrossFieldRules(raw: Record<string, unknown>, report: ProblemSink): void {
+  const backend = raw.control_plane_store_backend;
+  if (backend === 'pg' || backend === 'pg_readonly') {
+    requireWhen(raw, ['pg_database_url'], `control_plane_store_backend is "${backend}"`, report);
+  }
+  if (raw.push_alerts_enabled === true) {
+    requireWhen(raw, ['push_app_token', 'push_user_key', 'push_api_url'], 'push_alerts_enabled is true', report);
+  }
+  if (raw.chat_alert_webhook_enabled === true) {
+    requireWhen(raw, ['chat_alert_webhook_url'], 'chat_alert_webhook_enabled is true', report);
+  }
+  if (raw.paper_evidence_sync_enabled === true) {
+    requireWhen(
+      raw,
+      ['paper_evidence_sync_ssh_host', 'paper_evidence_sync_remote_root'],
+      'paper_evidence_sync_enabled is true',
+      report,
+    );
+  }
+  if (raw.paper_writer_provider === 'openai_compatible') {
+    requireWhen(raw, ['paper_writer_base_url', 'paper_writer_model'], 'paper_writer_provider is "openai_compatible"', report);
+  }
+  const machineTargets = raw.workload_machine_targets;
+  const targets = isRecord(raw.worker_targets) ? raw.worker_targets : {};
+  if (isRecord(machineTargets)) {
+    for (const [cls, name] of Object.entries(machineTargets)) {
+      if (typeof name === 'string' && !Object.hasOwn(targets, name)) {
+        report(['workload_machine_targets', cls], `names worker target "${name}", which is not defined in worker_targets`);
+      }
+    }
+  }
+}
+
+const OPTIONAL_FIELDS = Object.entries(ConfigFieldsSchema.shape)
+  .filter(([, schema]) => schema.type === 'optional')
+  .map(([name]) => name);
+
+function normalize(fields: ConfigFields) {
+  const backend = fields.control_plane_store_backend;
+  const out = { ...fields, control_plane_store_backend: backend === 'sqlite' ? 'embedded' : backend };
+  // An empty string in an optional field means "not set".
+  const loose = out as Record<string, unknown>;
+  for (const name of OPTIONAL_FIELDS) {
+    if (loose[name] === '') delete loose[name];
+  }
+  return out;
+}
+
+/**
+ * The whole config file: field rules, cross-field rules, then normalization.
+ * Built as a transform rather than a refinement of ConfigFieldsSchema because zod skips
+ * refinements after some field issues (e.g. a non-integer), and every problem must be listed.
+ */
+export const ConfigFileSchema = z.unknown().transform((raw, ctx) => {
+  const fields = ConfigFieldsSchema.safeParse(raw);
+  if (!fields.success) {
+    for (const issue of fields.error.issues) ctx.addIssue({ ...issue, input: undefined } as z.core.$ZodRawIssue);
+  }
+  if (isRecord(raw)) {
+    checkCrossFieldRules(raw, (path, message) => ctx.addIssue({ code: 'custom', path, message, input: undefined }));
+  }
+  return fields.success ? normalize(fields.data) : z.NEVER;
+});
+
+/** Fields that only the environment supplies (see ENV_ONLY_FIELDS). */
+export type EnvOnlyConfig = { research_provider_api_key: string | undefined };
+
+/** The normalized config: defaults applied, aliases mapped, relative paths made absolute. */
+export type Config = z.output<typeof ConfigFileSchema> & EnvOnlyConfig;
+export type WorkerTarget = z.output<typeof WorkerTargetSchema>;
+
+function fieldMeta(schema: z.ZodType): FieldMeta | undefined {
+  return z.globalRegistry.get(schema) as FieldMeta | undefined;
+}
+
+/** Top-level fields whose values must never be logged. Nested: worker_targets.*.bearer_token. */
+export const SECRET_FIELDS: readonly (keyof Config)[] = [
+  ...Object.entries(ConfigFieldsSchema.shape)
+    .filter(([, schema]) => fieldMeta(schema)?.secret === true)
+    .map(([name]) => name as keyof Config),
+  ...Object.values(ENV_ONLY_FIELDS),
+];
+
+const REDACTED = '[redacted]';
+
+/** A copy of the config that is safe to log: set secrets are replaced by "[redacted]". */
+export function redactConfig(config: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...config };
+  for (const field of SECRET_FIELDS) {
+    if (isSet(out[field])) out[field] = REDACTED;
+  }
+  out.worker_targets = Object.fromEntries(
+    Object.entries(config.worker_targets).map(([name, target]) => [name, { ...target, bearer_token: REDACTED }]),
+  );
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Field documentation, derived from the schema's JSON Schema form and metadata.
+
+export type ConfigFieldDoc = {
+  name: string;
+  type: string;
+  /** JSON text of the default, or "" when the field has none. */
+  default: string;
+  required: boolean;
+  secret: boolean;
+  description: string;
+  /** Environment variable that overrides the file value, if any. */
+  env?: string;
+};
+
+type JsonNode = Record<string, unknown>;
+
+function asNode(value: unknown): JsonNode | undefined {
+  return isRecord(value) ? value : undefined;
+}
+
+function numberRange(node: JsonNode): string {
+  const limit = Number.MAX_SAFE_INTEGER;
+  const min = typeof node.minimum === 'number' && node.minimum > -limit ? node.minimum : undefined;
+  const max = typeof node.maximum === 'number' && node.maximum < limit ? node.maximum : undefined;
+  const exclusiveMin = typeof node.exclusiveMinimum === 'number' ? node.exclusiveMinimum : undefined;
+  if (min !== undefined && max !== undefined) return ` ${min}–${max}`;
+  if (exclusiveMin !== undefined) return ` > ${exclusiveMin}`;
+  if (min !== undefined) return ` ≥ ${min}`;
+  if (max !== undefined) return ` ≤ ${max}`;
+  return '';
+}
+
+function describeKey(node: JsonNode | undefined): string {
+  if (!node) return 'name';
+  if (Array.isArray(node.enum)) {
+    const same = node.enum.length === WORKLOAD_CLASSES.length && WORKLOAD_CLASSES.every((c) => (node.enum as unknown[]).includes(c));
+    return same ? 'workload class' : node.enum.map((v) => JSON.stringify(v)).join(' | ');
+  }
+  return typeof node.pattern === 'string' ? `name (/${node.pattern}/)` : 'name';
+}
+
+function describeType(node: JsonNode | undefined): string {
+  if (!node) return 'any';
+  if (typeof node.title === 'string') return node.title;
+  if (Array.isArray(node.enum)) return node.enum.map((v) => JSON.stringify(v)).join(' | ');
+  if (node.const !== undefined) return JSON.stringify(node.const);
+  if (Array.isArray(node.anyOf)) return node.anyOf.map((n) => describeType(asNode(n))).join(' | ');
+  const secret = node.secret === true ? 'secret ' : '';
+  switch (node.type) {
+    case 'string': {
+      if (node.format === 'uri') return `${secret}URL`;
+      const min = typeof node.minLength === 'number' ? node.minLength : 0;
+      if (min > 1) return `${secret}string (min length ${min})`;
+      return `${secret}${min === 1 ? 'non-empty string' : 'string'}`;
+    }
+    case 'integer':
+    case 'number':
+      return `${node.type}${numberRange(node)}`;
+    case 'boolean':
+      return 'boolean';
+    case 'array': {
+      const notes = [node.minItems === 1 ? 'non-empty' : '', node.uniqueItems === true ? 'unique' : ''].filter(Boolean);
+      return `array of ${describeType(asNode(node.items))}${notes.length ? ` (${notes.join(', ')})` : ''}`;
+    }
+    case 'object': {
+      const properties = asNode(node.properties);
+      if (properties) {
+        const required = Array.isArray(node.required) ? node.required : [];
+        const parts = Object.entries(properties).map(
+          ([name, child]) => `${name}${required.includes(name) ? '' : '?'}: ${describeType(asNode(child))}`,
+        );
+        return `{ ${parts.join(', ')} }`;
+      }
+      return `map ${describeKey(asNode(node.propertyNames))} → ${describeType(asNode(node.additionalProperties))}`;
+    }
+    default:
+      return 'any';
+  }
+}
+
+/** One entry per config field, in schema order, for the README reference. */
+export function configFieldDocs(): ConfigFieldDoc[] {
+  const json = z.toJSONSchema(ConfigFieldsSchema, { io: 'input', unrepresentable: 'any' }) as JsonNode;
+  const properties = asNode(json.properties) ?? {};
+  const required = new Set(Array.isArray(json.required) ? json.required : []);
+  return Object.entries(ConfigFieldsSchema.shape).map(([name, schema]) => {
+    const node = asNode(properties[name]) ?? {};
+    const meta = fieldMeta(schema);
+    const entry: ConfigFieldDoc = {
+      name,
+      // Secrecy of a top-level field goes in its own column, not in the type text.
+      type: describeType({ ...node, secret: false }),
+      default: 'default' in node ? JSON.stringify(node.default) : '',
+      required: required.has(name),
+      secret: meta?.secret === true,
+      description: meta?.description ?? '',
+    };
+    if (meta?.env) entry.env = meta.env;
+    return entry;
+  });
+}

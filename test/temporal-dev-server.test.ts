@@ -1,0 +1,117 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { afterAll, describe, expect, it } from 'vitest';
+import { locateTemporalCli, temporalCliInstallHint } from '../bin/runtime/temporal-cli.ts';
+import { freePort, startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
+import type { TemporalDevServer, TemporalDevServerOptions } from '../bin/runtime/temporal-dev-server.ts';
+
+const NAMESPACE = 'rcp-test';
+const workDir = mkdtempSync(join(tmpdir(), 'rcp-temporal-dev-server-'));
+const started: TemporalDevServer[] = [];
+
+afterAll(async () => {
+  await Promise.all(started.map((server) => server.stop(5_000)));
+  rmSync(workDir, { recursive: true, force: true });
+});
+
+/** A missing CLI is a failure with the install hint, never a skip. */
+function requireBinary(): string {
+  const binaryPath = locateTemporalCli();
+  if (binaryPath === undefined) throw new Error(temporalCliInstallHint());
+  return binaryPath;
+}
+
+async function start(overrides: Partial<TemporalDevServerOptions>): Promise<TemporalDevServer> {
+  const server = await startTemporalDevServer({
+    binaryPath: requireBinary(),
+    namespace: NAMESPACE,
+    logFile: join(workDir, 'logs', 'temporal.log'),
+    headless: true,
+    port: await freePort(),
+    startupTimeoutMs: 30_000,
+    ...overrides,
+  });
+  started.push(server);
+  return server;
+}
+
+async function describeNamespaceName(address: string): Promise<string | null | undefined> {
+  const connection = await Connection.connect({ address, connectTimeout: 5_000 });
+  try {
+    const response = await connection.workflowService.describeNamespace({ namespace: NAMESPACE });
+    return response.namespaceInfo?.name;
+  } finally {
+    await connection.close();
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('startTemporalDevServer', () => {
+  it('serves the namespace, stops its process and keeps the SQLite file', { timeout: 40_000 }, async () => {
+    const dbFile = join(workDir, 'fresh', 'nested', 'temporal.sqlite');
+    const pidFile = join(workDir, 'fresh', 'temporal.pid');
+    const uiPort = await freePort();
+    const server = await start({ dbFile, pidFile, headless: false, uiPort });
+
+    expect(server.uiUrl).toBe(`http://127.0.0.1:${uiPort}`);
+    expect(readFileSync(pidFile, 'utf8').trim()).toBe(String(server.pid));
+    expect(await describeNamespaceName(server.address)).toBe(NAMESPACE);
+
+    await server.stop();
+    expect(() => process.kill(server.pid, 0)).toThrow();
+    await server.stop(); // idempotent
+    expect(existsSync(pidFile)).toBe(false);
+    expect(existsSync(dbFile)).toBe(true);
+  });
+
+  it('stops a dev server left running by a previous process before restarting on its database', { timeout: 40_000 }, async () => {
+    const dbFile = join(workDir, 'restart', 'temporal.sqlite');
+    const pidFile = join(workDir, 'restart', 'temporal.pid');
+    const port = await freePort();
+    const stale = await start({ dbFile, pidFile, port });
+
+    const progress: string[] = [];
+    // Same port: it is only free once the stale server is gone.
+    const fresh = await start({ dbFile, pidFile, port, onProgress: (msg) => progress.push(msg) });
+
+    expect(isRunning(stale.pid)).toBe(false);
+    expect(progress.some((msg) => msg.includes(`stale Temporal dev server (pid ${stale.pid})`))).toBe(true);
+    expect(readFileSync(pidFile, 'utf8').trim()).toBe(String(fresh.pid));
+    expect(await describeNamespaceName(fresh.address)).toBe(NAMESPACE);
+
+    await stale.stop(); // already gone: must neither signal nor remove the new pidFile
+    expect(readFileSync(pidFile, 'utf8').trim()).toBe(String(fresh.pid));
+    await fresh.stop();
+    expect(isRunning(fresh.pid)).toBe(false);
+    expect(existsSync(dbFile)).toBe(true);
+  });
+
+  it('reports the log tail when the server exits during startup', { timeout: 20_000 }, async () => {
+    const binaryPath = requireBinary();
+    const sockets = new Set<Socket>();
+    const blocker = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const address = blocker.address();
+    const busyPort = typeof address === 'object' && address !== null ? address.port : 0;
+    try {
+      await expect(start({ binaryPath, port: busyPort, logFile: join(workDir, 'busy.log') })).rejects.toThrow(
+        /exited with code \d+ before it answered[\s\S]*last 20 lines[\s\S]*can't set frontend port/,
+      );
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    }
+  });
+});
