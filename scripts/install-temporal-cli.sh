@@ -20,6 +20,11 @@ is_expected_build() {
     <<<"$(go version -m "$1" 2>/dev/null)"
 }
 
+# Go's default install location is often not on a non-login shell's PATH.
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  PATH="/usr/local/go/bin:$PATH"
+fi
+
 if [[ -n "${TEMPORAL_CLI_PATH:-}" ]]; then
   [[ -f "$TEMPORAL_CLI_PATH" && -x "$TEMPORAL_CLI_PATH" ]] \
     || fail "TEMPORAL_CLI_PATH=$TEMPORAL_CLI_PATH is not an executable file."
