@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../bin/runtime/logger.ts';
+import { SECRET_FIELDS } from '../config/schema.ts';
 import type { Store } from '../store/store.ts';
-import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
+import { LogCapture, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -132,5 +134,22 @@ describe('secrets stay out of logs', () => {
     expect(t.logs.text).not.toContain(cookie.split('=')[1]!);
     expect(t.logs.text).not.toContain(csrf);
     expect(t.logs.text).not.toContain('wrong-secret-value');
+  });
+
+  it('censors every secret config field and worker target token when a config object is logged', () => {
+    const capture = new LogCapture();
+    const logger = createLogger({ secretConfigFields: SECRET_FIELDS, destination: capture });
+    const secrets = Object.fromEntries(SECRET_FIELDS.map((field, index) => [field, `secret-value-${index}-${field}`]));
+    const config = {
+      ...secrets,
+      listen_port: 8787,
+      worker_targets: { gpu: { wake_gate_url: 'http://gpu:8790', bearer_token: 'secret-worker-target-token' } },
+    };
+    logger.info({ config }, 'configuration loaded');
+    logger.info({ ...secrets }, 'fields at top level');
+    expect(SECRET_FIELDS).toEqual(expect.arrayContaining(['control_api_bearer_token', 'completion_callback_token', 'pg_database_url']));
+    expect(capture.text).toContain('"listen_port":8787');
+    expect(capture.text).not.toContain('secret-value-');
+    expect(capture.text).not.toContain('secret-worker-target-token');
   });
 });
