@@ -97,7 +97,7 @@ function whereClause(filters: AuditEventFilters, params: unknown[]): string {
   return conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '';
 }
 
-/** One page of events, newest first, with the total count of matching events. */
+/** One page of events, newest first, with the total count of matching events, in one round trip. */
 export async function listAuditEventsPage(
   db: Queryable,
   filters: AuditEventFilters,
@@ -105,17 +105,20 @@ export async function listAuditEventsPage(
 ): Promise<{ items: AuditEvent[]; total: number }> {
   const params: unknown[] = [];
   const where = whereClause(filters, params);
-  const countSql = where
+  const totalSql = where
     ? `SELECT count(*) AS total FROM audit_events ${where}`
     : 'SELECT sum(events) AS total FROM audit_event_totals';
-  const [rows, count] = await Promise.all([
-    db.query<AuditEventRow>(
-      `SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY id DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      params,
-    ),
-    db.query<{ total: number | string }>(countSql, where ? params : []),
-  ]);
-  return { items: rows.rows.map(toEvent), total: Number(count.rows[0]?.total ?? 0) };
+  // The lateral join keeps the total even when the page itself is empty (a page past the end).
+  const result = await db.query<AuditEventRow & { total: number | string }>(
+    `SELECT totals.total, page.* FROM (${totalSql}) AS totals
+     LEFT JOIN LATERAL (
+       SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY id DESC LIMIT ${page.limit} OFFSET ${page.offset}
+     ) AS page ON true`,
+    params,
+  );
+  const total = Number(result.rows[0]?.total ?? 0);
+  const items = result.rows.filter((row) => row.id !== null).map(({ total: _total, ...row }) => toEvent(row));
+  return { items, total };
 }
 
 /** Keyset read for the v1 API: up to `limit` events older than `beforeId`, newest first. */

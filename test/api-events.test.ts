@@ -60,6 +60,8 @@ describe('GET /control/api/events', () => {
     expect(first.body).toMatchObject({ page: 1, page_size: 12, total: 30, has_more: true });
     expect(first.body.items).toHaveLength(12);
     expect(third.body).toMatchObject({ page: 3, has_more: false });
+    const pastTheEnd = await get('/control/api/events?page=9&page_size=12');
+    expect(pastTheEnd.body).toMatchObject({ items: [], page: 9, total: 30, has_more: false });
     expect((third.body.items as EventBody[]).map((event) => event.payload.seq)).toEqual([5, 4, 3, 2, 1, 0]);
   });
 
