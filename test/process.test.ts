@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { isProcessAlive } from './support/process.ts';
 
 const TOKEN = 'process-test-token-0123456789abcdef';
 
@@ -36,14 +37,6 @@ async function waitForBanner(started: StartedProcess, timeoutMs = 90_000): Promi
   throw new Error(`no banner within ${timeoutMs} ms:\n${started.output()}`);
 }
 
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('the real entry point', () => {
   let dir: string;
@@ -88,10 +81,10 @@ describe('the real entry point', () => {
     expect(login.status).toBe(200);
 
     const temporalPid = Number((await readFile(join(dir, 'state/temporal/dev-server.pid'), 'utf8')).trim());
-    expect(isAlive(temporalPid)).toBe(true);
+    expect(isProcessAlive(temporalPid)).toBe(true);
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
-    expect(isAlive(temporalPid)).toBe(false);
+    expect(isProcessAlive(temporalPid)).toBe(false);
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
 
     const second = startEntryPoint(configPath);

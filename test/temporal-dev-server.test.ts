@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { locateTemporalCli, temporalCliInstallHint } from '../bin/runtime/temporal-cli.ts';
 import { freePort, startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
 import type { TemporalDevServer, TemporalDevServerOptions } from '../bin/runtime/temporal-dev-server.ts';
+import { isProcessAlive } from './support/process.ts';
 
 const NAMESPACE = 'rcp-test';
 const workDir = mkdtempSync(join(tmpdir(), 'rcp-temporal-dev-server-'));
@@ -49,14 +50,6 @@ async function describeNamespaceName(address: string): Promise<string | null | u
   }
 }
 
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('startTemporalDevServer', () => {
   it('serves the namespace, stops its process and keeps the SQLite file', { timeout: 40_000 }, async () => {
@@ -86,7 +79,7 @@ describe('startTemporalDevServer', () => {
     // Same port: it is only free once the stale server is gone.
     const fresh = await start({ dbFile, pidFile, port, onProgress: (msg) => progress.push(msg) });
 
-    expect(isRunning(stale.pid)).toBe(false);
+    expect(isProcessAlive(stale.pid)).toBe(false);
     expect(progress.some((msg) => msg.includes(`stale Temporal dev server (pid ${stale.pid})`))).toBe(true);
     expect(readFileSync(pidFile, 'utf8').trim()).toBe(String(fresh.pid));
     expect(await describeNamespaceName(fresh.address)).toBe(NAMESPACE);
@@ -94,7 +87,7 @@ describe('startTemporalDevServer', () => {
     await stale.stop(); // already gone: must neither signal nor remove the new pidFile
     expect(readFileSync(pidFile, 'utf8').trim()).toBe(String(fresh.pid));
     await fresh.stop();
-    expect(isRunning(fresh.pid)).toBe(false);
+    expect(isProcessAlive(fresh.pid)).toBe(false);
     expect(existsSync(dbFile)).toBe(true);
   });
 
