@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { appendAuditEvent } from '../store/audit-events.ts';
-import { deleteSession, insertSession } from '../store/sessions.ts';
+import { deleteExpiredSessions, deleteSession, insertSession } from '../store/sessions.ts';
 import { SESSION_ABSOLUTE_MS, SESSION_COOKIE, SESSION_IDLE_MS } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError, unauthorized } from './errors.ts';
@@ -29,6 +29,8 @@ export async function sessionRoutes(app: FastifyInstance, deps: AppDeps): Promis
     const idHash = sha256Hex(sessionId);
     const expiresAt = new Date(Date.now() + SESSION_ABSOLUTE_MS);
     await deps.store.transaction(async (tx) => {
+      // Logins are rare, so they are a good moment to forget sessions that can no longer be used.
+      await deleteExpiredSessions(tx, SESSION_IDLE_MS);
       await insertSession(tx, { idHash, expiresAt });
       await appendAuditEvent(tx, {
         entity_type: 'dashboard_session',

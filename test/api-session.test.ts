@@ -61,10 +61,13 @@ describe('dashboard session', () => {
     expect(types).toContain('dashboard_session.deleted');
   });
 
-  it('expires a session idle for more than 30 minutes', async () => {
+  it('expires a session idle for more than 30 minutes and forgets it at the next login', async () => {
     const { cookie } = await login();
     await t.store.query(`UPDATE sessions SET last_seen_at = clock_timestamp() - interval '31 minutes'`);
     expect((await t.app.inject({ method: 'GET', url: '/control/health', headers: { cookie } })).statusCode).toBe(401);
+    await login();
+    const stored = await t.store.query('SELECT id_hash FROM sessions');
+    expect(stored.rows).toHaveLength(1);
   });
 
   it('marks the cookie Secure when session_cookie_secure is set', async () => {
