@@ -16,6 +16,8 @@ import { useZodValidation } from './validation.ts';
  */
 export async function controlPlaneApp(app: FastifyInstance, deps: AppDeps): Promise<void> {
   useZodValidation(app);
+  // Command bodies are JSON only; anything else is 415 rather than a string the schema then refuses.
+  app.removeContentTypeParser('text/plain');
   registerErrorHandling(app);
   await app.register(securityHeaders);
   await app.register(cookie);

@@ -66,6 +66,17 @@ describe('error shapes', () => {
     expect(response.json().detail[0]).toMatchObject({ loc: ['body'], type: 'json_invalid' });
   });
 
+  it('415 in the same shape for a body that is not JSON', async () => {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/control/api/session',
+      headers: { 'content-type': 'text/plain' },
+      payload: 'token=abc',
+    });
+    expect(response.statusCode).toBe(415);
+    expect(response.json()).toEqual({ detail: expect.any(String) });
+  });
+
   it('500 with a request id and no internals when something unexpected breaks', async () => {
     const failing: Store = {
       ...t.store,

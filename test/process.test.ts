@@ -2,8 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { createTestDatabase } from './support/database.ts';
 import { isProcessAlive } from './support/process.ts';
 
 const TOKEN = 'process-test-token-0123456789abcdef';
@@ -14,9 +15,9 @@ interface StartedProcess {
   exited: Promise<number | null>;
 }
 
-function startEntryPoint(configPath: string): StartedProcess {
+function startEntryPoint(configPath: string, env: Record<string, string> = {}): StartedProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bin/control-plane.ts'], {
-    env: { ...process.env, SVC_CONFIG: configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'warn' },
+    env: { ...process.env, SVC_CONFIG: configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -96,6 +97,30 @@ describe('the real entry point', () => {
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
   }, 180_000);
+
+  it('runs on Postgres (pg backend) against an existing Temporal given by TEMPORAL_ADDRESS', async () => {
+    const database = await createTestDatabase();
+    const pgConfigPath = join(dir, 'pg.json');
+    const base = JSON.parse(await readFile(configPath, 'utf8')) as Record<string, unknown>;
+    await writeFile(pgConfigPath, JSON.stringify({ ...base, control_plane_store_backend: 'pg', pg_database_url: database.url }));
+    const started = startEntryPoint(pgConfigPath, { TEMPORAL_ADDRESS: inject('temporalAddress') });
+    try {
+      const url = await waitForBanner(started);
+      expect(started.output()).not.toContain('Temporal UI');
+      const health = await (await fetch(`${url}/control/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
+      expect(health).toMatchObject({
+        ok: true,
+        store_backend: 'pg',
+        db_path: expect.stringContaining(database.name),
+        temporal: { ok: true, address: inject('temporalAddress'), worker_state: 'RUNNING' },
+      });
+      started.child.kill('SIGTERM');
+      expect(await started.exited).toBe(0);
+    } finally {
+      started.child.kill('SIGKILL');
+      await database.drop();
+    }
+  }, 90_000);
 
   it('refuses a broken configuration with exit status 2, listing every problem and binding nothing', async () => {
     const port = await freePort();
