@@ -84,13 +84,9 @@ export function resolveWorkloadProfile(
   globalDefaults: GateThresholdProfile,
   overrides: WorkloadProfileOverrides = {},
 ): GateThresholdProfile {
-  const global: GateThresholdProfile = {
-    idle_sustain_sec: globalDefaults.idle_sustain_sec,
-    cpu_idle_threshold_pct: globalDefaults.cpu_idle_threshold_pct,
-    gpu_idle_avg_threshold_pct: globalDefaults.gpu_idle_avg_threshold_pct,
-    gpu_idle_peak_threshold_pct: globalDefaults.gpu_idle_peak_threshold_pct,
-    vram_delta_threshold_mib: globalDefaults.vram_delta_threshold_mib,
-  };
+  const global = Object.fromEntries(
+    GATE_THRESHOLD_FIELDS.map((field) => [field, globalDefaults[field]]),
+  ) as GateThresholdProfile;
   return overlay(overlay(global, BUILT_IN_WORKLOAD_PROFILES[cls]), overrides[cls]);
 }
 
