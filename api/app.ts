@@ -1,5 +1,7 @@
 import cookie from '@fastify/cookie';
 import type { FastifyInstance } from 'fastify';
+import { workerGateRoutes } from '../worker-gate/routes.ts';
+import type { WorkerGate } from '../worker-gate/worker-gate.ts';
 import { auth } from './auth.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import type { AppDeps } from './deps.ts';
@@ -10,21 +12,44 @@ import { securityHeaders } from './security-headers.ts';
 import { sessionRoutes } from './session.ts';
 import { useZodValidation } from './validation.ts';
 
+/** The worker gate role served from this process (decisions §2: both roles may share one port). */
+export interface WorkerGateRole {
+  gate: WorkerGate;
+  /** worker_wake_gate_bearer_token: guards /prepare-project, /dispatch and /dashboard/api. */
+  token: string;
+}
+
+export interface HttpAppOptions {
+  /** Guards the control API and the agents' event hook. */
+  controlApiToken: string;
+  controlPlane?: AppDeps;
+  workerGate?: WorkerGateRole;
+}
+
 /**
- * The control-plane HTTP app as a Fastify plugin. Register it with fastify-plugin semantics (see create-server.ts)
- * so its hooks and error handling cover the whole server, including unknown routes.
+ * The HTTP app as a Fastify plugin, serving the control plane, the worker gate, or both. Register it with
+ * fastify-plugin semantics (see create-server.ts) so its hooks and error handling cover the whole server,
+ * including unknown routes.
  */
-export async function controlPlaneApp(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Promise<void> {
+  const { controlPlane, workerGate } = options;
   useZodValidation(app);
   // Command bodies are JSON only; anything else is 415 rather than a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
   registerErrorHandling(app);
   await app.register(securityHeaders);
-  await app.register(cookie);
-  await app.register(auth, { store: deps.store, controlApiToken: deps.controlApiToken });
+  if (controlPlane) await app.register(cookie);
+  await app.register(auth, {
+    controlApiToken: options.controlApiToken,
+    ...(controlPlane ? { store: controlPlane.store } : {}),
+    ...(workerGate ? { workerGateToken: workerGate.token } : {}),
+  });
 
-  await app.register(healthRoutes, deps);
-  await app.register(eventRoutes, deps);
-  await app.register(sessionRoutes, deps);
-  await app.register(dashboardRoutes);
+  if (controlPlane) {
+    await app.register(healthRoutes, controlPlane);
+    await app.register(eventRoutes, controlPlane);
+    await app.register(sessionRoutes, controlPlane);
+    await app.register(dashboardRoutes);
+  }
+  if (workerGate) await app.register(workerGateRoutes, { gate: workerGate.gate, serveHealthz: !controlPlane });
 }

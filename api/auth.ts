@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type { Store } from '../store/store.ts';
 import { findLiveSession, touchSession } from '../store/sessions.ts';
 import { HttpError, unauthorized } from './errors.ts';
+import { AGENT_EVENT_ROUTE, GATE_TOKEN_ROUTES } from '../worker-gate/routes.ts';
 import { isPublicRoute } from './public-routes.ts';
 import { csrfTokenFor, sha256Hex, tokensMatch } from './tokens.ts';
 
@@ -21,8 +22,11 @@ declare module 'fastify' {
 }
 
 export interface AuthOptions {
-  store: Store;
   controlApiToken: string;
+  /** Present when the control plane is served: dashboard sessions live there. */
+  store?: Store;
+  /** Present when the worker gate role is served. */
+  workerGateToken?: string;
 }
 
 const pathOf = (url: string) => {
@@ -41,38 +45,52 @@ export function bearerFrom(request: FastifyRequest): string | undefined {
 
 /**
  * The single authentication hook. It runs before routing, so an unknown path without credentials is 401, not 404.
- * Accepts the bearer token, or the dashboard session cookie (with X-CSRF-Token for anything but reads).
+ * The worker gate's own routes take its token; the agents' event hook takes the control API token; everything else
+ * takes the control API token or the dashboard session cookie (with X-CSRF-Token for anything but reads).
  */
 async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<void> {
+  const requireBearer = (request: FastifyRequest, expected: string) => {
+    const bearer = bearerFrom(request);
+    if (bearer === undefined || !tokensMatch(bearer, expected)) throw unauthorized();
+    request.principal = { kind: 'bearer' };
+  };
+
   app.addHook('onRequest', async (request) => {
-    if (isPublicRoute(request.method, pathOf(request.url))) return;
+    const path = pathOf(request.url);
+    if (isPublicRoute(request.method, path)) return;
     // A token in a URL ends up in logs and browser history: refused even next to a valid header.
     if (hasQueryToken(request.url)) throw unauthorized();
 
-    const bearer = bearerFrom(request);
-    if (bearer !== undefined) {
-      if (!tokensMatch(bearer, options.controlApiToken)) throw unauthorized();
-      request.principal = { kind: 'bearer' };
-      return;
+    const route = `${request.method} ${path}`;
+    if (options.workerGateToken !== undefined) {
+      if (GATE_TOKEN_ROUTES.has(route)) return requireBearer(request, options.workerGateToken);
+      if (route === AGENT_EVENT_ROUTE) return requireBearer(request, options.controlApiToken);
     }
+    if (!options.store) return requireBearer(request, options.controlApiToken);
 
-    const sessionId = request.cookies?.[SESSION_COOKIE];
-    if (!sessionId) throw unauthorized();
-    const idHash = sha256Hex(sessionId);
-    const session = await findLiveSession(options.store, idHash, SESSION_IDLE_MS);
-    if (!session) throw unauthorized();
-    if (!SAFE_METHODS.has(request.method)) {
-      const presented = request.headers['x-csrf-token'];
-      const expected = csrfTokenFor(sessionId, options.controlApiToken);
-      if (typeof presented !== 'string' || !tokensMatch(presented, expected)) {
-        throw new HttpError(403, 'missing or invalid CSRF token');
-      }
-    }
-    if (!options.store.readOnly && Date.now() - Date.parse(session.last_seen_at) > TOUCH_EVERY_MS) {
-      await touchSession(options.store, idHash);
-    }
-    request.principal = { kind: 'session', sessionId, idHash };
+    const bearer = bearerFrom(request);
+    if (bearer !== undefined) return requireBearer(request, options.controlApiToken);
+    await authenticateSession(request, options.store, options.controlApiToken);
   });
+}
+
+async function authenticateSession(request: FastifyRequest, store: Store, controlApiToken: string): Promise<void> {
+  const sessionId = request.cookies?.[SESSION_COOKIE];
+  if (!sessionId) throw unauthorized();
+  const idHash = sha256Hex(sessionId);
+  const session = await findLiveSession(store, idHash, SESSION_IDLE_MS);
+  if (!session) throw unauthorized();
+  if (!SAFE_METHODS.has(request.method)) {
+    const presented = request.headers['x-csrf-token'];
+    const expected = csrfTokenFor(sessionId, controlApiToken);
+    if (typeof presented !== 'string' || !tokensMatch(presented, expected)) {
+      throw new HttpError(403, 'missing or invalid CSRF token');
+    }
+  }
+  if (!store.readOnly && Date.now() - Date.parse(session.last_seen_at) > TOUCH_EVERY_MS) {
+    await touchSession(store, idHash);
+  }
+  request.principal = { kind: 'session', sessionId, idHash };
 }
 
 export const auth = fp(authPlugin, { name: 'control-plane-auth' });

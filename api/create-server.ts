@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Logger } from 'pino';
-import { controlPlaneApp } from './app.ts';
+import { httpApp, type HttpAppOptions, type WorkerGateRole } from './app.ts';
 import type { AppDeps } from './deps.ts';
 import { BODY_LIMIT_BYTES } from './errors.ts';
 
@@ -16,10 +16,11 @@ export interface RegisteredRoute {
 export interface CreateServerOptions {
   /** Called for every route as it is registered (the auth tests walk the whole table). */
   onRoute?: (route: RegisteredRoute) => void;
+  /** Also serve the worker gate role on this server. */
+  workerGate?: WorkerGateRole;
 }
 
-/** Builds the Fastify server with the process-wide options and the control-plane app registered. */
-export async function createServer(deps: AppDeps, logger: Logger, options: CreateServerOptions = {}): Promise<FastifyInstance> {
+async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: CreateServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -42,7 +43,26 @@ export async function createServer(deps: AppDeps, logger: Logger, options: Creat
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');
   });
-  await app.register(fp(controlPlaneApp, { name: 'control-plane-app' }), deps);
+  await app.register(fp(httpApp, { name: 'http-app' }), appOptions);
   await app.ready();
   return app;
+}
+
+/** The control-plane server, optionally also serving the worker gate role on the same port. */
+export function createServer(deps: AppDeps, logger: Logger, options: CreateServerOptions = {}): Promise<FastifyInstance> {
+  return buildServer(
+    { controlApiToken: deps.controlApiToken, controlPlane: deps, ...(options.workerGate ? { workerGate: options.workerGate } : {}) },
+    logger,
+    options,
+  );
+}
+
+/** A server for the worker gate role alone: no database, no Temporal. */
+export function createWorkerGateServer(
+  controlApiToken: string,
+  workerGate: WorkerGateRole,
+  logger: Logger,
+  options: Pick<CreateServerOptions, 'onRoute'> = {},
+): Promise<FastifyInstance> {
+  return buildServer({ controlApiToken, workerGate }, logger, options);
 }

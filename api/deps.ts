@@ -17,6 +17,8 @@ export interface AppDeps {
   /** Absent when this process runs without a Temporal connection (tests of the HTTP layer alone). */
   temporalHealth?: () => Promise<TemporalHealth>;
   dbPath: string;
+  /** Present when this process also serves the worker gate role: /healthz answers 503 until the gate is ready. */
+  workerGateReady?: () => boolean;
 }
 
 export const SERVICE_NAME = 'research-control-plane';

@@ -34,7 +34,17 @@ async function temporalHealth(deps: AppDeps): Promise<TemporalHealth | undefined
 }
 
 export async function healthRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get('/healthz', async () => ({ ok: true, service: SERVICE_NAME, timestamp: new Date().toISOString() }));
+  app.get('/healthz', async (_request, reply) => {
+    const gateReady = deps.workerGateReady?.();
+    const ok = gateReady ?? true;
+    return reply.code(ok ? 200 : 503).send({
+      ok,
+      service: SERVICE_NAME,
+      ...(gateReady === undefined ? {} : { worker_gate: { ready: gateReady } }),
+      ...(ok ? {} : { detail: 'the worker gate is starting' }),
+      timestamp: new Date().toISOString(),
+    });
+  });
 
   app.get('/control/health', async (_request, reply) => {
     const [store, temporal] = await Promise.all([storeHealth(deps), temporalHealth(deps)]);

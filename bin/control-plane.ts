@@ -5,8 +5,11 @@
  */
 import { loadConfig, formatProblems } from '../config/load.ts';
 import { redactConfig, SECRET_FIELDS } from '../config/schema.ts';
-import { startControlPlane, type RunningControlPlane } from './runtime/control-plane-process.ts';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.ts';
+import { startControlPlane } from './runtime/control-plane-process.ts';
 import { createLogger } from './runtime/logger.ts';
+import { createWorkerGateRole, startWorkerGateOnly } from './runtime/worker-gate-process.ts';
 
 const SHUTDOWN_DEADLINE_MS = 30_000;
 const CONFIG_EXIT_CODE = 2;
@@ -28,30 +31,13 @@ async function main(): Promise<void> {
   }
   logger.info({ config_path: loaded.configPath, config: redactConfig(config) }, 'configuration loaded');
 
-  if (!config.roles.includes('control_plane')) {
-    process.stderr.write('research-control-plane: this build serves the control_plane role only; add "control_plane" to roles.\n');
-    process.exit(CONFIG_EXIT_CODE);
-  }
-  if (config.roles.includes('worker_gate')) {
-    logger.warn('the worker_gate role is configured but this build does not serve it yet; only the control plane runs');
-  }
-
-  let running: RunningControlPlane;
+  let running: { stop(): Promise<void> };
   try {
-    running = await startControlPlane(config, logger);
+    running = config.roles.includes('control_plane') ? await startBothOrControlPlane(config, logger) : await startGateOnly(config, logger);
   } catch (error) {
     logger.error({ err: error }, 'start-up failed');
     process.exit(1);
   }
-
-  logger.info({ url: running.url, temporal: running.temporalAddress }, 'control plane ready');
-  process.stdout.write(
-    `\nresearch-control-plane is running\n` +
-      `  dashboard:    ${running.dashboardUrl}\n` +
-      `  API:          ${running.url}/control/api/v1/events  (Authorization: Bearer <token>)\n` +
-      `  Temporal:     ${running.temporalAddress}${running.temporalUiUrl ? `\n  Temporal UI:  ${running.temporalUiUrl}` : ''}\n` +
-      `  stop with Ctrl-C\n\n`,
-  );
 
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals) => {
@@ -77,6 +63,48 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', (signal) => void shutdown(signal));
   process.on('SIGINT', (signal) => void shutdown(signal));
+}
+
+async function startBothOrControlPlane(config: Config, logger: Logger): Promise<{ stop(): Promise<void> }> {
+  const workerGate = config.roles.includes('worker_gate') ? createWorkerGateRole(config, logger) : undefined;
+  const running = await startControlPlane(config, logger, workerGate?.role);
+  if (workerGate) {
+    workerGate.bindPort(running.port);
+    try {
+      await workerGate.role.gate.start();
+    } catch (error) {
+      await running.stop().catch(() => undefined);
+      throw error;
+    }
+  }
+  logger.info({ url: running.url, temporal: running.temporalAddress, roles: config.roles }, 'control plane ready');
+  process.stdout.write(
+    `\nresearch-control-plane is running\n` +
+      `  dashboard:    ${running.dashboardUrl}\n` +
+      `  API:          ${running.url}/control/api/v1/events  (Authorization: Bearer <token>)\n` +
+      `  Temporal:     ${running.temporalAddress}${running.temporalUiUrl ? `\n  Temporal UI:  ${running.temporalUiUrl}` : ''}\n` +
+      (workerGate ? `  worker gate:  ${running.url}/dashboard/api  (Authorization: Bearer <worker gate token>)\n` : '') +
+      `  stop with Ctrl-C\n\n`,
+  );
+  return {
+    stop: async () => {
+      // The server stops first so no request reaches a stopping gate; the gate then finishes its current sample.
+      await running.stop();
+      await workerGate?.role.gate.stop();
+    },
+  };
+}
+
+async function startGateOnly(config: Config, logger: Logger): Promise<{ stop(): Promise<void> }> {
+  const running = await startWorkerGateOnly(config, logger);
+  logger.info({ url: running.url, roles: config.roles }, 'worker gate ready');
+  process.stdout.write(
+    `\nresearch-control-plane worker gate is running (no database, no Temporal)\n` +
+      `  health:       ${running.url}/healthz\n` +
+      `  dashboard:    ${running.url}/dashboard/api  (Authorization: Bearer <worker gate token>)\n` +
+      `  stop with Ctrl-C\n\n`,
+  );
+  return running;
 }
 
 await main();

@@ -357,6 +357,9 @@ function checkCrossFieldRules(raw: Record<string, unknown>, report: ProblemSink)
   if (backend === 'pg' || backend === 'pg_readonly') {
     requireWhen(raw, ['pg_database_url'], `control_plane_store_backend is "${backend}"`, report);
   }
+  if (Array.isArray(raw.roles) && raw.roles.includes('worker_gate')) {
+    requireWhen(raw, ['worker_wake_gate_bearer_token'], 'roles includes "worker_gate" (it guards the gate\'s own routes)', report);
+  }
   if (raw.push_alerts_enabled === true) {
     requireWhen(raw, ['push_app_token', 'push_user_key', 'push_api_url'], 'push_alerts_enabled is true', report);
   }

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_ROUTES } from '../api/public-routes.ts';
-import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
+import { startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from './support/app.ts';
 
+// Both roles on one server, as a single-machine install runs them, so the walk covers the gate's routes too.
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp({}, { workerGate: true });
 });
 afterAll(async () => t.close());
 
@@ -24,8 +25,24 @@ describe('authentication over the whole route table', () => {
       return !PUBLIC_ROUTES.has(`${method} ${route.url}`);
     });
 
-  it('has protected routes to check (the table was collected)', () => {
-    expect(protectedRoutes().length).toBeGreaterThanOrEqual(5);
+  it('has protected routes to check (the table was collected), the worker gate\'s among them', () => {
+    expect(protectedRoutes().length).toBeGreaterThanOrEqual(9);
+    expect(protectedRoutes().map((route) => `${route.method} ${route.url}`)).toEqual(
+      expect.arrayContaining(['POST /prepare-project', 'POST /dispatch', 'GET /dashboard/api', 'POST /legacy-agent/event']),
+    );
+  });
+
+  it('takes the worker gate token on the gate routes, the control API token on the event hook, and neither elsewhere', async () => {
+    const gateAuth = { authorization: `Bearer ${TEST_GATE_TOKEN}` };
+    expect((await t.app.inject({ method: 'GET', url: '/dashboard/api', headers: gateAuth })).statusCode).toBe(200);
+    expectUnauthorized(await t.app.inject({ method: 'GET', url: '/dashboard/api', headers: t.auth }));
+    expectUnauthorized(await t.app.inject({ method: 'POST', url: '/dispatch', headers: t.auth, payload: {} }));
+    expectUnauthorized(await t.app.inject({ method: 'POST', url: '/legacy-agent/event', headers: gateAuth, payload: {} }));
+    const event = await t.app.inject({ method: 'POST', url: '/legacy-agent/event', headers: t.auth, payload: { event: 'session-idle', run_id: 'nobody' } });
+    expect(event.json()).toMatchObject({ ignored: true, ignore_reason: 'unknown run' });
+    expectUnauthorized(await t.app.inject({ method: 'GET', url: '/control/health', headers: gateAuth }));
+    const health = await t.app.inject({ method: 'GET', url: '/healthz' });
+    expect(health.json()).toMatchObject({ ok: true, worker_gate: { ready: true } });
   });
 
   it('answers 401 to every protected route without a token, with a wrong token, and with ?token=', async () => {

@@ -121,6 +121,7 @@ describe('loadConfig: valid files and defaults', () => {
     const config = await configOf(
       baseConfig({
         roles: ['control_plane', 'worker_gate'],
+        worker_wake_gate_bearer_token: 'gate-token-0123456789abcdef',
         worker_targets: { 'gpu-1': gpuTarget({ min_memory_available_mib: 2048 }) },
         workload_machine_targets: { gpu_required: 'gpu-1' },
         workload_profiles: { training: { idle_sustain_sec: 600 } },
@@ -275,9 +276,17 @@ describe('loadConfig: wrong types', () => {
 
   it('refuses an empty or repeated roles list', async () => {
     expect(await problemsOf(baseConfig({ roles: [] }))).toEqual(['roles: must not be empty']);
-    expect(await problemsOf(baseConfig({ roles: ['worker_gate', 'worker_gate'] }))).toEqual([
+    expect(await problemsOf(baseConfig({ roles: ['control_plane', 'control_plane'] }))).toEqual([
       'roles: must not list a role twice',
     ]);
+  });
+
+  it('requires the worker gate token when the process serves the worker_gate role', async () => {
+    expect(await problemsOf(baseConfig({ roles: ['worker_gate'] }))).toEqual([
+      'worker_wake_gate_bearer_token: is required when roles includes "worker_gate" (it guards the gate\'s own routes)',
+    ]);
+    const config = await configOf(baseConfig({ roles: ['worker_gate'], worker_wake_gate_bearer_token: 'gate-token-0123456789abcdef' }));
+    expect(config.roles).toEqual(['worker_gate']);
   });
 
   it('checks worker target fields', async () => {

@@ -40,17 +40,25 @@ async function dropRunDatabases(prefix: string): Promise<void> {
 export default async function setup(project: TestProject) {
   // Unique per run so two runs on one machine never share databases.
   const template = `rcp_test_${process.pid}`;
+  const temporalCliPath = locateTemporalCli();
+  if (!temporalCliPath) {
+    throw new Error(`The Temporal CLI was not found. Run "bash scripts/install-temporal-cli.sh" (npm test does it for you). ${temporalCliInstallHint()}`);
+  }
   await prepareTemplateDatabase(template);
 
-  const temporalCliPath = locateTemporalCli();
-  if (!temporalCliPath) throw new Error(`The Temporal CLI was not found. ${temporalCliInstallHint()}`);
   const temporalDir = await mkdtemp(join(tmpdir(), 'rcp-test-temporal-'));
-  const server = await startTemporalDevServer({
-    binaryPath: temporalCliPath,
-    namespace: 'default',
-    headless: true,
-    logFile: join(temporalDir, 'dev-server.log'),
-  });
+  let server: Awaited<ReturnType<typeof startTemporalDevServer>>;
+  try {
+    server = await startTemporalDevServer({
+      binaryPath: temporalCliPath,
+      namespace: 'default',
+      headless: true,
+      logFile: join(temporalDir, 'dev-server.log'),
+    });
+  } catch (error) {
+    await dropRunDatabases(template);
+    throw error;
+  }
 
   project.provide('pgTemplateDatabase', template);
   project.provide('temporalAddress', server.address);

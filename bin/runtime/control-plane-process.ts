@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { WorkerGateRole } from '../../api/app.ts';
 import { createServer } from '../../api/create-server.ts';
 import type { Config } from '../../config/schema.ts';
 import { openStore } from '../../store/open-store.ts';
@@ -8,6 +9,8 @@ import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.t
 
 export interface RunningControlPlane {
   url: string;
+  /** The bound port (listen_port may be 0). */
+  port: number;
   dashboardUrl: string;
   temporalAddress: string;
   temporalUiUrl?: string;
@@ -15,10 +18,13 @@ export interface RunningControlPlane {
   stop(): Promise<void>;
 }
 
-const browsableHost = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host);
+export const browsableHost = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host);
 
-/** Starts the control-plane role: store, Temporal (embedded or remote) with its worker, then the HTTP server. */
-export async function startControlPlane(config: Config, logger: Logger): Promise<RunningControlPlane> {
+/**
+ * Starts the control-plane role: store, Temporal (embedded or remote) with its worker, then the HTTP server, which
+ * also serves the worker gate role when one is given.
+ */
+export async function startControlPlane(config: Config, logger: Logger, workerGate?: WorkerGateRole): Promise<RunningControlPlane> {
   const progress = (message: string) => logger.info(message);
   let store: Store | undefined;
   let temporal: TemporalRuntime | undefined;
@@ -53,8 +59,10 @@ export async function startControlPlane(config: Config, logger: Logger): Promise
         sessionCookieSecure: config.session_cookie_secure,
         temporalHealth: temporal.health,
         dbPath: store.location,
+        ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },
       logger,
+      workerGate ? { workerGate } : {},
     );
     await app.listen({ host: config.listen_host, port: config.listen_port });
   } catch (error) {
@@ -66,6 +74,7 @@ export async function startControlPlane(config: Config, logger: Logger): Promise
   const url = `http://${browsableHost(config.listen_host)}:${port}`;
   return {
     url,
+    port,
     dashboardUrl: `${url}/control/dashboard-v2`,
     temporalAddress: temporal.address,
     ...(temporal.uiUrl ? { temporalUiUrl: temporal.uiUrl } : {}),

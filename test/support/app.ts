@@ -1,14 +1,19 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../../api/deps.ts';
 import { createServer, type RegisteredRoute } from '../../api/create-server.ts';
 import { createLogger } from '../../bin/runtime/logger.ts';
-import { SECRET_FIELDS } from '../../config/schema.ts';
+import { ConfigFileSchema, SECRET_FIELDS } from '../../config/schema.ts';
+import { WorkerGate } from '../../worker-gate/worker-gate.ts';
 import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
 import { createTestDatabase } from './database.ts';
 
 export const TEST_TOKEN = 'test-control-token-0123456789abcdef';
+export const TEST_GATE_TOKEN = 'test-gate-token-0123456789abcdef';
 
 /** Every log line the app wrote, as raw text, so tests can assert what never reaches the logs. */
 export class LogCapture extends Writable {
@@ -31,17 +36,52 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** The real HTTP app on a fresh cloned Postgres database; no Temporal connection unless deps say so. */
-export async function startTestApp(overrides: Partial<AppDeps> = {}): Promise<TestApp> {
+/** A worker gate on a temporary state directory, for serving both roles from one test server. */
+async function startTestGate(logger: ReturnType<typeof createLogger>) {
+  const dir = mkdtempSync(join(tmpdir(), 'rcp-test-gate-'));
+  const config = ConfigFileSchema.parse({
+    roles: ['control_plane', 'worker_gate'],
+    control_api_bearer_token: TEST_TOKEN,
+    worker_wake_gate_bearer_token: TEST_GATE_TOKEN,
+    completion_callback_url: 'http://127.0.0.1:9/control/api/worker-callback',
+    completion_callback_token: 'test-callback-token-0123456789ab',
+    state_dir: join(dir, 'state'),
+    project_root: join(dir, 'projects'),
+    dispatch_script_path: join(dir, 'agent.sh'),
+  });
+  const gate = new WorkerGate({ config, logger, eventUrl: () => 'http://127.0.0.1:9/legacy-agent/event' });
+  await gate.start();
+  return {
+    gate,
+    async close() {
+      await gate.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The real HTTP app on a fresh cloned Postgres database; no Temporal connection unless deps say so.
+ * With `workerGate` the same server also serves the worker gate role (decisions §2), as a single-machine install does.
+ */
+export async function startTestApp(overrides: Partial<AppDeps> = {}, options: { workerGate?: boolean } = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
   const logs = new LogCapture();
   const logger = createLogger({ level: 'debug', secretConfigFields: SECRET_FIELDS, destination: logs });
   const routes: RegisteredRoute[] = [];
+  const testGate = options.workerGate ? await startTestGate(logger) : undefined;
   const app = await createServer(
-    { store, controlApiToken: TEST_TOKEN, sessionCookieSecure: false, dbPath: store.location, ...overrides },
+    {
+      store,
+      controlApiToken: TEST_TOKEN,
+      sessionCookieSecure: false,
+      dbPath: store.location,
+      ...(testGate ? { workerGateReady: () => testGate.gate.isReady() } : {}),
+      ...overrides,
+    },
     logger,
-    { onRoute: (route) => routes.push(route) },
+    { onRoute: (route) => routes.push(route), ...(testGate ? { workerGate: { gate: testGate.gate, token: TEST_GATE_TOKEN } } : {}) },
   );
   return {
     app,
@@ -51,6 +91,7 @@ export async function startTestApp(overrides: Partial<AppDeps> = {}): Promise<Te
     auth: { authorization: `Bearer ${TEST_TOKEN}` },
     async close() {
       await app.close();
+      await testGate?.close();
       await store.close();
       await database.drop();
     },

@@ -1,0 +1,128 @@
+import {
+  LIFECYCLE_EVENT_RANK,
+  SETTLED_GATE_STATES,
+  type CallbackEventType,
+  type GateState,
+  type LifecycleEvent,
+} from './gate.ts';
+
+/** The part of a gate run record that lifecycle events change. Times are ISO 8601 strings from the gate's clock. */
+export interface GateSession {
+  session_id: string | null;
+  last_event: LifecycleEvent | null;
+  last_event_at: string | null;
+  session_started_at: string | null;
+  /** When idle, stop or end was first reported in this session: the quiet window and the timeout count from here. */
+  idle_seen_at: string | null;
+  /** An end event was seen: readiness is reported as session_finished_ready rather than wake_ready. */
+  ended: boolean;
+  question: string | null;
+  gate_state: GateState;
+  gate_reason: string;
+}
+
+export interface LifecycleInput {
+  event: LifecycleEvent;
+  session_id?: string | undefined;
+  question?: string | undefined;
+  message?: string | undefined;
+  /** Gate clock time the event was received. */
+  received_at: string;
+}
+
+export interface LifecycleOutcome {
+  session: GateSession;
+  /** Callbacks to send now, with the time that goes into their idempotency key. */
+  callbacks: { event_type: CallbackEventType; observed_at: string }[];
+  /** Set when the event was recorded but changed nothing. */
+  ignored_reason?: string;
+  /** A different session_id arrived: the record was reset before the event applied. */
+  session_reset: boolean;
+}
+
+export function freshSession(sessionId: string | null = null): GateSession {
+  return {
+    session_id: sessionId,
+    last_event: null,
+    last_event_at: null,
+    session_started_at: null,
+    idle_seen_at: null,
+    ended: false,
+    question: null,
+    gate_state: 'running',
+    gate_reason: 'dispatched; waiting for the agent to report',
+  };
+}
+
+/**
+ * Applies one lifecycle event. Precedence start < idle < ask < stop = end holds within a session; a new session_id
+ * starts over. Once the gate has settled (ready, question, error) later events of the same session change nothing,
+ * so repeated idle events never produce a second callback.
+ */
+export function applyLifecycleEvent(current: GateSession, input: LifecycleInput): LifecycleOutcome {
+  const incomingSession = input.session_id ?? null;
+  const sessionReset = incomingSession !== null && current.session_id !== null && incomingSession !== current.session_id;
+  const base: GateSession = sessionReset
+    ? freshSession(incomingSession)
+    : { ...current, session_id: current.session_id ?? incomingSession };
+
+  const ignore = (reason: string): LifecycleOutcome => ({
+    session: base,
+    callbacks: [],
+    ignored_reason: reason,
+    session_reset: sessionReset,
+  });
+
+  if (SETTLED_GATE_STATES.has(base.gate_state)) {
+    return ignore(`gate already settled in state ${base.gate_state}`);
+  }
+  if (base.last_event && LIFECYCLE_EVENT_RANK[input.event] < LIFECYCLE_EVENT_RANK[base.last_event]) {
+    return ignore(`${input.event} ranks below the earlier ${base.last_event}`);
+  }
+
+  const session: GateSession = { ...base, last_event: input.event, last_event_at: input.received_at };
+  const callbacks: LifecycleOutcome['callbacks'] = [];
+
+  switch (input.event) {
+    case 'session-start':
+      if (session.session_started_at === null) {
+        session.session_started_at = input.received_at;
+        callbacks.push({ event_type: 'session_started', observed_at: input.received_at });
+      }
+      session.gate_reason = 'agent session running';
+      break;
+    case 'session-idle':
+    case 'session-stop':
+      session.idle_seen_at ??= input.received_at;
+      if (!session.ended) {
+        session.gate_state = 'pending_idle_gate';
+        session.gate_reason = `agent reported ${input.event}; waiting for processes to exit and a quiet window`;
+      }
+      break;
+    case 'session-end':
+      session.idle_seen_at ??= input.received_at;
+      session.ended = true;
+      session.gate_state = 'finished_pending_gate';
+      session.gate_reason = 'agent reported session-end; waiting for processes to exit and a quiet window';
+      break;
+    case 'ask-user-question':
+      session.question = input.question ?? input.message ?? null;
+      session.gate_state = 'question_pending';
+      session.gate_reason = 'agent asked a question and waits for a person';
+      callbacks.push({ event_type: 'question_pending', observed_at: input.received_at });
+      break;
+  }
+  return { session, callbacks, session_reset: sessionReset };
+}
+
+/** The callback that announces readiness for a session in this state. */
+export function readyCallbackFor(session: GateSession): { event_type: CallbackEventType; gate_state: GateState } {
+  return session.ended
+    ? { event_type: 'session_finished_ready', gate_state: 'finished_ready' }
+    : { event_type: 'wake_ready', gate_state: 'wake_ready' };
+}
+
+/** True while the gate still watches processes and telemetry for this session. */
+export function isAwaitingQuietWindow(session: GateSession): boolean {
+  return session.idle_seen_at !== null && !SETTLED_GATE_STATES.has(session.gate_state);
+}

@@ -1,0 +1,88 @@
+/** Names shared by the worker gate, its callbacks and the control plane that receives them (decisions §4, §5). */
+
+/** Lifecycle events the agent runtime posts to the gate (interface.md "Worker gate"). */
+export const LIFECYCLE_EVENTS = [
+  'session-start',
+  'session-idle',
+  'ask-user-question',
+  'session-stop',
+  'session-end',
+] as const;
+export type LifecycleEvent = (typeof LIFECYCLE_EVENTS)[number];
+
+/** start < idle < ask < stop = end: a lower-ranked event never undoes a higher one within a session. */
+export const LIFECYCLE_EVENT_RANK: Readonly<Record<LifecycleEvent, number>> = {
+  'session-start': 0,
+  'session-idle': 1,
+  'ask-user-question': 2,
+  'session-stop': 3,
+  'session-end': 3,
+};
+
+export const GATE_STATES = [
+  'running',
+  'pending_idle_gate',
+  'waiting_for_process_exit',
+  'waiting_for_quiet_window',
+  'question_pending',
+  'wake_ready',
+  'finished_pending_gate',
+  'finished_ready',
+  'cancelled',
+  'error',
+] as const;
+export type GateState = (typeof GATE_STATES)[number];
+
+/** States after which the gate sends nothing more for the current session. */
+export const SETTLED_GATE_STATES: ReadonlySet<GateState> = new Set([
+  'question_pending',
+  'wake_ready',
+  'finished_ready',
+  'cancelled',
+  'error',
+]);
+
+export const CALLBACK_EVENT_TYPES = [
+  'session_started',
+  'question_pending',
+  'wake_ready',
+  'session_finished_ready',
+  'gate_timeout',
+  'gate_error',
+] as const;
+export type CallbackEventType = (typeof CALLBACK_EVENT_TYPES)[number];
+
+export const DISPATCH_MODES = ['exec', 'resume'] as const;
+export type DispatchMode = (typeof DISPATCH_MODES)[number];
+
+export const REASONING_EFFORTS = ['low', 'medium', 'high', 'xhigh'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+
+/** One telemetry reading of the worker machine. GPU figures are null on a machine without nvidia-smi. */
+export interface TelemetrySample {
+  /** Epoch milliseconds. */
+  at_ms: number;
+  /** Whole-machine CPU use since the previous sample; null for the very first reading. */
+  cpu_pct: number | null;
+  /** Highest utilisation over the GPUs. */
+  gpu_pct: number | null;
+  /** VRAM used, summed over the GPUs. */
+  vram_used_mib: number | null;
+  gpu_compute_pids: number[];
+  gpu_count: number;
+  /** 'nvidia-smi', or 'none' when no GPU tool is present (GPU figures then count as idle). */
+  gpu_source: 'nvidia-smi' | 'none';
+  /** MemAvailable + SwapFree. */
+  memory_available_mib: number | null;
+  memory_source: string;
+  /** Why a figure is missing, e.g. "nvidia-smi not found: GPU figures are null and treated as idle". */
+  notes: string[];
+}
+
+/**
+ * Idempotency key of a gate callback (decisions §5): `<run_id>:<event_type>:<idle_seen_at or event time>`.
+ * The same observation always yields the same key, across gate restarts.
+ */
+export function callbackIdempotencyKey(runId: string, eventType: CallbackEventType, observedAt: string): string {
+  return `${runId}:${eventType}:${observedAt}`;
+}

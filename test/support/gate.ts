@@ -1,0 +1,204 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../bin/runtime/temporal-dev-server.ts';
+import type { WorkerCallback } from '../../domain/worker-callback.ts';
+
+export const GATE_TOKEN = 'gate-test-token-0123456789abcdef';
+export const CONTROL_TOKEN = 'gate-test-control-token-0123456789';
+export const CALLBACK_TOKEN = 'gate-test-callback-token-0123456789';
+export const FAKE_AGENT_PATH = fileURLToPath(new URL('../fixtures/agents/fake-agent.ts', import.meta.url));
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export async function waitUntil<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs: number, everyMs = 200): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+export interface ReceivedCallback {
+  body: WorkerCallback;
+  headers: IncomingHttpHeaders;
+  at: number;
+}
+
+/** A real HTTP server standing in for the control plane's worker-callback endpoint. It can go down and come back. */
+export class CallbackReceiver {
+  readonly received: ReceivedCallback[] = [];
+  private server: Server | undefined;
+
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<CallbackReceiver> {
+    const receiver = new CallbackReceiver(await freePort());
+    await receiver.up();
+    return receiver;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/control/api/worker-callback`;
+  }
+
+  async up(): Promise<void> {
+    this.server = createServer((request, response) => {
+      let text = '';
+      request.setEncoding('utf8');
+      request.on('data', (chunk: string) => (text += chunk));
+      request.on('end', () => {
+        this.received.push({ body: JSON.parse(text) as WorkerCallback, headers: request.headers, at: Date.now() });
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+      });
+    });
+    const server = this.server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+  }
+
+  async down(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  forRun(runId: string): ReceivedCallback[] {
+    return this.received.filter((callback) => callback.body.run_id === runId);
+  }
+
+  waitFor(runId: string, eventType: string, timeoutMs: number): Promise<ReceivedCallback> {
+    return waitUntil(`${eventType} callback for ${runId}`, () => this.forRun(runId).find((c) => c.body.event_type === eventType), timeoutMs);
+  }
+}
+
+export interface GateConfigOptions {
+  callbackUrl: string;
+  overrides?: Record<string, unknown>;
+}
+
+export interface GateFixture {
+  dir: string;
+  configPath: string;
+  port: number;
+  url: string;
+  projectRoot: string;
+  counterFile: string;
+}
+
+/**
+ * A worker-gate-only config in a fresh directory. Thresholds are raised so a busy CI machine does not keep the
+ * quiet window from closing; the threshold logic itself is covered by the quiet-window unit tests.
+ */
+export async function writeGateConfig(options: GateConfigOptions): Promise<GateFixture> {
+  const dir = await mkdtemp(join(tmpdir(), 'rcp-gate-'));
+  const port = await freePort();
+  const configPath = join(dir, 'config.json');
+  const config = {
+    roles: ['worker_gate'],
+    control_api_bearer_token: CONTROL_TOKEN,
+    worker_wake_gate_bearer_token: GATE_TOKEN,
+    completion_callback_url: options.callbackUrl,
+    completion_callback_token: CALLBACK_TOKEN,
+    completion_callback_timeout_sec: 5,
+    state_dir: './state',
+    project_root: './projects',
+    dispatch_script_path: FAKE_AGENT_PATH,
+    dispatch_timeout_sec: 20,
+    listen_host: '127.0.0.1',
+    listen_port: port,
+    sample_interval_sec: 1,
+    idle_sustain_sec: 30,
+    max_wait_after_idle_sec: 600,
+    default_workload_class: 'unknown',
+    cpu_idle_threshold_pct: 100,
+    gpu_idle_avg_threshold_pct: 100,
+    gpu_idle_peak_threshold_pct: 100,
+    vram_delta_threshold_mib: 1_000_000,
+    stale_project_process_grace_sec: 2,
+    stale_project_process_term_grace_sec: 1,
+    stale_project_process_command_markers: ['rcp-linger-marker'],
+    ...options.overrides,
+  };
+  await writeFile(configPath, JSON.stringify(config, null, 2));
+  return { dir, configPath, port, url: `http://127.0.0.1:${port}`, projectRoot: join(dir, 'projects'), counterFile: join(dir, 'dispatch-count.txt') };
+}
+
+export interface GateProcess {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+/** The real entry point (`npm start`'s command) serving the worker gate role; resolves once /healthz answers 200. */
+export async function startGateProcess(fixture: GateFixture, env: Record<string, string> = {}): Promise<GateProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/control-plane.ts'], {
+    cwd: REPO_ROOT,
+    env: {
+      ...process.env,
+      SVC_CONFIG: fixture.configPath,
+      SVC_CONTROL_PLANE_CONFIG: '',
+      LOG_LEVEL: 'info',
+      FAKE_AGENT_COUNTER_FILE: fixture.counterFile,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await waitUntil(
+    'the gate to answer /healthz',
+    async () => {
+      if (child.exitCode !== null) throw new Error(`the gate exited early:\n${output}`);
+      const response = await fetch(`${fixture.url}/healthz`).catch(() => undefined);
+      return response?.status === 200 ? true : undefined;
+    },
+    60_000,
+  );
+  return {
+    child,
+    output: () => output,
+    exited,
+    async kill(signal) {
+      if (child.exitCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+export function gateClient(fixture: GateFixture) {
+  const call = async (method: string, path: string, body?: unknown, token = GATE_TOKEN) => {
+    const response = await fetch(`${fixture.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, any> };
+  };
+  return {
+    call,
+    prepare: (body: Record<string, unknown>) => call('POST', '/prepare-project', body),
+    dispatch: (body: Record<string, unknown>) => call('POST', '/dispatch', body),
+    dashboard: () => call('GET', '/dashboard/api?limit=100&event_limit=500'),
+    /** Prepare then dispatch one run of the fake agent, with the scenario written into the project first. */
+    async launch(runId: string, scenario: string, extra: Record<string, unknown> = {}) {
+      const projectId = runId.replace(/-run$/, '');
+      const common = { run_id: runId, project_id: projectId, project_dir: projectId, prompt_file: 'prompt.md' };
+      const prepared = await call('POST', '/prepare-project', { ...common, prompt_text: `# ${projectId}\nDo the work.\n` });
+      if (prepared.status !== 200) throw new Error(`prepare failed: ${JSON.stringify(prepared)}`);
+      await writeFile(join(fixture.projectRoot, projectId, 'scenario.json'), JSON.stringify({ scenario }));
+      return call('POST', '/dispatch', { ...common, mode: 'exec', model: 'fake-model', reasoning_effort: 'low', sandbox: 'workspace-write', ...extra });
+    },
+  };
+}

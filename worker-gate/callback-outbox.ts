@@ -1,0 +1,226 @@
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { WorkerCallback } from '../domain/worker-callback.ts';
+import { createJsonExclusive, readJsonDir, writeJsonAtomic } from './json-files.ts';
+
+/** A callback as written to disk before the first attempt to send it. */
+export interface OutboxEntry {
+  idempotency_key: string;
+  run_id: string;
+  event_type: WorkerCallback['event_type'];
+  /** Order of creation; callbacks of one run are delivered in this order. */
+  seq: number;
+  payload: WorkerCallback;
+  created_at: string;
+  attempts: number;
+  next_attempt_at: string;
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: string | null;
+}
+
+export interface CallbackOutboxOptions {
+  dir: string;
+  url: string;
+  token: string;
+  timeoutSec: number;
+  logger: Logger;
+  retryBaseMs?: number;
+  retryCapMs?: number;
+  onDelivered?: (entry: OutboxEntry) => void;
+}
+
+const DEFAULT_RETRY_BASE_MS = 1000;
+const DEFAULT_RETRY_CAP_MS = 60_000;
+const ERROR_TEXT_LIMIT = 300;
+
+function entryFile(dir: string, key: string): string {
+  return join(dir, `${createHash('sha256').update(key).digest('hex')}.json`);
+}
+
+function isOutboxEntry(value: unknown): value is OutboxEntry {
+  const v = value as Partial<OutboxEntry> | null;
+  return typeof v?.idempotency_key === 'string' && typeof v.run_id === 'string' && typeof v.seq === 'number' && typeof v.payload === 'object';
+}
+
+/**
+ * Durable at-least-once delivery of gate callbacks. An entry is written before any attempt and is keyed by its
+ * idempotency key, so a callback is enqueued once however often the gate (or a restarted gate) asks, and once a
+ * 2xx came back it is never sent again. Retries back off exponentially until a 2xx.
+ */
+export class CallbackOutbox {
+  private readonly entries = new Map<string, OutboxEntry>();
+  private nextSeq = 1;
+  private timer: NodeJS.Timeout | undefined;
+  private pumping: Promise<void> | undefined;
+  private repumpRequested = false;
+  private stopped = true;
+  private readonly inFlight = new Set<AbortController>();
+
+  constructor(private readonly options: CallbackOutboxOptions) {}
+
+  /** Reads the entries a previous process left; pending ones are sent once `start` runs. */
+  load(): void {
+    const files = readJsonDir(this.options.dir, (file, error) =>
+      this.options.logger.warn({ file, err: error }, 'skipping an unreadable outbox entry'),
+    );
+    for (const { value } of files) {
+      if (!isOutboxEntry(value)) continue;
+      this.entries.set(value.idempotency_key, value);
+      this.nextSeq = Math.max(this.nextSeq, value.seq + 1);
+    }
+  }
+
+  /** Writes the callback to disk, then sends it. Returns false when an entry with the same key already exists. */
+  enqueue(payload: WorkerCallback): boolean {
+    const key = payload.idempotency_key;
+    if (this.entries.has(key)) return false;
+    const now = new Date().toISOString();
+    const entry: OutboxEntry = {
+      idempotency_key: key,
+      run_id: payload.run_id,
+      event_type: payload.event_type,
+      seq: this.nextSeq++,
+      payload: { ...payload, delivered_at: null },
+      created_at: now,
+      attempts: 0,
+      next_attempt_at: now,
+      last_status: null,
+      last_error: null,
+      delivered_at: null,
+    };
+    if (!createJsonExclusive(entryFile(this.options.dir, key), entry)) return false;
+    this.entries.set(key, entry);
+    this.options.logger.info({ idempotency_key: key, event_type: entry.event_type, run_id: entry.run_id }, 'callback queued');
+    this.kick();
+    return true;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.kick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    for (const controller of this.inFlight) controller.abort();
+    await this.pumping;
+  }
+
+  pendingCount(): number {
+    let count = 0;
+    for (const entry of this.entries.values()) if (entry.delivered_at === null) count++;
+    return count;
+  }
+
+  list(): OutboxEntry[] {
+    return [...this.entries.values()].sort((a, b) => a.seq - b.seq);
+  }
+
+  private kick(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.repumpRequested = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.pumping = this.pump().finally(() => {
+      this.pumping = undefined;
+      if (this.repumpRequested) {
+        this.repumpRequested = false;
+        this.kick();
+      } else {
+        this.scheduleNext();
+      }
+    });
+  }
+
+  private scheduleNext(): void {
+    if (this.stopped) return;
+    const due = this.list()
+      .filter((entry) => entry.delivered_at === null)
+      .map((entry) => Date.parse(entry.next_attempt_at));
+    if (due.length === 0) return;
+    const delay = Math.max(0, Math.min(...due) - Date.now());
+    this.timer = setTimeout(() => this.kick(), delay);
+    this.timer.unref();
+  }
+
+  /** One pass over the due entries, oldest first; a run's later callback waits until its earlier ones went out. */
+  private async pump(): Promise<void> {
+    const blockedRuns = new Set<string>();
+    for (const entry of this.list()) {
+      if (this.stopped) return;
+      if (entry.delivered_at !== null) continue;
+      if (blockedRuns.has(entry.run_id) || Date.parse(entry.next_attempt_at) > Date.now()) {
+        blockedRuns.add(entry.run_id);
+        continue;
+      }
+      const delivered = await this.attempt(entry);
+      if (!delivered) blockedRuns.add(entry.run_id);
+    }
+  }
+
+  private async attempt(entry: OutboxEntry): Promise<boolean> {
+    const deliveredAt = new Date().toISOString();
+    const controller = new AbortController();
+    this.inFlight.add(controller);
+    const timeout = setTimeout(() => controller.abort(), this.options.timeoutSec * 1000);
+    let status: number | null = null;
+    let error: string | null = null;
+    try {
+      const response = await fetch(this.options.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.token}` },
+        body: JSON.stringify({ ...entry.payload, delivered_at: deliveredAt }),
+        signal: controller.signal,
+      });
+      status = response.status;
+      if (!response.ok) error = `HTTP ${status}: ${(await response.text().catch(() => '')).slice(0, ERROR_TEXT_LIMIT)}`;
+      else await response.body?.cancel();
+    } catch (caught) {
+      error = controller.signal.aborted
+        ? this.stopped
+          ? 'aborted: the gate is stopping'
+          : `no answer within ${this.options.timeoutSec} s`
+        : describeFetchError(caught);
+    } finally {
+      clearTimeout(timeout);
+      this.inFlight.delete(controller);
+    }
+
+    entry.attempts += 1;
+    entry.last_status = status;
+    entry.last_error = error;
+    if (error === null) {
+      entry.delivered_at = deliveredAt;
+      entry.payload = { ...entry.payload, delivered_at: deliveredAt };
+    } else {
+      entry.next_attempt_at = new Date(Date.now() + this.retryDelayMs(entry.attempts)).toISOString();
+    }
+    writeJsonAtomic(entryFile(this.options.dir, entry.idempotency_key), entry);
+    const fields = { idempotency_key: entry.idempotency_key, attempts: entry.attempts, status };
+    if (error === null) {
+      this.options.logger.info(fields, 'callback delivered');
+      this.options.onDelivered?.(entry);
+    } else {
+      this.options.logger.warn({ ...fields, error, next_attempt_at: entry.next_attempt_at }, 'callback not delivered; will retry');
+    }
+    return error === null;
+  }
+
+  private retryDelayMs(attempts: number): number {
+    const base = this.options.retryBaseMs ?? DEFAULT_RETRY_BASE_MS;
+    const cap = this.options.retryCapMs ?? DEFAULT_RETRY_CAP_MS;
+    const exponential = Math.min(cap, base * 2 ** Math.min(attempts - 1, 20));
+    // Jitter keeps several gates from retrying in lockstep against a control plane that just came back.
+    return Math.round(exponential * (0.8 + Math.random() * 0.4));
+  }
+}
+
+function describeFetchError(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return (cause?.code ?? cause?.message ?? (error as Error).message ?? String(error)).slice(0, ERROR_TEXT_LIMIT);
+}

@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process';
+import { DispatchScriptOutputSchema } from './messages.ts';
+import type { z } from 'zod';
+
+export type DispatchScriptOutput = z.output<typeof DispatchScriptOutputSchema>;
+
+export type DispatchScriptResult =
+  | { ok: true; output: DispatchScriptOutput; duration_ms: number }
+  | { ok: false; status: 502 | 504; detail: { message: string; exit_code: number | null; signal: string | null; stderr_tail: string; stdout_head: string } };
+
+export interface DispatchScriptOptions {
+  scriptPath: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+}
+
+const STDOUT_LIMIT = 64 * 1024;
+const STDERR_TAIL = 2000;
+// The agent the script backgrounds may inherit its stdout; after the script exits, wait only briefly for the pipe.
+const DRAIN_AFTER_EXIT_MS = 250;
+
+/** Environment variables of this service that an agent must never see. */
+const WITHHELD_ENV = ['SVC_CONFIG', 'SVC_CONTROL_PLANE_CONFIG', 'RESEARCH_PROVIDER_API_KEY', 'PAPER_WRITER_API_KEY'];
+
+/** The script's environment: the gate's own (agents need PATH, HOME and their keys) minus its secrets, plus the contract. */
+export function dispatchEnvironment(base: NodeJS.ProcessEnv, contract: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...base };
+  for (const name of WITHHELD_ENV) delete env[name];
+  return { ...env, ...contract };
+}
+
+function parseOutput(stdout: string): DispatchScriptOutput | null {
+  const trimmed = stdout.trim();
+  const candidates = [trimmed, trimmed.split('\n').filter((line) => line.trim() !== '').at(-1) ?? ''];
+  for (const candidate of candidates) {
+    try {
+      const parsed = DispatchScriptOutputSchema.safeParse(JSON.parse(candidate));
+      if (parsed.success) return parsed.data;
+    } catch {
+      // not JSON; try the next candidate
+    }
+  }
+  return null;
+}
+
+/**
+ * Runs the dispatch script directly (no shell) in its own process group and reads the one JSON object it prints.
+ * Non-zero exit or unusable output → 502; still running at the deadline → its group is killed and 504.
+ */
+export function runDispatchScript(options: DispatchScriptOptions): Promise<DispatchScriptResult> {
+  const started = Date.now();
+  return new Promise((resolvePromise) => {
+    let stdout = '';
+    let stderr = '';
+    let settled = false;
+    let timedOut = false;
+    const child = spawn(options.scriptPath, [], {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const fail = (message: string, exitCode: number | null, signal: string | null, status: 502 | 504 = 502) =>
+      finish({
+        ok: false,
+        status,
+        detail: { message, exit_code: exitCode, signal, stderr_tail: stderr.slice(-STDERR_TAIL), stdout_head: stdout.slice(0, 500) },
+      });
+    const finish = (result: DispatchScriptResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      child.stdout.destroy();
+      child.stderr.destroy();
+      resolvePromise(result);
+    };
+    const deadline = setTimeout(() => {
+      timedOut = true;
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      fail(`dispatch script did not finish within ${options.timeoutMs / 1000} s`, null, 'SIGKILL', 504);
+    }, options.timeoutMs);
+
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      if (stdout.length < STDOUT_LIMIT) stdout += chunk.slice(0, STDOUT_LIMIT - stdout.length);
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-STDERR_TAIL * 2);
+    });
+    child.on('error', (error: NodeJS.ErrnoException) => fail(`dispatch script could not be started: ${error.code ?? error.message}`, null, null));
+    child.on('exit', (code, signal) => {
+      if (timedOut) return;
+      const conclude = () => {
+        if (code !== 0) return fail(`dispatch script exited with ${code === null ? `signal ${signal}` : `status ${code}`}`, code, signal);
+        const output = parseOutput(stdout);
+        if (!output) return fail('dispatch script did not print one JSON object', code, signal);
+        finish({ ok: true, output, duration_ms: Date.now() - started });
+      };
+      if (child.stdout.readableEnded) return conclude();
+      const drained = setTimeout(conclude, DRAIN_AFTER_EXIT_MS);
+      child.stdout.once('end', () => {
+        clearTimeout(drained);
+        conclude();
+      });
+    });
+  });
+}

@@ -1,0 +1,306 @@
+#!/usr/bin/env -S node --import tsx
+/**
+ * Simulated agent: the dispatch script of a first-run config, so a new user sees a whole run
+ * (dispatch, lifecycle events, evidence files) without a real agent installed.
+ *
+ * The worker gate runs this file directly (no shell) with cwd = project_dir and the environment of
+ * decisions §5. Invoked that way it is the *launcher*: it starts itself again with `--agent`,
+ * detached, its output going to `<project_dir>/.research/agent.log`, prints
+ * `{"root_pid":…,"process_group_id":…}` and exits. In agent mode it posts session-start, "works" for
+ * SIMULATED_AGENT_WORK_SEC seconds (default 3), writes `run_notes.md`,
+ * `results/simulated/metrics.json` and `.research/decision.json`, posts session-end and exits.
+ *
+ * Missing or invalid environment: a message on stderr, exit 2. The event token is never printed.
+ */
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { accessSync, closeSync, constants, mkdirSync, openSync, realpathSync, statSync } from 'node:fs';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { DISPATCH_MODES, REASONING_EFFORTS, type LifecycleEvent } from '../domain/gate.ts';
+
+/** Argument that switches a dispatch script into agent mode. */
+export const AGENT_FLAG = '--agent';
+
+const nonEmpty = z.string().trim().min(1, 'must not be empty');
+
+/** The dispatch environment set by the worker gate (decisions §5). */
+export const dispatchEnvSchema = z.object({
+  RUN_ID: nonEmpty,
+  PROJECT_ID: nonEmpty,
+  PROJECT_DIR: nonEmpty,
+  PROMPT_FILE: nonEmpty,
+  DISPATCH_MODE: z.enum(DISPATCH_MODES),
+  MODEL: z.string(),
+  REASONING_EFFORT: z.enum(REASONING_EFFORTS),
+  SANDBOX: z.string(),
+  GATE_EVENT_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+  GATE_EVENT_TOKEN: nonEmpty,
+});
+export type DispatchEnv = z.infer<typeof dispatchEnvSchema>;
+
+const simulatedEnvSchema = z.object({
+  SIMULATED_AGENT_WORK_SEC: z.coerce.number().min(0).max(3600).default(3),
+});
+
+/**
+ * Parses the dispatch environment. On failure writes one line per problem to stderr, naming the
+ * variable but never its value (the token is a secret), and exits 2.
+ */
+export function parseEnvOrExit<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv, who: string): z.output<S> {
+  const parsed = schema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const name = issue.path.join('.') || '(environment)';
+    const missing = issue.path.length === 1 && env[String(issue.path[0])] === undefined;
+    const message = missing ? 'is required' : issue.message;
+    return `  ${name}: ${message}`;
+  });
+  process.stderr.write(`${who}: invalid dispatch environment:\n${problems.join('\n')}\n`);
+  process.exit(2);
+}
+
+/** `<project_dir>/.research/agent.log`, where a detached agent's stdout and stderr go. */
+export function agentLogPath(projectDir: string): string {
+  return join(projectDir, '.research', 'agent.log');
+}
+
+/**
+ * Starts `scriptPath --agent` detached (own process group, pgid = pid) with stdio on the agent log,
+ * so the gate's stdout pipe closes as soon as the launcher exits. tsx is resolved from this module,
+ * not from cwd, so the agent starts from any project directory.
+ */
+export function launchDetachedAgent(scriptPath: string, projectDir: string): { root_pid: number; process_group_id: number } {
+  const logPath = agentLogPath(projectDir);
+  mkdirSync(dirname(logPath), { recursive: true });
+  const logFd = openSync(logPath, 'a');
+  try {
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), scriptPath, AGENT_FLAG], {
+      cwd: projectDir,
+      detached: true,
+      stdio: ['ignore', logFd, logFd],
+      env: process.env,
+    });
+    if (child.pid === undefined) throw new Error(`could not start the agent process (${process.execPath})`);
+    child.on('error', () => undefined);
+    child.unref();
+    return { root_pid: child.pid, process_group_id: child.pid };
+  } finally {
+    closeSync(logFd);
+  }
+}
+
+/**
+ * Checks, before anything starts, that PROJECT_DIR is a directory and PROMPT_FILE (relative to it)
+ * is readable; otherwise a message on stderr and exit 2.
+ */
+export function checkWorkspaceOrExit(env: DispatchEnv, who: string): void {
+  const problems: string[] = [];
+  try {
+    if (!statSync(env.PROJECT_DIR).isDirectory()) problems.push(`  PROJECT_DIR: ${env.PROJECT_DIR} is not a directory`);
+  } catch {
+    problems.push(`  PROJECT_DIR: ${env.PROJECT_DIR} does not exist`);
+  }
+  if (problems.length === 0) {
+    try {
+      accessSync(resolve(env.PROJECT_DIR, env.PROMPT_FILE), constants.R_OK);
+    } catch {
+      problems.push(`  PROMPT_FILE: ${env.PROMPT_FILE} is not a readable file`);
+    }
+  }
+  if (problems.length === 0) return;
+  process.stderr.write(`${who}: invalid dispatch environment:\n${problems.join('\n')}\n`);
+  process.exit(2);
+}
+
+/** Prints the one JSON object the gate reads and exits 0. */
+export function reportLaunched(launched: { root_pid: number; process_group_id: number }): never {
+  process.stdout.write(`${JSON.stringify(launched)}\n`);
+  process.exit(0);
+}
+
+export interface EventPoster {
+  sessionId: string;
+  post(event: LifecycleEvent, message: string, extra?: Record<string, unknown>): Promise<boolean>;
+}
+
+const POST_TIMEOUT_MS = 3_000;
+const POST_ATTEMPTS = 4;
+
+function log(line: string): void {
+  process.stdout.write(`${new Date().toISOString()} ${line}\n`);
+}
+
+/**
+ * Posts lifecycle events to GATE_EVENT_URL with the bearer token: short timeout, a few retries on
+ * network errors, 429 and 5xx. A post that finally fails is logged and reported as false; it never throws.
+ */
+export function createEventPoster(env: DispatchEnv, sessionId: string): EventPoster {
+  return {
+    sessionId,
+    async post(event, message, extra = {}) {
+      const body = JSON.stringify({
+        event,
+        run_id: env.RUN_ID,
+        session_id: sessionId,
+        project_id: env.PROJECT_ID,
+        timestamp: new Date().toISOString(),
+        root_pid: process.pid,
+        process_group_id: process.pid,
+        message,
+        ...extra,
+      });
+      let lastProblem = '';
+      for (let attempt = 1; attempt <= POST_ATTEMPTS; attempt += 1) {
+        try {
+          const response = await fetch(env.GATE_EVENT_URL, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${env.GATE_EVENT_TOKEN}` },
+            body,
+            signal: AbortSignal.timeout(POST_TIMEOUT_MS),
+          });
+          await response.text().catch(() => '');
+          if (response.ok) {
+            log(`posted ${event} (HTTP ${response.status})`);
+            return true;
+          }
+          lastProblem = `HTTP ${response.status}`;
+          if (response.status !== 429 && response.status < 500) break;
+        } catch (error) {
+          lastProblem = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        }
+        if (attempt < POST_ATTEMPTS) await sleep(250 * 2 ** (attempt - 1));
+      }
+      log(`could not post ${event}: ${lastProblem}`);
+      return false;
+    },
+  };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
+/** Writes a file so a reader sees either the old or the whole new content (tmp file + rename). */
+export async function writeFileAtomic(path: string, content: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  await writeFile(tmp, content);
+  await rename(tmp, path);
+}
+
+export function newSessionId(prefix: string, runId: string): string {
+  return `${prefix}-${runId}-${randomBytes(4).toString('hex')}`;
+}
+
+/** True when this module is the process entry point (not imported by another script). */
+function isEntryPoint(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+/** A deterministic "score" in [0, 1) seeded by the run id, so a run's metrics are reproducible. */
+function seededScore(runId: string): number {
+  return createHash('sha256').update(runId).digest().readUInt32BE(0) / 2 ** 32;
+}
+
+async function runAgent(env: DispatchEnv, workSec: number): Promise<void> {
+  const started = new Date();
+  const poster = createEventPoster(env, newSessionId('sim', env.RUN_ID));
+  const resumed = env.DISPATCH_MODE === 'resume';
+  log(`simulated agent pid ${process.pid}, run ${env.RUN_ID}, session ${poster.sessionId}, mode ${env.DISPATCH_MODE}`);
+  process.on('SIGTERM', () => {
+    log('received SIGTERM, stopping');
+    process.exit(143);
+  });
+
+  await poster.post('session-start', `simulated agent ${resumed ? 'resumed' : 'started'} (${env.DISPATCH_MODE})`);
+
+  const promptPath = resolve(env.PROJECT_DIR, env.PROMPT_FILE);
+  let prompt = '';
+  let promptProblem = '';
+  try {
+    prompt = await readFile(promptPath, 'utf8');
+  } catch (error) {
+    promptProblem = error instanceof Error ? error.message : String(error);
+    log(`could not read the prompt file: ${promptProblem}`);
+  }
+  const firstLine = prompt.split(/\r?\n/).find((line) => line.trim() !== '')?.trim() ?? '';
+
+  const steps = Math.max(1, Math.ceil(workSec));
+  for (let step = 1; step <= steps; step += 1) {
+    log(`working: step ${step} of ${steps}`);
+    await sleep((workSec * 1000) / steps);
+  }
+
+  const score = Number(seededScore(env.RUN_ID).toFixed(4));
+  const metrics = {
+    simulated: true,
+    run_id: env.RUN_ID,
+    project_id: env.PROJECT_ID,
+    dispatch_mode: env.DISPATCH_MODE,
+    score,
+    steps,
+    work_sec: workSec,
+  };
+  await writeFileAtomic(join(env.PROJECT_DIR, 'results', 'simulated', 'metrics.json'), `${JSON.stringify(metrics, null, 2)}\n`);
+
+  const notesPath = join(env.PROJECT_DIR, 'run_notes.md');
+  const section = [
+    resumed ? `## Resumed session ${poster.sessionId}` : `# Run notes: ${env.RUN_ID}`,
+    '',
+    resumed
+      ? `The simulated agent resumed run \`${env.RUN_ID}\` (DISPATCH_MODE=resume) and continued the work.`
+      : `The simulated agent ran run \`${env.RUN_ID}\` for project \`${env.PROJECT_ID}\` (DISPATCH_MODE=exec).`,
+    '',
+    `- Started: ${started.toISOString()}`,
+    `- Finished: ${new Date().toISOString()}`,
+    `- Session: ${poster.sessionId}`,
+    `- Model: ${env.MODEL || '(none)'}, reasoning effort: ${env.REASONING_EFFORT}, sandbox: ${env.SANDBOX || '(none)'}`,
+    `- Prompt file: ${env.PROMPT_FILE}`,
+    promptProblem
+      ? `- Prompt: could not be read (${promptProblem})`
+      : `- Prompt, first line: ${firstLine || '(empty prompt)'}`,
+    `- Work: ${steps} simulated step(s) over ${workSec} s; no real experiment was run.`,
+    `- Results: results/simulated/metrics.json (score ${score}, deterministic from the run id).`,
+    '- Decision: inconclusive, since this is a simulation (.research/decision.json).',
+    '',
+  ].join('\n');
+  let previousNotes = '';
+  if (resumed) previousNotes = await readFile(notesPath, 'utf8').catch(() => '');
+  await writeFileAtomic(notesPath, previousNotes ? `${previousNotes.replace(/\n*$/, '\n\n')}${section}` : section);
+
+  const decision = {
+    decision: 'inconclusive',
+    summary: `Simulated run ${env.RUN_ID}${resumed ? ' (resumed)' : ''}: no real agent ran; simulated score ${score}.`,
+  };
+  await writeFileAtomic(join(env.PROJECT_DIR, '.research', 'decision.json'), `${JSON.stringify(decision, null, 2)}\n`);
+
+  await poster.post('session-end', `simulated agent finished: decision inconclusive, score ${score}`);
+  log('done');
+}
+
+async function main(): Promise<void> {
+  const env = parseEnvOrExit(dispatchEnvSchema, process.env, 'simulated-agent');
+  const { SIMULATED_AGENT_WORK_SEC: workSec } = parseEnvOrExit(simulatedEnvSchema, process.env, 'simulated-agent');
+  if (process.argv.includes(AGENT_FLAG)) {
+    await runAgent(env, workSec);
+    process.exit(0);
+  }
+  checkWorkspaceOrExit(env, 'simulated-agent');
+  reportLaunched(launchDetachedAgent(fileURLToPath(import.meta.url), env.PROJECT_DIR));
+}
+
+if (isEntryPoint()) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`simulated-agent: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TelemetrySample } from '../../domain/gate.ts';
+import { createNvidiaSmiProbe, type GpuProbe, type GpuReading } from './gpu.ts';
+import { cpuPercentBetween, parseMeminfo, parseProcStat, type CpuCounters } from './proc-parsers.ts';
+
+export interface TelemetrySamplerOptions {
+  procRoot?: string;
+  /** Defaults to nvidia-smi on the PATH; null samples no GPU at all (gpu_source 'none'). */
+  gpuProbe?: GpuProbe | null;
+  now?: () => number;
+}
+
+type GpuFigures = Pick<TelemetrySample, 'gpu_pct' | 'vram_used_mib' | 'gpu_compute_pids' | 'gpu_count' | 'gpu_source'>;
+type MemoryFigures = Pick<TelemetrySample, 'memory_available_mib' | 'memory_source'>;
+
+export const NO_GPU_TOOL_NOTE = 'nvidia-smi not found: GPU figures are null and treated as idle';
+export const NO_GPU_PROBE_NOTE = 'no GPU probe configured: GPU figures are null and treated as idle';
+export const FIRST_CPU_READING_NOTE = 'first CPU reading: cpu_pct needs a previous sample';
+
+function noGpuFigures(source: TelemetrySample['gpu_source']): GpuFigures {
+  return { gpu_pct: null, vram_used_mib: null, gpu_compute_pids: [], gpu_count: 0, gpu_source: source };
+}
+
+/** Reads whole-machine CPU, memory and GPU figures; keeps the last /proc/stat counters to compute CPU use. */
+export class TelemetrySampler {
+  readonly #procRoot: string;
+  readonly #gpuProbe: GpuProbe | null;
+  readonly #now: () => number;
+  #previousCpu: CpuCounters | null = null;
+
+  constructor(options: TelemetrySamplerOptions = {}) {
+    this.#procRoot = options.procRoot ?? '/proc';
+    this.#gpuProbe = options.gpuProbe === undefined ? createNvidiaSmiProbe() : options.gpuProbe;
+    this.#now = options.now ?? Date.now;
+  }
+
+  async sample(): Promise<TelemetrySample> {
+    const at_ms = this.#now();
+    const notes: string[] = [];
+    const cpu_pct = this.#sampleCpu(notes);
+    const memory = this.#sampleMemory(notes);
+    const gpu = await this.#sampleGpu(notes);
+    return { at_ms, cpu_pct, ...gpu, ...memory, notes };
+  }
+
+  #sampleCpu(notes: string[]): number | null {
+    const text = this.#readProcFile('stat', notes);
+    if (text === null) return null;
+    const stat = parseProcStat(text);
+    if (!stat) {
+      notes.push(`${join(this.#procRoot, 'stat')} has no aggregate cpu line: cpu_pct is null`);
+      return null;
+    }
+    const previous = this.#previousCpu;
+    this.#previousCpu = stat.cpu;
+    if (!previous) {
+      notes.push(FIRST_CPU_READING_NOTE);
+      return null;
+    }
+    const pct = cpuPercentBetween(previous, stat.cpu);
+    if (pct === null) notes.push('no CPU time elapsed since the previous sample: cpu_pct is null');
+    return pct;
+  }
+
+  #sampleMemory(notes: string[]): MemoryFigures {
+    const text = this.#readProcFile('meminfo', notes);
+    const memory = text === null ? null : parseMeminfo(text);
+    if (memory) return memory;
+    if (text !== null) notes.push(`${join(this.#procRoot, 'meminfo')} has no usable fields: memory_available_mib is null`);
+    return { memory_available_mib: null, memory_source: 'unavailable' };
+  }
+
+  async #sampleGpu(notes: string[]): Promise<GpuFigures> {
+    if (!this.#gpuProbe) {
+      notes.push(NO_GPU_PROBE_NOTE);
+      return noGpuFigures('none');
+    }
+    let reading: GpuReading | null;
+    try {
+      reading = await this.#gpuProbe.query();
+    } catch (error) {
+      // The tool exists but failed: figures are unknown, not idle, so the source stays 'nvidia-smi'.
+      notes.push(`GPU query failed: ${error instanceof Error ? error.message : String(error)}`);
+      return noGpuFigures('nvidia-smi');
+    }
+    if (!reading) {
+      notes.push(NO_GPU_TOOL_NOTE);
+      return noGpuFigures('none');
+    }
+    if (reading.gpus.length === 0) notes.push('nvidia-smi reported no GPUs');
+    return summariseGpus(reading);
+  }
+
+  #readProcFile(name: string, notes: string[]): string | null {
+    const path = join(this.#procRoot, name);
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (error) {
+      notes.push(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
+      return null;
+    }
+  }
+}
+
+export function summariseGpus(reading: GpuReading): GpuFigures {
+  const utilisations = reading.gpus.map((gpu) => gpu.utilization_pct).filter((value) => value !== null);
+  const memoryUsed = reading.gpus.map((gpu) => gpu.memory_used_mib).filter((value) => value !== null);
+  const pids = [...new Set(reading.computeApps.map((app) => app.pid))].sort((a, b) => a - b);
+  return {
+    gpu_pct: utilisations.length > 0 ? Math.max(...utilisations) : null,
+    vram_used_mib: memoryUsed.length > 0 ? memoryUsed.reduce((sum, value) => sum + value, 0) : null,
+    gpu_compute_pids: pids,
+    gpu_count: reading.gpus.length,
+    gpu_source: 'nvidia-smi',
+  };
+}
