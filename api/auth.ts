@@ -66,7 +66,14 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
       if (GATE_TOKEN_ROUTES.has(route)) return requireBearer(request, options.workerGateToken);
       if (route === AGENT_EVENT_ROUTE) return requireBearer(request, options.controlApiToken);
     }
-    if (!options.store) return requireBearer(request, options.controlApiToken);
+    if (!options.store) {
+      // The gate alone: any of its two tokens authenticates, so an unknown path then answers 404.
+      const bearer = bearerFrom(request);
+      const known = [options.controlApiToken, options.workerGateToken].filter((token) => token !== undefined);
+      if (bearer === undefined || !known.some((token) => tokensMatch(bearer, token))) throw unauthorized();
+      request.principal = { kind: 'bearer' };
+      return;
+    }
 
     const bearer = bearerFrom(request);
     if (bearer !== undefined) return requireBearer(request, options.controlApiToken);

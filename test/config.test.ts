@@ -648,7 +648,7 @@ describe('loadConfig: first run', () => {
       project_root: join(cwd, 'state', 'projects'),
     });
     expect(isAbsolute(first.config.dispatch_script_path)).toBe(true);
-    expect(first.config.dispatch_script_path).toMatch(/worker-gate[/\\]simulated-agent\.ts$/);
+    expect(first.config.dispatch_script_path).toMatch(/worker-gate[/\\]simulated-agent\.sh$/);
     expect((await stat(configPath)).mode & 0o777).toBe(0o600);
 
     const before = await readFile(configPath, 'utf8');

@@ -10,7 +10,7 @@ import type { WorkerCallback } from '../../domain/worker-callback.ts';
 export const GATE_TOKEN = 'gate-test-token-0123456789abcdef';
 export const CONTROL_TOKEN = 'gate-test-control-token-0123456789';
 export const CALLBACK_TOKEN = 'gate-test-callback-token-0123456789';
-export const FAKE_AGENT_PATH = fileURLToPath(new URL('../fixtures/agents/fake-agent.ts', import.meta.url));
+export const FAKE_AGENT_PATH = fileURLToPath(new URL('../fixtures/agents/fake-agent.sh', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 export async function waitUntil<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs: number, everyMs = 200): Promise<T> {

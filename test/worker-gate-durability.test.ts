@@ -1,0 +1,104 @@
+import { readFile, rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CallbackReceiver,
+  gateClient,
+  startGateProcess,
+  waitUntil,
+  writeGateConfig,
+  type GateFixture,
+  type GateProcess,
+} from './support/gate.ts';
+
+const WINDOW_MS = 80_000;
+// The 'slow' fake agent keeps working this long, so the gate can be killed while it is alive.
+const SLOW_AGENT_ENV = { FAKE_AGENT_WORK_SEC: '8' };
+
+let receiver: CallbackReceiver;
+let fixture: GateFixture;
+let gate: GateProcess;
+let client: ReturnType<typeof gateClient>;
+
+beforeAll(async () => {
+  receiver = await CallbackReceiver.start();
+  fixture = await writeGateConfig({ callbackUrl: receiver.url });
+  gate = await startGateProcess(fixture, SLOW_AGENT_ENV);
+  client = gateClient(fixture);
+});
+
+afterAll(async () => {
+  await gate?.kill('SIGTERM');
+  await receiver?.down();
+  if (fixture) await rm(fixture.dir, { recursive: true, force: true });
+});
+
+async function runView(runId: string) {
+  const { body } = await client.dashboard();
+  return (body.runs as Record<string, any>[]).find((run) => run.run_id === runId);
+}
+
+async function dispatchCount(runId: string): Promise<number> {
+  const text = await readFile(fixture.counterFile, 'utf8').catch(() => '');
+  return text.split('\n').filter((line) => line.includes(runId)).length;
+}
+
+async function restartGate(): Promise<void> {
+  await gate.kill('SIGKILL');
+  gate = await startGateProcess(fixture, SLOW_AGENT_ENV);
+}
+
+describe('a worker gate killed with SIGKILL and restarted', () => {
+  it('resumes tracking live runs by pid and still sends exactly one callback of each kind', { timeout: 150_000 }, async () => {
+    // One run is inside its quiet window when the gate dies, the other still has its agent working.
+    expect((await client.launch('mike-run', 'normal')).status).toBe(200);
+    expect((await client.launch('november-run', 'slow')).status).toBe(200);
+    await receiver.waitFor('november-run', 'session_started', 20_000);
+    await waitUntil('mike-run to wait for its quiet window', async () => (await runView('mike-run'))?.gate_state === 'finished_pending_gate' || undefined, 20_000);
+    const beforeKill = await runView('november-run');
+    expect(beforeKill!.processes_alive).toBe(true);
+
+    await restartGate();
+
+    const afterRestart = await runView('november-run');
+    expect(afterRestart!.root_pid).toBe(beforeKill!.root_pid);
+    await waitUntil('the restarted gate to see the agent alive', async () => (await runView('november-run'))?.processes_alive || undefined, 10_000);
+
+    await Promise.all([
+      receiver.waitFor('mike-run', 'session_finished_ready', WINDOW_MS),
+      receiver.waitFor('november-run', 'session_finished_ready', WINDOW_MS + 10_000),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    for (const runId of ['mike-run', 'november-run']) {
+      expect(receiver.forRun(runId).map((c) => c.body.event_type)).toEqual(['session_started', 'session_finished_ready']);
+      expect(await dispatchCount(runId)).toBe(1);
+    }
+  });
+});
+
+describe('callbacks while the receiver is down', () => {
+  it('keeps them in the outbox, across a gate restart, and delivers each once when the receiver is back', { timeout: 150_000 }, async () => {
+    await receiver.down();
+    expect((await client.launch('oscar-run', 'normal')).status).toBe(200);
+    const pending = await waitUntil(
+      'a failed delivery attempt',
+      async () => {
+        const { body } = await client.dashboard();
+        const entry = (body.callbacks as Record<string, any>[]).find((c) => c.run_id === 'oscar-run' && c.attempts >= 1);
+        return entry && body.totals.callback_pending >= 1 ? entry : undefined;
+      },
+      20_000,
+    );
+    expect(pending.delivered_at).toBeNull();
+    expect(pending.last_error).toEqual(expect.any(String));
+
+    await restartGate();
+    expect((await client.dashboard()).body.totals.callback_pending).toBeGreaterThanOrEqual(1);
+    await receiver.up();
+
+    await receiver.waitFor('oscar-run', 'session_started', 90_000);
+    await receiver.waitFor('oscar-run', 'session_finished_ready', WINDOW_MS);
+    await waitUntil('the outbox to drain', async () => (await client.dashboard()).body.totals.callback_pending === 0 || undefined, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(receiver.forRun('oscar-run').map((c) => c.body.event_type)).toEqual(['session_started', 'session_finished_ready']);
+  });
+});
