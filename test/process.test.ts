@@ -4,10 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { SIMULATED_AGENT_PATH } from '../config/first-run.ts';
 import { createTestDatabase } from './support/database.ts';
+import { CallbackReceiver } from './support/gate.ts';
 import { isProcessAlive } from './support/process.ts';
 
 const TOKEN = 'process-test-token-0123456789abcdef';
+const GATE_TOKEN = 'process-test-gate-token-0123456789';
 
 interface StartedProcess {
   child: ChildProcess;
@@ -98,15 +101,32 @@ describe('the real entry point', () => {
     expect(await second.exited).toBe(0);
   }, 180_000);
 
-  it('runs on Postgres (pg backend) against an existing Temporal given by TEMPORAL_ADDRESS', async () => {
+  it('runs on Postgres against TEMPORAL_ADDRESS and serves the worker gate on the same port: the bundled simulated agent completes a run', async () => {
     const database = await createTestDatabase();
+    const receiver = await CallbackReceiver.start();
     const pgConfigPath = join(dir, 'pg.json');
     const base = JSON.parse(await readFile(configPath, 'utf8')) as Record<string, unknown>;
-    await writeFile(pgConfigPath, JSON.stringify({ ...base, control_plane_store_backend: 'pg', pg_database_url: database.url }));
-    const started = startEntryPoint(pgConfigPath, { TEMPORAL_ADDRESS: inject('temporalAddress') });
+    await writeFile(
+      pgConfigPath,
+      JSON.stringify({
+        ...base,
+        control_plane_store_backend: 'pg',
+        pg_database_url: database.url,
+        roles: ['control_plane', 'worker_gate'],
+        worker_wake_gate_bearer_token: GATE_TOKEN,
+        completion_callback_url: receiver.url,
+        dispatch_script_path: SIMULATED_AGENT_PATH,
+        default_workload_class: 'unknown',
+        sample_interval_sec: 1,
+        idle_sustain_sec: 30,
+        cpu_idle_threshold_pct: 100,
+      }),
+    );
+    const started = startEntryPoint(pgConfigPath, { TEMPORAL_ADDRESS: inject('temporalAddress'), SIMULATED_AGENT_WORK_SEC: '1' });
     try {
       const url = await waitForBanner(started);
       expect(started.output()).not.toContain('Temporal UI');
+      expect(started.output()).toContain(`worker gate:  ${url}/dashboard/api`);
       const health = await (await fetch(`${url}/control/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
       expect(health).toMatchObject({
         ok: true,
@@ -114,13 +134,25 @@ describe('the real entry point', () => {
         db_path: expect.stringContaining(database.name),
         temporal: { ok: true, address: inject('temporalAddress'), worker_state: 'RUNNING' },
       });
+      expect(await (await fetch(`${url}/healthz`)).json()).toMatchObject({ ok: true, worker_gate: { ready: true } });
+
+      const gateAuth = { authorization: `Bearer ${GATE_TOKEN}`, 'content-type': 'application/json' };
+      const run = { run_id: 'sim-run', project_id: 'sim', project_dir: 'sim', prompt_file: 'prompt.md' };
+      const post = (path: string, body: unknown) => fetch(`${url}${path}`, { method: 'POST', headers: gateAuth, body: JSON.stringify(body) });
+      expect((await post('/prepare-project', { ...run, prompt_text: '# Simulated\n' })).status).toBe(200);
+      expect((await post('/dispatch', { ...run, mode: 'exec', model: 'none', reasoning_effort: 'low', sandbox: '' })).status).toBe(200);
+      const finished = await receiver.waitFor('sim-run', 'session_finished_ready', 80_000);
+      expect(finished.body.evidence).toMatchObject({ run_notes: true, decision_file: true, decision: 'inconclusive', results_json_files: 1 });
+      expect(receiver.forRun('sim-run').map((c) => c.body.event_type)).toEqual(['session_started', 'session_finished_ready']);
+
       started.child.kill('SIGTERM');
       expect(await started.exited).toBe(0);
     } finally {
       started.child.kill('SIGKILL');
+      await receiver.down();
       await database.drop();
     }
-  }, 90_000);
+  }, 150_000);
 
   it('refuses a broken configuration with exit status 2, listing every problem and binding nothing', async () => {
     const port = await freePort();

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -247,9 +248,17 @@ describe('authentication and the event hook', () => {
   });
 });
 
-describe('the gate log', () => {
-  it('never contains the tokens', async () => {
-    await writeFile(join(fixture.dir, 'gate-output.log'), gate.output());
+describe('the gate alone', () => {
+  it('keeps its records as files under state_dir, with no database and no Temporal', async () => {
+    const state = join(fixture.dir, 'state');
+    expect(existsSync(join(state, 'worker-gate', 'runs', 'alpha-run.json'))).toBe(true);
+    expect(existsSync(join(state, 'worker-gate', 'events.jsonl'))).toBe(true);
+    expect(existsSync(join(state, 'pgdata'))).toBe(false);
+    expect(existsSync(join(state, 'temporal'))).toBe(false);
+    expect(gate.output()).toContain('no database, no Temporal');
+  });
+
+  it('never writes the tokens to its log', async () => {
     expect(gate.output()).not.toContain(GATE_TOKEN);
     expect(gate.output()).not.toContain(CONTROL_TOKEN);
     expect(gate.output()).not.toContain(CALLBACK_TOKEN);

@@ -123,6 +123,8 @@ export class WorkerGate {
   private stopped = false;
   private ready = false;
   private lastTickError: string | null = null;
+  /** CPU time spent sampling (telemetry, /proc scan, evaluation), so operators can see what the gate costs. */
+  private readonly sampling = { samples: 0, cpu_ms: 0 };
 
   constructor(private readonly options: WorkerGateOptions) {
     this.config = options.config;
@@ -367,6 +369,10 @@ export class WorkerGate {
         completion_callback_url: this.config.completion_callback_url,
         completion_callback_token_fingerprint: sha256(this.config.completion_callback_token),
         last_tick_error: this.lastTickError,
+        sampling: {
+          samples: this.sampling.samples,
+          cpu_ms_per_sample: this.sampling.samples ? Math.round((this.sampling.cpu_ms / this.sampling.samples) * 1000) / 1000 : null,
+        },
       },
       totals: {
         runs: runs.length,
@@ -399,9 +405,13 @@ export class WorkerGate {
 
   private tick(): Promise<void> {
     if (this.ticking || this.stopped) return this.ticking ?? Promise.resolve();
+    const cpuBefore = process.cpuUsage();
     this.ticking = this.observe()
       .then(() => {
         this.lastTickError = null;
+        const used = process.cpuUsage(cpuBefore);
+        this.sampling.samples += 1;
+        this.sampling.cpu_ms += (used.user + used.system) / 1000;
       })
       .catch((error: Error) => {
         this.lastTickError = error.message;
