@@ -172,7 +172,7 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   worker_wake_gate_url: doc(optionalHttpUrl(), { description: 'Base URL of the default worker gate.' }),
   worker_wake_gate_bearer_token: doc(optionalToken(), {
-    description: 'Bearer token for the default worker gate (and for this process\'s own gate role).',
+    description: 'Bearer token for the default worker gate; with the worker_gate role, also the token of this process\'s own gate routes (required then).',
     secret: true,
   }),
   sample_interval_sec: doc(z.number().min(1).default(5), { description: 'Telemetry sampling interval.' }),

@@ -1,7 +1,8 @@
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CallbackReceiver,
+  dispatchCount,
   gateClient,
   startGateProcess,
   waitUntil,
@@ -32,16 +33,6 @@ afterAll(async () => {
   if (fixture) await rm(fixture.dir, { recursive: true, force: true });
 });
 
-async function runView(runId: string) {
-  const { body } = await client.dashboard();
-  return (body.runs as Record<string, any>[]).find((run) => run.run_id === runId);
-}
-
-async function dispatchCount(runId: string): Promise<number> {
-  const text = await readFile(fixture.counterFile, 'utf8').catch(() => '');
-  return text.split('\n').filter((line) => line.includes(runId)).length;
-}
-
 async function restartGate(): Promise<void> {
   await gate.kill('SIGKILL');
   gate = await startGateProcess(fixture, SLOW_AGENT_ENV);
@@ -53,15 +44,15 @@ describe('a worker gate killed with SIGKILL and restarted', () => {
     expect((await client.launch('mike-run', 'normal')).status).toBe(200);
     expect((await client.launch('november-run', 'slow')).status).toBe(200);
     await receiver.waitFor('november-run', 'session_started', 20_000);
-    await waitUntil('mike-run to wait for its quiet window', async () => (await runView('mike-run'))?.gate_state === 'finished_pending_gate' || undefined, 20_000);
-    const beforeKill = await runView('november-run');
+    await waitUntil('mike-run to wait for its quiet window', async () => (await client.runView('mike-run'))?.gate_state === 'finished_pending_gate' || undefined, 20_000);
+    const beforeKill = await client.runView('november-run');
     expect(beforeKill!.processes_alive).toBe(true);
 
     await restartGate();
 
-    const afterRestart = await runView('november-run');
+    const afterRestart = await client.runView('november-run');
     expect(afterRestart!.root_pid).toBe(beforeKill!.root_pid);
-    await waitUntil('the restarted gate to see the agent alive', async () => (await runView('november-run'))?.processes_alive || undefined, 10_000);
+    await waitUntil('the restarted gate to see the agent alive', async () => (await client.runView('november-run'))?.processes_alive || undefined, 10_000);
 
     await Promise.all([
       receiver.waitFor('mike-run', 'session_finished_ready', WINDOW_MS),
@@ -70,7 +61,7 @@ describe('a worker gate killed with SIGKILL and restarted', () => {
     await new Promise((resolve) => setTimeout(resolve, 3000));
     for (const runId of ['mike-run', 'november-run']) {
       expect(receiver.forRun(runId).map((c) => c.body.event_type)).toEqual(['session_started', 'session_finished_ready']);
-      expect(await dispatchCount(runId)).toBe(1);
+      expect(await dispatchCount(fixture, runId)).toBe(1);
     }
   });
 });

@@ -8,6 +8,7 @@ import {
   CallbackReceiver,
   CONTROL_TOKEN,
   GATE_TOKEN,
+  dispatchCount,
   gateClient,
   startGateProcess,
   waitUntil,
@@ -37,16 +38,6 @@ afterAll(async () => {
   await receiver?.down();
   if (fixture) await rm(fixture.dir, { recursive: true, force: true });
 });
-
-async function dispatchCount(runId: string): Promise<number> {
-  const text = await readFile(fixture.counterFile, 'utf8').catch(() => '');
-  return text.split('\n').filter((line) => line.includes(runId)).length;
-}
-
-async function runView(runId: string) {
-  const { body } = await client.dashboard();
-  return (body.runs as Record<string, any>[]).find((run) => run.run_id === runId);
-}
 
 const postEvent = (body: unknown, token = CONTROL_TOKEN) => client.call('POST', '/legacy-agent/event', body, token);
 
@@ -89,14 +80,14 @@ describe.concurrent('a run on the real gate process', () => {
 
     await new Promise((resolve) => setTimeout(resolve, 3000));
     expect(receiver.forRun(runId).map((c) => c.body.event_type)).toEqual(['session_started', 'session_finished_ready']);
-    expect(await dispatchCount(runId)).toBe(1);
+    expect(await dispatchCount(fixture, runId)).toBe(1);
   });
 
   it('reaps a lingering marker process in the project, then reports readiness', { timeout: 120_000 }, async () => {
     const runId = 'bravo-run';
     expect((await client.launch(runId, 'linger')).status).toBe(200);
     await receiver.waitFor(runId, 'session_started', 20_000);
-    const reaped = await waitUntil('the lingering process to be reaped', async () => (await runView(runId))?.reaped?.[0], 30_000);
+    const reaped = await waitUntil('the lingering process to be reaped', async () => (await client.runView(runId))?.reaped?.[0], 30_000);
     expect(['terminated', 'killed']).toContain(reaped.outcome);
     expect(reaped.command).toContain('rcp-linger-marker');
     expect(isProcessRunning(reaped.pid)).toBe(false);

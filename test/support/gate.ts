@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -132,6 +132,12 @@ export async function writeGateConfig(options: GateConfigOptions): Promise<GateF
   return { dir, configPath, port, url: `http://127.0.0.1:${port}`, projectRoot: join(dir, 'projects'), counterFile: join(dir, 'dispatch-count.txt') };
 }
 
+/** How often the fake agent's dispatch script ran for this run (it appends one line per invocation). */
+export async function dispatchCount(fixture: GateFixture, runId: string): Promise<number> {
+  const text = await readFile(fixture.counterFile, 'utf8').catch(() => '');
+  return text.split('\n').filter((line) => line.includes(`"${runId}"`)).length;
+}
+
 export interface GateProcess {
   child: ChildProcess;
   output: () => string;
@@ -191,6 +197,11 @@ export function gateClient(fixture: GateFixture) {
     prepare: (body: Record<string, unknown>) => call('POST', '/prepare-project', body),
     dispatch: (body: Record<string, unknown>) => call('POST', '/dispatch', body),
     dashboard: () => call('GET', '/dashboard/api?limit=100&event_limit=500'),
+    /** One run as /dashboard/api shows it. */
+    async runView(runId: string): Promise<Record<string, any> | undefined> {
+      const { body } = await call('GET', '/dashboard/api?limit=100&event_limit=1');
+      return (body.runs as Record<string, any>[]).find((run) => run.run_id === runId);
+    },
     /** Prepare then dispatch one run of the fake agent, with the scenario written into the project first. */
     async launch(runId: string, scenario: string, extra: Record<string, unknown> = {}) {
       const projectId = runId.replace(/-run$/, '');
