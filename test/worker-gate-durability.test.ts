@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CallbackReceiver,
@@ -91,5 +91,35 @@ describe('callbacks while the receiver is down', () => {
     await waitUntil('the outbox to drain', async () => (await client.dashboard()).body.totals.callback_pending === 0 || undefined, 10_000);
     await new Promise((resolve) => setTimeout(resolve, 2000));
     expect(receiver.forRun('oscar-run').map((c) => c.body.event_type)).toEqual(['session_started', 'session_finished_ready']);
+  });
+});
+
+describe('a gate killed while its dispatch script runs', () => {
+  it('never starts that run a second time: after the restart the run is in error and a repeated dispatch is 409', { timeout: 90_000 }, async () => {
+    const launched = client.launch('quebec-run', 'hang').catch((error: Error) => error);
+    const scriptPid = await waitUntil(
+      'the dispatch script to start',
+      async () => {
+        const line = (await readFile(fixture.counterFile, 'utf8').catch(() => '')).split('\n').find((l) => l.includes('"quebec-run"'));
+        return line ? (JSON.parse(line) as { pid: number }).pid : undefined;
+      },
+      20_000,
+    );
+    try {
+      await restartGate();
+      expect(await launched).toBeInstanceOf(Error);
+
+      const again = await client.dispatch(client.dispatchBody('quebec-run'));
+      expect(again.status).toBe(409);
+      expect(again.body.detail).toMatch(/restarted while its dispatch script ran/);
+      expect(await client.runView('quebec-run')).toMatchObject({ dispatch_status: 'interrupted', gate_state: 'error' });
+      expect(await dispatchCount(fixture, 'quebec-run')).toBe(1);
+    } finally {
+      try {
+        process.kill(-scriptPid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
   });
 });

@@ -73,9 +73,9 @@ describe.concurrent('a run on the real gate process', () => {
       expect(repeated.body).toMatchObject({ ignored: true, gate_state: 'finished_ready' });
     }
     // Dispatching the same run again answers the first result without running the script a second time.
-    const again = await client.dispatch({ run_id: runId, project_id: 'alpha', project_dir: 'alpha', prompt_file: 'prompt.md', mode: 'exec', model: 'fake-model', reasoning_effort: 'low', sandbox: 'workspace-write' });
+    const again = await client.dispatch(client.dispatchBody(runId));
     expect(again.body).toMatchObject({ already_dispatched: true, root_pid: dispatched.body.root_pid });
-    const conflicting = await client.dispatch({ run_id: runId, project_id: 'alpha', project_dir: 'alpha', prompt_file: 'prompt.md', mode: 'resume' });
+    const conflicting = await client.dispatch(client.dispatchBody(runId, { mode: 'resume' }));
     expect(conflicting.status).toBe(409);
 
     await new Promise((resolve) => setTimeout(resolve, 3000));
@@ -95,6 +95,19 @@ describe.concurrent('a run on the real gate process', () => {
     const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
     expect(finished.body.process_tracking.reaped_pids).toContain(reaped.pid);
     expect(receiver.forRun(runId)).toHaveLength(2);
+  });
+
+  it('reports wake_ready when the agent goes idle without ending its session', { timeout: 120_000 }, async () => {
+    const runId = 'papa-run';
+    expect((await client.launch(runId, 'idle-only')).status).toBe(200);
+    const ready = await receiver.waitFor(runId, 'wake_ready', WINDOW_MS);
+    expect(ready.body).toMatchObject({ gate_state: 'wake_ready', evidence: { run_notes: true, decision: 'inconclusive' } });
+    expect(ready.body.idempotency_key).toBe(`${runId}:wake_ready:${ready.body.idle_seen_at}`);
+    // The session ending afterwards changes nothing: the gate has settled for this session.
+    const late = await postEvent({ event: 'session-end', run_id: runId, session_id: ready.body.session_id });
+    expect(late.body).toMatchObject({ ignored: true, gate_state: 'wake_ready' });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(receiver.forRun(runId).map((c) => c.body.event_type)).toEqual(['session_started', 'wake_ready']);
   });
 
   it('reports a question once and then stays settled', { timeout: 60_000 }, async () => {

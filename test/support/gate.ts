@@ -183,6 +183,21 @@ export async function startGateProcess(fixture: GateFixture, env: Record<string,
   };
 }
 
+function dispatchBody(runId: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const projectId = runId.replace(/-run$/, '');
+  return {
+    run_id: runId,
+    project_id: projectId,
+    project_dir: projectId,
+    prompt_file: 'prompt.md',
+    mode: 'exec',
+    model: 'fake-model',
+    reasoning_effort: 'low',
+    sandbox: 'workspace-write',
+    ...extra,
+  };
+}
+
 export function gateClient(fixture: GateFixture) {
   const call = async (method: string, path: string, body?: unknown, token = GATE_TOKEN) => {
     const response = await fetch(`${fixture.url}${path}`, {
@@ -202,14 +217,21 @@ export function gateClient(fixture: GateFixture) {
       const { body } = await call('GET', '/dashboard/api?limit=100&event_limit=1');
       return (body.runs as Record<string, any>[]).find((run) => run.run_id === runId);
     },
+    /** The /dispatch body `launch` sends for a run (project id = run id without its `-run` suffix). */
+    dispatchBody,
     /** Prepare then dispatch one run of the fake agent, with the scenario written into the project first. */
     async launch(runId: string, scenario: string, extra: Record<string, unknown> = {}) {
-      const projectId = runId.replace(/-run$/, '');
-      const common = { run_id: runId, project_id: projectId, project_dir: projectId, prompt_file: 'prompt.md' };
-      const prepared = await call('POST', '/prepare-project', { ...common, prompt_text: `# ${projectId}\nDo the work.\n` });
+      const body = dispatchBody(runId, extra);
+      const prepared = await call('POST', '/prepare-project', {
+        run_id: runId,
+        project_id: body.project_id,
+        project_dir: body.project_dir,
+        prompt_file: body.prompt_file,
+        prompt_text: `# ${String(body.project_id)}\nDo the work.\n`,
+      });
       if (prepared.status !== 200) throw new Error(`prepare failed: ${JSON.stringify(prepared)}`);
-      await writeFile(join(fixture.projectRoot, projectId, 'scenario.json'), JSON.stringify({ scenario }));
-      return call('POST', '/dispatch', { ...common, mode: 'exec', model: 'fake-model', reasoning_effort: 'low', sandbox: 'workspace-write', ...extra });
+      await writeFile(join(fixture.projectRoot, String(body.project_dir), 'scenario.json'), JSON.stringify({ scenario }));
+      return call('POST', '/dispatch', body);
     },
   };
 }
