@@ -61,7 +61,8 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
     // A token in a URL ends up in logs and browser history: refused even next to a valid header.
     if (hasQueryToken(request.url)) throw unauthorized();
 
-    const route = `${request.method} ${path}`;
+    // HEAD is answered by the GET route, so it takes the same credentials.
+    const route = `${request.method === 'HEAD' ? 'GET' : request.method} ${path}`;
     if (options.workerGateToken !== undefined) {
       if (GATE_TOKEN_ROUTES.has(route)) return requireBearer(request, options.workerGateToken);
       if (route === AGENT_EVENT_ROUTE) return requireBearer(request, options.controlApiToken);

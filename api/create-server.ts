@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Logger } from 'pino';
 import { httpApp, type HttpAppOptions, type WorkerGateRole } from './app.ts';
@@ -31,7 +31,7 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
     },
     forceCloseConnections: 'idle',
     // One log line per request (in onResponse below) instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: false },
   });
   if (options.onRoute) {

@@ -81,3 +81,15 @@ describe('authentication over the whole route table', () => {
     expectUnauthorized(await t.app.inject({ method: 'GET', url: '/control/health', headers: { authorization: `Bearer ${TEST_TOKEN}x` } }));
   });
 });
+
+describe('request logging', () => {
+  it('writes one line per request, with its id and status, and never the token', async () => {
+    const response = await t.app.inject({ method: 'GET', url: '/control/health', headers: { ...t.auth, 'x-request-id': 'log-line-check-1' } });
+    expect(response.headers['x-request-id']).toBe('log-line-check-1');
+    const lines = t.logs.lines.filter((line) => line.includes('log-line-check-1'));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'request completed', status: 200 });
+    expect(t.logs.text).not.toContain('incoming request');
+    expect(t.logs.text).not.toContain(TEST_TOKEN);
+  });
+});

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { WorkerCallback } from '../domain/worker-callback.ts';
@@ -34,6 +35,8 @@ export interface CallbackOutboxOptions {
 const DEFAULT_RETRY_BASE_MS = 1000;
 const DEFAULT_RETRY_CAP_MS = 60_000;
 const ERROR_TEXT_LIMIT = 300;
+/** Delivered entries are kept this long (they show on /dashboard/api and keep a key from being queued again). */
+const KEEP_DELIVERED_MS = 14 * 24 * 60 * 60 * 1000;
 
 function entryFile(dir: string, key: string): string {
   return join(dir, `${createHash('sha256').update(key).digest('hex')}.json`);
@@ -65,8 +68,12 @@ export class CallbackOutbox {
     const files = readJsonDir(this.options.dir, (file, error) =>
       this.options.logger.warn({ file, err: error }, 'skipping an unreadable outbox entry'),
     );
-    for (const { value } of files) {
+    for (const { file, value } of files) {
       if (!isOutboxEntry(value)) continue;
+      if (value.delivered_at !== null && Date.now() - Date.parse(value.delivered_at) > KEEP_DELIVERED_MS) {
+        rmSync(file, { force: true });
+        continue;
+      }
       this.entries.set(value.idempotency_key, value);
       this.nextSeq = Math.max(this.nextSeq, value.seq + 1);
     }
