@@ -8,6 +8,7 @@ import type { AppDeps } from './deps.ts';
 import { registerErrorHandling } from './errors.ts';
 import { eventRoutes } from './events.ts';
 import { healthRoutes } from './health.ts';
+import { researchRoutes } from './research.ts';
 import { securityHeaders } from './security-headers.ts';
 import { sessionRoutes } from './session.ts';
 import { useZodValidation } from './validation.ts';
@@ -49,6 +50,7 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
     await app.register(healthRoutes, controlPlane);
     await app.register(eventRoutes, controlPlane);
     await app.register(sessionRoutes, controlPlane);
+    await app.register(researchRoutes, controlPlane);
     await app.register(dashboardRoutes);
   }
   if (workerGate) await app.register(workerGateRoutes, { gate: workerGate.gate, serveHealthz: !controlPlane });

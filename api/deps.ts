@@ -1,3 +1,4 @@
+import type { WorkloadClass } from '../domain/workload.ts';
 import type { Store } from '../store/store.ts';
 
 export interface TemporalHealth {
@@ -17,6 +18,8 @@ export interface AppDeps {
   /** Absent when this process runs without a Temporal connection (tests of the HTTP layer alone). */
   temporalHealth?: () => Promise<TemporalHealth>;
   dbPath: string;
+  /** Workload class of promoted projects whose candidate names none (config default_workload_class). */
+  defaultWorkloadClass?: WorkloadClass;
   /** Present when this process also serves the worker gate role: /healthz answers 503 until the gate is ready. */
   workerGateReady?: () => boolean;
 }

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { CommandRefusedError } from '../activities/command-errors.ts';
 import { IdempotencyConflictError } from '../store/idempotency-keys.ts';
 import { StoreReadOnlyError } from '../store/store.ts';
 import { RequestValidationError } from './validation.ts';
@@ -29,6 +30,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof HttpError) {
       return reply.code(error.statusCode).headers(error.headers).send({ detail: error.detail });
+    }
+    if (error instanceof CommandRefusedError) {
+      return reply.code(error.status).send({ detail: error.detail });
     }
     if (error instanceof RequestValidationError) {
       return reply.code(422).send({ detail: error.problems });

@@ -59,6 +59,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         sessionCookieSecure: config.session_cookie_secure,
         temporalHealth: temporal.health,
         dbPath: store.location,
+        defaultWorkloadClass: config.default_workload_class,
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },
       logger,

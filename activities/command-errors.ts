@@ -1,0 +1,13 @@
+/**
+ * A command refused for a reason the caller can act on (unknown id, wrong state). The HTTP layer answers it with
+ * its status and `{"detail": ...}`; a workflow sees it as a non-retryable failure.
+ */
+export class CommandRefusedError extends Error {
+  constructor(
+    readonly status: 404 | 409 | 422,
+    readonly detail: string | Record<string, unknown>,
+  ) {
+    super(typeof detail === 'string' ? detail : `command refused (${status})`);
+    this.name = 'CommandRefusedError';
+  }
+}

@@ -1,0 +1,70 @@
+/** Queue item statuses and the logical queue groups (interface.md "Queue item status", decisions §3). Pure. */
+
+export const QUEUE_STATUSES = [
+  'queued',
+  'dispatching',
+  'running',
+  'awaiting_wake',
+  'wake_received',
+  'reconciling',
+  'completed',
+  'paused',
+  'canceled',
+  'dispatch_error',
+  'blocked',
+  'needs_review',
+] as const;
+export type QueueStatus = (typeof QUEUE_STATUSES)[number];
+
+/** A row in one of these statuses is in flight: a run owns it and queue mutations must not overwrite it. */
+export const ACTIVE_QUEUE_STATUSES = [
+  'dispatching',
+  'running',
+  'awaiting_wake',
+  'wake_received',
+  'reconciling',
+] as const satisfies readonly QueueStatus[];
+export type ActiveQueueStatus = (typeof ACTIVE_QUEUE_STATUSES)[number];
+
+export function isQueueStatus(value: unknown): value is QueueStatus {
+  return typeof value === 'string' && (QUEUE_STATUSES as readonly string[]).includes(value);
+}
+
+export function isInFlight(status: string): status is ActiveQueueStatus {
+  return (ACTIVE_QUEUE_STATUSES as readonly string[]).includes(status);
+}
+
+export const QUEUE_GROUPS = ['active', 'queued', 'blocked', 'paused', 'completed', 'all'] as const;
+export type QueueGroup = (typeof QUEUE_GROUPS)[number];
+
+export function isQueueGroup(value: unknown): value is QueueGroup {
+  return typeof value === 'string' && (QUEUE_GROUPS as readonly string[]).includes(value);
+}
+
+/**
+ * Statuses each group holds by status alone. `blocked` also holds every row with manual_review_required set, whatever
+ * its status, so a flagged queued row is in both `queued` and `blocked`; `all` holds every row.
+ */
+export const QUEUE_GROUP_STATUSES: Readonly<Record<Exclude<QueueGroup, 'all'>, readonly QueueStatus[]>> = {
+  active: ACTIVE_QUEUE_STATUSES,
+  queued: ['queued'],
+  blocked: ['blocked', 'needs_review', 'dispatch_error'],
+  paused: ['paused'],
+  completed: ['completed', 'canceled'],
+};
+
+export interface QueueGroupMember {
+  status: QueueStatus;
+  manual_review_required: boolean;
+}
+
+export function inQueueGroup(row: QueueGroupMember, group: QueueGroup): boolean {
+  if (group === 'all') return true;
+  if (group === 'blocked' && row.manual_review_required) return true;
+  return QUEUE_GROUP_STATUSES[group].includes(row.status);
+}
+
+/** Every group the row appears in, in QUEUE_GROUPS order (always ends with `all`). */
+export function queueGroupsOf(row: QueueGroupMember): QueueGroup[] {
+  return QUEUE_GROUPS.filter((group) => inQueueGroup(row, group));
+}
