@@ -138,6 +138,20 @@ describe('import-candidates', () => {
     expect(unknown.body.detail[0]).toMatchObject({ loc: ['body', 'candidates', 0, 'source_ids'] });
   });
 
+  it('replays a live import with the same idempotency key and refuses a different batch under it', async () => {
+    const body = importBody([candidate({ dedupe_key: 'idempotent-import', hypothesis: 'A one-off hypothesis about cache eviction under LLM serving load at home.', mechanism: 'Evict by predicted reuse distance instead of recency.' })], {
+      dry_run: false,
+      idempotency_key: 'import-1',
+    });
+    const first = await post('/control/api/research/import-candidates', body);
+    const before = await tableCounts();
+    const replay = await post('/control/api/research/import-candidates', body);
+    expect(replay).toEqual(first);
+    expect(await tableCounts()).toEqual(before);
+    const conflict = await post('/control/api/research/import-candidates', { ...body, requested_by: 'someone-else' });
+    expect(conflict.status).toBe(409);
+  });
+
   it('rejects malformed bodies with 422 naming the field', async () => {
     const cases: [unknown, unknown[]][] = [
       [importBody([candidate({ surprise: 1 })]), ['body', 'candidates', 0, 'surprise']],
@@ -211,6 +225,28 @@ describe('promote-candidate', () => {
     const again = await post('/control/api/research/promote-candidate', { ...request, idempotency_key: 'promote-2' });
     expect(again.status).toBe(409);
     expect(again.body.detail).toMatch(/already promoted into project 'promote-me'/);
+  });
+
+  it('lets exactly one of many concurrent promotions of a candidate through', async () => {
+    const { body } = await post('/control/api/research/import-candidates', importBody([
+      candidate({
+        dedupe_key: 'race-me',
+        hypothesis: 'Int4 weight-only quantization of a 3B model loses under one point of MMLU when activations stay in fp16.',
+        mechanism: 'Group-wise int4 weights with fp16 scales keep outlier channels representable while halving memory again.',
+      }),
+    ], { dry_run: false }));
+    const candidateId = body.results[0].candidate_id;
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        post('/control/api/research/promote-candidate', { candidate_id: candidateId, requested_by: 'op', dry_run: false, idempotency_key: `race-${i}` }),
+      ),
+    );
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 409)).toHaveLength(9);
+    const rows = await t.store.query(`SELECT 1 FROM queue_items WHERE project_id = 'race-me'`);
+    expect(rows.rowCount).toBe(1);
+    const promoted = await t.store.query(`SELECT 1 FROM audit_events WHERE event_type = 'research.candidate_promoted' AND entity_id = $1`, [candidateId]);
+    expect(promoted.rowCount).toBe(1);
   });
 
   it('leaves an in-flight queue row untouched', async () => {

@@ -46,6 +46,12 @@ describe('pg_readonly', () => {
       const login = await app.inject({ method: 'POST', url: '/control/api/session', payload: { token: TEST_TOKEN } });
       expect(login.statusCode).toBe(501);
       expect(login.json()).toEqual({ detail: expect.stringContaining('read-only') });
+
+      // A dry run only reads, so it still answers; the live command is refused.
+      const smoke = (dry_run: boolean) =>
+        app.inject({ method: 'POST', url: '/control/api/research/generate-batch', headers: auth, payload: { requested_by: 'op', dry_run } });
+      expect((await smoke(true)).statusCode).toBe(200);
+      expect((await smoke(false)).statusCode).toBe(501);
     } finally {
       await app.close();
     }

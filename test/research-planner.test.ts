@@ -718,6 +718,7 @@ describe('properties', () => {
         expect(Number.isFinite(b.score)).toBe(true);
         expect(b.score).toBeGreaterThanOrEqual(0);
         expect(b.score).toBeLessThanOrEqual(100);
+        expect(b.score).toBeLessThanOrEqual(94); // dimensions are clamped into 0–10 first
       }),
     );
   });
