@@ -69,7 +69,7 @@ export const NEAR_IDENTICAL_JACCARD = 0.9;
 /** Distinct words each side needs before the Jaccard comparison applies (short texts must match exactly). */
 export const NEAR_IDENTICAL_MIN_TOKENS = 5;
 /** A field that matches a shallow pattern is a shallow increment when at most this many substantive words remain. */
-export const SHALLOW_RESIDUAL_MAX_TOKENS = 20;
+export const SHALLOW_RESIDUAL_MAX_TOKENS = 2;
 
 export interface ExistingCandidateRef {
   candidate_id: string;
