@@ -8,6 +8,7 @@ import type { AppDeps } from './deps.ts';
 import { registerErrorHandling } from './errors.ts';
 import { eventRoutes } from './events.ts';
 import { healthRoutes } from './health.ts';
+import { queueRoutes } from './queues.ts';
 import { researchRoutes } from './research.ts';
 import { securityHeaders } from './security-headers.ts';
 import { sessionRoutes } from './session.ts';
@@ -51,6 +52,7 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
     await app.register(eventRoutes, controlPlane);
     await app.register(sessionRoutes, controlPlane);
     await app.register(researchRoutes, controlPlane);
+    await app.register(queueRoutes, controlPlane);
     await app.register(dashboardRoutes);
   }
   if (workerGate) await app.register(workerGateRoutes, { gate: workerGate.gate, serveHealthz: !controlPlane });

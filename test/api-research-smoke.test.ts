@@ -39,7 +39,7 @@ describe('generate-batch (smoke batch)', () => {
     const before = await tableCounts();
     const { status, body } = await post('/control/api/research/generate-batch', { requested_by: 'operator@test' });
     expect(status).toBe(200);
-    expect(body).toMatchObject({ dry_run: true, starter_sources: true });
+    expect(body).toMatchObject({ dry_run: true, starter_sources: true, counts: { admitted: 1, 'needs-review': 2, rejected: 0, merged: 0 } });
     expect(body.results).toHaveLength(3);
     expect(await tableCounts()).toEqual(before);
   });

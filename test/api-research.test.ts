@@ -208,6 +208,8 @@ describe('promote-candidate', () => {
       `SELECT status, workload_class, candidate_id FROM queue_items WHERE project_id = 'promote-me'`,
     );
     expect(queue.rows).toEqual([{ status: 'queued', workload_class: 'inference_eval', candidate_id: admittedId }]);
+    const queued = await get('/control/api/queues/queued?search=promote-me');
+    expect(queued.body.items).toEqual([expect.objectContaining({ project_id: 'promote-me', status: 'queued', candidate_id: admittedId })]);
     const lineage = await t.store.query(`SELECT 1 FROM research_lineage WHERE from_id IN ($1, 'idea-promote-me', 'promote-me')`, [admittedId]);
     expect(lineage.rowCount).toBe(3);
     const flagged = await t.store.query<{ queue_admitted: boolean }>('SELECT queue_admitted FROM research_candidates WHERE candidate_id = $1', [admittedId]);
