@@ -1,4 +1,5 @@
 import type { Queryable } from './store.ts';
+import { containsPattern } from './sql-params.ts';
 
 export interface AuditEventInput {
   entity_type: string;
@@ -75,8 +76,6 @@ export async function appendAuditEvent(tx: Queryable, input: AuditEventInput): P
   return toEvent(existing.rows[0]!);
 }
 
-const escapeLike = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`);
-
 function whereClause(filters: AuditEventFilters, params: unknown[]): string {
   const conditions: string[] = [];
   const bind = (value: unknown) => {
@@ -88,7 +87,7 @@ function whereClause(filters: AuditEventFilters, params: unknown[]): string {
   if (filters.event_type) conditions.push(`event_type = ${bind(filters.event_type)}`);
   if (filters.payload) conditions.push(`payload @> ${bind(JSON.stringify(filters.payload))}::jsonb`);
   if (filters.search) {
-    const pattern = bind(`%${escapeLike(filters.search)}%`);
+    const pattern = bind(containsPattern(filters.search));
     conditions.push(
       `(entity_type ILIKE ${pattern} OR entity_id ILIKE ${pattern} OR event_type ILIKE ${pattern}
         OR coalesce(actor, '') ILIKE ${pattern} OR payload::text ILIKE ${pattern})`,

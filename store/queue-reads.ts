@@ -1,5 +1,6 @@
 import { QUEUE_GROUP_STATUSES, type QueueGroup, type QueueStatus } from '../domain/queue-status.ts';
 import { QUEUE_ITEM_COLUMNS, toQueueItem, type QueueItemRow } from './runtime-ledgers.ts';
+import { containsPattern } from './sql-params.ts';
 import type { Queryable } from './store.ts';
 
 /** Columns a queue list may be sorted by (decisions §3: any listed column, `-` for descending). */
@@ -56,7 +57,7 @@ export async function listQueueItems(q: Queryable, query: QueueListQuery): Promi
     conditions.push(`status = $${params.length}`);
   }
   if (query.search) {
-    params.push(`%${query.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+    params.push(containsPattern(query.search));
     conditions.push(`(${SEARCHED_COLUMNS.map((column) => `${column} ILIKE $${params.length}`).join(' OR ')})`);
   }
   const where = conditions.filter((c): c is string => c !== null);

@@ -8,6 +8,7 @@ import {
 } from '../domain/research-candidate.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 import type { Queryable } from './store.ts';
+import { containsPattern, sqlParams } from './sql-params.ts';
 
 /**
  * Research Facility ledgers (interface.md "Research Facility ledgers"): sources, candidates, immutable admissions and
@@ -41,7 +42,6 @@ type RawRow = Record<string, unknown>;
 const iso = (value: unknown): string => new Date(value as Timestamp).toISOString();
 const num = (value: unknown): number => Number(value);
 const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
-const escapeLike = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`);
 const json = (value: unknown) => JSON.stringify(value);
 
 function pageWindow(page: number, pageSize: number): { limit: number; offset: number } {
@@ -102,15 +102,11 @@ export interface SourceFilters {
 
 /** Up to `limit` sources (at most 500), newest first. */
 export async function listSources(q: Queryable, limit = 100, filters: SourceFilters = {}): Promise<SourceRow[]> {
-  const params: unknown[] = [];
-  const bind = (value: unknown) => {
-    params.push(value);
-    return `$${params.length}`;
-  };
+  const { params, bind } = sqlParams();
   const conditions: string[] = [];
   if (filters.kind) conditions.push(`kind = ${bind(filters.kind)}`);
   if (filters.search) {
-    const pattern = bind(`%${escapeLike(filters.search)}%`);
+    const pattern = bind(containsPattern(filters.search));
     conditions.push(
       `(source_id ILIKE ${pattern} OR title ILIKE ${pattern} OR coalesce(url, '') ILIKE ${pattern}
         OR coalesce(summary, '') ILIKE ${pattern})`,
@@ -311,16 +307,12 @@ export async function listCandidates(
   q: Queryable,
   filters: CandidateFilters,
 ): Promise<{ items: CandidateRow[]; total: number }> {
-  const params: unknown[] = [];
-  const bind = (value: unknown) => {
-    params.push(value);
-    return `$${params.length}`;
-  };
+  const { params, bind } = sqlParams();
   const conditions: string[] = [];
   if (filters.decision) conditions.push(`decision = ${bind(filters.decision)}`);
   if (filters.generation_mode) conditions.push(`generation_mode = ${bind(filters.generation_mode)}`);
   if (filters.search) {
-    const pattern = bind(`%${escapeLike(filters.search)}%`);
+    const pattern = bind(containsPattern(filters.search));
     conditions.push(
       `(title ILIKE ${pattern} OR coalesce(hypothesis, '') ILIKE ${pattern}
         OR coalesce(mechanism, '') ILIKE ${pattern} OR dedupe_key ILIKE ${pattern})`,

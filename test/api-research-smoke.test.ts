@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
+import { jsonClient, tableCounts as ledgerCounts } from './support/ledgers.ts';
 
 // A database of its own: the smoke batch reads whatever sources are stored, so it starts from an empty ledger.
 let t: TestApp;
@@ -8,31 +9,8 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-const LEDGERS = [
-  'research_sources',
-  'research_candidates',
-  'research_admissions',
-  'research_lineage',
-  'ideas',
-  'projects',
-  'queue_items',
-  'audit_events',
-  'idempotency_keys',
-] as const;
-
-async function tableCounts(): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
-  for (const table of LEDGERS) {
-    const { rows } = await t.store.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
-    counts[table] = rows[0]!.n;
-  }
-  return counts;
-}
-
-const post = async (url: string, payload: unknown) => {
-  const response = await t.app.inject({ method: 'POST', url, headers: t.auth, payload: payload as Record<string, unknown> });
-  return { status: response.statusCode, body: response.json() as Record<string, any> };
-};
+const tableCounts = () => ledgerCounts(t.store);
+const post = (url: string, payload: unknown) => jsonClient(t).post(url, payload);
 
 describe('generate-batch (smoke batch)', () => {
   it('builds up to three candidates from the starter sources on a dry run without writing', async () => {

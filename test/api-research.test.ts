@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
+import { jsonClient, tableCounts as ledgerCounts } from './support/ledgers.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -7,35 +8,9 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-const LEDGERS = [
-  'research_sources',
-  'research_candidates',
-  'research_admissions',
-  'research_lineage',
-  'ideas',
-  'projects',
-  'queue_items',
-  'audit_events',
-  'idempotency_keys',
-] as const;
-
-async function tableCounts(): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
-  for (const table of LEDGERS) {
-    const { rows } = await t.store.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
-    counts[table] = rows[0]!.n;
-  }
-  return counts;
-}
-
-const post = async (url: string, payload: unknown) => {
-  const response = await t.app.inject({ method: 'POST', url, headers: t.auth, payload: payload as Record<string, unknown> });
-  return { status: response.statusCode, body: response.json() as Record<string, any> };
-};
-const get = async (url: string) => {
-  const response = await t.app.inject({ method: 'GET', url, headers: t.auth });
-  return { status: response.statusCode, body: response.json() as Record<string, any> };
-};
+const tableCounts = () => ledgerCounts(t.store);
+const post = (url: string, payload: unknown) => jsonClient(t).post(url, payload);
+const get = (url: string) => jsonClient(t).get(url);
 
 /** A complete, well-grounded candidate that scores 2.6·8 + 1.7·8 + 2.5·8 + 2.2·8 = 72 (+0 for manual_import). */
 function candidate(overrides: Record<string, unknown> = {}): Record<string, unknown> {
