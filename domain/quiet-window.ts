@@ -29,6 +29,7 @@
  * empty reasons.
  */
 import type { GateThresholdProfile } from './workload.ts';
+import type { TelemetrySample } from './gate.ts';
 
 export interface WindowSample {
   at_ms: number;
@@ -184,4 +185,14 @@ export function evaluateQuietWindow(input: QuietWindowInput): QuietWindowVerdict
   if (window.length > 0 && !gpuPresent) reasons.push(NO_GPU_TELEMETRY_REASON);
   if (input.nowMs - input.idleSeenAtMs >= input.maxWaitAfterIdleSec * 1000) verdict = 'timed_out';
   return { verdict, reasons, metrics };
+}
+
+/**
+ * A telemetry sample as the quiet window sees it. Without a GPU tool the GPU counts as idle (gpu_pct null); but when
+ * nvidia-smi exists and its query failed, the GPU state is unknown, so the sample counts as fully busy rather than
+ * letting the window close blind.
+ */
+export function toWindowSample(sample: Pick<TelemetrySample, 'at_ms' | 'cpu_pct' | 'gpu_pct' | 'vram_used_mib' | 'gpu_source'>): WindowSample {
+  const gpuUnknown = sample.gpu_source === 'nvidia-smi' && sample.gpu_pct === null;
+  return { at_ms: sample.at_ms, cpu_pct: sample.cpu_pct, gpu_pct: gpuUnknown ? 100 : sample.gpu_pct, vram_used_mib: sample.vram_used_mib };
 }

@@ -4,6 +4,7 @@ import {
   PROCESSES_ALIVE_REASON,
   evaluateQuietWindow,
   samplesNeeded,
+  toWindowSample,
 } from '../domain/quiet-window.ts';
 import type { QuietWindowInput, QuietWindowVerdict, WindowSample } from '../domain/quiet-window.ts';
 import { resolveWorkloadProfile } from '../domain/workload.ts';
@@ -578,5 +579,14 @@ describe('evaluateQuietWindow properties', () => {
     const after = evaluateQuietWindow(input({ samples: [...samples, busy(IDLE + 3 * INTERVAL_MS)] }));
     expect(before.verdict).toBe('ready');
     expect(after.verdict).toBe('waiting_for_quiet_window');
+  });
+});
+
+describe('toWindowSample', () => {
+  it('keeps the figures of a sample with or without a GPU tool, and counts a failed GPU query as fully busy', () => {
+    const base = { at_ms: 5, cpu_pct: 12, vram_used_mib: null };
+    expect(toWindowSample({ ...base, gpu_pct: null, gpu_source: 'none' })).toEqual({ ...base, gpu_pct: null });
+    expect(toWindowSample({ ...base, gpu_pct: 7, gpu_source: 'nvidia-smi' })).toEqual({ ...base, gpu_pct: 7 });
+    expect(toWindowSample({ ...base, gpu_pct: null, gpu_source: 'nvidia-smi' })).toEqual({ ...base, gpu_pct: 100 });
   });
 });

@@ -9,6 +9,7 @@ import {
   CONTROL_TOKEN,
   GATE_TOKEN,
   dispatchCount,
+  FAKE_GPU_BIN,
   gateClient,
   startGateProcess,
   waitUntil,
@@ -29,7 +30,8 @@ let client: ReturnType<typeof gateClient>;
 beforeAll(async () => {
   receiver = await CallbackReceiver.start();
   fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { dispatch_timeout_sec: 4 } });
-  gate = await startGateProcess(fixture);
+  // A fake nvidia-smi on the PATH: the GPU figures, the VRAM baseline and the GPU side of the window are exercised.
+  gate = await startGateProcess(fixture, { PATH: `${FAKE_GPU_BIN}:${process.env.PATH ?? ''}` });
   client = gateClient(fixture);
 });
 
@@ -62,7 +64,9 @@ describe.concurrent('a run on the real gate process', () => {
       evidence: { run_notes: true, decision_file: true, sufficient_for_paper: true },
     });
     expect(finished.body.idempotency_key).toBe(`${runId}:session_finished_ready:${finished.body.idle_seen_at}`);
-    expect(finished.body.telemetry.quiet_window?.samples_in_window).toBe(30);
+    expect(finished.body.telemetry.quiet_window).toMatchObject({ samples_in_window: 30, gpu_present: true, peak_gpu_pct: 3, vram_delta_mib: 0 });
+    expect(finished.body.telemetry).toMatchObject({ gpu_source: 'nvidia-smi', vram_baseline_mib: 1024 });
+    expect(dispatched.body.vram_baseline_mib).toBe(1024);
     // The window counts from the later of the end event and the last process exit.
     expect(finished.at - Date.parse(finished.body.idle_seen_at!)).toBeGreaterThanOrEqual(29_000);
     expect(finished.body.delivered_at).not.toBeNull();
@@ -241,8 +245,9 @@ describe('authentication and the event hook', () => {
     expect(body.service.completion_callback_token_fingerprint).toBe(createHash('sha256').update(CALLBACK_TOKEN).digest('hex'));
     expect(body.totals).toEqual(expect.objectContaining({ active_or_waiting: expect.any(Number), live: expect.any(Number), callback_pending: expect.any(Number) }));
     expect(body.telemetry).toEqual(
-      expect.objectContaining({ cpu_pct: expect.any(Number), memory_available_mib: expect.any(Number), memory_source: expect.any(String), gpu_compute_pids: expect.any(Array) }),
+      expect.objectContaining({ cpu_pct: expect.any(Number), memory_available_mib: expect.any(Number), memory_source: expect.any(String), gpu_compute_pids: [] }),
     );
+    expect(body.telemetry).toMatchObject({ gpu_source: 'nvidia-smi', gpu_pct: 3, vram_used_mib: 1024 });
     expect(JSON.stringify(body)).not.toContain(CALLBACK_TOKEN);
     expect(JSON.stringify(body)).not.toContain(CONTROL_TOKEN);
     const limited = await client.call('GET', '/dashboard/api?limit=1&event_limit=2');

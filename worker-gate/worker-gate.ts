@@ -12,7 +12,7 @@ import {
   type GateSession,
 } from '../domain/gate-lifecycle.ts';
 import { callbackIdempotencyKey, SETTLED_GATE_STATES, type CallbackEventType, type TelemetrySample } from '../domain/gate.ts';
-import { evaluateQuietWindow, samplesNeeded, type QuietWindowMetrics } from '../domain/quiet-window.ts';
+import { evaluateQuietWindow, samplesNeeded, toWindowSample, type QuietWindowMetrics } from '../domain/quiet-window.ts';
 import type { RunEvidence, WorkerCallback } from '../domain/worker-callback.ts';
 import { resolveWorkloadProfile, WORKLOAD_CLASSES, type GateThresholdProfile, type WorkloadClass } from '../domain/workload.ts';
 import { CallbackOutbox } from './callback-outbox.ts';
@@ -472,7 +472,7 @@ export class WorkerGate {
     const verdict = evaluateQuietWindow({
       profile: this.profileFor(run.workload_class),
       sampleIntervalSec: this.config.sample_interval_sec,
-      samples: this.samples,
+      samples: this.samples.map(toWindowSample),
       vramBaselineMib: run.vram_baseline_mib,
       idleSeenAtMs,
       processesAlive: run.processes_alive,

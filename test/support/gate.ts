@@ -12,6 +12,8 @@ export const CONTROL_TOKEN = 'gate-test-control-token-0123456789';
 export const CALLBACK_TOKEN = 'gate-test-callback-token-0123456789';
 export const FAKE_AGENT_PATH = fileURLToPath(new URL('../fixtures/agents/fake-agent.sh', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** A directory holding a fake `nvidia-smi`; put it first on the gate's PATH to exercise the GPU telemetry path. */
+export const FAKE_GPU_BIN = fileURLToPath(new URL('../fixtures/bin', import.meta.url));
 
 export async function waitUntil<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs: number, everyMs = 200): Promise<T> {
   const deadline = Date.now() + timeoutMs;
