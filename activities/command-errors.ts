@@ -5,7 +5,8 @@
 export class CommandRefusedError extends Error {
   constructor(
     readonly status: 404 | 409 | 422,
-    readonly detail: string | Record<string, unknown>,
+    /** A message, or (for 422) one `{loc, msg, type}` entry per problem as in decisions §1. */
+    readonly detail: string | Record<string, unknown> | readonly Record<string, unknown>[],
   ) {
     super(typeof detail === 'string' ? detail : `command refused (${status})`);
     this.name = 'CommandRefusedError';

@@ -121,7 +121,7 @@ export function createResearchFacility(store: Store, options: ResearchFacilityOp
         .filter((id) => !supplied.has(id) && !stored.has(id))
         .map((id) => ({ loc: ['body', 'candidates', index, 'source_ids'], msg: `unknown source '${id}'`, type: 'unknown_source' })),
     );
-    if (problems.length > 0) throw new CommandRefusedError(422, problems as unknown as Record<string, unknown>);
+    if (problems.length > 0) throw new CommandRefusedError(422, problems);
   }
 
   /** Writes one planned batch: candidates that pass the data-level checks, every admission, and their lineage. */
@@ -307,7 +307,7 @@ export function createResearchFacility(store: Store, options: ResearchFacilityOp
 
       if (request.dry_run) return answer(await preview(store, false), true);
       if (!request.idempotency_key) {
-        throw new CommandRefusedError(422, [{ loc: ['body', 'idempotency_key'], msg: 'is required for a live promotion', type: 'missing' }] as unknown as Record<string, unknown>);
+        throw new CommandRefusedError(422, [{ loc: ['body', 'idempotency_key'], msg: 'is required for a live promotion', type: 'missing' }]);
       }
       const { dry_run: _dryRun, idempotency_key: key, ...payload } = request;
       return live('research.promote-candidate', key, payload, async (tx) => {

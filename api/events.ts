@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { listAuditEventsBefore, listAuditEventsPage, type AuditEventFilters } from '../store/audit-events.ts';
 import type { AppDeps } from './deps.ts';
-import { queryInt, queryText } from './validation.ts';
+import { pageOf, queryInt, queryText } from './validation.ts';
 
 const filterFields = {
   entity_type: queryText(),
@@ -87,13 +87,7 @@ export async function eventRoutes(app: FastifyInstance, deps: AppDeps): Promise<
       offset: (query.page - 1) * query.page_size,
       limit: query.page_size,
     });
-    return {
-      items,
-      page: query.page,
-      page_size: query.page_size,
-      total,
-      has_more: query.page * query.page_size < total,
-    };
+    return pageOf(items, total, query);
   });
 
   app.get('/control/api/v1/events', { schema: { querystring: cursorQuery } }, async (request) => {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { listQueueItems, QUEUE_SORT_COLUMNS } from '../store/queue-reads.ts';
 import type { AppDeps } from './deps.ts';
-import { queryInt, queryText } from './validation.ts';
+import { pageOf, queryInt, queryOptional, queryText } from './validation.ts';
 
 const QueueParams = z.strictObject({ queue: z.enum(QUEUE_GROUPS) });
 
@@ -12,13 +12,9 @@ const QueueQuery = z.strictObject({
   page: queryInt({ min: 1, default: 1 }),
   page_size: queryInt({ min: 1, max: 500, default: 50 }),
   search: queryText(),
-  status: z.preprocess((v) => (v === '' ? undefined : v), z.enum(QUEUE_STATUSES).optional()),
-  sort: z.preprocess(
-    (v) => (v === '' ? undefined : v),
-    z
-      .string()
-      .refine((v) => sortColumns.has(v.replace(/^-/, '')), `must be one of ${QUEUE_SORT_COLUMNS.join(', ')}, optionally prefixed with "-"`)
-      .optional(),
+  status: queryOptional(z.enum(QUEUE_STATUSES)),
+  sort: queryOptional(
+    z.string().refine((v) => sortColumns.has(v.replace(/^-/, '')), `must be one of ${QUEUE_SORT_COLUMNS.join(', ')}, optionally prefixed with "-"`),
   ),
 });
 
@@ -28,6 +24,6 @@ export async function queueRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     const { queue } = request.params as z.output<typeof QueueParams>;
     const query = request.query as z.output<typeof QueueQuery>;
     const { items, total } = await listQueueItems(deps.store, { group: queue, ...query });
-    return { items, page: query.page, page_size: query.page_size, total, has_more: query.page * query.page_size < total };
+    return pageOf(items, total, query);
   });
 }

@@ -12,7 +12,7 @@ import { SMOKE_BATCH_MAX } from '../domain/smoke-batch.ts';
 import { facilityCounts, getCandidate, latestAdmissions, lineageOf, listCandidates } from '../store/research-ledgers.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from './errors.ts';
-import { queryInt, queryText } from './validation.ts';
+import { pageOf, queryInt, queryOptional, queryText } from './validation.ts';
 
 /** Research Facility endpoints (decisions §7): reads of the intake ledgers, and the commands that write them. */
 
@@ -53,8 +53,8 @@ const PromoteBody = z.strictObject({
 });
 
 const CandidatesQuery = z.strictObject({
-  decision: z.preprocess((v) => (v === '' ? undefined : v), z.enum(ADMISSION_DECISIONS).optional()),
-  generation_mode: z.preprocess((v) => (v === '' ? undefined : v), z.enum(GENERATION_MODES).optional()),
+  decision: queryOptional(z.enum(ADMISSION_DECISIONS)),
+  generation_mode: queryOptional(z.enum(GENERATION_MODES)),
   search: queryText(),
   page: queryInt({ min: 1, default: 1 }),
   page_size: queryInt({ min: 1, max: 500, default: 50 }),
@@ -82,7 +82,7 @@ export async function researchRoutes(app: FastifyInstance, deps: AppDeps): Promi
   app.get('/control/api/research/candidates', { schema: { querystring: CandidatesQuery } }, async (request) => {
     const query = request.query as z.output<typeof CandidatesQuery>;
     const { items, total } = await listCandidates(deps.store, query);
-    return { items, page: query.page, page_size: query.page_size, total, has_more: query.page * query.page_size < total };
+    return pageOf(items, total, query);
   });
 
   app.get('/control/api/research/candidates/:candidate_id', { schema: { params: CandidateParams } }, async (request) => {

@@ -76,3 +76,13 @@ export function queryBool(defaultValue: boolean) {
     .preprocess(emptyToUndefined, z.enum(['true', 'false', '1', '0']).optional())
     .transform((value) => (value === undefined ? defaultValue : value === 'true' || value === '1'));
 }
+
+/** An optional query parameter checked by `schema`; empty means absent. */
+export function queryOptional<T extends z.ZodType>(schema: T) {
+  return z.preprocess(emptyToUndefined, schema.optional());
+}
+
+/** The paginated list body of decisions §3. */
+export function pageOf<T>(items: T[], total: number, query: { page: number; page_size: number }) {
+  return { items, page: query.page, page_size: query.page_size, total, has_more: query.page * query.page_size < total };
+}

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { sha256Hex } from '../api/tokens.ts';
 import type { WorkerCallback } from '../domain/worker-callback.ts';
 import { createJsonExclusive, readJsonDir, writeJsonAtomic } from './json-files.ts';
 
@@ -39,7 +39,7 @@ const ERROR_TEXT_LIMIT = 300;
 const KEEP_DELIVERED_MS = 14 * 24 * 60 * 60 * 1000;
 
 function entryFile(dir: string, key: string): string {
-  return join(dir, `${createHash('sha256').update(key).digest('hex')}.json`);
+  return join(dir, `${sha256Hex(key)}.json`);
 }
 
 function isOutboxEntry(value: unknown): value is OutboxEntry {

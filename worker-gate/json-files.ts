@@ -2,12 +2,14 @@ import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, read
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 
-function writeTempFile(path: string, value: unknown): string {
+const jsonText = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+
+function writeTempFile(path: string, text: string, mode = 0o600): string {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const temp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  const fd = openSync(temp, 'w', 0o600);
+  const fd = openSync(temp, 'w', mode);
   try {
-    writeSync(fd, `${JSON.stringify(value, null, 2)}\n`);
+    writeSync(fd, text);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -15,15 +17,18 @@ function writeTempFile(path: string, value: unknown): string {
   return temp;
 }
 
-/** Replaces `path` with the JSON of `value` so that a reader (or a crash) sees the old or the new file, never half of one. */
+/** Replaces `path` with `text` so that a reader (or a crash) sees the old or the new file, never half of one. */
+export function writeTextAtomic(path: string, text: string, mode = 0o600): void {
+  renameSync(writeTempFile(path, text, mode), path);
+}
+
 export function writeJsonAtomic(path: string, value: unknown): void {
-  const temp = writeTempFile(path, value);
-  renameSync(temp, path);
+  writeTextAtomic(path, jsonText(value));
 }
 
 /** Creates `path` only if it does not exist yet, atomically. Returns false, writing nothing, when it exists. */
 export function createJsonExclusive(path: string, value: unknown): boolean {
-  const temp = writeTempFile(path, value);
+  const temp = writeTempFile(path, jsonText(value));
   try {
     linkSync(temp, path);
     return true;

@@ -1,8 +1,8 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { HttpError } from '../api/errors.ts';
 import type { PrepareProjectRequest } from './messages.ts';
-import { writeJsonAtomic } from './json-files.ts';
+import { writeJsonAtomic, writeTextAtomic } from './json-files.ts';
 import { resolveProjectPaths } from './project-paths.ts';
 
 export const PROJECT_META_DIR = '.research';
@@ -36,12 +36,6 @@ function readIfExists(path: string): string | null {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
   }
-}
-
-function writeTextAtomic(path: string, text: string): void {
-  const temp = `${path}.${process.pid}.tmp`;
-  writeFileSync(temp, text, { mode: 0o644 });
-  renameSync(temp, path);
 }
 
 function previousRunId(projectJsonText: string | null): string | null {
@@ -88,7 +82,7 @@ export function prepareProject(projectRoot: string, request: PrepareProjectReque
 
   mkdirSync(dirname(promptFile), { recursive: true });
   mkdirSync(dirname(projectJsonPath), { recursive: true });
-  writeTextAtomic(promptFile, request.prompt_text);
+  writeTextAtomic(promptFile, request.prompt_text, 0o644);
   const projectJson: ProjectJson = {
     run_id: request.run_id,
     project_id: request.project_id,

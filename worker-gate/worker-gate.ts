@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { HttpError } from '../api/errors.ts';
+import { sha256Hex } from '../api/tokens.ts';
 import type { Config } from '../config/schema.ts';
 import {
   applyLifecycleEvent,
@@ -21,10 +21,11 @@ import { inspectEvidence } from './evidence.ts';
 import { GateEventLog } from './gate-event-log.ts';
 import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from './messages.ts';
 import { prepareProject, type PrepareResult } from './prepare-project.ts';
-import { clockTicksPerSecond, readCmdline, readProcessTable, type ProcessInfo } from './process-table.ts';
+import { clockTicksPerSecond, readCmdline, readProcessStat, readProcessTable, type ProcessInfo } from './process-table.ts';
 import { findTrackedProcesses } from './process-tracking.ts';
 import { resolveProjectPaths } from './project-paths.ts';
 import { RunRecords, type GateRun } from './run-records.ts';
+import { payloadHash } from '../store/idempotency-keys.ts';
 import { reapProcesses, selectStaleProcesses } from './stale-reaper.ts';
 import { parseProcStat } from './telemetry/proc-parsers.ts';
 import { TelemetrySampler } from './telemetry/sampler.ts';
@@ -92,12 +93,12 @@ export interface EventResponse {
 const SERVICE_NAME = 'research-control-plane worker gate';
 const UNSETTLED_COUNTED_AS_WAITING = new Set(['question_pending']);
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const isoNow = () => new Date().toISOString();
 
+/** What makes two /dispatch calls the same request; the display name may differ. */
 function requestHash(request: DispatchRequest, workloadClass: WorkloadClass): string {
   const { project_name: _name, ...rest } = request;
-  return sha256(JSON.stringify({ ...rest, workload_class: workloadClass }, Object.keys({ ...rest, workload_class: 0 }).sort()));
+  return payloadHash({ ...rest, workload_class: workloadClass });
 }
 
 /**
@@ -367,7 +368,7 @@ export class WorkerGate {
         max_wait_after_idle_sec: this.config.max_wait_after_idle_sec,
         stale_project_process_reaper_enabled: this.config.stale_project_process_reaper_enabled,
         completion_callback_url: this.config.completion_callback_url,
-        completion_callback_token_fingerprint: sha256(this.config.completion_callback_token),
+        completion_callback_token_fingerprint: sha256Hex(this.config.completion_callback_token),
         last_tick_error: this.lastTickError,
         sampling: {
           samples: this.sampling.samples,
@@ -617,7 +618,7 @@ export class WorkerGate {
   private adoptRoot(run: GateRun, rootPid: number | null): void {
     if (rootPid === null) return;
     run.root_pid = rootPid;
-    const root = readProcessTable({ withCwd: false }).find((proc) => proc.pid === rootPid);
+    const root = readProcessStat(rootPid);
     if (root) {
       run.root_start_ticks = root.startTicks;
       run.known_pids.push({ pid: root.pid, startTicks: root.startTicks });
