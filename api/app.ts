@@ -5,14 +5,21 @@ import type { WorkerGate } from '../worker-gate/worker-gate.ts';
 import { auth } from './auth.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import type { AppDeps } from './deps.ts';
+import { dispatchRoutes } from './dispatch.ts';
 import { registerErrorHandling } from './errors.ts';
 import { eventRoutes } from './events.ts';
 import { healthRoutes } from './health.ts';
+import { operatorRoutes } from './operator.ts';
+import { preflightRoutes } from './preflight.ts';
+import { projectRoutes } from './projects.ts';
 import { queueRoutes } from './queues.ts';
 import { researchRoutes } from './research.ts';
+import { runRoutes } from './runs.ts';
 import { securityHeaders } from './security-headers.ts';
 import { sessionRoutes } from './session.ts';
+import { statusRoutes } from './status.ts';
 import { useZodValidation } from './validation.ts';
+import { workerCallbackRoutes } from './worker-callback.ts';
 
 /** The worker gate role served from this process (decisions §2: both roles may share one port). */
 export interface WorkerGateRole {
@@ -53,6 +60,13 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
     await app.register(sessionRoutes, controlPlane);
     await app.register(researchRoutes, controlPlane);
     await app.register(queueRoutes, controlPlane);
+    await app.register(statusRoutes, controlPlane);
+    await app.register(operatorRoutes, controlPlane);
+    await app.register(preflightRoutes, controlPlane);
+    await app.register(dispatchRoutes, controlPlane);
+    await app.register(workerCallbackRoutes, controlPlane);
+    await app.register(runRoutes, controlPlane);
+    await app.register(projectRoutes, controlPlane);
     await app.register(dashboardRoutes);
   }
   if (workerGate) await app.register(workerGateRoutes, { gate: workerGate.gate, serveHealthz: !controlPlane });

@@ -1,3 +1,5 @@
+import type { Config } from '../config/schema.ts';
+import { workerRoutingFrom, type WorkerRouting } from '../domain/lanes.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 import type { Store } from '../store/store.ts';
 
@@ -22,6 +24,29 @@ export interface AppDeps {
   defaultWorkloadClass?: WorkloadClass;
   /** Present when this process also serves the worker gate role: /healthz answers 503 until the gate is ready. */
   workerGateReady?: () => boolean;
+  /** Worker targets, lanes and dispatch switches from config; absent in tests of routes that need none. */
+  dispatch?: DispatchSettings;
+}
+
+/** What dispatch, preflight, status and the worker callback need from config. */
+export interface DispatchSettings {
+  liveDispatchEnabled: boolean;
+  routing: WorkerRouting;
+  /** completion_callback_token: gate callbacks carry it; preflight compares the gate's fingerprint of it. */
+  completionCallbackToken: string;
+  dispatchTimeoutSec: number;
+  /** max_wait_after_idle_sec: how long a run may wait for its completion callbacks (plus a margin). */
+  maxWaitAfterIdleSec: number;
+}
+
+export function dispatchSettingsFrom(config: Config): DispatchSettings {
+  return {
+    liveDispatchEnabled: config.live_dispatch_enabled,
+    routing: workerRoutingFrom(config),
+    completionCallbackToken: config.completion_callback_token,
+    dispatchTimeoutSec: config.dispatch_timeout_sec,
+    maxWaitAfterIdleSec: config.max_wait_after_idle_sec,
+  };
 }
 
 export const SERVICE_NAME = 'research-control-plane';

@@ -1,0 +1,124 @@
+import type { WorkerTarget } from '../domain/lanes.ts';
+
+/**
+ * HTTP client of a worker gate (interface.md "Worker gate", decisions §5). Every call is bounded by a timeout and
+ * answers a WorkerGateResponse or throws WorkerGateError, which says whether trying again is safe.
+ */
+
+export interface WorkerGateResponse<T = unknown> {
+  status: number;
+  body: T;
+  ms: number;
+}
+
+export class WorkerGateError extends Error {
+  constructor(
+    message: string,
+    /** HTTP status, or null when no answer came (connection refused, timeout). */
+    readonly status: number | null,
+    /** True when the same call may be repeated: no answer, or a 5xx other than the dispatch script's 502/504. */
+    readonly retryable: boolean,
+    readonly body: unknown = null,
+  ) {
+    super(message);
+    this.name = 'WorkerGateError';
+  }
+}
+
+const detailOf = (body: unknown): string => {
+  if (body && typeof body === 'object' && 'detail' in body) {
+    const detail = (body as { detail: unknown }).detail;
+    if (typeof detail === 'string') return detail;
+    if (detail && typeof detail === 'object' && 'message' in detail) return String((detail as { message: unknown }).message);
+    return JSON.stringify(detail);
+  }
+  return typeof body === 'string' ? body.slice(0, 300) : JSON.stringify(body)?.slice(0, 300) ?? '';
+};
+
+export interface GateRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  /** Sent as Bearer when given; /healthz needs none. */
+  token?: string;
+  body?: unknown;
+  timeoutMs: number;
+}
+
+/** One request to a gate; answers any HTTP status (the caller decides) and throws only when no answer came. */
+export async function gateRequest<T = unknown>(baseUrl: string, request: GateRequest): Promise<WorkerGateResponse<T>> {
+  const url = new URL(request.path, baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
+  const started = performance.now();
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: request.method,
+      headers: {
+        accept: 'application/json',
+        ...(request.token ? { authorization: `Bearer ${request.token}` } : {}),
+        ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
+      signal: AbortSignal.timeout(request.timeoutMs),
+    });
+  } catch (cause) {
+    const error = cause as Error;
+    const reason = error.name === 'TimeoutError' ? `no answer within ${request.timeoutMs} ms` : (error.cause as Error | undefined)?.message ?? error.message;
+    throw new WorkerGateError(`${request.method} ${url.origin}${url.pathname}: ${reason}`, null, true);
+  }
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    // Not JSON: keep the text for the error message.
+  }
+  return { status: response.status, body: body as T, ms: Math.round(performance.now() - started) };
+}
+
+/** Throws WorkerGateError unless the answer is 2xx. The dispatch script's own failures (502, 504) are not retried. */
+function expectSuccess<T>(target: WorkerTarget, path: string, response: WorkerGateResponse<T>, notRetried: ReadonlySet<number>): T {
+  if (response.status >= 200 && response.status < 300) return response.body;
+  const retryable = response.status >= 500 && !notRetried.has(response.status);
+  throw new WorkerGateError(
+    `worker gate ${target.name} answered ${response.status} to ${path}: ${detailOf(response.body)}`,
+    response.status,
+    retryable,
+    response.body,
+  );
+}
+
+export interface WorkerGateClient {
+  prepareProject(body: Record<string, unknown>): Promise<Record<string, unknown>>;
+  dispatch(body: Record<string, unknown>): Promise<Record<string, unknown>>;
+  healthz(): Promise<WorkerGateResponse>;
+  dashboard(query?: { limit?: number; event_limit?: number }): Promise<WorkerGateResponse>;
+}
+
+/** The dispatch script may have started the agent before it failed: running it again could start a second one. */
+const DISPATCH_SCRIPT_FAILURES: ReadonlySet<number> = new Set([502, 504]);
+const NOTHING: ReadonlySet<number> = new Set();
+
+export function workerGateClient(target: WorkerTarget, options: { timeoutMs: number }): WorkerGateClient {
+  const base = target.wake_gate_url;
+  const token = target.bearer_token;
+  return {
+    async prepareProject(body) {
+      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'prepare-project', token, body, timeoutMs: options.timeoutMs });
+      return expectSuccess(target, '/prepare-project', response, NOTHING);
+    },
+    async dispatch(body) {
+      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'dispatch', token, body, timeoutMs: options.timeoutMs });
+      return expectSuccess(target, '/dispatch', response, DISPATCH_SCRIPT_FAILURES);
+    },
+    healthz() {
+      return gateRequest(base, { method: 'GET', path: 'healthz', timeoutMs: options.timeoutMs });
+    },
+    dashboard(query = {}) {
+      const params = new URLSearchParams();
+      if (query.limit !== undefined) params.set('limit', String(query.limit));
+      if (query.event_limit !== undefined) params.set('event_limit', String(query.event_limit));
+      const suffix = params.size > 0 ? `?${params}` : '';
+      return gateRequest(base, { method: 'GET', path: `dashboard/api${suffix}`, token, timeoutMs: options.timeoutMs });
+    },
+  };
+}
