@@ -1,10 +1,13 @@
+import type { DispatchSettings } from '../api/deps.ts';
 import type { Store } from '../store/store.ts';
 import { createAuditActivities } from './audit.ts';
+import { createRunActivities } from './runs.ts';
 
 /** Every activity the control-plane worker registers. Workflows import only the type. */
-export function createActivities(deps: { store: Store }) {
+export function createActivities(deps: { store: Store; settings: DispatchSettings }) {
   return {
     ...createAuditActivities(deps.store),
+    ...createRunActivities(deps),
   };
 }
 

@@ -52,6 +52,7 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
     controlApiToken: options.controlApiToken,
     ...(controlPlane ? { store: controlPlane.store } : {}),
     ...(workerGate ? { workerGateToken: workerGate.token } : {}),
+    ...(controlPlane?.dispatch ? { callbackToken: controlPlane.dispatch.completionCallbackToken } : {}),
   });
 
   if (controlPlane) {

@@ -4,6 +4,7 @@ import type { Store } from '../store/store.ts';
 import { findLiveSession, touchSession } from '../store/sessions.ts';
 import { HttpError, unauthorized } from './errors.ts';
 import { AGENT_EVENT_ROUTE, GATE_TOKEN_ROUTES } from '../worker-gate/routes.ts';
+import { WORKER_CALLBACK_ROUTE } from './worker-callback.ts';
 import { isPublicRoute } from './public-routes.ts';
 import { csrfTokenFor, sha256Hex, tokensMatch } from './tokens.ts';
 
@@ -27,6 +28,8 @@ export interface AuthOptions {
   store?: Store;
   /** Present when the worker gate role is served. */
   workerGateToken?: string;
+  /** completion_callback_token: the worker gates' callbacks carry it (the control API token also works there). */
+  callbackToken?: string;
 }
 
 const pathOf = (url: string) => {
@@ -45,8 +48,9 @@ export function bearerFrom(request: FastifyRequest): string | undefined {
 
 /**
  * The single authentication hook. It runs before routing, so an unknown path without credentials is 401, not 404.
- * The worker gate's own routes take its token; the agents' event hook takes the control API token; everything else
- * takes the control API token or the dashboard session cookie (with X-CSRF-Token for anything but reads).
+ * The worker gate's own routes take its token; the agents' event hook takes the control API token; the worker callback
+ * also takes the completion callback token; everything else takes the control API token or the dashboard session
+ * cookie (with X-CSRF-Token for anything but reads).
  */
 async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<void> {
   const requireBearer = (request: FastifyRequest, expected: string) => {
@@ -66,6 +70,13 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
     if (options.workerGateToken !== undefined) {
       if (GATE_TOKEN_ROUTES.has(route)) return requireBearer(request, options.workerGateToken);
       if (route === AGENT_EVENT_ROUTE) return requireBearer(request, options.controlApiToken);
+    }
+    if (route === WORKER_CALLBACK_ROUTE && options.callbackToken !== undefined) {
+      const bearer = bearerFrom(request);
+      if (bearer !== undefined && tokensMatch(bearer, options.callbackToken)) {
+        request.principal = { kind: 'bearer' };
+        return;
+      }
     }
     if (!options.store) {
       // The gate alone: any of its two tokens authenticates, so an unknown path then answers 404.

@@ -32,7 +32,8 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
     forceCloseConnections: 'idle',
     // One log line per request (in onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
-    routerOptions: { ignoreTrailingSlash: false },
+    // Path ids (project, run, candidate) may be up to 200 characters; their own schemas answer 422 beyond that.
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 512 },
   });
   if (options.onRoute) {
     const onRoute = options.onRoute;

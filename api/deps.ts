@@ -1,6 +1,7 @@
 import type { Config } from '../config/schema.ts';
 import { workerRoutingFrom, type WorkerRouting } from '../domain/lanes.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
+import type { DispatchOutcome, RunCallback, RunWorkflowInput } from '../workflows/messages.ts';
 import type { Store } from '../store/store.ts';
 
 export interface TemporalHealth {
@@ -26,6 +27,22 @@ export interface AppDeps {
   workerGateReady?: () => boolean;
   /** Worker targets, lanes and dispatch switches from config; absent in tests of routes that need none. */
   dispatch?: DispatchSettings;
+  /** Starts, signals and cancels run workflows; absent when this process has no Temporal connection. */
+  runs?: RunLauncher;
+}
+
+export type StartedRun = { started: false; reason: string } | { started: true; workflow_id: string; outcome: DispatchOutcome | null };
+
+/** The run workflows, seen from the HTTP layer. */
+export interface RunLauncher {
+  /** Starts `run:<run_id>` and waits up to waitMs for its dispatch outcome (null when it has none by then). */
+  startRun(input: RunWorkflowInput, waitMs: number): Promise<StartedRun>;
+  /** Signals a callback to the run's workflow; `closed` when the workflow has already finished or never existed. */
+  deliverCallback(runId: string, callback: RunCallback): Promise<'delivered' | 'closed'>;
+  /** Requests cancellation and waits up to waitMs for the workflow to close. */
+  cancelRun(runId: string, waitMs: number): Promise<'canceled' | 'closed' | 'pending'>;
+  /** The run's page in the Temporal UI, when the UI address is known. */
+  workflowUiUrl(runId: string): string | null;
 }
 
 /** What dispatch, preflight, status and the worker callback need from config. */

@@ -1,4 +1,75 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { runWorkerPreflight } from '../activities/preflight.ts';
+import type { WorkerRouting, WorkerTarget } from '../domain/lanes.ts';
+import { PREFLIGHT_DEFAULTS } from '../domain/preflight.ts';
 import type { AppDeps } from './deps.ts';
+import { HttpError } from './errors.ts';
 
-export async function preflightRoutes(_app: FastifyInstance, _deps: AppDeps): Promise<void> {}
+/** WorkerPreflightRequest (interface.md "Queue operations"); every field is optional. */
+const PreflightBody = z
+  .strictObject({
+    wake_gate_url: z.url({ protocol: /^https?$/ }).optional(),
+    bearer_token: z.string().min(1).max(4096).optional(),
+    require_paused: z.boolean().default(PREFLIGHT_DEFAULTS.require_paused),
+    strict: z.boolean().default(PREFLIGHT_DEFAULTS.strict),
+    max_gpu_pct: z.number().min(0).max(100).default(PREFLIGHT_DEFAULTS.max_gpu_pct),
+    min_memory_available_mib: z.number().int().min(0).optional(),
+    machine_target: z.string().min(1).max(200).optional(),
+  })
+  // A POST without a body asks for the defaults.
+  .prefault({});
+type PreflightRequest = z.output<typeof PreflightBody>;
+
+const NO_ROUTING: WorkerRouting = { targets: new Map(), workloadTargets: {}, defaultTarget: null };
+
+const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
+
+function targetByUrl(routing: WorkerRouting, url: string): WorkerTarget | undefined {
+  const wanted = withoutTrailingSlash(url);
+  const matches = [...routing.targets.values()].filter((target) => withoutTrailingSlash(target.wake_gate_url) === wanted);
+  return matches.find((target) => target.name === routing.defaultTarget) ?? matches[0];
+}
+
+/** The configured target the request names (decisions §2: a URL in a body must be a configured worker URL). */
+function resolveTarget(routing: WorkerRouting, body: PreflightRequest): WorkerTarget {
+  if (body.machine_target !== undefined) {
+    const target = routing.targets.get(body.machine_target);
+    if (!target) throw new HttpError(404, `unknown machine_target '${body.machine_target}'`);
+    if (body.wake_gate_url !== undefined && withoutTrailingSlash(body.wake_gate_url) !== withoutTrailingSlash(target.wake_gate_url)) {
+      throw new HttpError(400, `wake_gate_url is not the URL of machine_target '${body.machine_target}'`);
+    }
+    return target;
+  }
+  if (body.wake_gate_url !== undefined) {
+    const target = targetByUrl(routing, body.wake_gate_url);
+    if (!target) throw new HttpError(400, 'wake_gate_url is not a configured worker URL');
+    return target;
+  }
+  const fallback = routing.defaultTarget === null ? undefined : routing.targets.get(routing.defaultTarget);
+  if (!fallback) throw new HttpError(400, 'wake_gate_url is not configured');
+  return fallback;
+}
+
+/** POST /control/api/preflight: checks one worker without dispatching; 200 whether or not it is ready. */
+export async function preflightRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.post('/control/api/preflight', { schema: { body: PreflightBody } }, async (request) => {
+    const body = request.body as PreflightRequest;
+    const configured = resolveTarget(deps.dispatch?.routing ?? NO_ROUTING, body);
+    // resolveTarget found a configured target, so dispatch settings exist.
+    const settings = deps.dispatch!;
+    // A token in the body is tried for this check only; it is never stored or echoed.
+    const target = body.bearer_token === undefined ? configured : { ...configured, bearer_token: body.bearer_token };
+    return runWorkerPreflight(
+      { store: deps.store, settings },
+      {
+        target,
+        require_paused: body.require_paused,
+        strict: body.strict,
+        max_gpu_pct: body.max_gpu_pct,
+        min_memory_available_mib:
+          body.min_memory_available_mib ?? configured.min_memory_available_mib ?? PREFLIGHT_DEFAULTS.min_memory_available_mib,
+      },
+    );
+  });
+}

@@ -146,18 +146,24 @@ export interface QueueItemRow {
   next_action_hint: string | null;
   last_error: string | null;
   candidate_id: string | null;
+  /** The worker target the item was last claimed on. */
+  lane: string | null;
+  /** Failed dispatch attempts in a row; the third moves the item to dispatch_error. */
+  dispatch_failures: number;
   created_at: string;
   updated_at: string;
 }
 
 export const QUEUE_ITEM_COLUMNS =
   'project_id, project_name, status, manual_review_required, dispatch_priority, selection_rank, machine_target, ' +
-  'workload_class, current_run_id, last_run_state, next_action_hint, last_error, candidate_id, created_at, updated_at';
+  'workload_class, current_run_id, last_run_state, next_action_hint, last_error, candidate_id, lane, dispatch_failures, ' +
+  'created_at, updated_at';
 
 export const toQueueItem = (row: RawRow): QueueItemRow => ({
   ...(row as unknown as QueueItemRow),
   dispatch_priority: Number(row.dispatch_priority),
   selection_rank: Number(row.selection_rank),
+  dispatch_failures: Number(row.dispatch_failures),
   created_at: iso(row.created_at),
   updated_at: iso(row.updated_at),
 });

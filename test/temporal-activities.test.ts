@@ -3,6 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createActivities } from '../activities/index.ts';
+import { workerRoutingFrom } from '../domain/lanes.ts';
 import { listAuditEventsPage } from '../store/audit-events.ts';
 import { openStore } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
@@ -36,7 +37,16 @@ describe('audit activities on the real Temporal dev server', () => {
         connection: workerConnection,
         taskQueue,
         workflowsPath: WORKFLOWS,
-        activities: createActivities({ store }),
+        activities: createActivities({
+          store,
+          settings: {
+            liveDispatchEnabled: false,
+            routing: workerRoutingFrom({ worker_targets: {}, workload_machine_targets: {} }),
+            completionCallbackToken: 'unused-callback-token-0123456789',
+            dispatchTimeoutSec: 30,
+            maxWaitAfterIdleSec: 60,
+          },
+        }),
       });
       const client = new Client({ connection: clientConnection });
       const ids = await worker.runUntil(

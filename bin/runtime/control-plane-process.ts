@@ -2,9 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { WorkerGateRole } from '../../api/app.ts';
 import { createServer } from '../../api/create-server.ts';
+import { dispatchSettingsFrom } from '../../api/deps.ts';
 import type { Config } from '../../config/schema.ts';
 import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
+import { temporalRunLauncher } from './run-launcher.ts';
 import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
 
 export interface RunningControlPlane {
@@ -42,6 +44,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
       stateDir: config.state_dir,
       onProgress: progress,
     });
+    const dispatch = dispatchSettingsFrom(config);
     temporal = await startTemporalRuntime(
       {
         address: config.temporal_address,
@@ -50,7 +53,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         uiPort: config.temporal_ui_port,
         stateDir: config.state_dir,
       },
-      { store, logger, onProgress: progress },
+      { store, settings: dispatch, logger, onProgress: progress },
     );
     app = await createServer(
       {
@@ -60,6 +63,12 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         temporalHealth: temporal.health,
         dbPath: store.location,
         defaultWorkloadClass: config.default_workload_class,
+        dispatch,
+        runs: temporalRunLauncher(temporal.client, {
+          taskQueue: config.temporal_task_queue,
+          namespace: config.temporal_namespace,
+          uiUrl: temporal.uiUrl,
+        }),
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },
       logger,

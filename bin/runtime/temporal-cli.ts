@@ -8,11 +8,15 @@ export const TEMPORAL_CLI_VERSION = '1.5.1';
 type Env = Record<string, string | undefined>;
 
 /** Cache folder shared with scripts/install-temporal-cli.sh; keep the two in step. */
-export function temporalCliCachePath(env: Env = process.env): string {
-  const cacheRoot =
+export function cacheRoot(env: Env = process.env): string {
+  return (
     nonEmpty(env.RCP_CACHE_DIR) ??
-    join(nonEmpty(env.XDG_CACHE_HOME) ?? join(nonEmpty(env.HOME) ?? homedir(), '.cache'), 'research-control-plane');
-  return join(cacheRoot, `temporal-cli-${TEMPORAL_CLI_VERSION}`, 'temporal');
+    join(nonEmpty(env.XDG_CACHE_HOME) ?? join(nonEmpty(env.HOME) ?? homedir(), '.cache'), 'research-control-plane')
+  );
+}
+
+export function temporalCliCachePath(env: Env = process.env): string {
+  return join(cacheRoot(env), `temporal-cli-${TEMPORAL_CLI_VERSION}`, 'temporal');
 }
 
 /**

@@ -5,10 +5,12 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities } from '../../activities/index.ts';
-import type { TemporalHealth } from '../../api/deps.ts';
+import type { DispatchSettings, TemporalHealth } from '../../api/deps.ts';
 import type { Store } from '../../store/store.ts';
 import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
+import { ensureSearchAttributes } from './search-attributes.ts';
 import { startTemporalDevServer, type TemporalDevServer } from './temporal-dev-server.ts';
+import { loadWorkflowBundle } from './workflow-bundle.ts';
 
 const INSTALL_SCRIPT = fileURLToPath(new URL('../../scripts/install-temporal-cli.sh', import.meta.url));
 const WORKER_SHUTDOWN_GRACE = '10s';
@@ -83,7 +85,7 @@ async function startEmbeddedServer(settings: TemporalSettings, progress: (messag
  */
 export async function startTemporalRuntime(
   settings: TemporalSettings,
-  deps: { store: Store; logger: Logger; onProgress?: (message: string) => void },
+  deps: { store: Store; settings: DispatchSettings; logger: Logger; onProgress?: (message: string) => void },
 ): Promise<TemporalRuntime> {
   const progress = deps.onProgress ?? (() => undefined);
   installTemporalRuntime(deps.logger);
@@ -96,12 +98,14 @@ export async function startTemporalRuntime(
     cleanups.push(() => clientConnection.close());
     const workerConnection = await NativeConnection.connect({ address });
     cleanups.push(() => workerConnection.close());
+    await ensureSearchAttributes(clientConnection, settings.namespace);
 
     const worker = await Worker.create({
       connection: workerConnection,
       namespace: settings.namespace,
       taskQueue: settings.taskQueue,
-      activities: createActivities({ store: deps.store }),
+      workflowBundle: await loadWorkflowBundle(progress),
+      activities: createActivities({ store: deps.store, settings: deps.settings }),
       shutdownGraceTime: WORKER_SHUTDOWN_GRACE,
     });
     const running = worker.run();

@@ -1,0 +1,170 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { DispatchSettings } from '../api/deps.ts';
+import type { WorkerTarget } from '../domain/lanes.ts';
+import { DISPATCH_REQUIRED_CHECKS, PREFLIGHT_DEFAULTS, type PreflightResult } from '../domain/preflight.ts';
+import { buildRunPrompt, promptFileFor, type RunPromptContract } from '../domain/run-prompt.ts';
+import { getCandidate } from '../store/research-ledgers.ts';
+import { getProject } from '../store/runtime-ledgers.ts';
+import { applyRunTransition, claimQueueItem, getRun, LaneBusyError, type RunRow, type TransitionRequest } from '../store/runs.ts';
+import type { Store } from '../store/store.ts';
+import type { AgentSettings } from '../workflows/messages.ts';
+import { runWorkerPreflight } from './preflight.ts';
+import { WorkerGateError, workerGateClient } from './worker-gate-client.ts';
+
+/**
+ * Activities of the run workflow. Each is idempotent by business key: the claim by run_id, transitions by
+ * (run_id, transition), and the gate's prepare/dispatch by run_id on the gate itself. Tokens are looked up here by
+ * lane, so they never enter workflow history.
+ */
+
+export interface RunActivityDeps {
+  store: Store;
+  settings: DispatchSettings;
+}
+
+export interface ClaimRunInput {
+  run_id: string;
+  workflow_id: string;
+  project_id: string;
+  lane: string;
+  requested_by: string;
+}
+
+export interface GateCallInput {
+  run_id: string;
+  timeout_sec: number;
+}
+
+export interface TransitionOutcome {
+  applied: boolean;
+  reason?: string;
+  run_state: string | null;
+  queue_status: string | null;
+}
+
+/** Why a gate call failed, in a form the workflow can read from the failure. */
+export interface GateFailureDetails {
+  status: number | null;
+}
+
+function gateFailure(error: unknown): ApplicationFailure {
+  if (error instanceof WorkerGateError) {
+    return ApplicationFailure.create({
+      message: error.message,
+      type: error.retryable ? 'WorkerGateUnavailable' : 'WorkerGateRefused',
+      nonRetryable: !error.retryable,
+      details: [{ status: error.status } satisfies GateFailureDetails],
+    });
+  }
+  return ApplicationFailure.create({ message: (error as Error).message, type: 'WorkerGateCallFailed', details: [{ status: null }] });
+}
+
+export function createRunActivities(deps: RunActivityDeps) {
+  const { store, settings } = deps;
+
+  const targetOf = (lane: string): WorkerTarget => {
+    const target = settings.routing.targets.get(lane);
+    if (!target) throw ApplicationFailure.nonRetryable(`lane ${lane} is not a configured worker target`, 'UnknownLane');
+    return target;
+  };
+
+  const requireRun = async (runId: string): Promise<RunRow> => {
+    const run = await getRun(store, runId);
+    if (!run) throw ApplicationFailure.nonRetryable(`unknown run '${runId}'`, 'UnknownRun');
+    return run;
+  };
+
+  /** What prepare and dispatch both send: the project's place on the worker and the run's routing. */
+  const gateRunFields = async (run: RunRow) => {
+    const project = await getProject(store, run.project_id);
+    if (!project) throw ApplicationFailure.nonRetryable(`unknown project '${run.project_id}'`, 'UnknownProject');
+    return {
+      project,
+      fields: {
+        run_id: run.run_id,
+        project_id: project.project_id,
+        project_name: project.project_name,
+        project_dir: project.project_dir,
+        prompt_file: promptFileFor(run.run_id),
+        workload_class: run.workload_class,
+        machine_target: run.lane,
+      },
+    };
+  };
+
+  const contractOf = async (candidateId: string | null): Promise<RunPromptContract | null> => {
+    if (!candidateId) return null;
+    const candidate = await getCandidate(store, candidateId);
+    return candidate ?? null;
+  };
+
+  return {
+    async claimRun(input: ClaimRunInput): Promise<{ claimed: boolean; reason?: string }> {
+      const target = targetOf(input.lane);
+      try {
+        const result = await store.transaction((tx) => claimQueueItem(tx, { ...input, wake_gate_url: target.wake_gate_url }));
+        return result.claimed ? { claimed: true } : { claimed: false, reason: result.reason };
+      } catch (error) {
+        if (error instanceof LaneBusyError) return { claimed: false, reason: `lane ${input.lane} is already running another item` };
+        throw error;
+      }
+    },
+
+    async preflightRun(input: { run_id: string; lane: string }): Promise<PreflightResult> {
+      const target = targetOf(input.lane);
+      return runWorkerPreflight(deps, {
+        target,
+        require_paused: false,
+        strict: false,
+        max_gpu_pct: PREFLIGHT_DEFAULTS.max_gpu_pct,
+        min_memory_available_mib: target.min_memory_available_mib ?? PREFLIGHT_DEFAULTS.min_memory_available_mib,
+        required: DISPATCH_REQUIRED_CHECKS,
+        run_id: input.run_id,
+      });
+    },
+
+    async prepareRun(input: GateCallInput): Promise<Record<string, unknown>> {
+      const run = await requireRun(input.run_id);
+      const { project, fields } = await gateRunFields(run);
+      const promptText = buildRunPrompt({
+        run_id: run.run_id,
+        project_id: project.project_id,
+        project_name: project.project_name,
+        contract: await contractOf(project.candidate_id),
+      });
+      // overwrite: the prompt file is per run, so a retried prepare rewrites identical content.
+      const body = { ...fields, prompt_text: promptText, overwrite: true };
+      try {
+        return await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000 }).prepareProject(body);
+      } catch (error) {
+        throw gateFailure(error);
+      }
+    },
+
+    async dispatchRun(input: GateCallInput & { agent: AgentSettings }): Promise<Record<string, unknown>> {
+      const run = await requireRun(input.run_id);
+      const { fields } = await gateRunFields(run);
+      const { workload_class, machine_target, ...rest } = fields;
+      const body = { ...rest, ...input.agent, workload_class, machine_target };
+      try {
+        return await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000 }).dispatch(body);
+      } catch (error) {
+        throw gateFailure(error);
+      }
+    },
+
+    async transitionRun(request: TransitionRequest): Promise<TransitionOutcome> {
+      if (!(await getRun(store, request.run_id))) return { applied: false, reason: 'unknown run', run_state: null, queue_status: null };
+      const result = await store.transaction((tx) => applyRunTransition(tx, request));
+      const current = result.queue_item?.current_run_id === result.run.run_id ? result.queue_item : null;
+      return {
+        applied: result.applied,
+        ...(result.reason ? { reason: result.reason } : {}),
+        run_state: result.run.state,
+        queue_status: current?.status ?? null,
+      };
+    },
+  };
+}
+
+export type RunActivities = ReturnType<typeof createRunActivities>;

@@ -1,0 +1,56 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { cacheRoot } from './temporal-cli.ts';
+
+/**
+ * The workflow bundle the Temporal worker runs. Bundling takes seconds, so the code is cached by a hash of the
+ * workflow and domain sources plus the SDK version: a restart with unchanged code starts at once.
+ */
+
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const WORKFLOWS_ENTRY = join(REPO_ROOT, 'workflows', 'index.ts');
+/** Folders whose code can end up in the bundle (workflows import domain rules as values, everything else as types). */
+const BUNDLED_FOLDERS = ['workflows', 'domain'];
+
+function sourceHash(): string {
+  const hash = createHash('sha256');
+  const sdkVersion = (createRequire(import.meta.url)('@temporalio/workflow/package.json') as { version: string }).version;
+  hash.update(`sdk ${sdkVersion}\n`);
+  for (const folder of BUNDLED_FOLDERS) {
+    const dir = join(REPO_ROOT, folder);
+    for (const name of readdirSync(dir).filter((file) => file.endsWith('.ts')).sort()) {
+      hash.update(`${folder}/${name}\n`).update(readFileSync(join(dir, name)));
+    }
+  }
+  return hash.digest('hex').slice(0, 32);
+}
+
+export async function loadWorkflowBundle(progress: (message: string) => void = () => undefined): Promise<{ code: string }> {
+  const dir = join(cacheRoot(), 'workflow-bundles');
+  const path = join(dir, `${sourceHash()}.js`);
+  try {
+    return { code: readFileSync(path, 'utf8') };
+  } catch {
+    // Not cached yet.
+  }
+  progress('bundling the workflow code (once per code change, a few seconds)');
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_ENTRY, logger: quietBundlerLogger });
+  mkdirSync(dir, { recursive: true });
+  const temporary = `${path}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(temporary, code);
+  renameSync(temporary, path);
+  return { code };
+}
+
+const quietBundlerLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string, meta?: Record<string, unknown>) => console.warn(message, meta ?? ''),
+  error: (message: string, meta?: Record<string, unknown>) => console.error(message, meta ?? ''),
+};

@@ -1,0 +1,172 @@
+import type { QueueStatus } from '../domain/queue-status.ts';
+import type { RunState } from '../domain/run-state.ts';
+import type { AuditEvent } from './audit-events.ts';
+import { lineageOf, type LineageRow } from './research-ledgers.ts';
+import { getProject, getQueueItem, type ProjectRow, type QueueItemRow } from './runtime-ledgers.ts';
+import type { Queryable } from './store.ts';
+import { listWorkerObservations, type WorkerObservation } from './worker-observations.ts';
+
+/**
+ * The project detail read model (`GET /control/api/projects/{project_id}`): everything recorded about one project,
+ * assembled from the runtime ledgers, runs, audit events, worker observations and lineage.
+ */
+
+type RawRow = Record<string, unknown>;
+const iso = (value: unknown): string => new Date(value as Date | string).toISOString();
+const isoOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : iso(value));
+
+/** How many cached worker observations the detail shows. */
+export const PROJECT_OBSERVATION_LIMIT = 20;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Runs
+
+export interface AppliedTransition {
+  transition: string;
+  from_state: string | null;
+  to_state: string;
+  queue_status: QueueStatus | null;
+  created_at: string;
+}
+
+/** Every column of `runs`, plus the transitions applied to the run in the order they were applied. */
+export interface ProjectRun {
+  run_id: string;
+  project_id: string;
+  workflow_id: string;
+  state: RunState;
+  lane: string;
+  wake_gate_url: string;
+  workload_class: string;
+  requested_by: string;
+  session_id: string | null;
+  question: string | null;
+  decision: string | null;
+  decision_summary: string | null;
+  evidence: Record<string, unknown> | null;
+  prepare_result: Record<string, unknown> | null;
+  dispatch_result: Record<string, unknown> | null;
+  last_error: string | null;
+  finished_at: string | null;
+  created_at: string;
+  updated_at: string;
+  transitions: AppliedTransition[];
+}
+
+const RUN_COLUMNS =
+  'r.run_id, r.project_id, r.workflow_id, r.state, r.lane, r.wake_gate_url, r.workload_class, r.requested_by, ' +
+  'r.session_id, r.question, r.decision, r.decision_summary, r.evidence, r.prepare_result, r.dispatch_result, ' +
+  'r.last_error, r.finished_at, r.created_at, r.updated_at';
+
+const toTransition = (raw: RawRow): AppliedTransition => ({
+  transition: raw.transition as string,
+  from_state: (raw.from_state as string | null) ?? null,
+  to_state: raw.to_state as string,
+  queue_status: (raw.queue_status as QueueStatus | null) ?? null,
+  // json_build_object renders timestamptz in Postgres' own format; normalise it like every other timestamp.
+  created_at: iso(raw.created_at),
+});
+
+const toProjectRun = (row: RawRow): ProjectRun => ({
+  ...(row as unknown as ProjectRun),
+  finished_at: isoOrNull(row.finished_at),
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+  transitions: (row.transitions as RawRow[]).map(toTransition),
+});
+
+/** A project's runs, newest first, each with its applied transitions (one round trip). */
+export async function listProjectRuns(q: Queryable, projectId: string): Promise<ProjectRun[]> {
+  const result = await q.query<RawRow>(
+    `SELECT ${RUN_COLUMNS}, coalesce(applied.transitions, '[]'::json) AS transitions
+       FROM runs r
+       LEFT JOIN LATERAL (
+         SELECT json_agg(json_build_object(
+                  'transition', t.transition, 'from_state', t.from_state, 'to_state', t.to_state,
+                  'queue_status', t.queue_status, 'created_at', t.created_at)
+                ORDER BY t.created_at, t.transition) AS transitions
+           FROM run_transitions t
+          WHERE t.run_id = r.run_id
+       ) AS applied ON true
+      WHERE r.project_id = $1
+      ORDER BY r.created_at DESC, r.run_id DESC`,
+    [projectId],
+  );
+  return result.rows.map(toProjectRun);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Events
+
+const EVENT_COLUMNS = 'id, entity_type, entity_id, event_type, payload, idempotency_key, actor, request_id, created_at';
+
+const toAuditEvent = (row: RawRow): AuditEvent => ({
+  ...(row as unknown as AuditEvent),
+  id: Number(row.id),
+  created_at: iso(row.created_at),
+});
+
+/** The newest `limit` audit events about any of `entityIds`, newest first (served by audit_events_entity_id). */
+export async function listEventsForEntities(
+  q: Queryable,
+  entityIds: readonly string[],
+  limit: number,
+): Promise<AuditEvent[]> {
+  if (entityIds.length === 0) return [];
+  const result = await q.query<RawRow>(
+    `SELECT ${EVENT_COLUMNS} FROM audit_events WHERE entity_id = ANY($1::text[]) ORDER BY id DESC LIMIT $2`,
+    [entityIds, limit],
+  );
+  return result.rows.map(toAuditEvent);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The whole detail
+
+export interface ProjectDetail {
+  project: ProjectRow | null;
+  queue_item: QueueItemRow | null;
+  runs: ProjectRun[];
+  /** No papers ledger exists yet: always empty. */
+  papers: never[];
+  events: AuditEvent[];
+  worker_observations: WorkerObservation[];
+  lineage: LineageRow[];
+}
+
+export interface ProjectDetailOptions {
+  eventLimit: number;
+  /** The lane of a queue item never claimed (its lane column is NULL), from the configured routing; null if none. */
+  resolveLane?: (item: QueueItemRow) => string | null;
+}
+
+/** Everything about one project, or undefined when neither a project record nor a queue item exists. */
+export async function readProjectDetail(
+  q: Queryable,
+  projectId: string,
+  options: ProjectDetailOptions,
+): Promise<ProjectDetail | undefined> {
+  const [project, queueItem, runs] = await Promise.all([
+    getProject(q, projectId),
+    getQueueItem(q, projectId),
+    listProjectRuns(q, projectId),
+  ]);
+  if (!project && !queueItem) return undefined;
+
+  const runIds = runs.map((run) => run.run_id);
+  const lane = queueItem ? (queueItem.lane ?? options.resolveLane?.(queueItem) ?? null) : null;
+  const [events, observations, lineage] = await Promise.all([
+    listEventsForEntities(q, [projectId, ...runIds], options.eventLimit),
+    listWorkerObservations(q, { runIds, targets: lane ? [lane] : [] }, PROJECT_OBSERVATION_LIMIT),
+    lineageOf(q, 'project', projectId),
+  ]);
+  return {
+    project: project ?? null,
+    queue_item: queueItem ?? null,
+    runs,
+    papers: [],
+    events,
+    worker_observations: observations,
+    lineage,
+  };
+}

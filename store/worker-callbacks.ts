@@ -1,0 +1,63 @@
+import type { Queryable } from './store.ts';
+
+/** Completion callbacks as the gate delivered them, stored by idempotency key before anything acts on them. */
+
+export interface CallbackResponse {
+  ok: true;
+  idempotency_key: string;
+  run_id: string;
+  event_type: string;
+  ignored: boolean;
+  ignore_reason?: string;
+}
+
+export interface StoredCallback {
+  idempotency_key: string;
+  payload_hash: string;
+  run_id: string;
+  ignored: boolean;
+  response: CallbackResponse;
+  signaled_at: string | null;
+}
+
+export interface CallbackInsert {
+  idempotency_key: string;
+  payload_hash: string;
+  run_id: string;
+  project_id: string;
+  event_type: string;
+  payload: Record<string, unknown>;
+  response: CallbackResponse;
+}
+
+const COLUMNS = 'idempotency_key, payload_hash, run_id, ignored, response, signaled_at';
+
+export async function getWorkerCallback(q: Queryable, key: string): Promise<StoredCallback | undefined> {
+  const result = await q.query<StoredCallback>(`SELECT ${COLUMNS} FROM worker_callbacks WHERE idempotency_key = $1`, [key]);
+  return result.rows[0];
+}
+
+/** Stores a callback; false when a callback with this key is already stored (then nothing is written). */
+export async function insertWorkerCallback(q: Queryable, callback: CallbackInsert): Promise<boolean> {
+  const result = await q.query(
+    `INSERT INTO worker_callbacks (idempotency_key, payload_hash, run_id, project_id, event_type, payload, ignored, ignore_reason, response)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9::jsonb)
+     ON CONFLICT (idempotency_key) DO NOTHING RETURNING idempotency_key`,
+    [
+      callback.idempotency_key,
+      callback.payload_hash,
+      callback.run_id,
+      callback.project_id,
+      callback.event_type,
+      JSON.stringify(callback.payload),
+      callback.response.ignored,
+      callback.response.ignore_reason ?? null,
+      JSON.stringify(callback.response),
+    ],
+  );
+  return result.rows.length > 0;
+}
+
+export async function markCallbackSignaled(q: Queryable, key: string): Promise<void> {
+  await q.query('UPDATE worker_callbacks SET signaled_at = clock_timestamp() WHERE idempotency_key = $1 AND signaled_at IS NULL', [key]);
+}

@@ -1,0 +1,209 @@
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { RunActivities, TransitionOutcome } from '../activities/runs.ts';
+import { CALLBACK_TRANSITIONS, type RunTransition } from '../domain/run-state.ts';
+import type { TransitionDetail } from '../store/runs.ts';
+import {
+  dispatchOutcomeUpdate,
+  PROJECT_ID_ATTRIBUTE,
+  QUEUE_STATUS_ATTRIBUTE,
+  runProgressQuery,
+  workerCallbackSignal,
+  type DispatchOutcome,
+  type RunCallback,
+  type RunProgress,
+  type RunWorkflowInput,
+  type RunWorkflowResult,
+} from './messages.ts';
+
+/**
+ * One run of a queued item (decisions §3, §4): claim → preflight → prepare → dispatch on the worker gate, then wait
+ * for the gate's completion callbacks (signals) up to a durable deadline, and move the run and its queue row through
+ * their states. Every state change is one idempotent activity, so a replayed or retried step changes nothing twice.
+ */
+
+const ledger = proxyActivities<RunActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+const preflight = proxyActivities<RunActivities>({
+  startToCloseTimeout: '60 seconds',
+  retry: { maximumAttempts: 3 },
+}).preflightRun;
+
+type Phase = RunProgress['phase'];
+
+export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowResult> {
+  const { run_id: runId, timings } = input;
+  const workflowId = workflowInfo().workflowId;
+  const gate = proxyActivities<RunActivities>({
+    startToCloseTimeout: `${timings.gate_call_timeout_sec + 5} seconds`,
+    retry: {
+      maximumAttempts: timings.gate_call_attempts,
+      initialInterval: `${timings.gate_retry_initial_sec} seconds`,
+      backoffCoefficient: 2,
+      nonRetryableErrorTypes: ['WorkerGateRefused', 'UnknownRun', 'UnknownProject', 'UnknownLane'],
+    },
+  });
+
+  let outcome: DispatchOutcome | undefined;
+  const progress: RunProgress = { run_id: runId, phase: 'claiming', run_state: null, queue_status: null, callbacks_seen: 0, outcome: null };
+  const seenKeys = new Set<string>();
+  const inbox: RunCallback[] = [];
+
+  setHandler(dispatchOutcomeUpdate, async () => {
+    await condition(() => outcome !== undefined);
+    return outcome!;
+  });
+  setHandler(runProgressQuery, () => ({ ...progress }));
+  setHandler(workerCallbackSignal, (callback) => {
+    // The HTTP layer may deliver one callback more than once (a retried signal); act on each key once.
+    if (seenKeys.has(callback.idempotency_key)) return;
+    seenKeys.add(callback.idempotency_key);
+    progress.callbacks_seen += 1;
+    inbox.push(callback);
+  });
+
+  const settle = (value: DispatchOutcome) => {
+    outcome ??= value;
+    progress.outcome = outcome.action;
+  };
+  const enter = (phase: Phase) => {
+    progress.phase = phase;
+  };
+  const transition = async (name: RunTransition, detail?: TransitionDetail): Promise<TransitionOutcome> => {
+    const result = await ledger.transitionRun({ run_id: runId, transition: name, ...(detail ? { detail } : {}) });
+    progress.run_state = result.run_state;
+    if (result.queue_status) {
+      progress.queue_status = result.queue_status;
+      upsertSearchAttributes([{ key: QUEUE_STATUS_ATTRIBUTE, value: result.queue_status }]);
+    }
+    return result;
+  };
+  const finish = async (): Promise<RunWorkflowResult> => {
+    enter('finished');
+    // Answer an outcome update that is still being handled before the workflow closes.
+    await condition(allHandlersFinished);
+    return { run_id: runId, dispatch: outcome!, run_state: progress.run_state, queue_status: progress.queue_status };
+  };
+
+  upsertSearchAttributes([{ key: PROJECT_ID_ATTRIBUTE, value: input.project_id }]);
+  try {
+    const claim = await ledger.claimRun({
+      run_id: runId,
+      workflow_id: workflowId,
+      project_id: input.project_id,
+      lane: input.lane,
+      requested_by: input.requested_by,
+    });
+    if (!claim.claimed) {
+      settle({ action: 'dispatch_blocked', reason: `claim lost: ${claim.reason}` });
+      return await finish();
+    }
+    progress.run_state = 'dispatching';
+    progress.queue_status = 'dispatching';
+    upsertSearchAttributes([{ key: QUEUE_STATUS_ATTRIBUTE, value: 'dispatching' }]);
+
+    enter('preflight');
+    const checked = await preflight({ run_id: runId, lane: input.lane });
+    if (!checked.ok) {
+      await transition('dispatch_failed', { last_error: `preflight failed: ${checked.summary}`, audit: { stage: 'preflight' } });
+      settle({ action: 'dispatch_blocked', reason: `preflight failed: ${checked.summary}`, preflight: checked });
+      return await finish();
+    }
+
+    if (await prepareAndDispatch()) {
+      enter('awaiting_callbacks');
+      await awaitCompletion();
+    }
+    return await finish();
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    await CancellationScope.nonCancellable(() => transition('canceled', { last_error: 'canceled by an operator' }));
+    settle({ action: 'canceled', reason: 'the run was canceled before the worker accepted it' });
+    throw error;
+  }
+
+  /** Prepare then dispatch, each with bounded retries; a failure releases the claim. True when the worker accepted. */
+  async function prepareAndDispatch(): Promise<boolean> {
+    let stage: 'prepare' | 'dispatch' = 'prepare';
+    try {
+      enter('preparing');
+      const prepared = await gate.prepareRun({ run_id: runId, timeout_sec: timings.gate_call_timeout_sec });
+      await transition('prepared', { prepare_result: prepared });
+      stage = 'dispatch';
+      enter('dispatching');
+      const dispatched = await gate.dispatchRun({ run_id: runId, timeout_sec: timings.gate_call_timeout_sec, agent: input.agent });
+      await transition('worker_accepted', { dispatch_result: dispatched });
+      settle({ action: 'live_dispatch', run_id: runId, workflow_id: workflowId, prepare: prepared, dispatch: dispatched });
+      return true;
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      const failure = error.cause instanceof ApplicationFailure ? error.cause : undefined;
+      const status = (failure?.details?.[0] as { status?: number | null } | undefined)?.status ?? null;
+      const reason = failure?.message ?? error.message;
+      const released = await transition('dispatch_failed', { last_error: `${stage} failed: ${reason}`, audit: { stage, status } });
+      settle({ action: 'dispatch_failed', reason, stage, status, queue_status: released.queue_status });
+      return false;
+    }
+  }
+
+  /** Acts on callbacks in arrival order until one finishes the run, or gives up at the deadline. */
+  async function awaitCompletion(): Promise<void> {
+    // Any callback shows the run is alive on its worker, so each one restarts the wait.
+    let deadline = Date.now() + timings.completion_wait_sec * 1000;
+    for (;;) {
+      const remaining = deadline - Date.now();
+      const arrived = remaining > 0 && (await condition(() => inbox.length > 0, remaining));
+      if (!arrived) {
+        await transition('completion_timeout', { last_error: `no finishing callback within ${timings.completion_wait_sec} s` });
+        return;
+      }
+      const callback = inbox.shift()!;
+      if (await applyCallback(callback)) return;
+      deadline = Date.now() + timings.completion_wait_sec * 1000;
+    }
+  }
+
+  /** True when the callback finished the run. */
+  async function applyCallback(callback: RunCallback): Promise<boolean> {
+    const audit = { callback: callback.idempotency_key, gate_state: callback.gate_state, reason: callback.reason };
+    const name = CALLBACK_TRANSITIONS[callback.event_type];
+    switch (callback.event_type) {
+      case 'session_started':
+        await transition(name, { session_id: callback.session_id, audit });
+        return false;
+      case 'question_pending':
+        return (await transition(name, { session_id: callback.session_id, question: callback.question, audit })).applied;
+      case 'gate_timeout':
+      case 'gate_error':
+        return (await transition(name, { last_error: `${callback.event_type}: ${callback.reason}`, audit })).applied;
+      case 'wake_ready':
+      case 'session_finished_ready': {
+        const woke = await transition(name, { run_state: callback.event_type, session_id: callback.session_id, audit });
+        if (!woke.applied && woke.run_state !== callback.event_type) return false;
+        enter('reconciling');
+        const evidence = callback.evidence ?? null;
+        await transition('reconciling', {
+          decision: evidence?.decision ?? null,
+          decision_summary: evidence?.decision_summary ?? null,
+          evidence: evidence ? { ...evidence } : null,
+          audit: { callback: callback.idempotency_key, sufficient_for_paper: evidence?.sufficient_for_paper ?? false },
+        });
+        await transition('completed');
+        return true;
+      }
+    }
+  }
+}
