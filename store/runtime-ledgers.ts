@@ -130,6 +130,8 @@ export interface QueueItemInsert {
   workload_class?: WorkloadClass;
   next_action_hint?: string | null;
   candidate_id?: string | null;
+  /** Required by the database for an in-flight status: the worker target the item runs on. */
+  lane?: string | null;
 }
 
 export interface QueueItemRow {
@@ -175,8 +177,8 @@ export const toQueueItem = (row: RawRow): QueueItemRow => ({
 export async function insertQueueItem(tx: Queryable, item: QueueItemInsert): Promise<QueueItemRow> {
   const result = await tx.query<RawRow>(
     `INSERT INTO queue_items (project_id, project_name, status, manual_review_required, dispatch_priority,
-       selection_rank, machine_target, workload_class, next_action_hint, candidate_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${QUEUE_ITEM_COLUMNS}`,
+       selection_rank, machine_target, workload_class, next_action_hint, candidate_id, lane)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${QUEUE_ITEM_COLUMNS}`,
     [
       item.project_id,
       item.project_name,
@@ -188,6 +190,7 @@ export async function insertQueueItem(tx: Queryable, item: QueueItemInsert): Pro
       item.workload_class ?? 'unknown',
       item.next_action_hint ?? null,
       item.candidate_id ?? null,
+      item.lane ?? null,
     ],
   );
   return toQueueItem(result.rows[0]!);

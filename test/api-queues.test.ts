@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { QueueStatus } from '../domain/queue-status.ts';
+import { isInFlight, type QueueStatus } from '../domain/queue-status.ts';
 import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
@@ -27,6 +27,7 @@ beforeAll(async () => {
         project_id: row.id,
         project_name: `Project ${row.id}`,
         status: row.status,
+        ...(isInFlight(row.status) ? { lane: row.id } : {}),
         manual_review_required: row.flagged ?? false,
         dispatch_priority: row.priority ?? 50,
         machine_target: row.target ?? null,

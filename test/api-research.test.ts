@@ -205,7 +205,7 @@ describe('promote-candidate', () => {
   });
 
   it('leaves an in-flight queue row untouched', async () => {
-    await t.store.query(`UPDATE queue_items SET status = 'running', current_run_id = 'promote-me-run' WHERE project_id = 'promote-me'`);
+    await t.store.query(`UPDATE queue_items SET status = 'running', current_run_id = 'promote-me-run', lane = 'default' WHERE project_id = 'promote-me'`);
     const row = async () => (await t.store.query(`SELECT * FROM queue_items WHERE project_id = 'promote-me'`)).rows[0];
     const before = await row();
     const refused = await post('/control/api/research/promote-candidate', {

@@ -293,7 +293,7 @@ describe.each(ENGINES)('research facility store on $name', (engine) => {
         const projectId = `q-${status.replace(/_/g, '-')}`;
         await store.transaction(async (tx) => {
           await insertProject(tx, { project_id: projectId, project_name: projectId, project_dir: `projects/${projectId}` });
-          await insertQueueItem(tx, { project_id: projectId, project_name: projectId, status });
+          await insertQueueItem(tx, { project_id: projectId, project_name: projectId, status, ...(isInFlight(status) ? { lane: projectId } : {}) });
         });
       }
       await store.transaction((tx) =>
