@@ -13,6 +13,7 @@ import {
 } from './support/control-plane.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { CALLBACK_TOKEN, dispatchCount, startGateProcess, waitUntil, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
+import { fetchRunHistory, maybeSaveHistory, replayHistory } from './support/histories.ts';
 import { tableCounts } from './support/ledgers.ts';
 import { candidate } from './support/research.ts';
 
@@ -22,7 +23,7 @@ import { candidate } from './support/research.ts';
  * callbacks → completed.
  */
 
-const RUN_MS = 60_000;
+const RUN_MS = 120_000;
 
 let database: TestDatabase;
 let store: Store;
@@ -103,13 +104,7 @@ describe('a queued item through the whole run path', () => {
     expect(live.body.workflow_id).toBe(`run:${runId}`);
     expect((await queueItem(projectId)).status).toMatch(/^(awaiting_wake|running)$/);
 
-    await waitUntil('the item to complete', async () => ((await queueItem(projectId)).status === 'completed' ? true : undefined), RUN_MS, 500).catch(async (error) => {
-      console.log('CP OUTPUT', cp.output().slice(-6000));
-      console.log('GATE OUTPUT', gate.output().slice(-6000));
-      console.log('ITEM', await queueItem(projectId));
-      console.log('CALLBACKS', (await store.query('SELECT * FROM worker_callbacks')).rows);
-      throw error;
-    });
+    await waitUntil('the item to complete', async () => ((await queueItem(projectId)).status === 'completed' ? true : undefined), RUN_MS, 500);
 
     const detail = (await api('GET', `/control/api/projects/${projectId}`)).body;
     expect(detail.queue_item).toMatchObject({ status: 'completed', current_run_id: runId, last_run_state: 'reconciled', dispatch_failures: 0 });
@@ -148,5 +143,10 @@ describe('a queued item through the whole run path', () => {
 
     const idle = await api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'e2e' });
     expect(idle.body).toMatchObject({ action: 'noop' });
+
+    // The history this run left replays against the current workflow code without non-determinism errors.
+    const history = await fetchRunHistory(`run:${runId}`);
+    await replayHistory(history, `run:${runId}`);
+    maybeSaveHistory('run-completed', history);
   });
 });

@@ -104,14 +104,32 @@ export class InstantGate {
 
   /** Posts session_started, then session_finished_ready, for a run this gate has dispatched. */
   async finish(runId: string): Promise<GateRunRecord> {
-    const run = this.runs.get(runId);
-    if (!run) throw new Error(`the instant gate never dispatched ${runId}`);
+    const run = this.record(runId);
     try {
       run.started = await this.postCallback(run, 'session_started');
       run.finished = await this.postCallback(run, 'session_finished_ready');
     } catch (error) {
       run.callbackError = (error as Error).message;
     }
+    return run;
+  }
+
+  /** The two callbacks one at a time, for a caller that times each (it throws when one is not accepted). */
+  async postStarted(runId: string): Promise<CallbackTiming> {
+    const run = this.record(runId);
+    run.started = await this.postCallback(run, 'session_started');
+    return run.started;
+  }
+
+  async postFinished(runId: string): Promise<CallbackTiming> {
+    const run = this.record(runId);
+    run.finished = await this.postCallback(run, 'session_finished_ready');
+    return run.finished;
+  }
+
+  private record(runId: string): GateRunRecord {
+    const run = this.runs.get(runId);
+    if (!run) throw new Error(`the instant gate never dispatched ${runId}`);
     return run;
   }
 

@@ -1,0 +1,347 @@
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../store/open-store.ts';
+import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
+import type { Store } from '../store/store.ts';
+import {
+  controlClient,
+  reserveControlPlane,
+  startControlPlaneProcess,
+  writeControlPlaneConfig,
+  type ControlPlaneFixture,
+  type ControlPlaneProcess,
+} from './support/control-plane.ts';
+import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import {
+  CALLBACK_TOKEN,
+  CONTROL_TOKEN,
+  GATE_TOKEN,
+  startGateProcess,
+  waitUntil,
+  writeGateConfig,
+  type GateFixture,
+  type GateProcess,
+} from './support/gate.ts';
+
+/**
+ * POST /control/api/worker-callback against real runs (decisions §1, §4): a control plane (HTTP + Temporal worker on
+ * Postgres) and a worker gate running the fake agent. Each test dispatches its own project on its own lane; the
+ * 'slow' agent keeps its run in awaiting_wake/running for two minutes, so the callbacks a test sends are the only ones
+ * that move it. Callbacks are built here, in the shape the gate posts (domain/worker-callback.ts).
+ */
+
+const CALLBACK_PATH = '/control/api/worker-callback';
+
+let database: TestDatabase;
+let store: Store;
+let gateFixture: GateFixture;
+let gate: GateProcess;
+let cpFixture: ControlPlaneFixture;
+let cp: ControlPlaneProcess;
+let api: ReturnType<typeof controlClient>;
+/** Process groups of the agents the gate started. */
+const agentGroups = new Set<number>();
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
+  const reserved = await reserveControlPlane();
+  gateFixture = await writeGateConfig({ callbackUrl: reserved.callbackUrl });
+  gate = await startGateProcess(gateFixture);
+  const onGate = { wake_gate_url: gateFixture.url, bearer_token: GATE_TOKEN, role: 'gpu_worker' };
+  cpFixture = await writeControlPlaneConfig(reserved, {
+    databaseUrl: database.url,
+    overrides: { worker_targets: { replay: onGate, stale: onGate, burst: onGate } },
+  });
+  cp = await startControlPlaneProcess(cpFixture);
+  api = controlClient(cpFixture.url);
+}, 120_000);
+
+afterAll(async () => {
+  for (const group of [...agentGroups]) killGroup(group);
+  await cp?.kill('SIGTERM');
+  await gate?.kill('SIGTERM');
+  await store?.close();
+  await database?.drop();
+  for (const dir of [gateFixture?.dir, cpFixture?.dir]) if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+afterEach(async () => {
+  await store.query(`UPDATE queue_items SET status = 'paused' WHERE status = 'queued'`);
+});
+
+function killGroup(group: number): void {
+  try {
+    process.kill(-group, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+  agentGroups.delete(group);
+}
+
+async function setScenario(projectId: string, scenario: Record<string, unknown>): Promise<void> {
+  const dir = join(gateFixture.projectRoot, projectId);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'scenario.json'), JSON.stringify(scenario));
+}
+
+async function seed(projectId: string, lane: string, scenario: Record<string, unknown>): Promise<void> {
+  await store.transaction(async (tx) => {
+    await insertProject(tx, { project_id: projectId, project_name: `Callback ${projectId}`, project_dir: projectId, machine_target: lane });
+    await insertQueueItem(tx, { project_id: projectId, project_name: `Callback ${projectId}`, machine_target: lane, workload_class: 'unknown' });
+  });
+  await setScenario(projectId, scenario);
+}
+
+const dispatchLive = () => api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'callback-test' });
+
+/** Dispatches the one queued item; the worker must accept it. */
+async function startRun(projectId: string): Promise<string> {
+  const live = await dispatchLive();
+  expect(live.status, JSON.stringify(live.body)).toBe(200);
+  expect(live.body).toMatchObject({ action: 'live_dispatch', candidate: { project_id: projectId } });
+  const group = live.body.dispatch?.process_group_id;
+  if (typeof group === 'number') agentGroups.add(group);
+  return live.body.run_id as string;
+}
+
+/** Cancels a run the test no longer needs and stops its agent (the gate itself has no cancel). */
+async function stopRun(runId: string): Promise<void> {
+  await api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'callback-test' });
+  const group = (await runRow(runId))?.dispatch_result?.process_group_id;
+  if (typeof group === 'number') killGroup(group);
+}
+
+async function queueItem(projectId: string): Promise<Record<string, any>> {
+  const { rows } = await store.query('SELECT * FROM queue_items WHERE project_id = $1', [projectId]);
+  return rows[0]!;
+}
+
+async function runRow(runId: string): Promise<Record<string, any> | undefined> {
+  const { rows } = await store.query('SELECT * FROM runs WHERE run_id = $1', [runId]);
+  return rows[0];
+}
+
+async function count(sql: string, params: unknown[] = []): Promise<number> {
+  const { rows } = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) AS counted`, params);
+  return rows[0]!.n;
+}
+
+const storedCallback = async (key: string) =>
+  (await store.query('SELECT run_id, project_id, event_type, ignored, ignore_reason, signaled_at FROM worker_callbacks WHERE idempotency_key = $1', [key])).rows;
+
+/** What changes when a callback acts on a run: compared before and after a callback that must change nothing. */
+async function runFootprint(runId: string, projectId: string) {
+  const item = await queueItem(projectId);
+  return {
+    run_state: (await runRow(runId))?.state,
+    item: { status: item.status, current_run_id: item.current_run_id, last_run_state: item.last_run_state, last_error: item.last_error },
+    transitions: await count('SELECT 1 FROM run_transitions WHERE run_id = $1', [runId]),
+    events: await count('SELECT 1 FROM audit_events WHERE entity_id = $1', [runId]),
+  };
+}
+
+let stamp = 0;
+/** A distinct ISO time per call, as a redelivery has. */
+const freshTime = () => new Date(Date.UTC(2030, 0, 1) + (stamp += 1) * 1000).toISOString();
+
+/** A callback as the worker gate posts it (WorkerCallbackSchema). */
+function callback(runId: string, projectId: string, eventType: string, key: string, overrides: Record<string, unknown> = {}): Record<string, any> {
+  return {
+    event_type: eventType,
+    run_id: runId,
+    session_id: 'test-session',
+    project_id: projectId,
+    gate_state: eventType === 'gate_error' ? 'error' : 'running',
+    reason: `${eventType} sent by the test`,
+    idle_seen_at: null,
+    seen_at: freshTime(),
+    delivered_at: freshTime(),
+    telemetry: {
+      cpu_pct: 2.5,
+      gpu_pct: null,
+      vram_used_mib: null,
+      vram_baseline_mib: null,
+      memory_available_mib: 64000,
+      gpu_source: 'none',
+      quiet_window: null,
+    },
+    process_tracking: { root_pid: 4242, process_group_id: 4242, tmux_session: null, root_alive: true, alive_pids: [4242], reaped_pids: [] },
+    idempotency_key: key,
+    ...overrides,
+  };
+}
+
+/** Raw POST, so a test can send no Authorization header at all. */
+async function postCallback(body: unknown, bearer: string | null = CALLBACK_TOKEN) {
+  const response = await fetch(`${cpFixture.url}${CALLBACK_PATH}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(bearer === null ? {} : { authorization: `Bearer ${bearer}` }) },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, text, body: (text ? JSON.parse(text) : null) as Record<string, any> };
+}
+
+describe('worker callback: authentication and validation', () => {
+  it('takes the completion callback token or the control token, and refuses the gate token or none', async () => {
+    const viaCallbackToken = await postCallback(callback('auth-one-20300101T000000Z', 'auth-one', 'session_started', 'auth:callback-token'), CALLBACK_TOKEN);
+    expect(viaCallbackToken.status).toBe(200);
+    expect(viaCallbackToken.body).toMatchObject({ ok: true, idempotency_key: 'auth:callback-token', ignored: true });
+    const viaControlToken = await postCallback(callback('auth-one-20300101T000000Z', 'auth-one', 'session_started', 'auth:control-token'), CONTROL_TOKEN);
+    expect(viaControlToken.status).toBe(200);
+    expect(viaControlToken.body).toMatchObject({ ok: true, idempotency_key: 'auth:control-token', ignored: true });
+
+    for (const [key, bearer] of [
+      ['auth:gate-token', GATE_TOKEN],
+      ['auth:none', null],
+      ['auth:wrong', `${CALLBACK_TOKEN}x`],
+    ] as const) {
+      const refused = await postCallback(callback('auth-one-20300101T000000Z', 'auth-one', 'session_started', key), bearer);
+      expect(refused.status, key).toBe(401);
+      expect(refused.body).toEqual({ detail: 'invalid bearer token' });
+      expect(refused.headers.get('www-authenticate')).toBe('Bearer');
+      expect(await storedCallback(key)).toEqual([]);
+    }
+    expect(await storedCallback('auth:callback-token')).toHaveLength(1);
+    expect(await storedCallback('auth:control-token')).toHaveLength(1);
+  });
+
+  it('refuses an invalid body with 422 naming the field, and stores nothing', async () => {
+    const before = await count('SELECT 1 FROM worker_callbacks');
+    const valid = callback('invalid-one-20300101T000000Z', 'invalid-one', 'session_started', 'invalid:key');
+    const { idempotency_key: _key, ...withoutKey } = valid;
+    const cases: [Record<string, unknown>, (string | number)[]][] = [
+      [withoutKey, ['body', 'idempotency_key']],
+      [{ ...valid, idempotency_key: '' }, ['body', 'idempotency_key']],
+      [{ ...valid, event_type: 'session_exploded' }, ['body', 'event_type']],
+      [{ ...valid, gate_state: 'sleeping' }, ['body', 'gate_state']],
+      [{ ...valid, surprise: true }, ['body', 'surprise']],
+      [{ ...valid, telemetry: { ...valid.telemetry, cpu_pct: 'busy' } }, ['body', 'telemetry', 'cpu_pct']],
+    ];
+    for (const [body, loc] of cases) {
+      const refused = await postCallback(body);
+      expect(refused.status, JSON.stringify(loc)).toBe(422);
+      expect(refused.body.detail).toContainEqual(expect.objectContaining({ loc }));
+      for (const problem of refused.body.detail as { loc: unknown[] }[]) expect(problem.loc[0]).toBe('body');
+    }
+    expect(await count('SELECT 1 FROM worker_callbacks')).toBe(before);
+    expect(await storedCallback('invalid:key')).toEqual([]);
+  });
+});
+
+describe('worker callback: which callbacks act', () => {
+  it('records a callback for an unknown run and answers ignored', async () => {
+    const key = 'unknown-run:session_started:1';
+    const answer = await postCallback(callback('ghost-20300101T000000Z', 'ghost', 'session_started', key));
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ ok: true, idempotency_key: key, run_id: 'ghost-20300101T000000Z', event_type: 'session_started', ignored: true });
+    expect(answer.body.ignore_reason).toMatch(/unknown run/);
+    expect(await storedCallback(key)).toEqual([
+      { run_id: 'ghost-20300101T000000Z', project_id: 'ghost', event_type: 'session_started', ignored: true, ignore_reason: answer.body.ignore_reason, signaled_at: null },
+    ]);
+    expect(await count('SELECT 1 FROM runs WHERE run_id = $1', ['ghost-20300101T000000Z'])).toBe(0);
+  });
+
+  it('answers a redelivery with the first answer and a reused key with other content with 409', { timeout: 60_000 }, async () => {
+    await seed('replay-one', 'replay', { scenario: 'slow', work_sec: 120 });
+    const runId = await startRun('replay-one');
+    const key = `${runId}:session_started:test`;
+    const first = callback(runId, 'replay-one', 'session_started', key);
+    const answer = await postCallback(first);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ ok: true, idempotency_key: key, run_id: runId, event_type: 'session_started', ignored: false });
+
+    const redelivered = await postCallback({ ...first, seen_at: freshTime(), delivered_at: freshTime() });
+    expect(redelivered.status).toBe(200);
+    expect(redelivered.body).toEqual(answer.body);
+    const withoutDelivery = await postCallback({ ...first, delivered_at: null });
+    expect(withoutDelivery.status).toBe(200);
+    expect(withoutDelivery.body).toEqual(answer.body);
+
+    for (const changed of [{ reason: 'something else happened' }, { session_id: 'another-session' }, { telemetry: { ...first.telemetry, cpu_pct: 99 } }]) {
+      const conflict = await postCallback({ ...first, ...changed });
+      expect(conflict.status, JSON.stringify(changed)).toBe(409);
+      expect(conflict.body).toEqual({ detail: `idempotency key '${key}' was reused with different payload` });
+    }
+    const rows = await storedCallback(key);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ run_id: runId, ignored: false });
+    const stored = await store.query<{ payload: Record<string, unknown> }>('SELECT payload FROM worker_callbacks WHERE idempotency_key = $1', [key]);
+    expect(stored.rows[0]!.payload.reason).toBe(first.reason);
+    expect(['awaiting_wake', 'running']).toContain((await queueItem('replay-one')).status);
+    await stopRun(runId);
+  });
+
+  it('ignores a callback for an earlier run of the project, changing nothing', { timeout: 60_000 }, async () => {
+    await seed('stale-one', 'stale', { scenario: 'bad-json' });
+    const failed = await dispatchLive();
+    expect(failed.status, JSON.stringify(failed.body)).toBe(502);
+    const staleRunId = failed.body.detail.run_id as string;
+    expect((await runRow(staleRunId))!.state).toBe('dispatch_error');
+
+    await setScenario('stale-one', { scenario: 'slow', work_sec: 120 });
+    const runId = await startRun('stale-one');
+    expect(runId).not.toBe(staleRunId);
+    await waitUntil('the run to be running', async () => ((await queueItem('stale-one')).status === 'running' ? true : undefined), 20_000, 200);
+
+    const before = { current: await runFootprint(runId, 'stale-one'), stale: await runFootprint(staleRunId, 'stale-one') };
+    for (const eventType of ['session_finished_ready', 'gate_error']) {
+      const key = `${staleRunId}:${eventType}:late`;
+      const answer = await postCallback(callback(staleRunId, 'stale-one', eventType, key));
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ ok: true, run_id: staleRunId, ignored: true });
+      expect(answer.body.ignore_reason).toMatch(/stale run/);
+      expect(await storedCallback(key)).toEqual([expect.objectContaining({ ignored: true, ignore_reason: answer.body.ignore_reason })]);
+    }
+    // A callback naming the current run under another project is not acted on either.
+    const wrongProject = await postCallback(callback(runId, 'other-project', 'gate_error', `${runId}:gate_error:wrong-project`));
+    expect(wrongProject.body).toMatchObject({ ignored: true });
+    expect(wrongProject.body.ignore_reason).toMatch(/belongs to project stale-one/);
+
+    // Give a wrongly delivered signal time to act before checking that nothing moved.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect({ current: await runFootprint(runId, 'stale-one'), stale: await runFootprint(staleRunId, 'stale-one') }).toEqual(before);
+    expect((await queueItem('stale-one')).status).toBe('running');
+    await stopRun(runId);
+  });
+
+  it('acts once on 200 concurrent deliveries of one callback, then ignores callbacks for the finished run', { timeout: 90_000 }, async () => {
+    await seed('burst-one', 'burst', { scenario: 'slow', work_sec: 120 });
+    const runId = await startRun('burst-one');
+    const key = `${runId}:gate_error:2030-01-01T00:00:00.000Z`;
+    const body = callback(runId, 'burst-one', 'gate_error', key, { reason: 'synthetic gate error' });
+
+    const answers = await Promise.all(Array.from({ length: 200 }, () => postCallback(body)));
+    expect(answers.filter((answer) => answer.status !== 200).map((answer) => `${answer.status} ${answer.text}`)).toEqual([]);
+    const expected = { ok: true, idempotency_key: key, run_id: runId, event_type: 'gate_error', ignored: false };
+    for (const answer of answers) expect(answer.body).toEqual(expected);
+
+    await waitUntil('the item to be blocked', async () => ((await queueItem('burst-one')).status === 'blocked' ? true : undefined), 20_000, 200);
+    const item = await queueItem('burst-one');
+    expect(item).toMatchObject({ status: 'blocked', current_run_id: runId, last_run_state: 'gate_error' });
+    expect(item.last_error).toMatch(/gate_error: synthetic gate error/);
+    expect((await runRow(runId))!.state).toBe('gate_error');
+    expect(await count('SELECT 1 FROM worker_callbacks WHERE idempotency_key = $1', [key])).toBe(1);
+    expect(await count(`SELECT 1 FROM audit_events WHERE entity_id = $1 AND event_type = 'run.gate_error'`, [runId])).toBe(1);
+    expect(await count(`SELECT 1 FROM run_transitions WHERE run_id = $1 AND transition = 'gate_error'`, [runId])).toBe(1);
+
+    // The run has finished: a later callback is recorded and ignored; a redelivery of the acted-on one answers as before.
+    const before = await runFootprint(runId, 'burst-one');
+    const lateKey = `${runId}:session_finished_ready:late`;
+    const late = await postCallback(callback(runId, 'burst-one', 'session_finished_ready', lateKey));
+    expect(late.status).toBe(200);
+    expect(late.body).toMatchObject({ ok: true, run_id: runId, ignored: true });
+    expect(late.body.ignore_reason).toMatch(/already finished \(gate_error\)/);
+    expect(await storedCallback(lateKey)).toEqual([expect.objectContaining({ ignored: true })]);
+    const again = await postCallback({ ...body, delivered_at: freshTime() });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(expected);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await runFootprint(runId, 'burst-one')).toEqual(before);
+
+    const group = (await runRow(runId))?.dispatch_result?.process_group_id;
+    if (typeof group === 'number') killGroup(group);
+  });
+});

@@ -1,0 +1,521 @@
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { RunLauncher } from '../api/deps.ts';
+import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { workerRoutingFrom } from '../domain/lanes.ts';
+import { openStore } from '../store/open-store.ts';
+import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
+import type { Store } from '../store/store.ts';
+import { startTestApp } from './support/app.ts';
+import {
+  controlClient,
+  reserveControlPlane,
+  startControlPlaneProcess,
+  writeControlPlaneConfig,
+  type ControlPlaneFixture,
+  type ControlPlaneProcess,
+} from './support/control-plane.ts';
+import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import {
+  CALLBACK_TOKEN,
+  dispatchCount,
+  GATE_TOKEN,
+  startGateProcess,
+  waitUntil,
+  writeGateConfig,
+  type GateFixture,
+  type GateProcess,
+} from './support/gate.ts';
+import { tableCounts } from './support/ledgers.ts';
+
+/**
+ * POST /control/dispatch-next and the run commands through real processes (decisions §3, §4): one control plane
+ * (HTTP + Temporal worker on Postgres) and one worker gate whose dispatch script is the fake agent. Every test seeds
+ * its own projects on its own lanes (worker targets that all point at the one gate, plus one with nothing listening),
+ * so a run a test leaves in flight never holds another test's lane; queued leftovers are parked after each test.
+ */
+
+const ACTIVE = ['dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling'];
+
+let database: TestDatabase;
+let store: Store;
+let gateFixture: GateFixture;
+let gate: GateProcess;
+let cpFixture: ControlPlaneFixture;
+let cp: ControlPlaneProcess;
+let api: ReturnType<typeof controlClient>;
+let downUrl: string;
+/** Process groups of the agents the gate started, killed when a test is done with them. */
+const agentGroups = new Set<number>();
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
+  const reserved = await reserveControlPlane();
+  gateFixture = await writeGateConfig({ callbackUrl: reserved.callbackUrl });
+  gate = await startGateProcess(gateFixture);
+  downUrl = `http://127.0.0.1:${await freePort()}`;
+  const onGate = (role: 'gpu_worker' | 'cpu_worker' = 'gpu_worker') => ({ wake_gate_url: gateFixture.url, bearer_token: GATE_TOKEN, role });
+  cpFixture = await writeControlPlaneConfig(reserved, {
+    databaseUrl: database.url,
+    overrides: {
+      worker_targets: {
+        dry: onGate(),
+        conc: onGate(),
+        laneA: onGate(),
+        laneB: onGate(),
+        laneC: onGate('cpu_worker'),
+        order: onGate(),
+        fail: onGate(),
+        cancel: onGate(),
+        question: onGate(),
+        down: { wake_gate_url: downUrl, bearer_token: GATE_TOKEN, role: 'cpu_worker' },
+      },
+    },
+  });
+  cp = await startControlPlaneProcess(cpFixture);
+  api = controlClient(cpFixture.url);
+}, 120_000);
+
+afterAll(async () => {
+  for (const group of agentGroups) killGroup(group);
+  await cp?.kill('SIGTERM');
+  await gate?.kill('SIGTERM');
+  await store?.close();
+  await database?.drop();
+  for (const dir of [gateFixture?.dir, cpFixture?.dir]) if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+afterEach(async () => {
+  // A test that failed half-way must not leave the queue paused or an eligible item for the next test.
+  await api('POST', '/control/resume', { resumed_by: 'dispatch-test' });
+  await store.query(`UPDATE queue_items SET status = 'paused' WHERE status = 'queued'`);
+});
+
+function killGroup(group: number): void {
+  try {
+    process.kill(-group, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+  agentGroups.delete(group);
+}
+
+interface SeedOptions {
+  scenario?: string;
+  work_sec?: number;
+  priority?: number;
+  rank?: number;
+  flagged?: boolean;
+}
+
+/** A project and its queued item on `lane`, with the fake agent's scenario written into its project directory. */
+async function seed(projectId: string, lane: string, options: SeedOptions = {}): Promise<void> {
+  await store.transaction(async (tx) => {
+    await insertProject(tx, { project_id: projectId, project_name: `Dispatch ${projectId}`, project_dir: projectId, workload_class: 'unknown', machine_target: lane });
+    await insertQueueItem(tx, {
+      project_id: projectId,
+      project_name: `Dispatch ${projectId}`,
+      machine_target: lane,
+      workload_class: 'unknown',
+      dispatch_priority: options.priority ?? 50,
+      selection_rank: options.rank ?? 50,
+      manual_review_required: options.flagged ?? false,
+    });
+  });
+  const dir = join(gateFixture.projectRoot, projectId);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'scenario.json'), JSON.stringify({ scenario: options.scenario ?? 'normal', ...(options.work_sec ? { work_sec: options.work_sec } : {}) }));
+}
+
+const dispatchNext = (body: Record<string, unknown>) => api('POST', '/control/dispatch-next', { requested_by: 'dispatch-test', ...body });
+const dryRun = (extra: Record<string, unknown> = {}) => dispatchNext({ dry_run: true, ...extra });
+
+/** A live dispatch that must be accepted by the worker; remembers the agent's process group for cleanup. */
+async function liveDispatch(projectId: string): Promise<string> {
+  const live = await dispatchNext({ dry_run: false });
+  expect(live.status, JSON.stringify(live.body)).toBe(200);
+  expect(live.body).toMatchObject({ ok: true, action: 'live_dispatch', candidate: { project_id: projectId } });
+  rememberAgent(live.body);
+  return live.body.run_id as string;
+}
+
+function rememberAgent(body: Record<string, any>): void {
+  const group = body.dispatch?.process_group_id;
+  if (typeof group === 'number') agentGroups.add(group);
+}
+
+async function queueItem(projectId: string): Promise<Record<string, any>> {
+  const { rows } = await store.query('SELECT * FROM queue_items WHERE project_id = $1', [projectId]);
+  return rows[0]!;
+}
+
+async function runRow(runId: string): Promise<Record<string, any> | undefined> {
+  const { rows } = await store.query('SELECT * FROM runs WHERE run_id = $1', [runId]);
+  return rows[0];
+}
+
+async function count(sql: string, params: unknown[] = []): Promise<number> {
+  const { rows } = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) AS counted`, params);
+  return rows[0]!.n;
+}
+
+/** Every table a dispatch may write. */
+async function allCounts() {
+  return {
+    ...(await tableCounts(store)),
+    runs: await count('SELECT 1 FROM runs'),
+    run_transitions: await count('SELECT 1 FROM run_transitions'),
+    worker_observations: await count('SELECT 1 FROM worker_observations'),
+    worker_callbacks: await count('SELECT 1 FROM worker_callbacks'),
+    flags: await count('SELECT 1 FROM flags'),
+  };
+}
+
+const activeItemCount = () => count('SELECT 1 FROM queue_items WHERE status = ANY($1::text[])', [ACTIVE]);
+
+/** A completion callback as the gate would post it (domain/worker-callback.ts WorkerCallbackSchema). */
+function callbackBody(runId: string, projectId: string, eventType: string, key: string): Record<string, unknown> {
+  const now = new Date().toISOString();
+  return {
+    event_type: eventType,
+    run_id: runId,
+    session_id: 'test-session',
+    project_id: projectId,
+    gate_state: 'running',
+    reason: 'sent by the test',
+    idle_seen_at: null,
+    seen_at: now,
+    delivered_at: now,
+    telemetry: { cpu_pct: 1, gpu_pct: null, vram_used_mib: null, vram_baseline_mib: null, memory_available_mib: 64000, gpu_source: 'none', quiet_window: null },
+    process_tracking: { root_pid: null, process_group_id: null, tmux_session: null, root_alive: true, alive_pids: [], reaped_pids: [] },
+    idempotency_key: key,
+  };
+}
+
+describe('dispatch-next dry run', () => {
+  it('answers the candidate, its route and the active count, writes nothing, and honours pause, maintenance and an empty queue', async () => {
+    await seed('dry-one', 'dry');
+    const before = await allCounts();
+
+    const dry = await dryRun();
+    expect(dry.status).toBe(200);
+    expect(dry.body).toMatchObject({
+      ok: true,
+      action: 'dry_run_dispatch',
+      candidate: { project_id: 'dry-one', status: 'queued', machine_target: 'dry', dispatch_priority: 50, selection_rank: 50 },
+      dispatch_route: { machine_target: 'dry', wake_gate_url: gateFixture.url, worker_role: 'gpu_worker', token_configured: true },
+      active_count: await activeItemCount(),
+    });
+    expect(typeof dry.body.reason).toBe('string');
+    expect(JSON.stringify(dry.body)).not.toContain(GATE_TOKEN);
+
+    // A forced preflight calls the worker but keeps no observation.
+    const checked = await dryRun({ force_preflight: true });
+    expect(checked.body).toMatchObject({ action: 'dry_run_dispatch', candidate: { project_id: 'dry-one' }, preflight: { ok: true, target: 'dry' } });
+    expect(await allCounts()).toEqual(before);
+
+    expect((await api('POST', '/control/pause', { reason: 'dry-run test', paused_by: 'dispatch-test', maintenance_mode: false })).status).toBe(200);
+    const paused = await allCounts();
+    for (const dryRunFlag of [true, false]) {
+      const answer = await dispatchNext({ dry_run: dryRunFlag });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ ok: false, action: 'paused', candidate: null });
+    }
+
+    expect((await api('POST', '/control/pause', { reason: 'dry-run test', paused_by: 'dispatch-test', maintenance_mode: true })).status).toBe(200);
+    const maintenance = await allCounts();
+    for (const dryRunFlag of [true, false]) {
+      const answer = await dispatchNext({ dry_run: dryRunFlag });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ ok: false, action: 'dispatch_blocked', candidate: null });
+      expect(answer.body.reason).toMatch(/maintenance/);
+    }
+    expect(await allCounts()).toEqual(maintenance);
+    expect(maintenance.runs).toBe(paused.runs);
+
+    expect((await api('POST', '/control/resume', { resumed_by: 'dispatch-test' })).status).toBe(200);
+    expect((await dryRun()).body).toMatchObject({ action: 'dry_run_dispatch', candidate: { project_id: 'dry-one' } });
+
+    const parked = await api('POST', '/control/queue/mark-paused', { project_id: 'dry-one', reason: 'nothing eligible', updated_by: 'dispatch-test' });
+    expect(parked.status).toBe(200);
+    const empty = await allCounts();
+    const noop = await dryRun();
+    expect(noop.status).toBe(200);
+    expect(noop.body).toMatchObject({ ok: false, action: 'noop', candidate: null, dispatch_route: null });
+    const liveNoop = await dispatchNext({ dry_run: false });
+    expect(liveNoop.body).toMatchObject({ ok: false, action: 'noop' });
+    expect(await allCounts()).toEqual(empty);
+  });
+
+  it('refuses an unknown field and a missing requested_by with 422 naming the field', async () => {
+    const before = await allCounts();
+    const unknown = await api('POST', '/control/dispatch-next', { dry_run: true, requested_by: 'dispatch-test', launch_now: true });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'launch_now'] })]);
+
+    const anonymous = await api('POST', '/control/dispatch-next', { dry_run: true });
+    expect(anonymous.status).toBe(422);
+    expect(anonymous.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'requested_by'] })]);
+
+    const blank = await api('POST', '/control/dispatch-next', { dry_run: false, requested_by: '   ' });
+    expect(blank.status).toBe(422);
+    expect(blank.body.detail[0].loc).toEqual(['body', 'requested_by']);
+    expect(await allCounts()).toEqual(before);
+  });
+});
+
+describe('live dispatch switched off', () => {
+  it('answers 501 and starts nothing when live_dispatch_enabled is false', async () => {
+    const startRun = vi.fn<RunLauncher['startRun']>(async () => ({ started: false, reason: 'must not be called' }));
+    const runs: RunLauncher = {
+      startRun,
+      deliverCallback: vi.fn(async () => 'closed' as const),
+      cancelRun: vi.fn(async () => 'closed' as const),
+      workflowUiUrl: () => null,
+    };
+    const t = await startTestApp({
+      runs,
+      dispatch: {
+        liveDispatchEnabled: false,
+        routing: workerRoutingFrom({
+          worker_targets: { solo: { wake_gate_url: 'http://127.0.0.1:9', bearer_token: GATE_TOKEN, role: 'gpu_worker' } },
+          workload_machine_targets: {},
+        }),
+        completionCallbackToken: CALLBACK_TOKEN,
+        dispatchTimeoutSec: 5,
+        maxWaitAfterIdleSec: 600,
+      },
+    });
+    try {
+      await t.store.transaction(async (tx) => {
+        await insertProject(tx, { project_id: 'off-one', project_name: 'Off', project_dir: 'off-one' });
+        await insertQueueItem(tx, { project_id: 'off-one', project_name: 'Off', machine_target: 'solo' });
+      });
+      const send = async (payload: Record<string, unknown>) => {
+        const response = await t.app.inject({ method: 'POST', url: '/control/dispatch-next', headers: t.auth, payload });
+        return { status: response.statusCode, body: response.json() as Record<string, any> };
+      };
+      const live = await send({ dry_run: false, requested_by: 'dispatch-test' });
+      expect(live.status).toBe(501);
+      expect(live.body.detail).toMatch(/live_dispatch_enabled/);
+      expect(startRun).not.toHaveBeenCalled();
+      const runsRows = await t.store.query<{ n: number }>('SELECT count(*)::int AS n FROM runs');
+      expect(runsRows.rows[0]!.n).toBe(0);
+      expect((await t.store.query<{ status: string }>(`SELECT status FROM queue_items WHERE project_id = 'off-one'`)).rows[0]!.status).toBe('queued');
+
+      // A dry run still answers, and says live dispatch is off.
+      const dry = await send({ dry_run: true, requested_by: 'dispatch-test' });
+      expect(dry.status).toBe(200);
+      expect(dry.body).toMatchObject({ action: 'dry_run_dispatch', live_dispatch_enabled: false, candidate: { project_id: 'off-one' } });
+      expect(dry.body.reason).toMatch(/disabled/);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('live dispatch', () => {
+  it('lets exactly one of 20 concurrent calls dispatch the one eligible item', { timeout: 90_000 }, async () => {
+    await seed('conc-one', 'conc', { scenario: 'question' });
+    const answers = await Promise.all(Array.from({ length: 20 }, () => dispatchNext({ dry_run: false })));
+    for (const answer of answers) rememberAgent(answer.body);
+
+    expect(answers.filter((answer) => answer.status >= 500)).toEqual([]);
+    expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
+    const winners = answers.filter((answer) => answer.body.action === 'live_dispatch');
+    expect(winners).toHaveLength(1);
+    const losers = answers.filter((answer) => answer.body.action !== 'live_dispatch');
+    expect(losers.map((answer) => answer.body.action)).toEqual(Array(19).fill('dispatch_blocked'));
+    for (const loser of losers) expect(loser.body.reason).toMatch(/claim lost/);
+
+    const runId = winners[0]!.body.run_id as string;
+    const runs = await store.query<{ run_id: string }>(`SELECT run_id FROM runs WHERE project_id = 'conc-one'`);
+    expect(runs.rows.map((row) => row.run_id)).toEqual([runId]);
+    const claims = await count(`SELECT 1 FROM audit_events WHERE event_type = 'run.claimed' AND payload->>'project_id' = 'conc-one'`);
+    expect(claims).toBe(1);
+    expect(await dispatchCount(gateFixture, runId)).toBe(1);
+    const item = await queueItem('conc-one');
+    expect(item.current_run_id).toBe(runId);
+    expect(['awaiting_wake', 'running', 'needs_review']).toContain(item.status);
+  });
+
+  it('runs items on two lanes at once and skips an item whose lane is busy', { timeout: 90_000 }, async () => {
+    await seed('two-a', 'laneA', { scenario: 'slow', work_sec: 120, priority: 10 });
+    await seed('two-b', 'laneB', { scenario: 'slow', work_sec: 120, priority: 20 });
+
+    const runA = await liveDispatch('two-a');
+    const runB = await liveDispatch('two-b');
+    expect(runA).not.toBe(runB);
+
+    const [a, b] = [await queueItem('two-a'), await queueItem('two-b')];
+    expect(ACTIVE).toContain(a.status);
+    expect(ACTIVE).toContain(b.status);
+    expect([a.lane, b.lane]).toEqual(['laneA', 'laneB']);
+    expect((await runRow(runA))!.lane).toBe('laneA');
+    expect((await runRow(runB))!.lane).toBe('laneB');
+
+    // laneA is busy: its next item is skipped however high its priority; an item on an idle lane is picked.
+    await seed('two-a2', 'laneA', { priority: 1 });
+    const dryBusy = await dryRun();
+    expect(dryBusy.body).toMatchObject({ action: 'noop' });
+    await seed('two-c', 'laneC', { priority: 90 });
+    const dryOther = await dryRun();
+    expect(dryOther.body).toMatchObject({
+      action: 'dry_run_dispatch',
+      candidate: { project_id: 'two-c' },
+      dispatch_route: { machine_target: 'laneC', worker_role: 'cpu_worker' },
+      active_count: await activeItemCount(),
+    });
+    expect(dryOther.body.active_count).toBeGreaterThanOrEqual(2);
+
+    // Once laneA is free again its item comes first.
+    for (const runId of [runA, runB]) {
+      const canceled = await api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'dispatch-test' });
+      expect(canceled.body).toMatchObject({ ok: true, canceled: true });
+      const group = (await runRow(runId))!.dispatch_result?.process_group_id as number | undefined;
+      if (typeof group === 'number') killGroup(group);
+    }
+    expect((await dryRun()).body).toMatchObject({ action: 'dry_run_dispatch', candidate: { project_id: 'two-a2' }, dispatch_route: { machine_target: 'laneA' } });
+  });
+
+  it('picks by dispatch_priority, selection_rank, updated_at, project_id and skips flagged rows', async () => {
+    await seed('order-flagged', 'order', { priority: 1, flagged: true });
+    await seed('order-tie-b', 'order', { priority: 20, rank: 30 });
+    await seed('order-tie-a', 'order', { priority: 20, rank: 30 });
+    await seed('order-new', 'order', { priority: 20, rank: 20 });
+    await seed('order-old', 'order', { priority: 20, rank: 20 });
+    await seed('order-rank', 'order', { priority: 20, rank: 10 });
+    await seed('order-prio', 'order', { priority: 10, rank: 90 });
+    // updated_at decides before project_id ("order-new" sorts first by name but was touched last); ties fall to the name.
+    await store.query(`UPDATE queue_items SET updated_at = '2030-01-01T00:00:00Z' WHERE project_id IN ('order-tie-a', 'order-tie-b')`);
+    await store.query(`UPDATE queue_items SET updated_at = '2030-01-01T00:00:02Z' WHERE project_id = 'order-new'`);
+    await store.query(`UPDATE queue_items SET updated_at = '2030-01-01T00:00:01Z' WHERE project_id = 'order-old'`);
+
+    const picked: string[] = [];
+    for (;;) {
+      const dry = await dryRun();
+      expect(dry.status).toBe(200);
+      if (dry.body.action === 'noop') break;
+      expect(dry.body.action).toBe('dry_run_dispatch');
+      const projectId = dry.body.candidate.project_id as string;
+      picked.push(projectId);
+      if (picked.length > 10) break;
+      const parked = await api('POST', '/control/queue/mark-paused', { project_id: projectId, reason: 'next', updated_by: 'dispatch-test' });
+      expect(parked.status).toBe(200);
+    }
+    expect(picked).toEqual(['order-prio', 'order-rank', 'order-old', 'order-new', 'order-tie-a', 'order-tie-b']);
+    expect((await queueItem('order-flagged')).status).toBe('queued');
+  });
+
+  it('blocks on a worker that is down and releases the claim', { timeout: 60_000 }, async () => {
+    await seed('down-one', 'down');
+    const live = await dispatchNext({ dry_run: false });
+    expect(live.status).toBe(200);
+    expect(live.body).toMatchObject({
+      ok: false,
+      action: 'dispatch_blocked',
+      candidate: { project_id: 'down-one' },
+      dispatch_route: { machine_target: 'down', wake_gate_url: downUrl, worker_role: 'cpu_worker', token_configured: true },
+      preflight: { ok: false, target: 'down' },
+    });
+    expect(live.body.preflight.summary).toMatch(/wake_gate_healthz/);
+    expect(live.body.preflight.checks).toContainEqual(expect.objectContaining({ name: 'wake_gate_healthz', ok: false }));
+
+    const item = await queueItem('down-one');
+    expect(item).toMatchObject({ status: 'queued', dispatch_failures: 1 });
+    expect(item.last_error).toMatch(/preflight failed/);
+    expect(await count(`SELECT 1 FROM queue_items WHERE lane = 'down' AND status = ANY($1::text[])`, [ACTIVE])).toBe(0);
+    const runId = live.body.run_id as string;
+    expect(runId).toMatch(/^down-one-\d{8}T\d{6}Z$/);
+    expect((await runRow(runId))!.state).toBe('dispatch_error');
+    const observation = await store.query<{ ok: boolean; target: string }>('SELECT ok, target FROM worker_observations WHERE run_id = $1', [runId]);
+    expect(observation.rows).toEqual([{ ok: false, target: 'down' }]);
+  });
+
+  it('answers 502 for a failed dispatch, gives up after the third failure in a row, and requeue starts over', { timeout: 120_000 }, async () => {
+    await seed('fail-one', 'fail', { scenario: 'bad-json' });
+    const runIds: string[] = [];
+    for (const attempt of [1, 2, 3]) {
+      const live = await dispatchNext({ dry_run: false });
+      expect(live.status, JSON.stringify(live.body)).toBe(502);
+      const queueStatus = attempt < 3 ? 'queued' : 'dispatch_error';
+      expect(live.body.detail).toMatchObject({ stage: 'dispatch', status: 502, queue_status: queueStatus });
+      expect(typeof live.body.detail.message).toBe('string');
+      const runId = live.body.detail.run_id as string;
+      expect(runId).toMatch(/^fail-one-\d{8}T\d{6}Z$/);
+      expect(live.body.detail.workflow_id).toBe(`run:${runId}`);
+      runIds.push(runId);
+      expect((await runRow(runId))!.state).toBe('dispatch_error');
+      expect(await dispatchCount(gateFixture, runId)).toBe(1);
+      const item = await queueItem('fail-one');
+      expect(item).toMatchObject({ status: queueStatus, dispatch_failures: attempt, current_run_id: runId });
+      expect(item.last_error).toMatch(/dispatch failed/);
+    }
+    expect(new Set(runIds).size).toBe(3);
+    expect((await dryRun()).body).toMatchObject({ action: 'noop' });
+
+    const requeued = await api('POST', '/control/queue/requeue', { project_id: 'fail-one', requested_by: 'dispatch-test' });
+    expect(requeued.status).toBe(200);
+    expect(requeued.body.queue_item).toMatchObject({ status: 'queued', dispatch_failures: 0 });
+    expect(await queueItem('fail-one')).toMatchObject({ status: 'queued', dispatch_failures: 0 });
+    expect((await dryRun()).body).toMatchObject({ action: 'dry_run_dispatch', candidate: { project_id: 'fail-one' } });
+  });
+
+  it('cancels a running run once, answers already_finished after, and ignores later callbacks', { timeout: 90_000 }, async () => {
+    await seed('cancel-one', 'cancel', { scenario: 'slow', work_sec: 120 });
+    const runId = await liveDispatch('cancel-one');
+
+    const canceled = await api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'dispatch-test', reason: 'test cancel' });
+    expect(canceled.status).toBe(200);
+    expect(canceled.body).toMatchObject({ ok: true, already_finished: false, canceled: true, run_id: runId, workflow_id: `run:${runId}`, state: 'canceled', queue_status: 'canceled' });
+    expect((await runRow(runId))!.state).toBe('canceled');
+    expect((await queueItem('cancel-one')).status).toBe('canceled');
+    const events = await store.query<{ event_type: string; n: number }>(
+      `SELECT event_type, count(*)::int AS n FROM audit_events WHERE entity_id = $1 AND event_type IN ('run.cancel_requested', 'run.canceled') GROUP BY event_type ORDER BY event_type`,
+      [runId],
+    );
+    expect(events.rows).toEqual([
+      { event_type: 'run.cancel_requested', n: 1 },
+      { event_type: 'run.canceled', n: 1 },
+    ]);
+
+    const again = await api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'dispatch-test' });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ ok: true, already_finished: true, state: 'canceled' });
+    expect(await count(`SELECT 1 FROM audit_events WHERE entity_id = $1 AND event_type IN ('run.cancel_requested', 'run.canceled')`, [runId])).toBe(2);
+
+    const unknown = await api('POST', '/control/api/runs/cancel-one-20300101T000000Z/cancel', { requested_by: 'dispatch-test' });
+    expect(unknown.status).toBe(404);
+    expect(typeof unknown.body.detail).toBe('string');
+
+    const transitions = await count('SELECT 1 FROM run_transitions WHERE run_id = $1', [runId]);
+    const late = await api('POST', '/control/api/worker-callback', callbackBody(runId, 'cancel-one', 'wake_ready', `${runId}:wake_ready:late`), CALLBACK_TOKEN);
+    expect(late.status).toBe(200);
+    expect(late.body).toMatchObject({ ok: true, ignored: true, run_id: runId });
+    expect(late.body.ignore_reason).toMatch(/finished/);
+    const stored = await store.query('SELECT ignored FROM worker_callbacks WHERE idempotency_key = $1', [`${runId}:wake_ready:late`]);
+    expect(stored.rows).toEqual([{ ignored: true }]);
+    expect(await count('SELECT 1 FROM run_transitions WHERE run_id = $1', [runId])).toBe(transitions);
+    expect((await runRow(runId))!.state).toBe('canceled');
+    expect((await queueItem('cancel-one')).status).toBe('canceled');
+
+    // The gate has no cancel: stop the agent it started.
+    const group = (await runRow(runId))!.dispatch_result?.process_group_id as number | undefined;
+    if (typeof group === 'number') killGroup(group);
+  });
+
+  it('moves an agent question to needs_review with the review flag set', { timeout: 60_000 }, async () => {
+    await seed('question-one', 'question', { scenario: 'question' });
+    const runId = await liveDispatch('question-one');
+    await waitUntil('the item to need review', async () => ((await queueItem('question-one')).status === 'needs_review' ? true : undefined), 30_000, 300);
+    const item = await queueItem('question-one');
+    expect(item).toMatchObject({ status: 'needs_review', manual_review_required: true, current_run_id: runId, last_run_state: 'question_pending' });
+    const run = (await runRow(runId))!;
+    expect(run.state).toBe('question_pending');
+    expect(run.question).toBe('Which dataset split should the final evaluation use?');
+    // Flagged: never picked again until an operator requeues it.
+    expect((await dryRun()).body).toMatchObject({ action: 'noop' });
+  });
+});

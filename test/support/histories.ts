@@ -1,0 +1,49 @@
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { inject } from 'vitest';
+import { loadWorkflowBundle } from '../../bin/runtime/workflow-bundle.ts';
+
+/**
+ * Workflow histories for replay tests. Histories captured from real runs are replayed against the current workflow
+ * code: a change that would break runs already in flight fails with a non-determinism error. Set
+ * RCP_SAVE_HISTORIES_DIR=test/fixtures/histories when running the end-to-end tests to refresh the stored ones.
+ * They are stored as binary protobuf: the SDK's JSON conversion trips over the two protobufjs copies npm installs.
+ */
+
+type History = temporal.api.history.v1.IHistory;
+const { History } = temporal.api.history.v1;
+export const HISTORY_FIXTURES = fileURLToPath(new URL('../fixtures/histories', import.meta.url));
+const EXTENSION = '.binpb';
+
+export async function fetchRunHistory(workflowId: string): Promise<History> {
+  const connection = await Connection.connect({ address: inject('temporalAddress') });
+  try {
+    return await new Client({ connection }).workflow.getHandle(workflowId).fetchHistory();
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Replays one history against the current workflow bundle; throws on non-determinism. */
+export async function replayHistory(history: History, workflowId: string): Promise<void> {
+  await Worker.runReplayHistory({ workflowBundle: await loadWorkflowBundle() }, history, workflowId);
+}
+
+/** Keeps a captured history as a fixture when RCP_SAVE_HISTORIES_DIR is set. */
+export function maybeSaveHistory(name: string, history: History): void {
+  const dir = process.env.RCP_SAVE_HISTORIES_DIR;
+  if (!dir) return;
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${name}${EXTENSION}`), History.encode(history).finish());
+}
+
+export function storedHistories(): { name: string; history: History }[] {
+  return readdirSync(HISTORY_FIXTURES)
+    .filter((file) => file.endsWith(EXTENSION))
+    .sort()
+    .map((file) => ({ name: file.slice(0, -EXTENSION.length), history: History.decode(readFileSync(join(HISTORY_FIXTURES, file))) }));
+}
