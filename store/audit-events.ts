@@ -35,13 +35,14 @@ export interface AuditEventFilters {
   payload?: Record<string, unknown>;
 }
 
-const COLUMNS = 'id, entity_type, entity_id, event_type, payload, idempotency_key, actor, request_id, created_at';
+export const AUDIT_EVENT_COLUMNS = 'id, entity_type, entity_id, event_type, payload, idempotency_key, actor, request_id, created_at';
+const COLUMNS = AUDIT_EVENT_COLUMNS;
 
 interface AuditEventRow extends Omit<AuditEvent, 'created_at'> {
   created_at: Date | string;
 }
 
-const toEvent = (row: AuditEventRow): AuditEvent => ({
+export const toAuditEvent = (row: AuditEventRow): AuditEvent => ({
   ...row,
   id: Number(row.id),
   created_at: new Date(row.created_at).toISOString(),
@@ -68,12 +69,12 @@ export async function appendAuditEvent(tx: Queryable, input: AuditEventInput): P
      RETURNING ${COLUMNS}`,
     params,
   );
-  if (inserted.rows[0]) return toEvent(inserted.rows[0]);
+  if (inserted.rows[0]) return toAuditEvent(inserted.rows[0]);
   const existing = await tx.query<AuditEventRow>(
     `SELECT ${COLUMNS} FROM audit_events WHERE event_type = $1 AND idempotency_key = $2`,
     [input.event_type, input.idempotency_key],
   );
-  return toEvent(existing.rows[0]!);
+  return toAuditEvent(existing.rows[0]!);
 }
 
 function whereClause(filters: AuditEventFilters, params: unknown[]): string {
@@ -116,7 +117,7 @@ export async function listAuditEventsPage(
     params,
   );
   const total = Number(result.rows[0]?.total ?? 0);
-  const items = result.rows.filter((row) => row.id !== null).map(({ total: _total, ...row }) => toEvent(row));
+  const items = result.rows.filter((row) => row.id !== null).map(({ total: _total, ...row }) => toAuditEvent(row));
   return { items, total };
 }
 
@@ -136,5 +137,5 @@ export async function listAuditEventsBefore(
     `SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY id DESC LIMIT ${page.limit}`,
     params,
   );
-  return rows.rows.map(toEvent);
+  return rows.rows.map(toAuditEvent);
 }

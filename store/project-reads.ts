@@ -1,8 +1,8 @@
 import type { QueueStatus } from '../domain/queue-status.ts';
-import type { RunState } from '../domain/run-state.ts';
-import type { AuditEvent } from './audit-events.ts';
+import { AUDIT_EVENT_COLUMNS, toAuditEvent, type AuditEvent } from './audit-events.ts';
 import { lineageOf, type LineageRow } from './research-ledgers.ts';
 import { getProject, getQueueItem, type ProjectRow, type QueueItemRow } from './runtime-ledgers.ts';
+import { RUN_COLUMNS, toRun, type RunRow } from './runs.ts';
 import type { Queryable } from './store.ts';
 import { listWorkerObservations, type WorkerObservation } from './worker-observations.ts';
 
@@ -13,7 +13,6 @@ import { listWorkerObservations, type WorkerObservation } from './worker-observa
 
 type RawRow = Record<string, unknown>;
 const iso = (value: unknown): string => new Date(value as Date | string).toISOString();
-const isoOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : iso(value));
 
 /** How many cached worker observations the detail shows. */
 export const PROJECT_OBSERVATION_LIMIT = 20;
@@ -30,33 +29,9 @@ export interface AppliedTransition {
 }
 
 /** Every column of `runs`, plus the transitions applied to the run in the order they were applied. */
-export interface ProjectRun {
-  run_id: string;
-  project_id: string;
-  workflow_id: string;
-  state: RunState;
-  lane: string;
-  wake_gate_url: string;
-  workload_class: string;
-  requested_by: string;
-  session_id: string | null;
-  question: string | null;
-  decision: string | null;
-  decision_summary: string | null;
-  evidence: Record<string, unknown> | null;
-  prepare_result: Record<string, unknown> | null;
-  dispatch_result: Record<string, unknown> | null;
-  last_error: string | null;
-  finished_at: string | null;
-  created_at: string;
-  updated_at: string;
+export interface ProjectRun extends RunRow {
   transitions: AppliedTransition[];
 }
-
-const RUN_COLUMNS =
-  'r.run_id, r.project_id, r.workflow_id, r.state, r.lane, r.wake_gate_url, r.workload_class, r.requested_by, ' +
-  'r.session_id, r.question, r.decision, r.decision_summary, r.evidence, r.prepare_result, r.dispatch_result, ' +
-  'r.last_error, r.finished_at, r.created_at, r.updated_at';
 
 const toTransition = (raw: RawRow): AppliedTransition => ({
   transition: raw.transition as string,
@@ -68,10 +43,7 @@ const toTransition = (raw: RawRow): AppliedTransition => ({
 });
 
 const toProjectRun = (row: RawRow): ProjectRun => ({
-  ...(row as unknown as ProjectRun),
-  finished_at: isoOrNull(row.finished_at),
-  created_at: iso(row.created_at),
-  updated_at: iso(row.updated_at),
+  ...toRun(row),
   transitions: (row.transitions as RawRow[]).map(toTransition),
 });
 
@@ -98,14 +70,6 @@ export async function listProjectRuns(q: Queryable, projectId: string): Promise<
 // ---------------------------------------------------------------------------------------------------------------
 // Events
 
-const EVENT_COLUMNS = 'id, entity_type, entity_id, event_type, payload, idempotency_key, actor, request_id, created_at';
-
-const toAuditEvent = (row: RawRow): AuditEvent => ({
-  ...(row as unknown as AuditEvent),
-  id: Number(row.id),
-  created_at: iso(row.created_at),
-});
-
 /** The newest `limit` audit events about any of `entityIds`, newest first (served by audit_events_entity_id). */
 export async function listEventsForEntities(
   q: Queryable,
@@ -113,8 +77,8 @@ export async function listEventsForEntities(
   limit: number,
 ): Promise<AuditEvent[]> {
   if (entityIds.length === 0) return [];
-  const result = await q.query<RawRow>(
-    `SELECT ${EVENT_COLUMNS} FROM audit_events WHERE entity_id = ANY($1::text[]) ORDER BY id DESC LIMIT $2`,
+  const result = await q.query<Parameters<typeof toAuditEvent>[0]>(
+    `SELECT ${AUDIT_EVENT_COLUMNS} FROM audit_events WHERE entity_id = ANY($1::text[]) ORDER BY id DESC LIMIT $2`,
     [entityIds, limit],
   );
   return result.rows.map(toAuditEvent);

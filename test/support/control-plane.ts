@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -6,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { freePort } from '../../bin/runtime/temporal-dev-server.ts';
-import { CALLBACK_TOKEN, CONTROL_TOKEN, GATE_TOKEN, waitUntil } from './gate.ts';
+import { CALLBACK_TOKEN, CONTROL_TOKEN, GATE_TOKEN, startServiceProcess, type ServiceProcess } from './gate.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -69,41 +68,11 @@ export async function writeControlPlaneConfig(
   return { ...reserved, configPath };
 }
 
-export interface ControlPlaneProcess {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-  kill(signal: NodeJS.Signals): Promise<void>;
-}
+export type ControlPlaneProcess = ServiceProcess;
 
-export async function startControlPlaneProcess(fixture: ControlPlaneFixture): Promise<ControlPlaneProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/control-plane.ts'], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, SVC_CONFIG: fixture.configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await waitUntil(
-    'the control plane to answer /healthz',
-    async () => {
-      if (child.exitCode !== null) throw new Error(`the control plane exited early:\n${output}`);
-      const response = await fetch(`${fixture.url}/healthz`).catch(() => undefined);
-      return response?.status === 200 ? true : undefined;
-    },
-    90_000,
-  );
-  return {
-    child,
-    output: () => output,
-    exited,
-    async kill(signal) {
-      if (child.exitCode === null) child.kill(signal);
-      await exited;
-    },
-  };
+export function startControlPlaneProcess(fixture: ControlPlaneFixture): Promise<ControlPlaneProcess> {
+  // TEMPORAL_ADDRESS from the environment would override the config's dev server address.
+  return startServiceProcess('control plane', { configPath: fixture.configPath, url: fixture.url, env: { TEMPORAL_ADDRESS: '' }, readyTimeoutMs: 90_000 });
 }
 
 /** JSON calls to the control API with the control token (or another bearer). */

@@ -140,25 +140,22 @@ export async function dispatchCount(fixture: GateFixture, runId: string): Promis
   return text.split('\n').filter((line) => line.includes(`"${runId}"`)).length;
 }
 
-export interface GateProcess {
+export interface ServiceProcess {
   child: ChildProcess;
   output: () => string;
   exited: Promise<number | null>;
   kill(signal: NodeJS.Signals): Promise<void>;
 }
+export type GateProcess = ServiceProcess;
 
-/** The real entry point (`npm start`'s command) serving the worker gate role; resolves once /healthz answers 200. */
-export async function startGateProcess(fixture: GateFixture, env: Record<string, string> = {}): Promise<GateProcess> {
+/** Runs the real entry point (`npm start`'s command) on a config file; resolves once `<url>/healthz` answers 200. */
+export async function startServiceProcess(
+  what: string,
+  options: { configPath: string; url: string; env?: Record<string, string>; readyTimeoutMs?: number },
+): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bin/control-plane.ts'], {
     cwd: REPO_ROOT,
-    env: {
-      ...process.env,
-      SVC_CONFIG: fixture.configPath,
-      SVC_CONTROL_PLANE_CONFIG: '',
-      LOG_LEVEL: 'info',
-      FAKE_AGENT_COUNTER_FILE: fixture.counterFile,
-      ...env,
-    },
+    env: { ...process.env, SVC_CONFIG: options.configPath, SVC_CONTROL_PLANE_CONFIG: '', LOG_LEVEL: 'info', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -166,13 +163,13 @@ export async function startGateProcess(fixture: GateFixture, env: Record<string,
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await waitUntil(
-    'the gate to answer /healthz',
+    `the ${what} to answer /healthz`,
     async () => {
-      if (child.exitCode !== null) throw new Error(`the gate exited early:\n${output}`);
-      const response = await fetch(`${fixture.url}/healthz`).catch(() => undefined);
+      if (child.exitCode !== null) throw new Error(`the ${what} exited early:\n${output}`);
+      const response = await fetch(`${options.url}/healthz`).catch(() => undefined);
       return response?.status === 200 ? true : undefined;
     },
-    60_000,
+    options.readyTimeoutMs ?? 60_000,
   );
   return {
     child,
@@ -183,6 +180,15 @@ export async function startGateProcess(fixture: GateFixture, env: Record<string,
       await exited;
     },
   };
+}
+
+/** A worker-gate-only process on the fixture's config; its dispatch script counts invocations in the counter file. */
+export function startGateProcess(fixture: GateFixture, env: Record<string, string> = {}): Promise<GateProcess> {
+  return startServiceProcess('gate', {
+    configPath: fixture.configPath,
+    url: fixture.url,
+    env: { FAKE_AGENT_COUNTER_FILE: fixture.counterFile, ...env },
+  });
 }
 
 function dispatchBody(runId: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
