@@ -8,7 +8,7 @@
  * One Temporal dev server (headless) and one fresh Postgres database (dropped at the end); the control plane runs in
  * this process (startControlPlane), as `npm start` runs it.
  *   npm run bench:dispatch
- * Knobs (environment): BENCH_QUEUED_ROWS=100000 BENCH_DRY_RUNS=2000 BENCH_DRY_RUNS_BUSY=300 BENCH_LIVE_RUNS=100
+ * Knobs (environment): BENCH_QUEUED_ROWS=100000 BENCH_DRY_RUNS=2000 BENCH_DRY_RUNS_BUSY=300 BENCH_LIVE_RUNS=60
  *   BENCH_FULL_RUNS=200 BENCH_LANES=20 BENCH_CALLERS=20 BENCH_LOG_LEVEL=error
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -34,7 +34,7 @@ import { goSignal, readyQuery, type bareSignalWorkflow, type bareWorkflow } from
 const QUEUED_ROWS = Number(process.env.BENCH_QUEUED_ROWS ?? 100_000);
 const DRY_RUNS = Number(process.env.BENCH_DRY_RUNS ?? 2000);
 const DRY_RUNS_BUSY = Number(process.env.BENCH_DRY_RUNS_BUSY ?? 300);
-const LIVE_RUNS = Number(process.env.BENCH_LIVE_RUNS ?? 100);
+const LIVE_RUNS = Number(process.env.BENCH_LIVE_RUNS ?? 60);
 const FULL_RUNS = Number(process.env.BENCH_FULL_RUNS ?? 200);
 const LANES = Number(process.env.BENCH_LANES ?? 20);
 const CALLERS = Number(process.env.BENCH_CALLERS ?? 20);
@@ -145,19 +145,23 @@ function controlApi(baseUrl: string) {
   };
 }
 
-/** Projects and their queue rows in two statements; item i goes to lane i % LANES and sorts before item i + 1. */
+/**
+ * Projects and their queue rows in two statements. In order (the runs of (b) and (c)), item i goes to lane i % LANES
+ * and sorts before item i + 1. Spread (the long queue of (a)): priorities 0-99 and ranks 0-999 scattered over the
+ * rows, each priority on every lane, as a long real queue has them.
+ */
 async function seedItems(store: Store, prefix: string, count: number, options: { spreadPriorities: boolean }): Promise<void> {
+  const lane = options.spreadPriorities ? `'lane-' || lpad(((n / 100) % $3)::text, 2, '0')` : `'lane-' || lpad((n % $3)::text, 2, '0')`;
+  const order = options.spreadPriorities ? 'n % 100, (n * 7919) % 1000' : '10, n';
   await store.query(
     `INSERT INTO projects (project_id, project_name, project_dir, workload_class, machine_target)
-     SELECT $1 || lpad(n::text, 6, '0'), 'Bench project ' || n, 'bench/' || $1 || n, 'unknown', 'lane-' || lpad((n % $3)::text, 2, '0')
+     SELECT $1 || lpad(n::text, 6, '0'), 'Bench project ' || n, 'bench/' || $1 || n, 'unknown', ${lane}
        FROM generate_series(0, $2::int - 1) AS n`,
     [prefix, count, LANES],
   );
-  // Spread: priorities 0-99 and ranks 0-999 scattered over the rows, as a long real queue has them.
-  const order = options.spreadPriorities ? '(n * 37) % 100, (n * 7919) % 1000' : '10, n';
   await store.query(
     `INSERT INTO queue_items (project_id, project_name, dispatch_priority, selection_rank, machine_target, workload_class)
-     SELECT $1 || lpad(n::text, 6, '0'), 'Bench project ' || n, ${order}, 'lane-' || lpad((n % $3)::text, 2, '0'), 'unknown'
+     SELECT $1 || lpad(n::text, 6, '0'), 'Bench project ' || n, ${order}, ${lane}, 'unknown'
        FROM generate_series(0, $2::int - 1) AS n`,
     [prefix, count, LANES],
   );
@@ -195,10 +199,11 @@ async function benchDryRun(store: Store, api: ReturnType<typeof controlApi>, con
           AND NOT EXISTS (SELECT 1 FROM queue_items active WHERE active.lane = queue_items.machine_target AND active.status = 'running')`,
       [busy],
     );
-    const iterations = busyLanes === 0 ? DRY_RUNS : DRY_RUNS_BUSY;
+    // The noop case scans the whole queue (~0.1 s a call), so it gets fewer calls to keep the bench short.
+    const iterations = busyLanes === 0 ? DRY_RUNS : busyLanes === LANES ? Math.min(150, DRY_RUNS_BUSY) : DRY_RUNS_BUSY;
     const expected = busyLanes < LANES ? 'dry_run_dispatch' : 'noop';
     const call = () => api('/control/dispatch-next', { dry_run: true, requested_by: 'bench', force_preflight: false });
-    for (let i = 0; i < 50; i++) await call();
+    for (let i = 0; i < (busyLanes === LANES ? 10 : 50); i++) await call();
     const samples: number[] = [];
     for (let i = 0; i < iterations; i++) {
       const started = performance.now();
@@ -210,7 +215,7 @@ async function benchDryRun(store: Store, api: ReturnType<typeof controlApi>, con
     }
     // The candidate query alone, without HTTP, flags and the active count.
     const sqlSamples: number[] = [];
-    for (let i = 0; i < Math.min(200, iterations); i++) {
+    for (let i = 0; i < Math.min(busyLanes === LANES ? 50 : 200, iterations); i++) {
       const started = performance.now();
       await nextDispatchCandidate(store, routing);
       sqlSamples.push(performance.now() - started);
