@@ -71,23 +71,25 @@ export function resolveLane(item: LaneInput, routing: WorkerRouting): LaneResolu
   return { ok: true, target };
 }
 
-/**
- * The lane of every item as one SQL expression over queue_items columns, so the database can pick the first
- * eligible row among many without reading them all. Parameters are appended to `params`; unknown targets map to NULL.
- */
-export function laneSqlExpression(routing: WorkerRouting, params: unknown[]): string {
-  const bind = (value: unknown) => {
-    params.push(value);
-    return `$${params.length}`;
+/** Which queue items a lane takes, by the routing rule of resolveLane, in a form a query can use. */
+export interface LaneSelector {
+  lane: string;
+  /** Items whose own machine_target is this lane. */
+  machineTarget: string;
+  /** Items without a machine_target whose workload class maps to this lane. */
+  workloadClasses: WorkloadClass[];
+  /** Items without a machine_target whose class maps nowhere (true for the default lane): these classes are excluded. */
+  unmappedExcept: WorkloadClass[] | null;
+}
+
+export function laneSelector(lane: string, routing: WorkerRouting): LaneSelector {
+  const mapped = Object.entries(routing.workloadTargets).filter((entry): entry is [WorkloadClass, string] => typeof entry[1] === 'string');
+  return {
+    lane,
+    machineTarget: lane,
+    workloadClasses: mapped.filter(([, target]) => target === lane).map(([workloadClass]) => workloadClass),
+    unmappedExcept: lane === routing.defaultTarget ? mapped.map(([workloadClass]) => workloadClass) : null,
   };
-  const known = bind([...routing.targets.keys()]);
-  const mapped = Object.entries(routing.workloadTargets)
-    .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
-    .map(([workloadClass, name]) => `WHEN ${bind(workloadClass)} THEN ${bind(name)}::text`);
-  const byClass = mapped.length > 0 ? `CASE workload_class ${mapped.join(' ')} END` : 'NULL::text';
-  const fallback = routing.defaultTarget === null ? 'NULL::text' : `${bind(routing.defaultTarget)}::text`;
-  const name = `COALESCE(machine_target, ${byClass}, ${fallback})`;
-  return `(CASE WHEN ${name} = ANY(${known}::text[]) THEN ${name} END)`;
 }
 
 /** What dispatch-next shows about where an item would go (decisions §4 dispatch_route); never the token itself. */

@@ -1,23 +1,48 @@
-import { laneSqlExpression, type WorkerRouting } from '../domain/lanes.ts';
+import { laneSelector, type LaneSelector, type WorkerRouting } from '../domain/lanes.ts';
 import { ACTIVE_QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { QUEUE_ITEM_COLUMNS, toQueueItem, type QueueItemRow } from './runtime-ledgers.ts';
 import type { Queryable } from './store.ts';
 
 /**
  * The next item to dispatch (decisions §3): queued, not flagged, routed to a configured worker target whose lane is
- * idle, first in dispatch order. One indexed query however long the queue is.
+ * idle, first in dispatch order. The busy lanes come from the one-active-row-per-lane index; then each idle lane's
+ * first item is read from a partial index (one short index read per routing rule), so the answer does not depend on
+ * how long the queue is or how much of it waits for busy lanes.
  */
+
+const ELIGIBLE = `status = 'queued' AND NOT manual_review_required`;
+const DISPATCH_ORDER = 'dispatch_priority, selection_rank, updated_at, project_id';
+
+export async function busyLanes(q: Queryable): Promise<Set<string>> {
+  const result = await q.query<{ lane: string }>('SELECT lane FROM queue_items WHERE status = ANY($1::text[]) AND lane IS NOT NULL', [
+    [...ACTIVE_QUEUE_STATUSES],
+  ]);
+  return new Set(result.rows.map((row) => row.lane));
+}
+
+/** One `LIMIT 1` read per routing rule of the lane. */
+function laneBranches(selector: LaneSelector, bind: (value: unknown) => string): string[] {
+  const branch = (condition: string) =>
+    `(SELECT ${QUEUE_ITEM_COLUMNS}, ${bind(selector.lane)}::text AS resolved_lane FROM queue_items
+       WHERE ${ELIGIBLE} AND ${condition} ORDER BY ${DISPATCH_ORDER} LIMIT 1)`;
+  const branches = [branch(`machine_target = ${bind(selector.machineTarget)}`)];
+  for (const workloadClass of selector.workloadClasses) branches.push(branch(`machine_target IS NULL AND workload_class = ${bind(workloadClass)}`));
+  if (selector.unmappedExcept) branches.push(branch(`machine_target IS NULL AND workload_class <> ALL(${bind(selector.unmappedExcept)}::text[])`));
+  return branches;
+}
+
 export async function nextDispatchCandidate(q: Queryable, routing: WorkerRouting): Promise<{ item: QueueItemRow; lane: string } | null> {
-  const params: unknown[] = [[...ACTIVE_QUEUE_STATUSES]];
-  const lane = laneSqlExpression(routing, params);
+  const busy = await busyLanes(q);
+  const idle = [...routing.targets.keys()].filter((lane) => !busy.has(lane));
+  if (idle.length === 0) return null;
+  const params: unknown[] = [];
+  const bind = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const branches = idle.flatMap((lane) => laneBranches(laneSelector(lane, routing), bind));
   const result = await q.query<Record<string, unknown>>(
-    `SELECT ${QUEUE_ITEM_COLUMNS}, ${lane} AS resolved_lane
-       FROM queue_items
-      WHERE status = 'queued' AND NOT manual_review_required
-        AND ${lane} IS NOT NULL
-        AND ${lane} NOT IN (SELECT busy.lane FROM queue_items busy WHERE busy.status = ANY($1::text[]) AND busy.lane IS NOT NULL)
-      ORDER BY dispatch_priority, selection_rank, updated_at, project_id
-      LIMIT 1`,
+    `SELECT * FROM (${branches.join(' UNION ALL ')}) AS candidates ORDER BY ${DISPATCH_ORDER} LIMIT 1`,
     params,
   );
   const row = result.rows[0];

@@ -6,6 +6,7 @@ import {
   condition,
   isCancellation,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -32,12 +33,14 @@ import {
  * their states. Every state change is one idempotent activity, so a replayed or retried step changes nothing twice.
  */
 
-const ledger = proxyActivities<RunActivities>({
+// Ledger writes and the preflight are short and run in the worker's own process: as local activities they cost no
+// round trip through the task queue. Each is idempotent by business key, so a re-run after a crash changes nothing.
+const ledger = proxyLocalActivities<RunActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
-const preflight = proxyActivities<RunActivities>({
+const preflight = proxyLocalActivities<RunActivities>({
   startToCloseTimeout: '60 seconds',
   retry: { maximumAttempts: 3 },
 }).preflightRun;

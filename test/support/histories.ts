@@ -6,6 +6,7 @@ import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { loadWorkflowBundle } from '../../bin/runtime/workflow-bundle.ts';
+import { quietTemporalLogs } from './temporal.ts';
 
 /**
  * Workflow histories for replay tests. Histories captured from real runs are replayed against the current workflow
@@ -30,6 +31,7 @@ export async function fetchRunHistory(workflowId: string): Promise<History> {
 
 /** Replays one history against the current workflow bundle; throws on non-determinism. */
 export async function replayHistory(history: History, workflowId: string): Promise<void> {
+  quietTemporalLogs();
   await Worker.runReplayHistory({ workflowBundle: await loadWorkflowBundle() }, history, workflowId);
 }
 
