@@ -3,9 +3,11 @@ import { z } from 'zod';
 import { isRunFinished, workflowIdForRun } from '../domain/run-state.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { applyRunTransition, getRun } from '../store/runs.ts';
-import { getQueueItem } from '../store/runtime-ledgers.ts';
+import { listEventsForEntities, listProjectRuns } from '../store/project-reads.ts';
+import { getProject, getQueueItem } from '../store/runtime-ledgers.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from './errors.ts';
+import { queryInt } from './validation.ts';
 
 /** Run commands (decisions §4 "Beyond interface.md"). */
 
@@ -17,10 +19,32 @@ const CancelBody = z
   })
   .default({ requested_by: 'operator' });
 
+const RunDetailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
+
 /** How long the call waits for the workflow to record the cancellation before answering 202. */
 const CANCEL_WAIT_MS = 15_000;
 
 export async function runRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  /** One run with its transitions, its project, bounded events and where to see it in Temporal (decisions §4). */
+  app.get('/control/api/v1/runs/:run_id', { schema: { params: RunParams, querystring: RunDetailQuery } }, async (request) => {
+    const { run_id: runId } = request.params as z.output<typeof RunParams>;
+    const query = request.query as z.output<typeof RunDetailQuery>;
+    const run = await getRun(deps.store, runId);
+    if (!run) throw new HttpError(404, `unknown run '${runId}'`);
+    const [runs, project, events] = await Promise.all([
+      listProjectRuns(deps.store, run.project_id),
+      getProject(deps.store, run.project_id),
+      listEventsForEntities(deps.store, [runId], query.event_limit),
+    ]);
+    return {
+      run: runs.find((candidate) => candidate.run_id === runId) ?? { ...run, transitions: [] },
+      project: project ?? null,
+      papers: [],
+      events,
+      temporal: { workflow_id: run.workflow_id, ui_url: deps.runs?.workflowUiUrl(runId) ?? null },
+    };
+  });
+
   const snapshot = async (runId: string) => {
     const run = (await getRun(deps.store, runId))!;
     const item = await getQueueItem(deps.store, run.project_id);

@@ -1,17 +1,20 @@
-import { laneSelector, type LaneSelector, type WorkerRouting } from '../domain/lanes.ts';
+import { laneSelector, resolveLane, type LaneSelector, type WorkerRouting } from '../domain/lanes.ts';
 import { ACTIVE_QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { QUEUE_ITEM_COLUMNS, toQueueItem, type QueueItemRow } from './runtime-ledgers.ts';
 import type { Queryable } from './store.ts';
 
 /**
  * The next item to dispatch (decisions §3): queued, not flagged, routed to a configured worker target whose lane is
- * idle, first in dispatch order. The busy lanes come from the one-active-row-per-lane index; then each idle lane's
- * first item is read from a partial index (one short index read per routing rule), so the answer does not depend on
- * how long the queue is or how much of it waits for busy lanes.
+ * idle, first in dispatch order. The busy lanes come from the one-active-row-per-lane index. Usually one of the first
+ * few eligible items has an idle lane, so those are read first; when they all wait for busy lanes, each idle lane's
+ * first item is read from a partial index (one short index read per routing rule). Either way the answer does not
+ * depend on how long the queue is.
  */
 
 const ELIGIBLE = `status = 'queued' AND NOT manual_review_required`;
 const DISPATCH_ORDER = 'dispatch_priority, selection_rank, updated_at, project_id';
+/** How many items at the head of the queue are checked before asking each idle lane for its own first item. */
+const HEAD_SIZE = 32;
 
 export async function busyLanes(q: Queryable): Promise<Set<string>> {
   const result = await q.query<{ lane: string }>('SELECT lane FROM queue_items WHERE status = ANY($1::text[]) AND lane IS NOT NULL', [
@@ -35,6 +38,17 @@ export async function nextDispatchCandidate(q: Queryable, routing: WorkerRouting
   const busy = await busyLanes(q);
   const idle = [...routing.targets.keys()].filter((lane) => !busy.has(lane));
   if (idle.length === 0) return null;
+
+  const head = await q.query<Record<string, unknown>>(
+    `SELECT ${QUEUE_ITEM_COLUMNS} FROM queue_items WHERE ${ELIGIBLE} ORDER BY ${DISPATCH_ORDER} LIMIT ${HEAD_SIZE}`,
+  );
+  for (const row of head.rows) {
+    const item = toQueueItem(row);
+    const lane = resolveLane(item, routing);
+    if (lane.ok && !busy.has(lane.target.name)) return { item, lane: lane.target.name };
+  }
+  if (head.rows.length < HEAD_SIZE) return null;
+
   const params: unknown[] = [];
   const bind = (value: unknown) => {
     params.push(value);

@@ -128,6 +128,18 @@ describe('a queued item through the whole run path', () => {
     );
     expect(await dispatchCount(gateFixture, runId)).toBe(1);
 
+    const runDetail = (await api('GET', `/control/api/v1/runs/${runId}?event_limit=3`)).body;
+    expect(runDetail).toMatchObject({
+      run: { run_id: runId, state: 'reconciled' },
+      project: { project_id: projectId },
+      papers: [],
+      // This control plane uses a Temporal server it did not start, so it knows no UI address.
+      temporal: { workflow_id: `run:${runId}`, ui_url: null },
+    });
+    expect(runDetail.run.transitions).toHaveLength(7);
+    expect(runDetail.events.map((event: { event_type: string }) => event.event_type)).toEqual(['run.completed', 'run.reconciling', 'run.wake_received']);
+    expect((await api('GET', '/control/api/v1/runs/no-such-run-20260101T000000Z')).status).toBe(404);
+
     // The inconclusive decision is recorded as lineage the planner reads as a known negative/mixed outcome.
     const lineage = await store.query<{ relation: string }>(`SELECT relation FROM research_lineage WHERE from_id = $1 AND to_kind = 'decision'`, [projectId]);
     expect(lineage.rows.map((row) => row.relation)).toEqual(['mixed']);
