@@ -1,7 +1,14 @@
 import { sha256Hex } from '../api/tokens.ts';
 import type { DispatchSettings } from '../api/deps.ts';
 import type { WorkerTarget } from '../domain/lanes.ts';
-import { evaluatePreflight, type GateObservation, type PreflightOptions, type PreflightResult } from '../domain/preflight.ts';
+import {
+  DISPATCH_REQUIRED_CHECKS,
+  evaluatePreflight,
+  PREFLIGHT_DEFAULTS,
+  type GateObservation,
+  type PreflightOptions,
+  type PreflightResult,
+} from '../domain/preflight.ts';
 import { readFlags } from '../store/flags.ts';
 import type { Store } from '../store/store.ts';
 import { insertWorkerObservation } from '../store/worker-observations.ts';
@@ -73,4 +80,24 @@ export async function runWorkerPreflight(deps: PreflightDeps, run: WorkerPreflig
     );
   }
   return result;
+}
+
+/**
+ * The preflight a live dispatch runs (and what status and the dispatch dry run report): non-strict thresholds, and
+ * passing only when the checks the run itself needs pass (DISPATCH_REQUIRED_CHECKS).
+ */
+export function dispatchPreflight(
+  deps: PreflightDeps,
+  target: WorkerTarget,
+  options: { run_id?: string; cache?: boolean } = {},
+): Promise<PreflightResult> {
+  return runWorkerPreflight(deps, {
+    target,
+    require_paused: false,
+    strict: false,
+    max_gpu_pct: PREFLIGHT_DEFAULTS.max_gpu_pct,
+    min_memory_available_mib: target.min_memory_available_mib ?? PREFLIGHT_DEFAULTS.min_memory_available_mib,
+    required: DISPATCH_REQUIRED_CHECKS,
+    ...options,
+  });
 }

@@ -1,14 +1,14 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { DispatchSettings } from '../api/deps.ts';
 import type { WorkerTarget } from '../domain/lanes.ts';
-import { DISPATCH_REQUIRED_CHECKS, PREFLIGHT_DEFAULTS, type PreflightResult } from '../domain/preflight.ts';
+import type { PreflightResult } from '../domain/preflight.ts';
 import { buildRunPrompt, promptFileFor, type RunPromptContract } from '../domain/run-prompt.ts';
 import { getCandidate } from '../store/research-ledgers.ts';
 import { getProject } from '../store/runtime-ledgers.ts';
 import { applyRunTransition, claimQueueItem, getRun, LaneBusyError, type RunRow, type TransitionRequest } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import type { AgentSettings } from '../workflows/messages.ts';
-import { runWorkerPreflight } from './preflight.ts';
+import { dispatchPreflight } from './preflight.ts';
 import { WorkerGateError, workerGateClient } from './worker-gate-client.ts';
 
 /**
@@ -112,15 +112,7 @@ export function createRunActivities(deps: RunActivityDeps) {
 
     async preflightRun(input: { run_id: string; lane: string }): Promise<PreflightResult> {
       const target = targetOf(input.lane);
-      return runWorkerPreflight(deps, {
-        target,
-        require_paused: false,
-        strict: false,
-        max_gpu_pct: PREFLIGHT_DEFAULTS.max_gpu_pct,
-        min_memory_available_mib: target.min_memory_available_mib ?? PREFLIGHT_DEFAULTS.min_memory_available_mib,
-        required: DISPATCH_REQUIRED_CHECKS,
-        run_id: input.run_id,
-      });
+      return dispatchPreflight(deps, target, { run_id: input.run_id });
     },
 
     async prepareRun(input: GateCallInput): Promise<Record<string, unknown>> {

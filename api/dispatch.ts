@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { runWorkerPreflight } from '../activities/preflight.ts';
-import { dispatchRouteOf, type WorkerTarget } from '../domain/lanes.ts';
-import { PREFLIGHT_DEFAULTS, DISPATCH_REQUIRED_CHECKS, type PreflightResult } from '../domain/preflight.ts';
+import { dispatchPreflight } from '../activities/preflight.ts';
+import { dispatchRouteOf } from '../domain/lanes.ts';
 import { runIdFor } from '../domain/run-state.ts';
 import { countActiveItems, nextDispatchCandidate } from '../store/dispatch-candidates.ts';
 import { readFlags } from '../store/flags.ts';
@@ -54,21 +53,6 @@ const candidateView = (item: QueueItemRow) => ({
   updated_at: item.updated_at,
 });
 
-function dispatchPreflight(deps: AppDeps, settings: DispatchSettings, target: WorkerTarget, cache: boolean): Promise<PreflightResult> {
-  return runWorkerPreflight(
-    { store: deps.store, settings },
-    {
-      target,
-      require_paused: false,
-      strict: false,
-      max_gpu_pct: PREFLIGHT_DEFAULTS.max_gpu_pct,
-      min_memory_available_mib: target.min_memory_available_mib ?? PREFLIGHT_DEFAULTS.min_memory_available_mib,
-      required: DISPATCH_REQUIRED_CHECKS,
-      cache,
-    },
-  );
-}
-
 /**
  * run_id has one-second resolution: after an attempt that ended within the same second (a failed dispatch), the next
  * attempt takes the following second. Racing calls within one second still share an id, so only one of them starts.
@@ -112,7 +96,7 @@ export async function dispatchRoutes(app: FastifyInstance, deps: AppDeps): Promi
     const route = dispatchRouteOf(target);
 
     if (body.dry_run) {
-      const preflight = body.force_preflight ? await dispatchPreflight(deps, settings, target, false) : undefined;
+      const preflight = body.force_preflight ? await dispatchPreflight({ store: deps.store, settings }, target, { cache: false }) : undefined;
       const reason = !settings.liveDispatchEnabled
         ? `would dispatch ${candidate.project_id} to ${target.name}, but live dispatch is disabled`
         : preflight && !preflight.ok

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { runWorkerPreflight } from '../activities/preflight.ts';
+import { dispatchPreflight } from '../activities/preflight.ts';
 import { ageSec, assessDispatchSafety, ATTENTION_STATUSES, workerFreshness, type LatestObservation } from '../domain/dispatch-safety.ts';
 import type { WorkerRouting, WorkerTarget } from '../domain/lanes.ts';
-import { PREFLIGHT_DEFAULTS, type PreflightCheck, type PreflightResult } from '../domain/preflight.ts';
+import type { PreflightCheck, PreflightResult } from '../domain/preflight.ts';
 import {
   latestCallbackAt,
   listActiveItems,
@@ -41,18 +41,7 @@ async function refreshWorkers(deps: AppDeps, targets: readonly WorkerTarget[]): 
   const settings = deps.dispatch;
   if (!settings) return [];
   return Promise.all(
-    targets.map((target) =>
-      runWorkerPreflight(
-        { store: deps.store, settings },
-        {
-          target,
-          require_paused: false,
-          strict: false,
-          max_gpu_pct: PREFLIGHT_DEFAULTS.max_gpu_pct,
-          min_memory_available_mib: target.min_memory_available_mib ?? PREFLIGHT_DEFAULTS.min_memory_available_mib,
-        },
-      ),
-    ),
+    targets.map((target) => dispatchPreflight({ store: deps.store, settings }, target)),
   );
 }
 

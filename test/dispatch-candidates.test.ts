@@ -71,7 +71,7 @@ const rowArbitrary = fc.record({
   machine_target: fc.constantFrom(...TARGETS),
   workload_class: fc.constantFrom(...CLASSES),
   dispatch_priority: fc.integer({ min: 1, max: 5 }),
-  manual_review_required: fc.boolean({ weight: 5 }),
+  manual_review_required: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
 });
 
 describe('the next dispatch candidate', () => {

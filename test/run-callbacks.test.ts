@@ -1,28 +1,6 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openStore } from '../store/open-store.ts';
-import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
-import type { Store } from '../store/store.ts';
-import {
-  controlClient,
-  reserveControlPlane,
-  startControlPlaneProcess,
-  writeControlPlaneConfig,
-  type ControlPlaneFixture,
-  type ControlPlaneProcess,
-} from './support/control-plane.ts';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
-import {
-  CALLBACK_TOKEN,
-  CONTROL_TOKEN,
-  GATE_TOKEN,
-  startGateProcess,
-  waitUntil,
-  writeGateConfig,
-  type GateFixture,
-  type GateProcess,
-} from './support/gate.ts';
+import { CALLBACK_TOKEN, CONTROL_TOKEN, GATE_TOKEN, waitUntil } from './support/gate.ts';
+import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
 /**
  * POST /control/api/worker-callback against real runs (decisions §1, §4): a control plane (HTTP + Temporal worker on
@@ -33,103 +11,45 @@ import {
 
 const CALLBACK_PATH = '/control/api/worker-callback';
 
-let database: TestDatabase;
-let store: Store;
-let gateFixture: GateFixture;
-let gate: GateProcess;
-let cpFixture: ControlPlaneFixture;
-let cp: ControlPlaneProcess;
-let api: ReturnType<typeof controlClient>;
-/** Process groups of the agents the gate started. */
-const agentGroups = new Set<number>();
+let stack: RunStack;
+const { queueItem, runRow, count } = ledgerReads(() => stack.store);
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
-  const reserved = await reserveControlPlane();
-  gateFixture = await writeGateConfig({ callbackUrl: reserved.callbackUrl });
-  gate = await startGateProcess(gateFixture);
-  const onGate = { wake_gate_url: gateFixture.url, bearer_token: GATE_TOKEN, role: 'gpu_worker' };
-  cpFixture = await writeControlPlaneConfig(reserved, {
-    databaseUrl: database.url,
-    overrides: { worker_targets: { replay: onGate, stale: onGate, burst: onGate } },
+  stack = await startRunStack({
+    defaultLane: false,
+    controlPlaneOverrides: (gate) => ({ worker_targets: { replay: gateTarget(gate), stale: gateTarget(gate), burst: gateTarget(gate) } }),
   });
-  cp = await startControlPlaneProcess(cpFixture);
-  api = controlClient(cpFixture.url);
-}, 120_000);
+}, RUN_STACK_START_MS);
 
-afterAll(async () => {
-  for (const group of [...agentGroups]) killGroup(group);
-  await cp?.kill('SIGTERM');
-  await gate?.kill('SIGTERM');
-  await store?.close();
-  await database?.drop();
-  for (const dir of [gateFixture?.dir, cpFixture?.dir]) if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => stack?.close());
 
 afterEach(async () => {
-  await store.query(`UPDATE queue_items SET status = 'paused' WHERE status = 'queued'`);
+  await stack.store.query(`UPDATE queue_items SET status = 'paused' WHERE status = 'queued'`);
 });
 
-function killGroup(group: number): void {
-  try {
-    process.kill(-group, 'SIGKILL');
-  } catch {
-    // Already gone.
-  }
-  agentGroups.delete(group);
-}
+const setScenario = (projectId: string, scenario: Record<string, unknown>) => stack.writeScenario(projectId, scenario);
 
-async function setScenario(projectId: string, scenario: Record<string, unknown>): Promise<void> {
-  const dir = join(gateFixture.projectRoot, projectId);
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'scenario.json'), JSON.stringify(scenario));
-}
+const seed = (projectId: string, lane: string, scenario: Record<string, unknown>) => stack.seed(projectId, { projectName: `Callback ${projectId}`, lane, scenario });
 
-async function seed(projectId: string, lane: string, scenario: Record<string, unknown>): Promise<void> {
-  await store.transaction(async (tx) => {
-    await insertProject(tx, { project_id: projectId, project_name: `Callback ${projectId}`, project_dir: projectId, machine_target: lane });
-    await insertQueueItem(tx, { project_id: projectId, project_name: `Callback ${projectId}`, machine_target: lane, workload_class: 'unknown' });
-  });
-  await setScenario(projectId, scenario);
-}
-
-const dispatchLive = () => api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'callback-test' });
+const dispatchLive = () => stack.api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'callback-test' });
 
 /** Dispatches the one queued item; the worker must accept it. */
 async function startRun(projectId: string): Promise<string> {
   const live = await dispatchLive();
   expect(live.status, JSON.stringify(live.body)).toBe(200);
   expect(live.body).toMatchObject({ action: 'live_dispatch', candidate: { project_id: projectId } });
-  const group = live.body.dispatch?.process_group_id;
-  if (typeof group === 'number') agentGroups.add(group);
+  stack.agents.remember(live.body);
   return live.body.run_id as string;
 }
 
 /** Cancels a run the test no longer needs and stops its agent (the gate itself has no cancel). */
 async function stopRun(runId: string): Promise<void> {
-  await api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'callback-test' });
-  const group = (await runRow(runId))?.dispatch_result?.process_group_id;
-  if (typeof group === 'number') killGroup(group);
-}
-
-async function queueItem(projectId: string): Promise<Record<string, any>> {
-  const { rows } = await store.query('SELECT * FROM queue_items WHERE project_id = $1', [projectId]);
-  return rows[0]!;
-}
-
-async function runRow(runId: string): Promise<Record<string, any> | undefined> {
-  const { rows } = await store.query('SELECT * FROM runs WHERE run_id = $1', [runId]);
-  return rows[0];
-}
-
-async function count(sql: string, params: unknown[] = []): Promise<number> {
-  const { rows } = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) AS counted`, params);
-  return rows[0]!.n;
+  await stack.api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'callback-test' });
+  await stack.killRunAgent(runId);
 }
 
 const storedCallback = async (key: string) =>
-  (await store.query('SELECT run_id, project_id, event_type, ignored, ignore_reason, signaled_at FROM worker_callbacks WHERE idempotency_key = $1', [key])).rows;
+  (await stack.store.query('SELECT run_id, project_id, event_type, ignored, ignore_reason, signaled_at FROM worker_callbacks WHERE idempotency_key = $1', [key])).rows;
 
 /** What changes when a callback acts on a run: compared before and after a callback that must change nothing. */
 async function runFootprint(runId: string, projectId: string) {
@@ -175,7 +95,7 @@ function callback(runId: string, projectId: string, eventType: string, key: stri
 
 /** Raw POST, so a test can send no Authorization header at all. */
 async function postCallback(body: unknown, bearer: string | null = CALLBACK_TOKEN) {
-  const response = await fetch(`${cpFixture.url}${CALLBACK_PATH}`, {
+  const response = await fetch(`${stack.cpFixture.url}${CALLBACK_PATH}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(bearer === null ? {} : { authorization: `Bearer ${bearer}` }) },
     body: JSON.stringify(body),
@@ -268,7 +188,7 @@ describe('worker callback: which callbacks act', () => {
     const rows = await storedCallback(key);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ run_id: runId, ignored: false });
-    const stored = await store.query<{ payload: Record<string, unknown> }>('SELECT payload FROM worker_callbacks WHERE idempotency_key = $1', [key]);
+    const stored = await stack.store.query<{ payload: Record<string, unknown> }>('SELECT payload FROM worker_callbacks WHERE idempotency_key = $1', [key]);
     expect(stored.rows[0]!.payload.reason).toBe(first.reason);
     expect(['awaiting_wake', 'running']).toContain((await queueItem('replay-one')).status);
     await stopRun(runId);
@@ -341,7 +261,6 @@ describe('worker callback: which callbacks act', () => {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(await runFootprint(runId, 'burst-one')).toEqual(before);
 
-    const group = (await runRow(runId))?.dispatch_result?.process_group_id;
-    if (typeof group === 'number') killGroup(group);
+    await stack.killRunAgent(runId);
   });
 });

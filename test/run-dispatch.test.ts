@@ -1,33 +1,13 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunLauncher } from '../api/deps.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
-import { openStore } from '../store/open-store.ts';
 import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
 import type { Store } from '../store/store.ts';
 import { startTestApp } from './support/app.ts';
-import {
-  controlClient,
-  reserveControlPlane,
-  startControlPlaneProcess,
-  writeControlPlaneConfig,
-  type ControlPlaneFixture,
-  type ControlPlaneProcess,
-} from './support/control-plane.ts';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
-import {
-  CALLBACK_TOKEN,
-  dispatchCount,
-  GATE_TOKEN,
-  startGateProcess,
-  waitUntil,
-  writeGateConfig,
-  type GateFixture,
-  type GateProcess,
-} from './support/gate.ts';
+import { CALLBACK_TOKEN, dispatchCount, GATE_TOKEN, waitUntil, type GateFixture } from './support/gate.ts';
 import { tableCounts } from './support/ledgers.ts';
+import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
 
 /**
  * POST /control/dispatch-next and the run commands through real processes (decisions §3, §4): one control plane
@@ -38,69 +18,46 @@ import { tableCounts } from './support/ledgers.ts';
 
 const ACTIVE = ['dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling'];
 
-let database: TestDatabase;
+let stack: RunStack;
 let store: Store;
 let gateFixture: GateFixture;
-let gate: GateProcess;
-let cpFixture: ControlPlaneFixture;
-let cp: ControlPlaneProcess;
-let api: ReturnType<typeof controlClient>;
+let api: ControlApi;
 let downUrl: string;
-/** Process groups of the agents the gate started, killed when a test is done with them. */
-const agentGroups = new Set<number>();
+const { queueItem, runRow, count } = ledgerReads(() => store);
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
-  const reserved = await reserveControlPlane();
-  gateFixture = await writeGateConfig({ callbackUrl: reserved.callbackUrl });
-  gate = await startGateProcess(gateFixture);
-  downUrl = `http://127.0.0.1:${await freePort()}`;
-  const onGate = (role: 'gpu_worker' | 'cpu_worker' = 'gpu_worker') => ({ wake_gate_url: gateFixture.url, bearer_token: GATE_TOKEN, role });
-  cpFixture = await writeControlPlaneConfig(reserved, {
-    databaseUrl: database.url,
-    overrides: {
-      worker_targets: {
-        dry: onGate(),
-        conc: onGate(),
-        laneA: onGate(),
-        laneB: onGate(),
-        laneC: onGate('cpu_worker'),
-        order: onGate(),
-        fail: onGate(),
-        cancel: onGate(),
-        question: onGate(),
-        down: { wake_gate_url: downUrl, bearer_token: GATE_TOKEN, role: 'cpu_worker' },
-      },
+  stack = await startRunStack({
+    defaultLane: false,
+    controlPlaneOverrides: async (gate) => {
+      downUrl = `http://127.0.0.1:${await freePort()}`;
+      const onGate = (role: 'gpu_worker' | 'cpu_worker' = 'gpu_worker') => gateTarget(gate, role);
+      return {
+        worker_targets: {
+          dry: onGate(),
+          conc: onGate(),
+          laneA: onGate(),
+          laneB: onGate(),
+          laneC: onGate('cpu_worker'),
+          order: onGate(),
+          fail: onGate(),
+          cancel: onGate(),
+          question: onGate(),
+          down: { wake_gate_url: downUrl, bearer_token: GATE_TOKEN, role: 'cpu_worker' },
+        },
+      };
     },
   });
-  cp = await startControlPlaneProcess(cpFixture);
-  api = controlClient(cpFixture.url);
-}, 120_000);
+  ({ store, gateFixture, api } = stack);
+}, RUN_STACK_START_MS);
 
-afterAll(async () => {
-  for (const group of agentGroups) killGroup(group);
-  await cp?.kill('SIGTERM');
-  await gate?.kill('SIGTERM');
-  await store?.close();
-  await database?.drop();
-  for (const dir of [gateFixture?.dir, cpFixture?.dir]) if (dir) await rm(dir, { recursive: true, force: true });
-});
+/** Also kills the agents the gate started that a test did not stop itself. */
+afterAll(() => stack?.close());
 
 afterEach(async () => {
   // A test that failed half-way must not leave the queue paused or an eligible item for the next test.
   await api('POST', '/control/resume', { resumed_by: 'dispatch-test' });
   await store.query(`UPDATE queue_items SET status = 'paused' WHERE status = 'queued'`);
 });
-
-function killGroup(group: number): void {
-  try {
-    process.kill(-group, 'SIGKILL');
-  } catch {
-    // Already gone.
-  }
-  agentGroups.delete(group);
-}
 
 interface SeedOptions {
   scenario?: string;
@@ -112,21 +69,12 @@ interface SeedOptions {
 
 /** A project and its queued item on `lane`, with the fake agent's scenario written into its project directory. */
 async function seed(projectId: string, lane: string, options: SeedOptions = {}): Promise<void> {
-  await store.transaction(async (tx) => {
-    await insertProject(tx, { project_id: projectId, project_name: `Dispatch ${projectId}`, project_dir: projectId, workload_class: 'unknown', machine_target: lane });
-    await insertQueueItem(tx, {
-      project_id: projectId,
-      project_name: `Dispatch ${projectId}`,
-      machine_target: lane,
-      workload_class: 'unknown',
-      dispatch_priority: options.priority ?? 50,
-      selection_rank: options.rank ?? 50,
-      manual_review_required: options.flagged ?? false,
-    });
+  await stack.seed(projectId, {
+    projectName: `Dispatch ${projectId}`,
+    lane,
+    item: { dispatch_priority: options.priority ?? 50, selection_rank: options.rank ?? 50, manual_review_required: options.flagged ?? false },
+    scenario: { scenario: options.scenario ?? 'normal', ...(options.work_sec ? { work_sec: options.work_sec } : {}) },
   });
-  const dir = join(gateFixture.projectRoot, projectId);
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'scenario.json'), JSON.stringify({ scenario: options.scenario ?? 'normal', ...(options.work_sec ? { work_sec: options.work_sec } : {}) }));
 }
 
 const dispatchNext = (body: Record<string, unknown>) => api('POST', '/control/dispatch-next', { requested_by: 'dispatch-test', ...body });
@@ -137,28 +85,8 @@ async function liveDispatch(projectId: string): Promise<string> {
   const live = await dispatchNext({ dry_run: false });
   expect(live.status, JSON.stringify(live.body)).toBe(200);
   expect(live.body).toMatchObject({ ok: true, action: 'live_dispatch', candidate: { project_id: projectId } });
-  rememberAgent(live.body);
+  stack.agents.remember(live.body);
   return live.body.run_id as string;
-}
-
-function rememberAgent(body: Record<string, any>): void {
-  const group = body.dispatch?.process_group_id;
-  if (typeof group === 'number') agentGroups.add(group);
-}
-
-async function queueItem(projectId: string): Promise<Record<string, any>> {
-  const { rows } = await store.query('SELECT * FROM queue_items WHERE project_id = $1', [projectId]);
-  return rows[0]!;
-}
-
-async function runRow(runId: string): Promise<Record<string, any> | undefined> {
-  const { rows } = await store.query('SELECT * FROM runs WHERE run_id = $1', [runId]);
-  return rows[0];
-}
-
-async function count(sql: string, params: unknown[] = []): Promise<number> {
-  const { rows } = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) AS counted`, params);
-  return rows[0]!.n;
 }
 
 /** Every table a dispatch may write. */
@@ -320,7 +248,7 @@ describe('live dispatch', () => {
   it('lets exactly one of 20 concurrent calls dispatch the one eligible item', { timeout: 90_000 }, async () => {
     await seed('conc-one', 'conc', { scenario: 'question' });
     const answers = await Promise.all(Array.from({ length: 20 }, () => dispatchNext({ dry_run: false })));
-    for (const answer of answers) rememberAgent(answer.body);
+    for (const answer of answers) stack.agents.remember(answer.body);
 
     expect(answers.filter((answer) => answer.status >= 500)).toEqual([]);
     expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
@@ -374,8 +302,7 @@ describe('live dispatch', () => {
     for (const runId of [runA, runB]) {
       const canceled = await api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'dispatch-test' });
       expect(canceled.body).toMatchObject({ ok: true, canceled: true });
-      const group = (await runRow(runId))!.dispatch_result?.process_group_id as number | undefined;
-      if (typeof group === 'number') killGroup(group);
+      await stack.killRunAgent(runId);
     }
     expect((await dryRun()).body).toMatchObject({ action: 'dry_run_dispatch', candidate: { project_id: 'two-a2' }, dispatch_route: { machine_target: 'laneA' } });
   });
@@ -502,8 +429,7 @@ describe('live dispatch', () => {
     expect((await queueItem('cancel-one')).status).toBe('canceled');
 
     // The gate has no cancel: stop the agent it started.
-    const group = (await runRow(runId))!.dispatch_result?.process_group_id as number | undefined;
-    if (typeof group === 'number') killGroup(group);
+    await stack.killRunAgent(runId);
   });
 
   it('moves an agent question to needs_review with the review flag set', { timeout: 60_000 }, async () => {

@@ -1,24 +1,12 @@
-import { readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { WorkerCallback } from '../domain/worker-callback.ts';
 import { payloadHash } from '../store/idempotency-keys.ts';
-import { openStore } from '../store/open-store.ts';
-import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
-import type { Store } from '../store/store.ts';
 import { insertWorkerCallback } from '../store/worker-callbacks.ts';
-import {
-  controlClient,
-  reserveControlPlane,
-  startControlPlaneProcess,
-  writeControlPlaneConfig,
-  type ControlPlaneFixture,
-  type ControlPlaneProcess,
-} from './support/control-plane.ts';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
-import { dispatchCount, gateClient, startGateProcess, waitUntil, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
+import { dispatchCount, waitUntil } from './support/gate.ts';
 import { isProcessRunning } from './support/process.ts';
+import { startRunStack, type RunStack } from './support/run-stack.ts';
 
 /**
  * Exactly-once dispatch and completion across crashes, with real processes: a control plane (HTTP + Temporal worker)
@@ -47,66 +35,14 @@ const RUN_AUDIT_EVENTS = [
 ];
 const RUN_TRANSITIONS = RUN_AUDIT_EVENTS.map((event) => event.slice('run.'.length));
 
-interface Rig {
-  name: string;
-  database: TestDatabase;
-  store: Store;
-  gateFixture: GateFixture;
-  gate: GateProcess;
-  cpFixture: ControlPlaneFixture;
-  cp: ControlPlaneProcess;
-  /** Output of every control-plane and gate process this rig started, for failure reports. */
-  outputs: { label: string; output: () => string }[];
-  api: ReturnType<typeof controlClient>;
-  gateApi: ReturnType<typeof gateClient>;
-}
+/** One scenario's own database, gate and control plane; `name` labels its failure report. */
+type Rig = RunStack & { name: string };
 
 const rigs: Rig[] = [];
 
 afterAll(async () => {
-  await Promise.all(rigs.map((rig) => stopRig(rig)));
+  await Promise.all(rigs.map((rig) => rig.close()));
 }, 120_000);
-
-/** Stops what the rig started: both processes (also when SIGSTOPped), the agents the gate launched, the database and temp dirs. */
-async function stopRig(rig: Partial<Rig>): Promise<void> {
-  const agentPids = rig.store
-    ? (await rig.store
-        .query<{ pid: string | null }>(`SELECT dispatch_result->>'root_pid' AS pid FROM runs`)
-        .then((result) => result.rows.map((row) => Number(row.pid)).filter((pid) => Number.isInteger(pid) && pid > 0))
-        .catch(() => [] as number[]))
-    : [];
-  await Promise.all([rig.cp, rig.gate].map((child) => (child ? stopProcess(child) : undefined)));
-  for (const pid of agentPids) killAgentGroup(pid);
-  await rig.store?.close().catch(() => undefined);
-  await rig.database?.drop().catch(() => undefined);
-  for (const dir of [rig.gateFixture?.dir, rig.cpFixture?.dir]) if (dir) await rm(dir, { recursive: true, force: true });
-}
-
-async function stopProcess(child: ControlPlaneProcess | GateProcess): Promise<void> {
-  if (child.child.exitCode !== null || child.child.signalCode !== null) return;
-  child.child.kill('SIGCONT');
-  child.child.kill('SIGTERM');
-  const timer = setTimeout(() => child.child.kill('SIGKILL'), 15_000);
-  await child.exited;
-  clearTimeout(timer);
-}
-
-/** A fake agent outlives a killed gate by design; kill its process group once the test is over, if it is still there. */
-function killAgentGroup(pid: number): void {
-  if (!isProcessRunning(pid)) return;
-  let cmdline = '';
-  try {
-    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-  } catch {
-    return;
-  }
-  if (!cmdline.includes('fake-agent')) return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
 
 /** Sends a signal to one process; false when it has already gone. */
 function signal(pid: number, name: NodeJS.Signals): boolean {
@@ -119,42 +55,13 @@ function signal(pid: number, name: NodeJS.Signals): boolean {
 }
 
 async function startRig(name: string): Promise<Rig> {
-  const rig: Partial<Rig> & { name: string; outputs: Rig['outputs'] } = { name, outputs: [] };
-  rigs.push(rig as Rig);
-  rig.database = await createTestDatabase();
-  rig.store = await openStore({ backend: 'pg', pgDatabaseUrl: rig.database.url });
-  const reserved = await reserveControlPlane();
-  rig.cpFixture = { ...reserved, configPath: '' };
-  rig.gateFixture = await writeGateConfig({ callbackUrl: reserved.callbackUrl });
-  rig.gate = await startGateProcess(rig.gateFixture);
-  rig.outputs.push({ label: 'gate #1', output: rig.gate.output });
-  rig.cpFixture = await writeControlPlaneConfig(reserved, { databaseUrl: rig.database.url, gateUrl: rig.gateFixture.url });
-  rig.cp = await startControlPlaneProcess(rig.cpFixture);
-  rig.outputs.push({ label: 'control plane #1', output: rig.cp.output });
-  rig.api = controlClient(rig.cpFixture.url);
-  rig.gateApi = gateClient(rig.gateFixture);
-  return rig as Rig;
-}
-
-async function restartControlPlane(rig: Rig): Promise<void> {
-  rig.cp = await startControlPlaneProcess(rig.cpFixture);
-  rig.outputs.push({ label: `control plane #${rig.outputs.filter((o) => o.label.startsWith('control')).length + 1}`, output: rig.cp.output });
-}
-
-async function restartGate(rig: Rig): Promise<void> {
-  rig.gate = await startGateProcess(rig.gateFixture);
-  rig.outputs.push({ label: `gate #${rig.outputs.filter((o) => o.label.startsWith('gate')).length + 1}`, output: rig.gate.output });
+  const rig = Object.assign(await startRunStack(), { name });
+  rigs.push(rig);
+  return rig;
 }
 
 /** A queued item seeded straight into the ledgers (no research intake), with the fake agent's scenario in its directory. */
-async function seedItem(rig: Rig, projectId: string, scenario: Record<string, unknown>): Promise<void> {
-  await rig.store.transaction(async (tx) => {
-    await insertProject(tx, { project_id: projectId, project_name: `Durability ${projectId}`, project_dir: projectId, workload_class: 'unknown' });
-    await insertQueueItem(tx, { project_id: projectId, project_name: `Durability ${projectId}`, workload_class: 'unknown' });
-  });
-  await mkdir(join(rig.gateFixture.projectRoot, projectId), { recursive: true });
-  await writeFile(join(rig.gateFixture.projectRoot, projectId, 'scenario.json'), JSON.stringify(scenario));
-}
+const seedItem = (rig: Rig, projectId: string, scenario: Record<string, unknown>) => rig.seed(projectId, { projectName: `Durability ${projectId}`, scenario });
 
 async function liveDispatch(rig: Rig, projectId: string): Promise<string> {
   const live = await rig.api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'durability' });
@@ -306,7 +213,7 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
       expect(pending.last_error).toEqual(expect.any(String));
       expect((await rig.gateApi.runView(runId))!.processes_alive).toBe(true);
 
-      await restartControlPlane(rig);
+      await rig.restartControlPlane();
       await expectCompletedExactlyOnce(rig, projectId, runId);
     });
   });
@@ -345,7 +252,7 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
 
       // The restarted worker retries the dispatch activity once its start-to-close timeout passes; the gate answers
       // that retry with the first dispatch's result instead of starting the agent again.
-      await restartControlPlane(rig);
+      await rig.restartControlPlane();
       await expectCompletedExactlyOnce(rig, projectId, runId);
       const run = await rig.store.query<{ dispatch_result: Record<string, unknown> }>('SELECT dispatch_result FROM runs WHERE run_id = $1', [runId]);
       if (frozen) expect(run.rows[0]!.dispatch_result).toMatchObject({ ok: true, already_dispatched: true });
@@ -365,7 +272,7 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
       console.log(`[cp-on-callback-kill] at SIGKILL: item ${atKill.status}, signaled ${atKill.signaled}, transitions ${atKill.transitions.join(',')}`);
       console.log(`[cp-on-callback-kill] window between callback and completion ${atKill.status === 'completed' ? 'MISSED' : 'HIT'}`);
 
-      await restartControlPlane(rig);
+      await rig.restartControlPlane();
       await expectCompletedExactlyOnce(rig, projectId, runId);
     });
   });
@@ -385,7 +292,7 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
       expect(atKill.status).not.toBe('completed');
       expect(atKill.transitions).not.toContain('completed');
 
-      await restartControlPlane(rig);
+      await rig.restartControlPlane();
       await expectCompletedExactlyOnce(rig, projectId, runId);
     });
   });
@@ -410,7 +317,7 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
       try {
         await rig.gate.kill('SIGKILL');
         expect(isProcessRunning(rootPid)).toBe(true);
-        await restartGate(rig);
+        await rig.restartGate();
       } finally {
         process.kill(-rootPid, 'SIGCONT');
       }
@@ -454,7 +361,7 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
       expect(stored).toBe(true);
 
       // The gate redelivers; the receiver finds the stored, unsignaled callback and must still signal the run.
-      await restartControlPlane(rig);
+      await rig.restartControlPlane();
       await expectCompletedExactlyOnce(rig, projectId, runId);
       const row = await rig.store.query<{ signaled: boolean }>(
         `SELECT signaled_at IS NOT NULL AS signaled FROM worker_callbacks WHERE idempotency_key = $1`,
@@ -490,7 +397,7 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
       expect(stored.rowCount).toBe(0);
       expect(await itemStatus(rig, projectId)).toBe('running');
 
-      await restartControlPlane(rig);
+      await rig.restartControlPlane();
       await expectCompletedExactlyOnce(rig, projectId, runId);
     });
   });

@@ -1,21 +1,12 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
-import {
-  controlClient,
-  reserveControlPlane,
-  startControlPlaneProcess,
-  writeControlPlaneConfig,
-  type ControlPlaneFixture,
-  type ControlPlaneProcess,
-} from './support/control-plane.ts';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
-import { CALLBACK_TOKEN, dispatchCount, startGateProcess, waitUntil, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
+import { CALLBACK_TOKEN, dispatchCount, waitUntil, type GateFixture } from './support/gate.ts';
 import { fetchRunHistory, maybeSaveHistory, replayHistory } from './support/histories.ts';
 import { tableCounts } from './support/ledgers.ts';
 import { candidate } from './support/research.ts';
+import { RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
 
 /**
  * The whole path with real processes: a control plane (HTTP + Temporal worker) on the shared dev server and Postgres,
@@ -25,32 +16,17 @@ import { candidate } from './support/research.ts';
 
 const RUN_MS = 120_000;
 
-let database: TestDatabase;
+let stack: RunStack;
 let store: Store;
 let gateFixture: GateFixture;
-let gate: GateProcess;
-let cpFixture: ControlPlaneFixture;
-let cp: ControlPlaneProcess;
-let api: ReturnType<typeof controlClient>;
+let api: ControlApi;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
-  const reserved = await reserveControlPlane();
-  gateFixture = await writeGateConfig({ callbackUrl: reserved.callbackUrl });
-  gate = await startGateProcess(gateFixture);
-  cpFixture = await writeControlPlaneConfig(reserved, { databaseUrl: database.url, gateUrl: gateFixture.url });
-  cp = await startControlPlaneProcess(cpFixture);
-  api = controlClient(cpFixture.url);
-}, 120_000);
+  stack = await startRunStack();
+  ({ store, gateFixture, api } = stack);
+}, RUN_STACK_START_MS);
 
-afterAll(async () => {
-  await cp?.kill('SIGTERM');
-  await gate?.kill('SIGTERM');
-  await store?.close();
-  await database?.drop();
-  for (const dir of [gateFixture?.dir, cpFixture?.dir]) if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => stack?.close());
 
 const queueItem = async (projectId: string) => (await api('GET', `/control/api/projects/${projectId}`)).body.queue_item;
 
