@@ -36,7 +36,7 @@ interface WorkerView extends LatestObservation {
   checks: PreflightCheck[];
 }
 
-/** A non-strict preflight of every configured target, in parallel (require_paused off: a paused queue is fine). */
+/** The dispatch preflight of every configured target, in parallel: would a live dispatch to it pass? */
 async function refreshWorkers(deps: AppDeps, targets: readonly WorkerTarget[]): Promise<PreflightResult[]> {
   const settings = deps.dispatch;
   if (!settings) return [];
