@@ -145,6 +145,20 @@ export function createRunActivities(deps: RunActivityDeps) {
       }
     },
 
+    /** Stops a canceled run's agent on its worker. A gate that never started the run answers 404: nothing to stop. */
+    async cancelOnWorker(input: GateCallInput): Promise<{ stopped: boolean; detail: unknown }> {
+      const run = await requireRun(input.run_id);
+      let response;
+      try {
+        response = await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000 }).cancelRun(run.run_id);
+      } catch (error) {
+        throw gateFailure(error);
+      }
+      if (response.status === 404) return { stopped: false, detail: response.body };
+      if (response.status >= 200 && response.status < 300) return { stopped: true, detail: response.body };
+      throw gateFailure(new WorkerGateError(`worker gate answered ${response.status} to the cancel of ${run.run_id}`, response.status, response.status >= 500, response.body));
+    },
+
     async transitionRun(request: TransitionRequest): Promise<TransitionOutcome> {
       if (!(await getRun(store, request.run_id))) return { applied: false, reason: 'unknown run', run_state: null, queue_status: null };
       const result = await store.transaction((tx) => applyRunTransition(tx, request));

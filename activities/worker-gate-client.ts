@@ -90,6 +90,8 @@ function expectSuccess<T>(target: WorkerTarget, path: string, response: WorkerGa
 export interface WorkerGateClient {
   prepareProject(body: Record<string, unknown>): Promise<Record<string, unknown>>;
   dispatch(body: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** Stops the run's processes on the worker; 404 when the gate never started it. */
+  cancelRun(runId: string): Promise<WorkerGateResponse>;
   healthz(): Promise<WorkerGateResponse>;
   dashboard(query?: { limit?: number; event_limit?: number }): Promise<WorkerGateResponse>;
 }
@@ -109,6 +111,9 @@ export function workerGateClient(target: WorkerTarget, options: { timeoutMs: num
     async dispatch(body) {
       const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'dispatch', token, body, timeoutMs: options.timeoutMs });
       return expectSuccess(target, '/dispatch', response, DISPATCH_SCRIPT_FAILURES);
+    },
+    cancelRun(runId) {
+      return gateRequest(base, { method: 'POST', path: `runs/${encodeURIComponent(runId)}/cancel`, token, timeoutMs: options.timeoutMs });
     },
     healthz() {
       return gateRequest(base, { method: 'GET', path: 'healthz', timeoutMs: options.timeoutMs });

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import type { Store } from '../store/store.ts';
 import { findLiveSession, touchSession } from '../store/sessions.ts';
 import { HttpError, unauthorized } from './errors.ts';
-import { AGENT_EVENT_ROUTE, GATE_TOKEN_ROUTES } from '../worker-gate/routes.ts';
+import { AGENT_EVENT_ROUTE, isGateTokenRoute } from '../worker-gate/routes.ts';
 import { WORKER_CALLBACK_ROUTE } from './worker-callback.ts';
 import { isPublicRoute } from './public-routes.ts';
 import { csrfTokenFor, sha256Hex, tokensMatch } from './tokens.ts';
@@ -68,7 +68,7 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
     // HEAD is answered by the GET route, so it takes the same credentials.
     const route = `${request.method === 'HEAD' ? 'GET' : request.method} ${path}`;
     if (options.workerGateToken !== undefined) {
-      if (GATE_TOKEN_ROUTES.has(route)) return requireBearer(request, options.workerGateToken);
+      if (isGateTokenRoute(route)) return requireBearer(request, options.workerGateToken);
       if (route === AGENT_EVENT_ROUTE) return requireBearer(request, options.controlApiToken);
     }
     if (route === WORKER_CALLBACK_ROUTE && options.callbackToken !== undefined) {

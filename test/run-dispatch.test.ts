@@ -7,6 +7,7 @@ import type { Store } from '../store/store.ts';
 import { startTestApp } from './support/app.ts';
 import { CALLBACK_TOKEN, dispatchCount, GATE_TOKEN, waitUntil, type GateFixture } from './support/gate.ts';
 import { tableCounts } from './support/ledgers.ts';
+import { isProcessRunning } from './support/process.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
 
 /**
@@ -407,6 +408,12 @@ describe('live dispatch', () => {
       { event_type: 'run.cancel_requested', n: 1 },
       { event_type: 'run.canceled', n: 1 },
     ]);
+
+    // The agent is stopped on the worker too: the gate marks the run cancelled and its processes exit.
+    expect(await stack.gateApi.runView(runId)).toMatchObject({ gate_state: 'cancelled', processes_alive: false });
+    const rootPid = (await runRow(runId))!.dispatch_result.root_pid as number;
+    expect(rootPid).toBeGreaterThan(0);
+    await waitUntil('the canceled agent to exit', () => (isProcessRunning(rootPid) ? undefined : true), 10_000);
 
     const again = await api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'dispatch-test' });
     expect(again.status).toBe(200);

@@ -125,6 +125,28 @@ describe.concurrent('a run on the real gate process', () => {
     expect(receiver.forRun(runId).map((c) => c.body.event_type)).toEqual(['session_started', 'question_pending']);
   });
 
+  it('cancels a run on request: its processes are stopped and no callback follows', { timeout: 60_000 }, async () => {
+    const runId = 'cancel-gate-run';
+    const launched = await client.launch(runId, 'slow');
+    expect(launched.status).toBe(200);
+    await receiver.waitFor(runId, 'session_started', 20_000);
+    const rootPid = launched.body.root_pid as number;
+    expect(isProcessRunning(rootPid)).toBe(true);
+
+    const cancelled = await client.call('POST', `/runs/${runId}/cancel`);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: false });
+    expect(cancelled.body.stopped.length).toBeGreaterThan(0);
+    await waitUntil('the cancelled agent to exit', () => (isProcessRunning(rootPid) ? undefined : true), 10_000);
+    expect((await client.runView(runId))).toMatchObject({ gate_state: 'cancelled', processes_alive: false });
+
+    const again = await client.call('POST', `/runs/${runId}/cancel`);
+    expect(again.body).toMatchObject({ ok: true, already_cancelled: true, stopped: [] });
+    expect((await client.call('POST', '/runs/no-such-run/cancel')).status).toBe(404);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect(receiver.forRun(runId).map((c) => c.body.event_type)).toEqual(['session_started']);
+  });
+
   it('reports gate_error when the agent exits without any lifecycle event', { timeout: 60_000 }, async () => {
     const runId = 'delta-run';
     expect((await client.launch(runId, 'silent-exit')).status).toBe(200);
@@ -212,7 +234,7 @@ describe('prepare-project', () => {
 
 describe('authentication and the event hook', () => {
   it('guards the gate routes with the worker gate token and the event hook with the control API token', async () => {
-    for (const [method, path] of [['POST', '/prepare-project'], ['POST', '/dispatch'], ['GET', '/dashboard/api']] as const) {
+    for (const [method, path] of [['POST', '/prepare-project'], ['POST', '/dispatch'], ['GET', '/dashboard/api'], ['POST', '/runs/kilo-run/cancel']] as const) {
       expect((await client.call(method, path, method === 'POST' ? {} : undefined, CONTROL_TOKEN)).status).toBe(401);
       const anonymous = await fetch(`${fixture.url}${path}`, { method });
       expect(anonymous.status).toBe(401);

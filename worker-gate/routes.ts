@@ -1,12 +1,20 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { queryInt } from '../api/validation.ts';
-import { ControlPlaneEventSchema, DispatchSchema, PrepareProjectSchema } from './messages.ts';
+import { ControlPlaneEventSchema, DispatchSchema, PrepareProjectSchema, RunIdSchema } from './messages.ts';
 import type { WorkerGate } from './worker-gate.ts';
 
 /** Paths of the gate that take the worker gate's bearer token (decisions §5); the event hook takes the control API token. */
-export const GATE_TOKEN_ROUTES: ReadonlySet<string> = new Set(['POST /prepare-project', 'POST /dispatch', 'GET /dashboard/api']);
+const GATE_TOKEN_ROUTES: ReadonlySet<string> = new Set(['POST /prepare-project', 'POST /dispatch', 'GET /dashboard/api']);
+const RUN_CANCEL_ROUTE = /^POST \/runs\/[^/]+\/cancel$/;
+
+/** `<METHOD> <path>` of a request the gate's own token guards. */
+export function isGateTokenRoute(route: string): boolean {
+  return GATE_TOKEN_ROUTES.has(route) || RUN_CANCEL_ROUTE.test(route);
+}
 export const AGENT_EVENT_ROUTE = 'POST /legacy-agent/event';
+
+const RunParamsSchema = z.strictObject({ run_id: RunIdSchema });
 
 const DashboardQuerySchema = z.strictObject({
   limit: queryInt({ min: 1, max: 500, default: 50 }),
@@ -39,6 +47,10 @@ export async function workerGateRoutes(app: FastifyInstance, { gate, serveHealth
 
   app.post('/dispatch', { schema: { body: DispatchSchema } }, async (request) =>
     gate.dispatch(request.body as z.output<typeof DispatchSchema>),
+  );
+
+  app.post('/runs/:run_id/cancel', { schema: { params: RunParamsSchema } }, async (request) =>
+    gate.cancel((request.params as z.output<typeof RunParamsSchema>).run_id),
   );
 
   app.post('/legacy-agent/event', { schema: { body: ControlPlaneEventSchema } }, async (request) =>

@@ -22,11 +22,11 @@ import { GateEventLog } from './gate-event-log.ts';
 import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from './messages.ts';
 import { prepareProject, type PrepareResult } from './prepare-project.ts';
 import { clockTicksPerSecond, readCmdline, readProcessStat, readProcessTable, type ProcessInfo } from './process-table.ts';
-import { findTrackedProcesses } from './process-tracking.ts';
+import { findTrackedProcesses, type TrackingTarget } from './process-tracking.ts';
 import { resolveProjectPaths } from './project-paths.ts';
 import { RunRecords, type GateRun } from './run-records.ts';
 import { payloadHash } from '../store/idempotency-keys.ts';
-import { reapProcesses, selectStaleProcesses } from './stale-reaper.ts';
+import { reapProcesses, selectStaleProcesses, type ReapResult } from './stale-reaper.ts';
 import { parseProcStat } from './telemetry/proc-parsers.ts';
 import { TelemetrySampler } from './telemetry/sampler.ts';
 
@@ -77,6 +77,15 @@ export interface DispatchResponse {
   /** True when this run had been dispatched before: the script did not run again. */
   already_dispatched: boolean;
   script_output: Record<string, unknown>;
+}
+
+export interface CancelResponse {
+  ok: true;
+  run_id: string;
+  gate_state: 'cancelled';
+  already_cancelled: boolean;
+  /** What happened to each process the run still had. */
+  stopped: ReapResult[];
 }
 
 export interface EventResponse {
@@ -305,6 +314,30 @@ export class WorkerGate {
     return this.dispatchResponse(run, false);
   }
 
+  /**
+   * Stops a run on the control plane's request: the run is marked cancelled first (so the gate sends nothing more for
+   * it), then every process tracked for it gets SIGTERM and, after the reaper's grace, SIGKILL. Idempotent.
+   */
+  async cancel(runId: string): Promise<CancelResponse> {
+    const run = this.runs.get(runId);
+    if (!run) throw new HttpError(404, `unknown run '${runId}'`);
+    if (run.gate_state === 'cancelled') return { ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: true, stopped: [] };
+    run.gate_state = 'cancelled';
+    run.gate_reason = 'cancelled by the control plane';
+    this.runs.save(run);
+    const tracked = findTrackedProcesses(readProcessTable({ withCwd: true }), this.trackingTargetOf(run));
+    const victims = tracked.alive.filter((proc) => proc.pid !== process.pid && proc.pid !== process.ppid);
+    const outcomes = await reapProcesses(victims, { termGraceSec: this.config.stale_project_process_term_grace_sec });
+    const at = isoNow();
+    for (const outcome of outcomes) run.reaped.push({ pid: outcome.pid, outcome: outcome.outcome, at, command: 'cancelled run' });
+    run.alive_pids = [];
+    run.processes_alive = false;
+    this.runs.save(run);
+    this.events.append('run_cancelled', run.run_id, { stopped: outcomes });
+    this.logger.info({ run_id: run.run_id, stopped: outcomes.length }, 'run cancelled');
+    return { ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: false, stopped: outcomes };
+  }
+
   /** Applies a lifecycle event from the agent runtime. Events for runs the gate does not know are recorded and ignored. */
   recordEvent(event: ControlPlaneEvent): EventResponse {
     const receivedAt = isoNow();
@@ -437,13 +470,7 @@ export class WorkerGate {
   private observeRun(run: GateRun, table: ProcessInfo[], sample: TelemetrySample): void {
     const before = JSON.stringify([run.gate_state, run.gate_reason, run.alive_pids, run.root_alive]);
     const nowIso = new Date(sample.at_ms).toISOString();
-    const tracked = findTrackedProcesses(table, {
-      ...(run.root_pid !== null ? { rootPid: run.root_pid } : {}),
-      ...(run.root_start_ticks !== null ? { rootStartTicks: run.root_start_ticks } : {}),
-      ...(run.process_group_id !== null ? { processGroupId: run.process_group_id } : {}),
-      projectDir: run.project_dir,
-      known: run.known_pids,
-    });
+    const tracked = findTrackedProcesses(table, this.trackingTargetOf(run));
     const alive = tracked.alive.filter((proc) => proc.pid !== process.pid);
     for (const proc of alive) {
       if (!run.known_pids.some((known) => known.pid === proc.pid && known.startTicks === proc.startTicks)) {
@@ -466,6 +493,16 @@ export class WorkerGate {
     else if (run.gate_state === 'running') this.checkSilentExit(run);
 
     if (JSON.stringify([run.gate_state, run.gate_reason, run.alive_pids, run.root_alive]) !== before) this.runs.save(run);
+  }
+
+  private trackingTargetOf(run: GateRun): TrackingTarget {
+    return {
+      ...(run.root_pid !== null ? { rootPid: run.root_pid } : {}),
+      ...(run.root_start_ticks !== null ? { rootStartTicks: run.root_start_ticks } : {}),
+      ...(run.process_group_id !== null ? { processGroupId: run.process_group_id } : {}),
+      projectDir: run.project_dir,
+      known: run.known_pids,
+    };
   }
 
   private evaluateWindow(run: GateRun, sample: TelemetrySample): void {

@@ -61,6 +61,8 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   });
 
   let outcome: DispatchOutcome | undefined;
+  /** Set once /dispatch may have started an agent: a cancel must then stop it on the worker. */
+  let dispatchSent = false;
   const progress: RunProgress = { run_id: runId, phase: 'claiming', run_state: null, queue_status: null, callbacks_seen: 0, outcome: null };
   const seenKeys = new Set<string>();
   const inbox: RunCallback[] = [];
@@ -133,7 +135,11 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     return await finish();
   } catch (error) {
     if (!isCancellation(error)) throw error;
-    await CancellationScope.nonCancellable(() => transition('canceled', { last_error: 'canceled by an operator' }));
+    await CancellationScope.nonCancellable(async () => {
+      await transition('canceled', { last_error: 'canceled by an operator' });
+      // A worker that cannot be reached keeps its agent; the failed attempts stay visible in the workflow history.
+      if (dispatchSent) await gate.cancelOnWorker({ run_id: runId, timeout_sec: timings.gate_call_timeout_sec }).catch(() => undefined);
+    });
     settle({ action: 'canceled', reason: 'the run was canceled before the worker accepted it' });
     throw error;
   }
@@ -147,6 +153,7 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
       await transition('prepared', { prepare_result: prepared });
       stage = 'dispatch';
       enter('dispatching');
+      dispatchSent = true;
       const dispatched = await gate.dispatchRun({ run_id: runId, timeout_sec: timings.gate_call_timeout_sec, agent: input.agent });
       await transition('worker_accepted', { dispatch_result: dispatched });
       settle({ action: 'live_dispatch', run_id: runId, workflow_id: workflowId, prepare: prepared, dispatch: dispatched });
