@@ -5,7 +5,7 @@ import type { PreflightResult } from '../domain/preflight.ts';
 import { buildRunPrompt, promptFileFor, type RunPromptContract } from '../domain/run-prompt.ts';
 import { getCandidate } from '../store/research-ledgers.ts';
 import { getProject } from '../store/runtime-ledgers.ts';
-import { applyRunTransition, claimQueueItem, getRun, LaneBusyError, type RunRow, type TransitionRequest } from '../store/runs.ts';
+import { applyRunTransition, claimQueueItem, getRun, LaneBusyError, UnknownRunError, type RunRow, type TransitionRequest } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import type { AgentSettings } from '../workflows/messages.ts';
 import { dispatchPreflight } from './preflight.ts';
@@ -160,8 +160,13 @@ export function createRunActivities(deps: RunActivityDeps) {
     },
 
     async transitionRun(request: TransitionRequest): Promise<TransitionOutcome> {
-      if (!(await getRun(store, request.run_id))) return { applied: false, reason: 'unknown run', run_state: null, queue_status: null };
-      const result = await store.transaction((tx) => applyRunTransition(tx, request));
+      let result;
+      try {
+        result = await store.transaction((tx) => applyRunTransition(tx, request));
+      } catch (error) {
+        if (error instanceof UnknownRunError) return { applied: false, reason: 'unknown run', run_state: null, queue_status: null };
+        throw error;
+      }
       const current = result.queue_item?.current_run_id === result.run.run_id ? result.queue_item : null;
       return {
         applied: result.applied,

@@ -163,6 +163,14 @@ export interface TransitionRequest {
   actor?: string;
 }
 
+/** A transition for a run the ledger does not have (a workflow canceled before its claim). */
+export class UnknownRunError extends Error {
+  constructor(readonly runId: string) {
+    super(`unknown run '${runId}'`);
+    this.name = 'UnknownRunError';
+  }
+}
+
 export interface TransitionResult {
   /** False when the transition was already applied (a retry) or does not apply to the run's state. */
   applied: boolean;
@@ -194,7 +202,7 @@ function nextQueueStatus(transition: RunTransition, item: QueueItemRow): { statu
  */
 export async function applyRunTransition(tx: Queryable, request: TransitionRequest): Promise<TransitionResult> {
   const run = await getRun(tx, request.run_id, { forUpdate: true });
-  if (!run) throw new Error(`unknown run '${request.run_id}'`);
+  if (!run) throw new UnknownRunError(request.run_id);
   const item = await getQueueItem(tx, run.project_id, { forUpdate: true });
   const current = item && item.current_run_id === run.run_id ? item : null;
   const done = await tx.query('SELECT 1 FROM run_transitions WHERE run_id = $1 AND transition = $2', [run.run_id, request.transition]);
