@@ -1,4 +1,4 @@
-import type { DispatchSettings } from '../api/deps.ts';
+import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { Store } from '../store/store.ts';
 import { createAuditActivities } from './audit.ts';
 import { createRunActivities } from './runs.ts';

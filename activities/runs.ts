@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { DispatchSettings } from '../api/deps.ts';
+import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { WorkerTarget } from '../domain/lanes.ts';
 import type { PreflightResult } from '../domain/preflight.ts';
 import { buildRunPrompt, promptFileFor, type RunPromptContract } from '../domain/run-prompt.ts';
@@ -8,8 +8,8 @@ import { getProject } from '../store/runtime-ledgers.ts';
 import { applyRunTransition, claimQueueItem, getRun, LaneBusyError, UnknownRunError, type RunRow, type TransitionRequest } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import type { AgentSettings } from '../workflows/messages.ts';
-import { dispatchPreflight } from './preflight.ts';
-import { WorkerGateError, workerGateClient } from './worker-gate-client.ts';
+import { dispatchPreflight } from '../services/worker-preflight.ts';
+import { WorkerGateError, workerGateClient } from '../clients/worker-gate-client.ts';
 
 /**
  * Activities of the run workflow. Each is idempotent by business key: the claim by run_id, transitions by

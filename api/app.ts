@@ -6,7 +6,8 @@ import { auth } from './auth.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import type { AppDeps } from './deps.ts';
 import { dispatchRoutes } from './dispatch.ts';
-import { registerErrorHandling } from './errors.ts';
+import { registerErrorHandling } from '../http/errors.ts';
+import { controlPlaneErrorAnswers } from './error-answers.ts';
 import { eventRoutes } from './events.ts';
 import { healthRoutes } from './health.ts';
 import { operatorRoutes } from './operator.ts';
@@ -15,10 +16,10 @@ import { projectRoutes } from './projects.ts';
 import { queueRoutes } from './queues.ts';
 import { researchRoutes } from './research.ts';
 import { runRoutes } from './runs.ts';
-import { securityHeaders } from './security-headers.ts';
+import { securityHeaders } from '../http/security-headers.ts';
 import { sessionRoutes } from './session.ts';
 import { statusRoutes } from './status.ts';
-import { useZodValidation } from './validation.ts';
+import { useZodValidation } from '../http/validation.ts';
 import { workerCallbackRoutes } from './worker-callback.ts';
 
 /** The worker gate role served from this process (decisions §2: both roles may share one port). */
@@ -45,7 +46,7 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
   useZodValidation(app);
   // Command bodies are JSON only; anything else is 415 rather than a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
-  registerErrorHandling(app);
+  registerErrorHandling(app, controlPlaneErrorAnswers);
   await app.register(securityHeaders);
   if (controlPlane) await app.register(cookie);
   await app.register(auth, {

@@ -2,11 +2,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Store } from '../store/store.ts';
 import { findLiveSession, touchSession } from '../store/sessions.ts';
-import { HttpError, unauthorized } from './errors.ts';
+import { HttpError, unauthorized } from '../http/errors.ts';
 import { AGENT_EVENT_ROUTE, isGateTokenRoute } from '../worker-gate/routes.ts';
 import { WORKER_CALLBACK_ROUTE } from './worker-callback.ts';
 import { isPublicRoute } from './public-routes.ts';
-import { csrfTokenFor, sha256Hex, tokensMatch } from './tokens.ts';
+import { csrfTokenFor, sha256Hex, tokensMatch } from '../http/tokens.ts';
 
 export const SESSION_COOKIE = 'cp_session';
 export const SESSION_IDLE_MS = 30 * 60 * 1000;

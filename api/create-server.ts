@@ -4,7 +4,7 @@ import fp from 'fastify-plugin';
 import type { Logger } from 'pino';
 import { httpApp, type HttpAppOptions, type WorkerGateRole } from './app.ts';
 import type { AppDeps } from './deps.ts';
-import { BODY_LIMIT_BYTES } from './errors.ts';
+import { BODY_LIMIT_BYTES } from '../http/errors.ts';
 
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 

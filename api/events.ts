@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { listAuditEventsBefore, listAuditEventsPage, type AuditEventFilters } from '../store/audit-events.ts';
 import type { AppDeps } from './deps.ts';
-import { pageOf, queryInt, queryText } from './validation.ts';
+import { pageOf, queryInt, queryText } from '../http/validation.ts';
 
 const filterFields = {
   entity_type: queryText(),

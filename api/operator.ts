@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { createQueueOperator } from '../activities/queue-operator.ts';
+import { createQueueOperator } from '../services/queue-operator.ts';
 import type { AppDeps } from './deps.ts';
 
 /** Operator commands on the queue (decisions §3); every change is audited in the same transaction. */

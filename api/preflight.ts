@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { runWorkerPreflight } from '../activities/preflight.ts';
+import { runWorkerPreflight } from '../services/worker-preflight.ts';
 import type { WorkerRouting, WorkerTarget } from '../domain/lanes.ts';
 import { PREFLIGHT_DEFAULTS } from '../domain/preflight.ts';
 import type { AppDeps } from './deps.ts';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../http/errors.ts';
 
 /** WorkerPreflightRequest (interface.md "Queue operations"); every field is optional. */
 const PreflightBody = z
@@ -20,8 +20,6 @@ const PreflightBody = z
   // A POST without a body asks for the defaults.
   .prefault({});
 type PreflightRequest = z.output<typeof PreflightBody>;
-
-const NO_ROUTING: WorkerRouting = { targets: new Map(), workloadTargets: {}, defaultTarget: null };
 
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
 
@@ -55,13 +53,11 @@ function resolveTarget(routing: WorkerRouting, body: PreflightRequest): WorkerTa
 export async function preflightRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   app.post('/control/api/preflight', { schema: { body: PreflightBody } }, async (request) => {
     const body = request.body as PreflightRequest;
-    const configured = resolveTarget(deps.dispatch?.routing ?? NO_ROUTING, body);
-    // resolveTarget found a configured target, so dispatch settings exist.
-    const settings = deps.dispatch!;
+    const configured = resolveTarget(deps.dispatch.routing, body);
     // A token in the body is tried for this check only; it is never stored or echoed.
     const target = body.bearer_token === undefined ? configured : { ...configured, bearer_token: body.bearer_token };
     return runWorkerPreflight(
-      { store: deps.store, settings },
+      { store: deps.store, settings: deps.dispatch },
       {
         target,
         require_paused: body.require_paused,

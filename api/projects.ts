@@ -4,17 +4,16 @@ import { resolveLane } from '../domain/lanes.ts';
 import { readProjectDetail } from '../store/project-reads.ts';
 import type { QueueItemRow } from '../store/runtime-ledgers.ts';
 import type { AppDeps } from './deps.ts';
-import { HttpError } from './errors.ts';
-import { queryInt } from './validation.ts';
+import { HttpError } from '../http/errors.ts';
+import { queryInt } from '../http/validation.ts';
 
 const ProjectParams = z.strictObject({ project_id: z.string().min(1).max(200) });
 const ProjectQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
 
 /** Project detail (interface.md "Project"): the record, its queue row, runs, events and worker observations. */
 export async function projectRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  const routing = deps.dispatch?.routing;
+  const routing = deps.dispatch.routing;
   const laneOf = (item: QueueItemRow): string | null => {
-    if (!routing) return null;
     const lane = resolveLane(item, routing);
     return lane.ok ? lane.target.name : null;
   };

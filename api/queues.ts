@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { listQueueItems, QUEUE_SORT_COLUMNS } from '../store/queue-reads.ts';
 import type { AppDeps } from './deps.ts';
-import { pageOf, queryInt, queryOptional, queryText } from './validation.ts';
+import { pageOf, queryInt, queryOptional, queryText } from '../http/validation.ts';
 
 const QueueParams = z.strictObject({ queue: z.enum(QUEUE_GROUPS) });
 

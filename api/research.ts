@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { createResearchFacility } from '../activities/research-facility.ts';
+import { createResearchFacility } from '../services/research-facility.ts';
 import {
   ADMISSION_DECISIONS,
   CandidateProposalSchema,
@@ -11,8 +11,8 @@ import { DEFAULT_MIN_ADMISSION_SCORE, NEEDS_REVIEW_MIN_SCORE, PLANNER_VERSION } 
 import { SMOKE_BATCH_MAX } from '../domain/smoke-batch.ts';
 import { facilityCounts, getCandidate, latestAdmissions, lineageOf, listCandidates } from '../store/research-ledgers.ts';
 import type { AppDeps } from './deps.ts';
-import { HttpError } from './errors.ts';
-import { pageOf, queryInt, queryOptional, queryText } from './validation.ts';
+import { HttpError } from '../http/errors.ts';
+import { pageOf, queryInt, queryOptional, queryText } from '../http/validation.ts';
 
 /** Research Facility endpoints (decisions §7): reads of the intake ledgers, and the commands that write them. */
 
@@ -65,7 +65,7 @@ const CandidateParams = z.strictObject({ candidate_id: z.string().regex(ID_PATTE
 const LATEST_DECISIONS = 10;
 
 export async function researchRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  const facility = createResearchFacility(deps.store, { defaultWorkloadClass: deps.defaultWorkloadClass ?? 'inference_eval' });
+  const facility = createResearchFacility(deps.store, { defaultWorkloadClass: deps.defaultWorkloadClass });
 
   app.get('/control/api/research/facility', async () => {
     const [counts, latest] = await Promise.all([facilityCounts(deps.store), latestAdmissions(deps.store, LATEST_DECISIONS)]);

@@ -4,8 +4,8 @@ import { appendAuditEvent } from '../store/audit-events.ts';
 import { deleteExpiredSessions, deleteSession, insertSession } from '../store/sessions.ts';
 import { SESSION_ABSOLUTE_MS, SESSION_COOKIE, SESSION_IDLE_MS } from './auth.ts';
 import type { AppDeps } from './deps.ts';
-import { HttpError, unauthorized } from './errors.ts';
-import { csrfTokenFor, randomToken, sha256Hex, tokensMatch } from './tokens.ts';
+import { HttpError, unauthorized } from '../http/errors.ts';
+import { csrfTokenFor, randomToken, sha256Hex, tokensMatch } from '../http/tokens.ts';
 
 const loginBody = z.object({ token: z.string().min(1).max(4096) }).strict();
 

@@ -8,15 +8,30 @@ import { createServer } from '../api/create-server.ts';
 import { createLogger } from '../bin/runtime/logger.ts';
 import { SECRET_FIELDS } from '../config/schema.ts';
 import { listAuditEventsBefore, listAuditEventsPage } from '../store/audit-events.ts';
+import { NO_ROUTING } from '../services/dispatch-settings.ts';
 import { createPgStore } from '../store/pg-store.ts';
 
 const [mode, databaseUrl, token] = process.argv.slice(2) as ['fastify' | 'bare', string, string];
 const store = createPgStore({ connectionString: databaseUrl });
 
+const noTemporal = () => Promise.reject(new Error('the benchmark server has no Temporal connection'));
+
 if (mode === 'fastify') {
   // The production logger at its default level, writing where nothing reads it.
   const logger = createLogger({ level: 'info', secretConfigFields: SECRET_FIELDS, destination: pino.destination('/dev/null') });
-  const app = await createServer({ store, controlApiToken: token, sessionCookieSecure: false, dbPath: store.location }, logger);
+  const app = await createServer(
+    {
+      store,
+      controlApiToken: token,
+      sessionCookieSecure: false,
+      dbPath: store.location,
+      defaultWorkloadClass: 'inference_eval',
+      dispatch: { liveDispatchEnabled: false, routing: NO_ROUTING, completionCallbackToken: token, dispatchTimeoutSec: 30, maxWaitAfterIdleSec: 60 },
+      // The event reads never reach Temporal.
+      runs: { startRun: noTemporal, deliverCallback: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
+    },
+    logger,
+  );
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   console.log(`listening ${typeof address === 'object' && address ? address.port : 0}`);

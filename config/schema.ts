@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import type { GateThresholdProfile } from '../domain/workload.ts';
-import type { StoreBackend } from '../store/store.ts';
 
 export const ROLES = ['control_plane', 'worker_gate'] as const;
 export type Role = (typeof ROLES)[number];
 
 export const WORKER_TARGET_ROLES = ['gpu_worker', 'cpu_worker'] as const;
-export const STORE_BACKENDS = ['embedded', 'pg', 'pg_readonly'] as const satisfies readonly StoreBackend[];
+export const STORE_BACKENDS = ['embedded', 'pg', 'pg_readonly'] as const;
 export const PAPER_WRITER_PROVIDERS = ['deterministic', 'openai_compatible'] as const;
 export const WORKER_TARGET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 export const MIN_TOKEN_LENGTH = 16;

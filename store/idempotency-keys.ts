@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { payloadHash } from '../http/payload-hash.ts';
 import type { Queryable } from './store.ts';
 
 export class IdempotencyConflictError extends Error {
@@ -6,22 +6,6 @@ export class IdempotencyConflictError extends Error {
     super(`idempotency key '${key}' was reused with different payload`);
     this.name = 'IdempotencyConflictError';
   }
-}
-
-/** Stable hash of a JSON value: object keys are sorted so key order never changes the hash. */
-export function payloadHash(payload: unknown): string {
-  return createHash('sha256').update(canonicalJson(payload)).digest('hex');
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, item]) => item !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
 }
 
 export interface IdempotentResult<T> {

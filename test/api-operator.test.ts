@@ -5,7 +5,7 @@ import type { QueueStatus } from '../domain/queue-status.ts';
 import { openStore } from '../store/open-store.ts';
 import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
 import type { Store } from '../store/store.ts';
-import { LogCapture, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
+import { httpOnlyDeps, LogCapture, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { createTestDatabase } from './support/database.ts';
 import { jsonClient } from './support/ledgers.ts';
 
@@ -282,7 +282,7 @@ describe('on a pg_readonly store', () => {
 
   it('answers 501 to every command and changes nothing', async () => {
     const logger = createLogger({ level: 'silent', secretConfigFields: [], destination: new LogCapture() });
-    const app = await createServer({ store, controlApiToken: TEST_TOKEN, sessionCookieSecure: false, dbPath: store.location }, logger);
+    const app = await createServer(httpOnlyDeps(store), logger);
     try {
       const commands: [string, Record<string, unknown>][] = [
         ['/control/pause', { reason: 'r', paused_by: 'u' }],

@@ -1,9 +1,9 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchSettingsFrom, type DispatchSettings } from '../api/deps.ts';
+import { dispatchSettingsFrom, type DispatchSettings } from '../services/dispatch-settings.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { ConfigFileSchema } from '../config/schema.ts';
-import { runWorkerPreflight } from '../activities/preflight.ts';
+import { runWorkerPreflight } from '../services/worker-preflight.ts';
 import { DISPATCH_REQUIRED_CHECKS, PREFLIGHT_DEFAULTS, type PreflightCheck, type PreflightResult } from '../domain/preflight.ts';
 import { setFlag } from '../store/flags.ts';
 import { openStore } from '../store/open-store.ts';

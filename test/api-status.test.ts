@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../api/create-server.ts';
-import type { DispatchSettings } from '../api/deps.ts';
+import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import { createLogger } from '../bin/runtime/logger.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { workerRoutingFrom, type RoutingConfig } from '../domain/lanes.ts';
@@ -12,7 +12,7 @@ import { openStore } from '../store/open-store.ts';
 import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
 import type { Store } from '../store/store.ts';
 import { insertWorkerObservation } from '../store/worker-observations.ts';
-import { LogCapture, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
+import { httpOnlyDeps, LogCapture, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { createTestDatabase } from './support/database.ts';
 import { CALLBACK_TOKEN, GATE_TOKEN, startGateProcess, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
 import { jsonClient } from './support/ledgers.ts';
@@ -429,13 +429,9 @@ describe('refresh_worker against real worker gates', () => {
     const store = await openStore({ backend: 'pg_readonly', pgDatabaseUrl: database.url });
     const logs = new LogCapture();
     const app = await createServer(
-      {
-        store,
-        controlApiToken: TEST_TOKEN,
-        sessionCookieSecure: false,
-        dbPath: store.location,
+      httpOnlyDeps(store, {
         dispatch: dispatchSettings({ worker_wake_gate_url: fixture.url, worker_wake_gate_bearer_token: GATE_TOKEN }, true),
-      },
+      }),
       createLogger({ level: 'info', secretConfigFields: [], destination: logs }),
     );
     try {

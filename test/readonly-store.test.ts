@@ -4,7 +4,7 @@ import { createLogger } from '../bin/runtime/logger.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { openStore } from '../store/open-store.ts';
 import { StoreReadOnlyError, type Store } from '../store/store.ts';
-import { LogCapture, TEST_TOKEN } from './support/app.ts';
+import { httpOnlyDeps, LogCapture, TEST_TOKEN } from './support/app.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 
 let database: TestDatabase;
@@ -35,7 +35,7 @@ describe('pg_readonly', () => {
 
   it('serves reads and answers 501 to a write over HTTP', async () => {
     const logger = createLogger({ level: 'silent', secretConfigFields: [], destination: new LogCapture() });
-    const app = await createServer({ store, controlApiToken: TEST_TOKEN, sessionCookieSecure: false, dbPath: store.location }, logger);
+    const app = await createServer(httpOnlyDeps(store), logger);
     try {
       const auth = { authorization: `Bearer ${TEST_TOKEN}` };
       const events = await app.inject({ method: 'GET', url: '/control/api/events', headers: auth });

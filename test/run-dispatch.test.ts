@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { RunLauncher } from '../api/deps.ts';
+import type { RunLauncher } from '../services/run-launcher.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';

@@ -1,8 +1,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { WorkerCallback } from '../domain/worker-callback.ts';
-import { payloadHash } from '../store/idempotency-keys.ts';
+import type { WorkerCallback } from '../contracts/worker-callback.ts';
+import { payloadHash } from '../http/payload-hash.ts';
 import { insertWorkerCallback } from '../store/worker-callbacks.ts';
 import { dispatchCount, waitUntil } from './support/gate.ts';
 import { isProcessRunning } from './support/process.ts';

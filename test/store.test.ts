@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendAuditEvent, listAuditEventsBefore, listAuditEventsPage } from '../store/audit-events.ts';
 import { readFlags, setFlag } from '../store/flags.ts';
-import { IdempotencyConflictError, payloadHash, runIdempotent } from '../store/idempotency-keys.ts';
+import { payloadHash } from '../http/payload-hash.ts';
+import { IdempotencyConflictError, runIdempotent } from '../store/idempotency-keys.ts';
 import { loadMigrations, migrate } from '../store/migrate.ts';
 import { deleteExpiredSessions, deleteSession, findLiveSession, insertSession } from '../store/sessions.ts';
 import type { Store } from '../store/store.ts';

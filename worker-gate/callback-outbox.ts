@@ -1,8 +1,8 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { sha256Hex } from '../api/tokens.ts';
-import type { WorkerCallback } from '../domain/worker-callback.ts';
+import { sha256Hex } from '../http/tokens.ts';
+import type { WorkerCallback } from '../contracts/worker-callback.ts';
 import { createJsonExclusive, readJsonDir, writeJsonAtomic } from './json-files.ts';
 
 /** A callback as written to disk before the first attempt to send it. */

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { hasPaperEvidence, type RunEvidence } from '../domain/worker-callback.ts';
+import { hasPaperEvidence, type RunEvidence } from '../contracts/worker-callback.ts';
 
 const MAX_RESULT_FILES_VISITED = 2000;
 const MAX_DEPTH = 8;

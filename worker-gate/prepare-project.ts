@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { HttpError } from '../api/errors.ts';
-import type { PrepareProjectRequest } from './messages.ts';
+import { HttpError } from '../http/errors.ts';
+import type { PrepareProjectRequest } from '../contracts/worker-gate.ts';
 import { writeJsonAtomic, writeTextAtomic } from './json-files.ts';
 import { resolveProjectPaths } from './project-paths.ts';
 

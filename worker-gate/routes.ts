@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { queryInt } from '../api/validation.ts';
-import { ControlPlaneEventSchema, DispatchSchema, PrepareProjectSchema, RunIdSchema } from './messages.ts';
+import { queryInt } from '../http/validation.ts';
+import { ControlPlaneEventSchema, DispatchSchema, PrepareProjectSchema, RunIdSchema } from '../contracts/worker-gate.ts';
 import type { WorkerGate } from './worker-gate.ts';
 
 /** Paths of the gate that take the worker gate's bearer token (decisions §5); the event hook takes the control API token. */

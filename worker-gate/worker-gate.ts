@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { HttpError } from '../api/errors.ts';
-import { sha256Hex } from '../api/tokens.ts';
+import { HttpError } from '../http/errors.ts';
+import { sha256Hex } from '../http/tokens.ts';
 import type { Config } from '../config/schema.ts';
 import {
   applyLifecycleEvent,
@@ -13,19 +13,19 @@ import {
 } from '../domain/gate-lifecycle.ts';
 import { callbackIdempotencyKey, SETTLED_GATE_STATES, type CallbackEventType, type TelemetrySample } from '../domain/gate.ts';
 import { evaluateQuietWindow, samplesNeeded, toWindowSample, type QuietWindowMetrics } from '../domain/quiet-window.ts';
-import type { RunEvidence, WorkerCallback } from '../domain/worker-callback.ts';
+import type { RunEvidence, WorkerCallback } from '../contracts/worker-callback.ts';
 import { resolveWorkloadProfile, WORKLOAD_CLASSES, type GateThresholdProfile, type WorkloadClass } from '../domain/workload.ts';
 import { CallbackOutbox } from './callback-outbox.ts';
 import { dispatchEnvironment, runDispatchScript } from './dispatch-script.ts';
 import { inspectEvidence } from './evidence.ts';
 import { GateEventLog } from './gate-event-log.ts';
-import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from './messages.ts';
+import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from '../contracts/worker-gate.ts';
 import { prepareProject, type PrepareResult } from './prepare-project.ts';
 import { clockTicksPerSecond, readCmdline, readProcessStat, readProcessTable, type ProcessInfo } from './process-table.ts';
 import { findTrackedProcesses, type TrackingTarget } from './process-tracking.ts';
 import { resolveProjectPaths } from './project-paths.ts';
 import { RunRecords, type GateRun } from './run-records.ts';
-import { payloadHash } from '../store/idempotency-keys.ts';
+import { payloadHash } from '../http/payload-hash.ts';
 import { reapProcesses, selectStaleProcesses, type ReapResult } from './stale-reaper.ts';
 import { parseProcStat } from './telemetry/proc-parsers.ts';
 import { TelemetrySampler } from './telemetry/sampler.ts';

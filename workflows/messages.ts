@@ -2,7 +2,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { CallbackEventType, DispatchMode, GateState, ReasoningEffort } from '../domain/gate.ts';
 import type { PreflightResult } from '../domain/preflight.ts';
-import type { RunEvidence } from '../domain/worker-callback.ts';
+import type { RunEvidence } from '../contracts/worker-callback.ts';
 
 /** Messages of the run workflow, shared by the workflow, the worker and the HTTP layer (the client side). */
 

@@ -2,11 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { WorkerGateRole } from '../../api/app.ts';
 import { createServer } from '../../api/create-server.ts';
-import { dispatchSettingsFrom } from '../../api/deps.ts';
+import { dispatchSettingsFrom } from '../../services/dispatch-settings.ts';
 import type { Config } from '../../config/schema.ts';
 import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
-import { temporalRunLauncher } from './run-launcher.ts';
+import { temporalRunLauncher } from '../../clients/run-workflows.ts';
 import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
 
 export interface RunningControlPlane {

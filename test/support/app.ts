@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../../api/deps.ts';
+import { NO_ROUTING, type DispatchSettings } from '../../services/dispatch-settings.ts';
+import type { RunLauncher } from '../../services/run-launcher.ts';
 import { createServer, type RegisteredRoute } from '../../api/create-server.ts';
 import { createLogger } from '../../bin/runtime/logger.ts';
 import { ConfigFileSchema, SECRET_FIELDS } from '../../config/schema.ts';
@@ -34,6 +36,37 @@ export interface TestApp {
   routes: RegisteredRoute[];
   auth: { authorization: string };
   close(): Promise<void>;
+}
+
+/** Dispatch settings of an install with no worker targets and live dispatch off. */
+export const NO_WORKERS: DispatchSettings = {
+  liveDispatchEnabled: false,
+  routing: NO_ROUTING,
+  completionCallbackToken: 'test-callback-token-0123456789ab',
+  dispatchTimeoutSec: 30,
+  maxWaitAfterIdleSec: 60,
+};
+
+/** Stands in for Temporal in tests of the HTTP layer alone: every workflow call fails as an unreachable server would. */
+export const UNREACHABLE_TEMPORAL: RunLauncher = {
+  startRun: () => Promise.reject(new Error('this test app has no Temporal connection')),
+  deliverCallback: () => Promise.reject(new Error('this test app has no Temporal connection')),
+  cancelRun: () => Promise.reject(new Error('this test app has no Temporal connection')),
+  workflowUiUrl: () => null,
+};
+
+/** The deps of the HTTP layer alone on `store`: no workers, no Temporal. */
+export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): AppDeps {
+  return {
+    store,
+    controlApiToken: TEST_TOKEN,
+    sessionCookieSecure: false,
+    dbPath: store.location,
+    defaultWorkloadClass: 'inference_eval',
+    dispatch: NO_WORKERS,
+    runs: UNREACHABLE_TEMPORAL,
+    ...overrides,
+  };
 }
 
 /** A worker gate on a temporary state directory, for serving both roles from one test server. */
@@ -72,14 +105,7 @@ export async function startTestApp(overrides: Partial<AppDeps> = {}, options: { 
   const routes: RegisteredRoute[] = [];
   const testGate = options.workerGate ? await startTestGate(logger) : undefined;
   const app = await createServer(
-    {
-      store,
-      controlApiToken: TEST_TOKEN,
-      sessionCookieSecure: false,
-      dbPath: store.location,
-      ...(testGate ? { workerGateReady: () => testGate.gate.isReady() } : {}),
-      ...overrides,
-    },
+    httpOnlyDeps(store, { ...(testGate ? { workerGateReady: () => testGate.gate.isReady() } : {}), ...overrides }),
     logger,
     { onRoute: (route) => routes.push(route), ...(testGate ? { workerGate: { gate: testGate.gate, token: TEST_GATE_TOKEN } } : {}) },
   );

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../bin/runtime/temporal-dev-server.ts';
-import type { WorkerCallback } from '../../domain/worker-callback.ts';
+import type { WorkerCallback } from '../../contracts/worker-callback.ts';
 
 export const GATE_TOKEN = 'gate-test-token-0123456789abcdef';
 export const CONTROL_TOKEN = 'gate-test-control-token-0123456789';

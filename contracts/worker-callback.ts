@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CALLBACK_EVENT_TYPES, GATE_STATES } from './gate.ts';
+import { CALLBACK_EVENT_TYPES, GATE_STATES } from '../domain/gate.ts';
 
 /** Which evidence files the gate found in the project when it reported readiness (decisions §5). */
 export const RunEvidenceSchema = z.strictObject({

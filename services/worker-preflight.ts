@@ -1,5 +1,5 @@
-import { sha256Hex } from '../api/tokens.ts';
-import type { DispatchSettings } from '../api/deps.ts';
+import { sha256Hex } from '../http/tokens.ts';
+import type { DispatchSettings } from './dispatch-settings.ts';
 import type { WorkerTarget } from '../domain/lanes.ts';
 import {
   DISPATCH_REQUIRED_CHECKS,
@@ -12,7 +12,7 @@ import {
 import { readFlags } from '../store/flags.ts';
 import type { Store } from '../store/store.ts';
 import { insertWorkerObservation } from '../store/worker-observations.ts';
-import { WorkerGateError, workerGateClient, type WorkerGateResponse } from './worker-gate-client.ts';
+import { WorkerGateError, workerGateClient, type WorkerGateResponse } from '../clients/worker-gate-client.ts';
 
 export interface PreflightDeps {
   store: Store;

@@ -1,7 +1,7 @@
 import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { CancelledFailure, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
-import type { RunLauncher } from '../../api/deps.ts';
-import { workflowIdForRun } from '../../domain/run-state.ts';
+import type { RunLauncher } from '../services/run-launcher.ts';
+import { workflowIdForRun } from '../domain/run-state.ts';
 import {
   dispatchOutcomeUpdate,
   PROJECT_ID_ATTRIBUTE,
@@ -9,8 +9,8 @@ import {
   RUN_WORKFLOW_TYPE,
   workerCallbackSignal,
   type DispatchOutcome,
-} from '../../workflows/messages.ts';
-import type { runWorkflow } from '../../workflows/run.ts';
+} from '../workflows/messages.ts';
+import type { runWorkflow } from '../workflows/run.ts';
 
 export interface RunLauncherSettings {
   taskQueue: string;

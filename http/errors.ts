@@ -1,7 +1,4 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { CommandRefusedError } from '../activities/command-errors.ts';
-import { IdempotencyConflictError } from '../store/idempotency-keys.ts';
-import { StoreReadOnlyError } from '../store/store.ts';
 import { RequestValidationError } from './validation.ts';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -21,28 +18,33 @@ export class HttpError extends Error {
 export const unauthorized = () =>
   new HttpError(401, 'invalid bearer token', { 'www-authenticate': 'Bearer' });
 
+/** What a layer above maps its own refusals to (a service's refused command, a store's idempotency conflict). */
+export interface ClientAnswer {
+  status: number;
+  detail: unknown;
+}
+
+/** Answers an error the caller can act on, or undefined for one this mapper does not know. */
+export type ErrorMapper = (error: Error) => ClientAnswer | undefined;
+
 const JSON_PARSE_CODES = new Set(['FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_EMPTY_JSON_BODY']);
 
-/** Maps every failure to the shapes fixed in decisions §1; unexpected errors never leak details. */
-export function registerErrorHandling(app: FastifyInstance): void {
+/**
+ * Maps every failure to `{"detail": ...}` (see "Errors" in the README); unexpected errors never leak details.
+ * `mapError` answers the errors of the layers this module must not import.
+ */
+export function registerErrorHandling(app: FastifyInstance, mapError: ErrorMapper = () => undefined): void {
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ detail: 'Not Found' }));
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof HttpError) {
       return reply.code(error.statusCode).headers(error.headers).send({ detail: error.detail });
     }
-    if (error instanceof CommandRefusedError) {
-      return reply.code(error.status).send({ detail: error.detail });
-    }
     if (error instanceof RequestValidationError) {
       return reply.code(422).send({ detail: error.problems });
     }
-    if (error instanceof IdempotencyConflictError) {
-      return reply.code(409).send({ detail: error.message });
-    }
-    if (error instanceof StoreReadOnlyError) {
-      return reply.code(501).send({ detail: error.message });
-    }
+    const mapped = mapError(error);
+    if (mapped) return reply.code(mapped.status).send({ detail: mapped.detail });
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       return reply.code(413).send({ detail: `request body exceeds ${BODY_LIMIT_BYTES} bytes` });
     }

@@ -1,0 +1,26 @@
+import type { Config } from '../config/schema.ts';
+import { workerRoutingFrom, type WorkerRouting } from '../domain/lanes.ts';
+
+/** What dispatch, preflight, status and the worker callback need from config. */
+export interface DispatchSettings {
+  liveDispatchEnabled: boolean;
+  routing: WorkerRouting;
+  /** completion_callback_token: gate callbacks carry it; preflight compares the gate's fingerprint of it. */
+  completionCallbackToken: string;
+  dispatchTimeoutSec: number;
+  /** max_wait_after_idle_sec: how long a run may wait for its completion callbacks (plus a margin). */
+  maxWaitAfterIdleSec: number;
+}
+
+export function dispatchSettingsFrom(config: Config): DispatchSettings {
+  return {
+    liveDispatchEnabled: config.live_dispatch_enabled,
+    routing: workerRoutingFrom(config),
+    completionCallbackToken: config.completion_callback_token,
+    dispatchTimeoutSec: config.dispatch_timeout_sec,
+    maxWaitAfterIdleSec: config.max_wait_after_idle_sec,
+  };
+}
+
+/** Settings of an install without worker targets: nothing can be dispatched, preflighted or refreshed. */
+export const NO_ROUTING: WorkerRouting = { targets: new Map(), workloadTargets: {}, defaultTarget: null };

@@ -1,0 +1,91 @@
+import { isRunFinished, workflowIdForRun } from '../domain/run-state.ts';
+import { appendAuditEvent } from '../store/audit-events.ts';
+import { listEventsForEntities, listProjectRuns } from '../store/project-reads.ts';
+import { applyRunTransition, getRun } from '../store/runs.ts';
+import { getProject, getQueueItem } from '../store/runtime-ledgers.ts';
+import type { Store } from '../store/store.ts';
+import { CommandRefusedError } from './command-errors.ts';
+import type { RunLauncher } from './run-launcher.ts';
+
+/** Reading one run and cancelling it (README "Runs"). */
+
+export interface RunServiceDeps {
+  store: Store;
+  runs: RunLauncher;
+}
+
+export interface CancelRunRequest {
+  run_id: string;
+  requested_by: string;
+  reason?: string | undefined;
+  request_id?: string | undefined;
+}
+
+/** How long a cancel waits for the workflow to record the cancellation before answering `pending`. */
+const CANCEL_WAIT_MS = 15_000;
+
+async function requireRun(store: Store, runId: string) {
+  const run = await getRun(store, runId);
+  if (!run) throw new CommandRefusedError(404, `unknown run '${runId}'`);
+  return run;
+}
+
+/** One run with its transitions, its project, bounded events and where to see it in Temporal. */
+export async function runDetail(deps: RunServiceDeps, runId: string, eventLimit: number) {
+  const run = await requireRun(deps.store, runId);
+  const [runs, project, events] = await Promise.all([
+    listProjectRuns(deps.store, run.project_id),
+    getProject(deps.store, run.project_id),
+    listEventsForEntities(deps.store, [runId], eventLimit),
+  ]);
+  return {
+    run: runs.find((candidate) => candidate.run_id === runId) ?? { ...run, transitions: [] },
+    project: project ?? null,
+    papers: [],
+    events,
+    temporal: { workflow_id: run.workflow_id, ui_url: deps.runs.workflowUiUrl(runId) },
+  };
+}
+
+async function snapshot(store: Store, runId: string) {
+  const run = (await getRun(store, runId))!;
+  const item = await getQueueItem(store, run.project_id);
+  return { run_id: run.run_id, workflow_id: run.workflow_id, state: run.state, queue_status: item?.current_run_id === run.run_id ? item.status : null };
+}
+
+export type CancelRunResult =
+  | ({ ok: true; already_finished: boolean; canceled?: boolean } & Awaited<ReturnType<typeof snapshot>>)
+  | { ok: true; cancel_requested: true; pending: true; run_id: string; workflow_id: string };
+
+/**
+ * Cancels the run's workflow, which marks the run and its item canceled. Idempotent: a finished run answers
+ * `already_finished`. When Temporal no longer has the workflow, the ledgers are moved to canceled directly.
+ */
+export async function cancelRun(deps: RunServiceDeps, request: CancelRunRequest): Promise<CancelRunResult> {
+  const { store } = deps;
+  const runId = request.run_id;
+  const run = await requireRun(store, runId);
+  if (isRunFinished(run.state)) return { ok: true, already_finished: true, ...(await snapshot(store, runId)) };
+
+  await store.transaction((tx) =>
+    appendAuditEvent(tx, {
+      entity_type: 'run',
+      entity_id: runId,
+      event_type: 'run.cancel_requested',
+      payload: { project_id: run.project_id, state: run.state, ...(request.reason ? { reason: request.reason } : {}) },
+      idempotency_key: `${runId}:cancel_requested`,
+      actor: request.requested_by,
+      request_id: request.request_id ?? null,
+    }),
+  );
+  const result = await deps.runs.cancelRun(runId, CANCEL_WAIT_MS);
+  if (result === 'pending') return { ok: true, cancel_requested: true, pending: true, run_id: runId, workflow_id: workflowIdForRun(runId) };
+  if (result === 'closed') {
+    // No workflow is left to record it (it closed without finishing the run, or Temporal lost it): record it here.
+    await store.transaction((tx) =>
+      applyRunTransition(tx, { run_id: runId, transition: 'canceled', detail: { last_error: 'canceled by an operator' }, actor: request.requested_by }),
+    );
+  }
+  const after = await snapshot(store, runId);
+  return { ok: true, already_finished: false, canceled: after.state === 'canceled', ...after };
+}
