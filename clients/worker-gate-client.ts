@@ -1,7 +1,7 @@
 import type { WorkerTarget } from '../domain/lanes.ts';
 
 /**
- * HTTP client of a worker gate (interface.md "Worker gate", decisions §5). Every call is bounded by a timeout and
+ * HTTP client of a worker gate (README "Worker gate"). Every call is bounded by a timeout and
  * answers a WorkerGateResponse or throws WorkerGateError, which says whether trying again is safe.
  */
 

@@ -3,7 +3,7 @@ import { CALLBACK_TOKEN, CONTROL_TOKEN, GATE_TOKEN, waitUntil } from './support/
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
 /**
- * POST /control/api/worker-callback against real runs (decisions §1, §4): a control plane (HTTP + Temporal worker on
+ * POST /control/api/worker-callback against real runs (README "Runs"): a control plane (HTTP + Temporal worker on
  * Postgres) and a worker gate running the fake agent. Each test dispatches its own project on its own lane; the
  * 'slow' agent keeps its run in awaiting_wake/running for two minutes, so the callbacks a test sends are the only ones
  * that move it. Callbacks are built here, in the shape the gate posts (domain/worker-callback.ts).
@@ -42,7 +42,7 @@ async function startRun(projectId: string): Promise<string> {
   return live.body.run_id as string;
 }
 
-/** Cancels a run the test no longer needs and stops its agent (the gate itself has no cancel). */
+/** Cancels a run the test no longer needs and makes sure its agent is gone, even where the cancel never reached the gate. */
 async function stopRun(runId: string): Promise<void> {
   await stack.api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'callback-test' });
   await stack.killRunAgent(runId);

@@ -11,7 +11,7 @@ import { isProcessRunning } from './support/process.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
 
 /**
- * POST /control/dispatch-next and the run commands through real processes (decisions §3, §4): one control plane
+ * POST /control/dispatch-next and the run commands through real processes (README "Runs"): one control plane
  * (HTTP + Temporal worker on Postgres) and one worker gate whose dispatch script is the fake agent. Every test seeds
  * its own projects on its own lanes (worker targets that all point at the one gate, plus one with nothing listening),
  * so a run a test leaves in flight never holds another test's lane; queued leftovers are parked after each test.
@@ -435,7 +435,7 @@ describe('live dispatch', () => {
     expect((await runRow(runId))!.state).toBe('canceled');
     expect((await queueItem('cancel-one')).status).toBe('canceled');
 
-    // The gate has no cancel: stop the agent it started.
+    // Leave no agent behind, whatever the gate's stop has done by now.
     await stack.killRunAgent(runId);
   });
 

@@ -95,7 +95,7 @@ async function startTestGate(logger: ReturnType<typeof createLogger>) {
 
 /**
  * The real HTTP app on a fresh cloned Postgres database; no Temporal connection unless deps say so.
- * With `workerGate` the same server also serves the worker gate role (decisions §2), as a single-machine install does.
+ * With `workerGate` the same server also serves the worker gate role, as a single-machine install does.
  */
 export async function startTestApp(overrides: Partial<AppDeps> = {}, options: { workerGate?: boolean } = {}): Promise<TestApp> {
   const database = await createTestDatabase();

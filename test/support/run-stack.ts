@@ -44,7 +44,7 @@ export function gateTarget(gateFixture: GateFixture, role: 'gpu_worker' | 'cpu_w
   return { wake_gate_url: gateFixture.url, bearer_token: GATE_TOKEN, role };
 }
 
-/** Process groups of the agents the gate started: the gate has no cancel, and an agent outlives a killed gate. */
+/** Process groups of the agents the gate started, so a test leaves none behind: an agent outlives a killed gate. */
 export class AgentGroups {
   private readonly groups = new Set<number>();
 
