@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { resolveLane } from '../domain/lanes.ts';
 import { readProjectDetail } from '../store/project-reads.ts';
-import type { QueueItemRow } from '../store/runtime-ledgers.ts';
+import type { QueueItemRow } from '../store/queue-items.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from '../http/errors.ts';
 import { queryInt } from '../http/validation.ts';

@@ -9,7 +9,10 @@ import {
 } from '../domain/research-candidate.ts';
 import { DEFAULT_MIN_ADMISSION_SCORE, NEEDS_REVIEW_MIN_SCORE, PLANNER_VERSION } from '../domain/research-planner.ts';
 import { SMOKE_BATCH_MAX } from '../domain/smoke-batch.ts';
-import { facilityCounts, getCandidate, latestAdmissions, lineageOf, listCandidates } from '../store/research-ledgers.ts';
+import { latestAdmissions } from '../store/research-admissions.ts';
+import { getCandidate, listCandidates } from '../store/research-candidates.ts';
+import { facilityCounts } from '../store/research-facility-counts.ts';
+import { lineageOf } from '../store/research-lineage.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from '../http/errors.ts';
 import { pageOf, queryInt, queryOptional, queryText } from '../http/validation.ts';

@@ -2,7 +2,7 @@ import { dispatchRouteOf } from '../domain/lanes.ts';
 import { runIdFor } from '../domain/run-state.ts';
 import { countActiveItems, nextDispatchCandidate } from '../store/dispatch-candidates.ts';
 import { readFlags } from '../store/flags.ts';
-import type { QueueItemRow } from '../store/runtime-ledgers.ts';
+import type { QueueItemRow } from '../store/queue-items.ts';
 import { getRun } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import type { RunTimings, RunWorkflowInput } from '../workflows/messages.ts';

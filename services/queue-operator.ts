@@ -1,7 +1,8 @@
 import { isInFlight, type QueueStatus } from '../domain/queue-status.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { readFlags, setFlag, type FlagName, type OperatorFlags } from '../store/flags.ts';
-import { getProject, getQueueItem, QUEUE_ITEM_COLUMNS, toQueueItem, type QueueItemRow } from '../store/runtime-ledgers.ts';
+import { getProject } from '../store/projects.ts';
+import { getQueueItem, QUEUE_ITEM_COLUMNS, toQueueItem, type QueueItemRow } from '../store/queue-items.ts';
 import type { Queryable, Store } from '../store/store.ts';
 import { CommandRefusedError } from './command-errors.ts';
 

@@ -9,22 +9,20 @@ import { planBatch, PLANNER_VERSION, type PlannedCandidate } from '../domain/res
 import { buildSmokeCandidates, SMOKE_BATCH_MAX, STARTER_SOURCES, type SmokeSource } from '../domain/smoke-batch.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
+import { insertIdea } from '../store/ideas.ts';
 import { runIdempotent } from '../store/idempotency-keys.ts';
 import { listKnownNegatives } from '../store/known-negatives.ts';
+import { getProject, insertProject } from '../store/projects.ts';
+import { getQueueItem, insertQueueItem } from '../store/queue-items.ts';
+import { insertAdmission } from '../store/research-admissions.ts';
 import {
   findDedupeMatches,
   getCandidate,
-  getSourcesByIds,
-  insertAdmission,
   insertCandidate,
-  insertSource,
-  listSources,
   markCandidateQueueAdmitted,
-  recordLineage,
-  type LineageKind,
-  type LineageLink,
-} from '../store/research-ledgers.ts';
-import { getProject, getQueueItem, insertIdea, insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
+} from '../store/research-candidates.ts';
+import { recordLineage, type LineageKind, type LineageLink } from '../store/research-lineage.ts';
+import { getSourcesByIds, insertSource, listSources } from '../store/research-sources.ts';
 import type { Queryable, Store } from '../store/store.ts';
 import { isInFlight } from '../domain/queue-status.ts';
 import { CommandRefusedError } from './command-errors.ts';

@@ -1,8 +1,9 @@
 import { isRunFinished, workflowIdForRun } from '../domain/run-state.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { listEventsForEntities, listProjectRuns } from '../store/project-reads.ts';
+import { getProject } from '../store/projects.ts';
+import { getQueueItem } from '../store/queue-items.ts';
 import { applyRunTransition, getRun } from '../store/runs.ts';
-import { getProject, getQueueItem } from '../store/runtime-ledgers.ts';
 import type { Store } from '../store/store.ts';
 import { CommandRefusedError } from './command-errors.ts';
 import type { RunLauncher } from './run-launcher.ts';

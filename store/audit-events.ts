@@ -1,5 +1,6 @@
+import { selectPage, type PageWindow } from './paging.ts';
+import { containsPattern, sqlParams, type SqlParams } from './sql-params.ts';
 import type { Queryable } from './store.ts';
-import { containsPattern } from './sql-params.ts';
 
 export interface AuditEventInput {
   entity_type: string;
@@ -38,16 +39,6 @@ export interface AuditEventFilters {
 export const AUDIT_EVENT_COLUMNS = 'id, entity_type, entity_id, event_type, payload, idempotency_key, actor, request_id, created_at';
 const COLUMNS = AUDIT_EVENT_COLUMNS;
 
-interface AuditEventRow extends Omit<AuditEvent, 'created_at'> {
-  created_at: Date | string;
-}
-
-export const toAuditEvent = (row: AuditEventRow): AuditEvent => ({
-  ...row,
-  id: Number(row.id),
-  created_at: new Date(row.created_at).toISOString(),
-});
-
 /**
  * Appends one audit event. Call it with the transaction that makes the change it records, so the change and its
  * event commit together. With an idempotency_key, a replay returns the event already stored.
@@ -62,27 +53,23 @@ export async function appendAuditEvent(tx: Queryable, input: AuditEventInput): P
     input.actor ?? null,
     input.request_id ?? null,
   ];
-  const inserted = await tx.query<AuditEventRow>(
+  const inserted = await tx.query<AuditEvent>(
     `INSERT INTO audit_events (entity_type, entity_id, event_type, payload, idempotency_key, actor, request_id)
      VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7)
      ON CONFLICT (event_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
      RETURNING ${COLUMNS}`,
     params,
   );
-  if (inserted.rows[0]) return toAuditEvent(inserted.rows[0]);
-  const existing = await tx.query<AuditEventRow>(
+  if (inserted.rows[0]) return inserted.rows[0];
+  const existing = await tx.query<AuditEvent>(
     `SELECT ${COLUMNS} FROM audit_events WHERE event_type = $1 AND idempotency_key = $2`,
     [input.event_type, input.idempotency_key],
   );
-  return toAuditEvent(existing.rows[0]!);
+  return existing.rows[0]!;
 }
 
-function whereClause(filters: AuditEventFilters, params: unknown[]): string {
+function whereClause(filters: AuditEventFilters, { bind }: SqlParams): string {
   const conditions: string[] = [];
-  const bind = (value: unknown) => {
-    params.push(value);
-    return `$${params.length}`;
-  };
   if (filters.entity_type) conditions.push(`entity_type = ${bind(filters.entity_type)}`);
   if (filters.entity_id) conditions.push(`entity_id = ${bind(filters.entity_id)}`);
   if (filters.event_type) conditions.push(`event_type = ${bind(filters.event_type)}`);
@@ -101,24 +88,20 @@ function whereClause(filters: AuditEventFilters, params: unknown[]): string {
 export async function listAuditEventsPage(
   db: Queryable,
   filters: AuditEventFilters,
-  page: { offset: number; limit: number },
+  window: PageWindow,
 ): Promise<{ items: AuditEvent[]; total: number }> {
-  const params: unknown[] = [];
-  const where = whereClause(filters, params);
-  const totalSql = where
-    ? `SELECT count(*) AS total FROM audit_events ${where}`
-    : 'SELECT sum(events) AS total FROM audit_event_totals';
-  // The lateral join keeps the total even when the page itself is empty (a page past the end).
-  const result = await db.query<AuditEventRow & { total: number | string }>(
-    `SELECT totals.total, page.* FROM (${totalSql}) AS totals
-     LEFT JOIN LATERAL (
-       SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY id DESC LIMIT ${page.limit} OFFSET ${page.offset}
-     ) AS page ON true`,
-    params,
-  );
-  const total = Number(result.rows[0]?.total ?? 0);
-  const items = result.rows.filter((row) => row.id !== null).map(({ total: _total, ...row }) => toAuditEvent(row));
-  return { items, total };
+  const sql = sqlParams();
+  const where = whereClause(filters, sql);
+  return selectPage<AuditEvent>(db, {
+    select: `SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY id DESC`,
+    // The unfiltered total is kept by a trigger: counting every event per page view is too slow.
+    count: where
+      ? `SELECT count(*) AS total FROM audit_events ${where}`
+      : 'SELECT sum(events) AS total FROM audit_event_totals',
+    key: 'id',
+    sql,
+    window,
+  });
 }
 
 /** Keyset read for the v1 API: up to `limit` events older than `beforeId`, newest first. */
@@ -127,15 +110,12 @@ export async function listAuditEventsBefore(
   filters: AuditEventFilters,
   page: { beforeId?: number; limit: number },
 ): Promise<AuditEvent[]> {
-  const params: unknown[] = [];
-  let where = whereClause(filters, params);
-  if (page.beforeId !== undefined) {
-    params.push(page.beforeId);
-    where = `${where ? `${where} AND` : 'WHERE'} id < $${params.length}`;
-  }
-  const rows = await db.query<AuditEventRow>(
-    `SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY id DESC LIMIT ${page.limit}`,
-    params,
+  const sql = sqlParams();
+  let where = whereClause(filters, sql);
+  if (page.beforeId !== undefined) where = `${where ? `${where} AND` : 'WHERE'} id < ${sql.bind(page.beforeId)}`;
+  const result = await db.query<AuditEvent>(
+    `SELECT ${COLUMNS} FROM audit_events ${where} ORDER BY id DESC LIMIT ${sql.bind(page.limit)}`,
+    sql.params,
   );
-  return rows.rows.map(toAuditEvent);
+  return result.rows;
 }

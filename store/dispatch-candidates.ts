@@ -1,10 +1,11 @@
 import { laneSelector, resolveLane, type LaneSelector, type WorkerRouting } from '../domain/lanes.ts';
 import { ACTIVE_QUEUE_STATUSES } from '../domain/queue-status.ts';
-import { QUEUE_ITEM_COLUMNS, toQueueItem, type QueueItemRow } from './runtime-ledgers.ts';
+import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
+import { sqlParams, type SqlParams } from './sql-params.ts';
 import type { Queryable } from './store.ts';
 
 /**
- * The next item to dispatch (decisions §3): queued, not flagged, routed to a configured worker target whose lane is
+ * The next item to dispatch (README "Runs"): queued, not flagged, routed to a configured worker target whose lane is
  * idle, first in dispatch order. The busy lanes come from the one-active-row-per-lane index. Usually one of the first
  * few eligible items has an idle lane, so those are read first; when they all wait for busy lanes, each idle lane's
  * first item is read from a partial index (one short index read per routing rule). Either way the answer does not
@@ -24,7 +25,7 @@ export async function busyLanes(q: Queryable): Promise<Set<string>> {
 }
 
 /** One `LIMIT 1` read per routing rule of the lane. */
-function laneBranches(selector: LaneSelector, bind: (value: unknown) => string): string[] {
+function laneBranches(selector: LaneSelector, { bind }: SqlParams): string[] {
   const branch = (condition: string) =>
     `(SELECT ${QUEUE_ITEM_COLUMNS}, ${bind(selector.lane)}::text AS resolved_lane FROM queue_items
        WHERE ${ELIGIBLE} AND ${condition} ORDER BY ${DISPATCH_ORDER} LIMIT 1)`;
@@ -39,34 +40,31 @@ export async function nextDispatchCandidate(q: Queryable, routing: WorkerRouting
   const idle = [...routing.targets.keys()].filter((lane) => !busy.has(lane));
   if (idle.length === 0) return null;
 
-  const head = await q.query<Record<string, unknown>>(
-    `SELECT ${QUEUE_ITEM_COLUMNS} FROM queue_items WHERE ${ELIGIBLE} ORDER BY ${DISPATCH_ORDER} LIMIT ${HEAD_SIZE}`,
+  const head = await q.query<QueueItemRow>(
+    `SELECT ${QUEUE_ITEM_COLUMNS} FROM queue_items WHERE ${ELIGIBLE} ORDER BY ${DISPATCH_ORDER} LIMIT $1`,
+    [HEAD_SIZE],
   );
-  for (const row of head.rows) {
-    const item = toQueueItem(row);
+  for (const item of head.rows) {
     const lane = resolveLane(item, routing);
     if (lane.ok && !busy.has(lane.target.name)) return { item, lane: lane.target.name };
   }
   if (head.rows.length < HEAD_SIZE) return null;
 
-  const params: unknown[] = [];
-  const bind = (value: unknown) => {
-    params.push(value);
-    return `$${params.length}`;
-  };
-  const branches = idle.flatMap((lane) => laneBranches(laneSelector(lane, routing), bind));
-  const result = await q.query<Record<string, unknown>>(
+  const sql = sqlParams();
+  const branches = idle.flatMap((lane) => laneBranches(laneSelector(lane, routing), sql));
+  const result = await q.query<QueueItemRow & { resolved_lane: string }>(
     `SELECT * FROM (${branches.join(' UNION ALL ')}) AS candidates ORDER BY ${DISPATCH_ORDER} LIMIT 1`,
-    params,
+    sql.params,
   );
   const row = result.rows[0];
   if (!row) return null;
-  return { item: toQueueItem(row), lane: row.resolved_lane as string };
+  const { resolved_lane: lane, ...item } = row;
+  return { item, lane };
 }
 
 export async function countActiveItems(q: Queryable): Promise<number> {
-  const result = await q.query<{ count: string }>('SELECT count(*) AS count FROM queue_items WHERE status = ANY($1::text[])', [
+  const result = await q.query<{ count: number }>('SELECT count(*) AS count FROM queue_items WHERE status = ANY($1::text[])', [
     [...ACTIVE_QUEUE_STATUSES],
   ]);
-  return Number(result.rows[0]!.count);
+  return result.rows[0]!.count;
 }

@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
+import { ROW_PARSERS } from './row-parsers.ts';
 import type { Queryable, QueryResult, Store } from './store.ts';
 
 interface PgliteLike {
@@ -22,7 +23,7 @@ const run = async <Row>(db: PgliteLike, sql: string, params?: readonly unknown[]
 /** In-process Postgres (PGlite). `dataDir` undefined keeps everything in memory (tests). */
 export async function createEmbeddedStore(dataDir?: string): Promise<Store> {
   if (dataDir) await mkdir(dataDir, { recursive: true });
-  const db = await PGlite.create(dataDir ?? 'memory://');
+  const db = await PGlite.create(dataDir ?? 'memory://', { parsers: ROW_PARSERS });
   return {
     backend: 'embedded',
     location: dataDir ?? 'memory://',

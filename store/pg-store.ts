@@ -1,14 +1,11 @@
 import pg from 'pg';
+import { ROW_PARSERS } from './row-parsers.ts';
 import type { Queryable, QueryResult, Store } from './store.ts';
 import { StoreReadOnlyError } from './store.ts';
 
-const INT8_OID = 20;
-
-// Ids and counts fit comfortably in a double; both engines then return numbers for int8.
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === INT8_OID) return (value: string) => Number(value);
-    return pg.types.getTypeParser(oid, format);
+    return (format !== 'binary' && ROW_PARSERS[oid]) || pg.types.getTypeParser(oid, format);
   },
 };
 

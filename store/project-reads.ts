@@ -1,8 +1,10 @@
 import type { QueueStatus } from '../domain/queue-status.ts';
-import { AUDIT_EVENT_COLUMNS, toAuditEvent, type AuditEvent } from './audit-events.ts';
-import { lineageOf, type LineageRow } from './research-ledgers.ts';
-import { getProject, getQueueItem, type ProjectRow, type QueueItemRow } from './runtime-ledgers.ts';
-import { RUN_COLUMNS, toRun, type RunRow } from './runs.ts';
+import { AUDIT_EVENT_COLUMNS, type AuditEvent } from './audit-events.ts';
+import { getProject, type ProjectRow } from './projects.ts';
+import { getQueueItem, type QueueItemRow } from './queue-items.ts';
+import { lineageOf, type LineageRow } from './research-lineage.ts';
+import { isoTimestampSql } from './row-parsers.ts';
+import { RUN_COLUMNS, type RunRow } from './runs.ts';
 import type { Queryable } from './store.ts';
 import { listWorkerObservations, type WorkerObservation } from './worker-observations.ts';
 
@@ -10,9 +12,6 @@ import { listWorkerObservations, type WorkerObservation } from './worker-observa
  * The project detail read model (`GET /control/api/projects/{project_id}`): everything recorded about one project,
  * assembled from the runtime ledgers, runs, audit events, worker observations and lineage.
  */
-
-type RawRow = Record<string, unknown>;
-const iso = (value: unknown): string => new Date(value as Date | string).toISOString();
 
 /** How many cached worker observations the detail shows. */
 export const PROJECT_OBSERVATION_LIMIT = 20;
@@ -33,29 +32,15 @@ export interface ProjectRun extends RunRow {
   transitions: AppliedTransition[];
 }
 
-const toTransition = (raw: RawRow): AppliedTransition => ({
-  transition: raw.transition as string,
-  from_state: (raw.from_state as string | null) ?? null,
-  to_state: raw.to_state as string,
-  queue_status: (raw.queue_status as QueueStatus | null) ?? null,
-  // json_build_object renders timestamptz in Postgres' own format; normalise it like every other timestamp.
-  created_at: iso(raw.created_at),
-});
-
-const toProjectRun = (row: RawRow): ProjectRun => ({
-  ...toRun(row),
-  transitions: (row.transitions as RawRow[]).map(toTransition),
-});
-
 /** A project's runs, newest first, each with its applied transitions (one round trip). */
 export async function listProjectRuns(q: Queryable, projectId: string): Promise<ProjectRun[]> {
-  const result = await q.query<RawRow>(
+  const result = await q.query<ProjectRun>(
     `SELECT ${RUN_COLUMNS}, coalesce(applied.transitions, '[]'::json) AS transitions
        FROM runs r
        LEFT JOIN LATERAL (
          SELECT json_agg(json_build_object(
                   'transition', t.transition, 'from_state', t.from_state, 'to_state', t.to_state,
-                  'queue_status', t.queue_status, 'created_at', t.created_at)
+                  'queue_status', t.queue_status, 'created_at', ${isoTimestampSql('t.created_at')})
                 ORDER BY t.created_at, t.transition) AS transitions
            FROM run_transitions t
           WHERE t.run_id = r.run_id
@@ -64,7 +49,7 @@ export async function listProjectRuns(q: Queryable, projectId: string): Promise<
       ORDER BY r.created_at DESC, r.run_id DESC`,
     [projectId],
   );
-  return result.rows.map(toProjectRun);
+  return result.rows;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -77,11 +62,11 @@ export async function listEventsForEntities(
   limit: number,
 ): Promise<AuditEvent[]> {
   if (entityIds.length === 0) return [];
-  const result = await q.query<Parameters<typeof toAuditEvent>[0]>(
+  const result = await q.query<AuditEvent>(
     `SELECT ${AUDIT_EVENT_COLUMNS} FROM audit_events WHERE entity_id = ANY($1::text[]) ORDER BY id DESC LIMIT $2`,
     [entityIds, limit],
   );
-  return result.rows.map(toAuditEvent);
+  return result.rows;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

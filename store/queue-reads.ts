@@ -1,12 +1,13 @@
 import { QUEUE_GROUP_STATUSES, type QueueGroup, type QueueStatus } from '../domain/queue-status.ts';
-import { QUEUE_ITEM_COLUMNS, toQueueItem, type QueueItemRow } from './runtime-ledgers.ts';
-import { containsPattern } from './sql-params.ts';
+import { pageWindow, selectPage } from './paging.ts';
+import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
+import { containsPattern, sqlParams, type SqlParams } from './sql-params.ts';
 import type { Queryable } from './store.ts';
 
-/** Columns a queue list may be sorted by (decisions §3: any listed column, `-` for descending). */
+/** Columns a queue list may be sorted by (README "HTTP interface (so far)"): any listed column, `-` for descending. */
 export const QUEUE_SORT_COLUMNS = QUEUE_ITEM_COLUMNS.split(',').map((column) => column.trim());
 
-/** The dispatch order (decisions §3), used when no sort is asked for. */
+/** The dispatch order (README "Runs"), used when no sort is asked for. */
 const DISPATCH_ORDER = 'dispatch_priority ASC, selection_rank ASC, updated_at ASC, project_id ASC';
 
 const SEARCHED_COLUMNS = [
@@ -32,10 +33,9 @@ export interface QueueListQuery {
   sort?: string | undefined;
 }
 
-function groupCondition(group: QueueGroup, params: unknown[]): string | null {
+function groupCondition(group: QueueGroup, { bind }: SqlParams): string | null {
   if (group === 'all') return null;
-  params.push([...QUEUE_GROUP_STATUSES[group]]);
-  const byStatus = `status = ANY($${params.length}::text[])`;
+  const byStatus = `status = ANY(${bind([...QUEUE_GROUP_STATUSES[group]])}::text[])`;
   return group === 'blocked' ? `(${byStatus} OR manual_review_required)` : byStatus;
 }
 
@@ -50,34 +50,20 @@ function orderBy(sort: string | undefined): string {
 
 /** One page of a logical queue group with its total, in one round trip. */
 export async function listQueueItems(q: Queryable, query: QueueListQuery): Promise<{ items: QueueItemRow[]; total: number }> {
-  const params: unknown[] = [];
-  const conditions = [groupCondition(query.group, params)];
-  if (query.status) {
-    params.push(query.status);
-    conditions.push(`status = $${params.length}`);
-  }
+  const sql = sqlParams();
+  const conditions = [groupCondition(query.group, sql)];
+  if (query.status) conditions.push(`status = ${sql.bind(query.status)}`);
   if (query.search) {
-    params.push(containsPattern(query.search));
-    conditions.push(`(${SEARCHED_COLUMNS.map((column) => `${column} ILIKE $${params.length}`).join(' OR ')})`);
+    const pattern = sql.bind(containsPattern(query.search));
+    conditions.push(`(${SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
   }
-  const where = conditions.filter((c): c is string => c !== null);
-  params.push(query.page_size, (query.page - 1) * query.page_size);
-  const result = await q.query<Record<string, unknown> & { total: number }>(
-    `SELECT ${QUEUE_ITEM_COLUMNS}, count(*) OVER ()::int AS total
-       FROM queue_items
-      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY ${orderBy(query.sort)}
-      LIMIT $${params.length - 1} OFFSET $${params.length}`,
-    params,
-  );
-  let total = Number(result.rows[0]?.total ?? 0);
-  if (result.rows.length === 0 && query.page > 1) {
-    // Past the last page the window function has no row to ride on; count separately.
-    const counted = await q.query<{ total: number }>(
-      `SELECT count(*)::int AS total FROM queue_items ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`,
-      params.slice(0, -2),
-    );
-    total = Number(counted.rows[0]?.total ?? 0);
-  }
-  return { items: result.rows.map(({ total: _total, ...row }) => toQueueItem(row)), total };
+  const present = conditions.filter((c): c is string => c !== null);
+  const where = present.length > 0 ? `WHERE ${present.join(' AND ')}` : '';
+  return selectPage<QueueItemRow>(q, {
+    select: `SELECT ${QUEUE_ITEM_COLUMNS} FROM queue_items ${where} ORDER BY ${orderBy(query.sort)}`,
+    count: `SELECT count(*) AS total FROM queue_items ${where}`,
+    key: 'project_id',
+    sql,
+    window: pageWindow(query.page, query.page_size),
+  });
 }

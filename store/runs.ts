@@ -9,8 +9,8 @@ import {
 import type { QueueStatus } from '../domain/queue-status.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 import { appendAuditEvent } from './audit-events.ts';
-import { recordLineage } from './research-ledgers.ts';
-import { getQueueItem, QUEUE_ITEM_COLUMNS, toQueueItem, type QueueItemRow } from './runtime-ledgers.ts';
+import { getQueueItem, QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
+import { recordLineage } from './research-lineage.ts';
 import type { Queryable } from './store.ts';
 
 /**
@@ -18,9 +18,6 @@ import type { Queryable } from './store.ts';
  * (domain/run-state.ts) that moves the run row and the item's queue row together with one audit event, at most once
  * per (run_id, transition): a retried activity finds its transition recorded and changes nothing.
  */
-
-type RawRow = Record<string, unknown>;
-const iso = (value: unknown) => (value === null || value === undefined ? null : new Date(value as string).toISOString());
 
 export interface RunRow {
   run_id: string;
@@ -48,19 +45,12 @@ export const RUN_COLUMNS =
   'run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, session_id, question, ' +
   'decision, decision_summary, evidence, prepare_result, dispatch_result, last_error, finished_at, created_at, updated_at';
 
-export const toRun = (row: RawRow): RunRow => ({
-  ...(row as unknown as RunRow),
-  finished_at: iso(row.finished_at),
-  created_at: iso(row.created_at)!,
-  updated_at: iso(row.updated_at)!,
-});
-
 export async function getRun(q: Queryable, runId: string, options: { forUpdate?: boolean } = {}): Promise<RunRow | undefined> {
-  const result = await q.query<RawRow>(
+  const result = await q.query<RunRow>(
     `SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1${options.forUpdate ? ' FOR UPDATE' : ''}`,
     [runId],
   );
-  return result.rows[0] ? toRun(result.rows[0]) : undefined;
+  return result.rows[0];
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -104,23 +94,23 @@ export async function claimQueueItem(tx: Queryable, request: ClaimRequest): Prom
 
   let claimed: QueueItemRow;
   try {
-    const updated = await tx.query<RawRow>(
+    const updated = await tx.query<QueueItemRow>(
       `UPDATE queue_items SET status = 'dispatching', lane = $2, current_run_id = $3, last_run_state = 'dispatching',
               last_error = NULL, next_action_hint = NULL
         WHERE project_id = $1 AND status = 'queued' RETURNING ${QUEUE_ITEM_COLUMNS}`,
       [request.project_id, request.lane, request.run_id],
     );
-    claimed = toQueueItem(updated.rows[0]!);
+    claimed = updated.rows[0]!;
   } catch (error) {
     if (isUniqueViolation(error, 'queue_items_one_active_per_lane')) throw new LaneBusyError(request.lane);
     throw error;
   }
-  const inserted = await tx.query<RawRow>(
+  const inserted = await tx.query<RunRow>(
     `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by)
      VALUES ($1, $2, $3, 'dispatching', $4, $5, $6, $7) RETURNING ${RUN_COLUMNS}`,
     [request.run_id, request.project_id, request.workflow_id, request.lane, request.wake_gate_url, item.workload_class, request.requested_by],
   );
-  const run = toRun(inserted.rows[0]!);
+  const run = inserted.rows[0]!;
   const event = await appendAuditEvent(tx, {
     entity_type: 'run',
     entity_id: run.run_id,
@@ -249,7 +239,7 @@ export async function applyRunTransition(tx: Queryable, request: TransitionReque
 }
 
 async function updateRun(tx: Queryable, run: RunRow, toState: RunState, detail: TransitionDetail): Promise<RunRow> {
-  const result = await tx.query<RawRow>(
+  const result = await tx.query<RunRow>(
     `UPDATE runs SET state = $2,
             session_id = COALESCE($3, session_id),
             question = COALESCE($4, question),
@@ -275,7 +265,7 @@ async function updateRun(tx: Queryable, run: RunRow, toState: RunState, detail: 
       isRunFinished(toState),
     ],
   );
-  return toRun(result.rows[0]!);
+  return result.rows[0]!;
 }
 
 async function updateQueueItem(
@@ -286,7 +276,7 @@ async function updateQueueItem(
   transition: RunTransition,
   detail: TransitionDetail,
 ): Promise<QueueItemRow> {
-  const result = await tx.query<RawRow>(
+  const result = await tx.query<QueueItemRow>(
     `UPDATE queue_items SET status = $2, last_run_state = $3, dispatch_failures = $4,
             manual_review_required = manual_review_required OR $5,
             last_error = CASE WHEN $6::text IS NOT NULL THEN $6 WHEN $2 = 'completed' THEN NULL ELSE last_error END,
@@ -302,5 +292,5 @@ async function updateQueueItem(
       NEXT_ACTION_HINTS[queue.status] ?? null,
     ],
   );
-  return toQueueItem(result.rows[0]!);
+  return result.rows[0]!;
 }

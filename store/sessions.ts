@@ -8,20 +8,6 @@ export interface SessionRecord {
   expires_at: string;
 }
 
-interface SessionRow {
-  id_hash: string;
-  created_at: Date | string;
-  last_seen_at: Date | string;
-  expires_at: Date | string;
-}
-
-const toRecord = (row: SessionRow): SessionRecord => ({
-  id_hash: row.id_hash,
-  created_at: new Date(row.created_at).toISOString(),
-  last_seen_at: new Date(row.last_seen_at).toISOString(),
-  expires_at: new Date(row.expires_at).toISOString(),
-});
-
 export async function insertSession(
   tx: Queryable,
   session: { idHash: string; expiresAt: Date },
@@ -34,13 +20,13 @@ export async function insertSession(
 
 /** The session, if it exists and is neither past its absolute expiry nor idle for longer than `idleMs`. */
 export async function findLiveSession(db: Queryable, idHash: string, idleMs: number): Promise<SessionRecord | undefined> {
-  const result = await db.query<SessionRow>(
+  const result = await db.query<SessionRecord>(
     `SELECT id_hash, created_at, last_seen_at, expires_at FROM sessions
      WHERE id_hash = $1 AND expires_at > clock_timestamp()
        AND last_seen_at > clock_timestamp() - ($2::double precision * interval '1 millisecond')`,
     [idHash, idleMs],
   );
-  return result.rows[0] ? toRecord(result.rows[0]) : undefined;
+  return result.rows[0];
 }
 
 export async function touchSession(db: Queryable, idHash: string): Promise<void> {

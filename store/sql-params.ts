@@ -1,5 +1,10 @@
-/** Collects positional parameters for a query built from optional filters: `bind(value)` returns its `$n`. */
-export function sqlParams(): { params: unknown[]; bind: (value: unknown) => string } {
+/** Collects positional parameters for a query built from optional parts: `bind(value)` returns its `$n`. */
+export interface SqlParams {
+  readonly params: unknown[];
+  bind(value: unknown): string;
+}
+
+export function sqlParams(): SqlParams {
   const params: unknown[] = [];
   return {
     params,

@@ -2,14 +2,10 @@ import type { QueuedGroup } from '../domain/dispatch-safety.ts';
 import { ACTIVE_QUEUE_STATUSES, QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
 import type { RunState } from '../domain/run-state.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
-import { QUEUE_ITEM_COLUMNS, toQueueItem, type QueueItemRow } from './runtime-ledgers.ts';
+import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
 import type { Queryable } from './store.ts';
 
 /** The reads behind GET /control/api/status and /control/api/queue-health. Bounded: no read returns the whole queue. */
-
-type RawRow = Record<string, unknown>;
-const iso = (value: unknown): string | null =>
-  value === null || value === undefined ? null : new Date(value as Date | string).toISOString();
 
 export interface FlagDetails {
   queue_paused: boolean;
@@ -59,7 +55,7 @@ export interface QueueCounts {
 }
 
 export async function queueCounts(q: Queryable): Promise<QueueCounts> {
-  const result = await q.query<{ status: QueueStatus; n: number; flagged: number; latest: Date | string }>(
+  const result = await q.query<{ status: QueueStatus; n: number; flagged: number; latest: string }>(
     `SELECT status, count(*)::int AS n, count(*) FILTER (WHERE manual_review_required)::int AS flagged,
             max(updated_at) AS latest
        FROM queue_items GROUP BY status`,
@@ -69,16 +65,15 @@ export async function queueCounts(q: Queryable): Promise<QueueCounts> {
   let total = 0;
   let latest: string | null = null;
   for (const row of result.rows) {
-    byStatus[row.status] = Number(row.n);
-    total += Number(row.n);
-    if (Number(row.flagged) > 0) flagged[row.status] = Number(row.flagged);
-    const at = iso(row.latest);
-    if (at !== null && (latest === null || at > latest)) latest = at;
+    byStatus[row.status] = row.n;
+    total += row.n;
+    if (row.flagged > 0) flagged[row.status] = row.flagged;
+    if (latest === null || row.latest > latest) latest = row.latest;
   }
   return { by_status: byStatus, total, flagged_by_status: flagged, latest_update: latest };
 }
 
-export interface ActiveItemRow extends QueueItemRow {
+export type ActiveItemRow = QueueItemRow & {
   /** The current run's row; null when there is no current run or its row is missing. */
   run: {
     run_id: string;
@@ -88,7 +83,17 @@ export interface ActiveItemRow extends QueueItemRow {
     finished_at: string | null;
   } | null;
   last_callback: { event_type: string; received_at: string } | null;
-}
+};
+
+type ActiveItemQueryRow = QueueItemRow & {
+  run_run_id: string | null;
+  run_state: RunState;
+  run_lane: string;
+  run_created_at: string;
+  run_finished_at: string | null;
+  callback_event_type: string | null;
+  callback_received_at: string;
+};
 
 /**
  * Queue rows in an active status, each with its current run and the newest callback for that run. The database
@@ -96,7 +101,7 @@ export interface ActiveItemRow extends QueueItemRow {
  */
 export async function listActiveItems(q: Queryable): Promise<ActiveItemRow[]> {
   const columns = QUEUE_ITEM_COLUMNS.split(',').map((column) => `qi.${column.trim()}`).join(', ');
-  const result = await q.query<RawRow>(
+  const result = await q.query<ActiveItemQueryRow>(
     `SELECT ${columns},
             r.run_id AS run_run_id, r.state AS run_state, r.lane AS run_lane, r.created_at AS run_created_at,
             r.finished_at AS run_finished_at, cb.event_type AS callback_event_type, cb.received_at AS callback_received_at
@@ -115,21 +120,13 @@ export async function listActiveItems(q: Queryable): Promise<ActiveItemRow[]> {
       run_run_id, run_state, run_lane, run_created_at, run_finished_at, callback_event_type, callback_received_at, ...item
     } = row;
     return {
-      ...toQueueItem(item),
+      ...item,
       run:
         run_run_id === null
           ? null
-          : {
-              run_id: run_run_id as string,
-              state: run_state as RunState,
-              lane: run_lane as string,
-              created_at: iso(run_created_at)!,
-              finished_at: iso(run_finished_at),
-            },
+          : { run_id: run_run_id, state: run_state, lane: run_lane, created_at: run_created_at, finished_at: run_finished_at },
       last_callback:
-        callback_event_type === null
-          ? null
-          : { event_type: callback_event_type as string, received_at: iso(callback_received_at)! },
+        callback_event_type === null ? null : { event_type: callback_event_type, received_at: callback_received_at },
     };
   });
 }
@@ -154,7 +151,7 @@ export async function queuedGroups(q: Queryable, sampleSize = 5): Promise<Queued
     machine_target: row.machine_target,
     workload_class: row.workload_class,
     manual_review_required: row.manual_review_required,
-    count: Number(row.n),
+    count: row.n,
     sample_project_ids: row.sample,
   }));
 }
@@ -171,16 +168,16 @@ export interface RecentCallback {
 
 /** The newest worker callbacks, newest first; the stored payload and response are not included. */
 export async function recentWorkerCallbacks(q: Queryable, limit: number): Promise<RecentCallback[]> {
-  const result = await q.query<RawRow>(
+  const result = await q.query<RecentCallback>(
     `SELECT idempotency_key, run_id, project_id, event_type, ignored, ignore_reason, received_at
        FROM worker_callbacks ORDER BY received_at DESC, idempotency_key LIMIT $1`,
     [limit],
   );
-  return result.rows.map((row) => ({ ...(row as unknown as RecentCallback), received_at: iso(row.received_at)! }));
+  return result.rows;
 }
 
 /** When the newest worker callback arrived; null when none has. */
 export async function latestCallbackAt(q: Queryable): Promise<string | null> {
-  const result = await q.query<{ latest: Date | string | null }>('SELECT max(received_at) AS latest FROM worker_callbacks');
-  return iso(result.rows[0]?.latest);
+  const result = await q.query<{ latest: string | null }>('SELECT max(received_at) AS latest FROM worker_callbacks');
+  return result.rows[0]?.latest ?? null;
 }

@@ -1,7 +1,7 @@
 import type { PreflightCheck } from '../domain/preflight.ts';
 import type { Queryable } from './store.ts';
 
-/** Cached worker preflight results (interface.md "Worker observation"). */
+/** Cached worker preflight results (README "Worker gate"). */
 
 export interface WorkerObservationInsert {
   target: string;
@@ -19,28 +19,22 @@ export interface WorkerObservation extends Required<WorkerObservationInsert> {
 }
 
 const COLUMNS = 'observation_id, target, wake_gate_url, ok, summary, checks, run_id, observed_at';
-type RawRow = Record<string, unknown>;
-const toObservation = (row: RawRow): WorkerObservation => ({
-  ...(row as unknown as WorkerObservation),
-  observation_id: Number(row.observation_id),
-  observed_at: new Date(row.observed_at as string).toISOString(),
-});
 
 export async function insertWorkerObservation(q: Queryable, observation: WorkerObservationInsert): Promise<WorkerObservation> {
-  const result = await q.query<RawRow>(
+  const result = await q.query<WorkerObservation>(
     `INSERT INTO worker_observations (target, wake_gate_url, ok, summary, checks, run_id)
      VALUES ($1, $2, $3, $4, $5::jsonb, $6) RETURNING ${COLUMNS}`,
     [observation.target, observation.wake_gate_url, observation.ok, observation.summary, JSON.stringify(observation.checks), observation.run_id ?? null],
   );
-  return toObservation(result.rows[0]!);
+  return result.rows[0]!;
 }
 
 /** The newest observation of each target, by target name. */
 export async function latestWorkerObservations(q: Queryable): Promise<WorkerObservation[]> {
-  const result = await q.query<RawRow>(
+  const result = await q.query<WorkerObservation>(
     `SELECT DISTINCT ON (target) ${COLUMNS} FROM worker_observations ORDER BY target, observation_id DESC`,
   );
-  return result.rows.map(toObservation);
+  return result.rows;
 }
 
 /** Newest first: observations taken for the given runs or of the given targets. */
@@ -49,11 +43,11 @@ export async function listWorkerObservations(
   filter: { runIds?: readonly string[]; targets?: readonly string[] },
   limit: number,
 ): Promise<WorkerObservation[]> {
-  const result = await q.query<RawRow>(
+  const result = await q.query<WorkerObservation>(
     `SELECT ${COLUMNS} FROM worker_observations
       WHERE run_id = ANY($1::text[]) OR target = ANY($2::text[])
       ORDER BY observation_id DESC LIMIT $3`,
     [filter.runIds ?? [], filter.targets ?? [], limit],
   );
-  return result.rows.map(toObservation);
+  return result.rows;
 }

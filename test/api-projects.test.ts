@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workerRoutingFrom } from '../domain/lanes.ts';
-import type { Queryable } from '../store/store.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
-import { recordLineage } from '../store/research-ledgers.ts';
-import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
+import { insertProject } from '../store/projects.ts';
+import { insertQueueItem } from '../store/queue-items.ts';
+import { recordLineage } from '../store/research-lineage.ts';
+import type { Queryable } from '../store/store.ts';
 import { insertWorkerObservation } from '../store/worker-observations.ts';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 

@@ -4,7 +4,8 @@ import { resolveLane, workerRoutingFrom } from '../domain/lanes.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 import { nextDispatchCandidate } from '../store/dispatch-candidates.ts';
 import { openStore } from '../store/open-store.ts';
-import { insertProject, insertQueueItem, type QueueItemRow } from '../store/runtime-ledgers.ts';
+import { insertProject } from '../store/projects.ts';
+import { insertQueueItem, type QueueItemRow } from '../store/queue-items.ts';
 import type { Store } from '../store/store.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 

@@ -17,33 +17,21 @@ import {
   type CandidateProposal,
 } from '../domain/research-candidate.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { getIdeaByCandidate, insertIdea } from '../store/ideas.ts';
+import { PROJECT_ID_PATTERN, getProject, insertProject } from '../store/projects.ts';
+import { getQueueItem, insertQueueItem } from '../store/queue-items.ts';
+import { insertAdmission, latestAdmissions } from '../store/research-admissions.ts';
 import {
-  LINEAGE_KINDS,
-  facilityCounts,
   findDedupeMatches,
   getCandidate,
-  getSource,
-  getSourcesByIds,
-  insertAdmission,
   insertCandidate,
-  insertSource,
-  latestAdmissions,
-  lineageOf,
   listCandidates,
-  listSources,
   markCandidateQueueAdmitted,
-  recordLineage,
   type CandidateInsert,
-} from '../store/research-ledgers.ts';
-import {
-  PROJECT_ID_PATTERN,
-  getIdeaByCandidate,
-  getProject,
-  getQueueItem,
-  insertIdea,
-  insertProject,
-  insertQueueItem,
-} from '../store/runtime-ledgers.ts';
+} from '../store/research-candidates.ts';
+import { facilityCounts } from '../store/research-facility-counts.ts';
+import { LINEAGE_KINDS, lineageOf, recordLineage } from '../store/research-lineage.ts';
+import { getSource, getSourcesByIds, insertSource, listSources } from '../store/research-sources.ts';
 import type { Store } from '../store/store.ts';
 import { ENGINES } from './support/engines.ts';
 

@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { RunLauncher } from '../services/run-launcher.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
-import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
+import { insertProject } from '../store/projects.ts';
+import { insertQueueItem } from '../store/queue-items.ts';
 import type { Store } from '../store/store.ts';
 import { startTestApp } from './support/app.ts';
 import { CALLBACK_TOKEN, dispatchCount, GATE_TOKEN, waitUntil, type GateFixture } from './support/gate.ts';

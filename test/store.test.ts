@@ -50,6 +50,17 @@ describe.each(ENGINES)('store on $name', (engine) => {
     });
   });
 
+  describe('row values', () => {
+    const sql = `SELECT 7::int8 AS id, 12.5::numeric AS score, '2026-01-02 03:04:05.678+02'::timestamptz AS at,
+      NULL::timestamptz AS never`;
+    const expected = { id: 7, score: 12.5, at: '2026-01-02T01:04:05.678Z', never: null };
+
+    it('come back in one form: int8 and numeric as numbers, timestamptz as an ISO string in UTC', async () => {
+      expect((await store.query(sql)).rows).toEqual([expected]);
+      expect(await store.transaction(async (tx) => (await tx.query(sql)).rows)).toEqual([expected]);
+    });
+  });
+
   describe('audit events', () => {
     it('appends an event and replays the first one for the same idempotency key', async () => {
       const input = {

@@ -11,14 +11,6 @@ ALTER TABLE queue_items ADD CONSTRAINT queue_items_active_has_lane CHECK (
 CREATE UNIQUE INDEX queue_items_one_active_per_lane ON queue_items (lane)
   WHERE status IN ('dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling');
 
--- The first eligible item of a lane, whichever routing rule sends it there (store/dispatch-candidates.ts).
-CREATE INDEX queue_items_eligible_by_target
-  ON queue_items (machine_target, dispatch_priority, selection_rank, updated_at, project_id)
-  WHERE status = 'queued' AND NOT manual_review_required;
-CREATE INDEX queue_items_eligible_by_class
-  ON queue_items (workload_class, dispatch_priority, selection_rank, updated_at, project_id)
-  WHERE status = 'queued' AND NOT manual_review_required AND machine_target IS NULL;
-
 CREATE TABLE runs (
   run_id text PRIMARY KEY CHECK (run_id ~ '^[a-z0-9][a-z0-9._-]{0,127}-[0-9]{8}T[0-9]{6}Z$'),
   project_id text NOT NULL REFERENCES projects (project_id),

@@ -10,6 +10,23 @@ export interface TestDatabase {
 
 const TEMPLATE_BUSY = '55006'; // object_in_use: another clone is copying the template right now
 
+const handle = (name: string): TestDatabase => ({
+  name,
+  url: databaseUrl(name),
+  drop: () => withAdminClient(async (client) => {
+    await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
+  }),
+});
+
+/** A database with no schema at all (not even schema_migrations); the run's teardown drops it if a test does not. */
+export async function createEmptyTestDatabase(): Promise<TestDatabase> {
+  const name = `${inject('pgTemplateDatabase')}_empty_${randomBytes(4).toString('hex')}`;
+  await withAdminClient(async (client) => {
+    await client.query(`CREATE DATABASE ${quoteIdent(name)}`);
+  });
+  return handle(name);
+}
+
 /** A fresh database cloned from the migrated template the global setup prepared. One per test file. */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const template = inject('pgTemplateDatabase');
@@ -25,11 +42,5 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       }
     }
   });
-  return {
-    name,
-    url: databaseUrl(name),
-    drop: () => withAdminClient(async (client) => {
-      await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
-    }),
-  };
+  return handle(name);
 }

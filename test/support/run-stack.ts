@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openStore } from '../../store/open-store.ts';
-import { insertProject, insertQueueItem, type QueueItemInsert } from '../../store/runtime-ledgers.ts';
+import { insertProject } from '../../store/projects.ts';
+import { insertQueueItem, type QueueItemInsert } from '../../store/queue-items.ts';
 import type { Store } from '../../store/store.ts';
 import {
   controlClient,
