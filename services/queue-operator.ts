@@ -1,8 +1,8 @@
 import { isInFlight, type QueueStatus } from '../domain/queue-status.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
-import { readFlags, setFlag, type FlagName, type OperatorFlags } from '../store/flags.ts';
+import { lockOperatorFlags, setFlag, type FlagName, type OperatorFlags } from '../store/flags.ts';
 import { getProject } from '../store/projects.ts';
-import { getQueueItem, QUEUE_ITEM_COLUMNS, toQueueItem, type QueueItemRow } from '../store/queue-items.ts';
+import { getQueueItem, parkQueueItem, requeueQueueItem, type QueueItemRow } from '../store/queue-items.ts';
 import type { Queryable, Store } from '../store/store.ts';
 import { CommandRefusedError } from './command-errors.ts';
 
@@ -55,12 +55,6 @@ export interface QueueItemCommandResult {
 export const MARK_PAUSED_FROM: readonly QueueStatus[] = ['queued', 'blocked', 'needs_review', 'dispatch_error'];
 export const REQUEUE_FROM: readonly QueueStatus[] = ['paused', 'blocked', 'needs_review', 'dispatch_error', 'canceled'];
 
-/** Serializes concurrent pause/resume commands so exactly one of two identical calls reports a change. */
-async function lockFlags(tx: Queryable): Promise<OperatorFlags> {
-  await tx.query(`SELECT name FROM flags WHERE name IN ('queue_paused', 'maintenance_mode') ORDER BY name FOR UPDATE`);
-  return readFlags(tx);
-}
-
 async function setChangedFlags(tx: Queryable, before: OperatorFlags, after: OperatorFlags, actor: string): Promise<boolean> {
   const changed = (Object.keys(after) as FlagName[]).filter((name) => before[name] !== after[name]);
   for (const name of changed) await setFlag(tx, name, after[name], actor);
@@ -83,19 +77,11 @@ function refuseInFlight(item: QueueItemRow): void {
   }
 }
 
-async function updateItem(tx: Queryable, projectId: string, assignments: string, params: readonly unknown[]): Promise<QueueItemRow> {
-  const result = await tx.query<Record<string, unknown>>(
-    `UPDATE queue_items SET ${assignments} WHERE project_id = $1 RETURNING ${QUEUE_ITEM_COLUMNS}`,
-    [projectId, ...params],
-  );
-  return toQueueItem(result.rows[0]!);
-}
-
 export function createQueueOperator(store: Store) {
   return {
     async pause(request: PauseRequest, context: CommandContext = {}): Promise<FlagsCommandResult> {
       return store.transaction(async (tx) => {
-        const before = await lockFlags(tx);
+        const before = await lockOperatorFlags(tx);
         const after = { queue_paused: true, maintenance_mode: before.maintenance_mode || request.maintenance_mode };
         const changed = await setChangedFlags(tx, before, after, request.paused_by);
         if (changed) {
@@ -114,7 +100,7 @@ export function createQueueOperator(store: Store) {
 
     async resume(request: ResumeRequest, context: CommandContext = {}): Promise<FlagsCommandResult> {
       return store.transaction(async (tx) => {
-        const before = await lockFlags(tx);
+        const before = await lockOperatorFlags(tx);
         const after = { queue_paused: false, maintenance_mode: false };
         const changed = await setChangedFlags(tx, before, after, request.resumed_by);
         if (changed) {
@@ -146,9 +132,7 @@ export function createQueueOperator(store: Store) {
             `project '${item.project_id}' is ${item.status}; only ${MARK_PAUSED_FROM.join(', ')} items can be paused`,
           );
         }
-        const updated = await updateItem(tx, item.project_id, `status = 'paused', next_action_hint = $2`, [
-          `paused by ${request.updated_by}: ${request.reason}`,
-        ]);
+        const updated = await parkQueueItem(tx, item.project_id, `paused by ${request.updated_by}: ${request.reason}`);
         await appendAuditEvent(tx, {
           entity_type: 'queue_item',
           entity_id: item.project_id,
@@ -176,12 +160,7 @@ export function createQueueOperator(store: Store) {
             `project '${item.project_id}' is ${item.status}; only ${REQUEUE_FROM.join(', ')} items can be requeued`,
           );
         }
-        const updated = await updateItem(
-          tx,
-          item.project_id,
-          `status = 'queued', manual_review_required = false, dispatch_failures = 0, lane = NULL, next_action_hint = NULL`,
-          [],
-        );
+        const updated = await requeueQueueItem(tx, item.project_id);
         await appendAuditEvent(tx, {
           entity_type: 'queue_item',
           entity_id: item.project_id,

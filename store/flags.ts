@@ -24,3 +24,9 @@ export async function setFlag(tx: Queryable, name: FlagName, value: boolean, upd
     [name, JSON.stringify(value), updatedBy],
   );
 }
+
+/** Reads the operator flags holding their row locks, so concurrent pause/resume commands see each other's change. */
+export async function lockOperatorFlags(tx: Queryable): Promise<OperatorFlags> {
+  await tx.query(`SELECT name FROM flags WHERE name IN ('queue_paused', 'maintenance_mode') ORDER BY name FOR UPDATE`);
+  return readFlags(tx);
+}

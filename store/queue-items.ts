@@ -53,8 +53,6 @@ export const QUEUE_ITEM_COLUMNS =
   'workload_class, current_run_id, last_run_state, next_action_hint, last_error, candidate_id, lane, dispatch_failures, ' +
   'created_at, updated_at';
 
-/** A row of QUEUE_ITEM_COLUMNS, for callers that read it as a plain record. */
-export const toQueueItem = (row: Record<string, unknown>): QueueItemRow => row as QueueItemRow;
 
 /**
  * Inserts the queue row of a project. There is one queue row per project: a second insert for the same project fails
@@ -93,4 +91,27 @@ export async function getQueueItem(
     [projectId],
   );
   return result.rows[0];
+}
+
+async function updateQueueItem(tx: Queryable, projectId: string, assignments: string, params: readonly unknown[]): Promise<QueueItemRow> {
+  const result = await tx.query<QueueItemRow>(
+    `UPDATE queue_items SET ${assignments} WHERE project_id = $1 RETURNING ${QUEUE_ITEM_COLUMNS}`,
+    [projectId, ...params],
+  );
+  return result.rows[0]!;
+}
+
+/** Parks an item; `hint` goes to next_action_hint so last_error keeps the item's last failure. */
+export function parkQueueItem(tx: Queryable, projectId: string, hint: string): Promise<QueueItemRow> {
+  return updateQueueItem(tx, projectId, `status = 'paused', next_action_hint = $2`, [hint]);
+}
+
+/** Back to the queue with a clean slate: review flag off, failure streak reset, no lane, no hint. */
+export function requeueQueueItem(tx: Queryable, projectId: string): Promise<QueueItemRow> {
+  return updateQueueItem(
+    tx,
+    projectId,
+    `status = 'queued', manual_review_required = false, dispatch_failures = 0, lane = NULL, next_action_hint = NULL`,
+    [],
+  );
 }
