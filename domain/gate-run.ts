@@ -1,12 +1,11 @@
-import { applyLifecycleEvent, freshSession, readyCallbackFor, type GateSession, type LifecycleInput, type LifecycleOutcome } from './gate-lifecycle.ts';
-import { SETTLED_GATE_STATES, type CallbackEventType, type DispatchMode, type ReasoningEffort } from './gate.ts';
-import type { QuietWindowMetrics, QuietWindowVerdict } from './quiet-window.ts';
-import type { WorkloadClass } from './workload.ts';
-
 /**
  * State changes of one run the worker gate dispatched (README "Worker gate"). Each function takes a record and
  * returns the next one; the gate's I/O modules apply them and persist the result.
  */
+import { applyLifecycleEvent, freshSession, readyCallbackFor, type GateSession, type LifecycleInput, type LifecycleOutcome } from './gate-lifecycle.ts';
+import { SETTLED_GATE_STATES, type CallbackEventType, type DispatchMode, type ReasoningEffort } from './gate.ts';
+import type { QuietWindowMetrics, QuietWindowVerdict } from './quiet-window.ts';
+import type { WorkloadClass } from './workload.ts';
 
 export interface TrackedPid {
   pid: number;

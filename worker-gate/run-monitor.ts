@@ -61,6 +61,9 @@ export interface SamplingHealth {
 
 const isoNow = () => new Date().toISOString();
 
+/** A change of these fields is written at once; the other sampling details wait in memory for the next write. */
+const persistedView = (run: GateRun) => JSON.stringify([run.gate_state, run.gate_reason, run.alive_pids, run.root_alive]);
+
 /**
  * Follows dispatched runs: applies the agent's lifecycle events, samples telemetry and the process table every
  * `sample_interval_sec`, decides when a run is ready (quiet window), timed out or died, reaps stale project
@@ -202,9 +205,7 @@ export class RunMonitor {
       run = this.sendCallback(run, transition.callback, evidence).run;
     }
 
-    // Only a change someone reads is written; telemetry details stay in memory until then.
-    const changed = JSON.stringify([run.gate_state, run.gate_reason, run.alive_pids, run.root_alive]) !== JSON.stringify([before.gate_state, before.gate_reason, before.alive_pids, before.root_alive]);
-    if (changed) this.options.runs.save(run);
+    if (persistedView(run) !== persistedView(before)) this.options.runs.save(run);
     else this.options.runs.keep(run);
   }
 

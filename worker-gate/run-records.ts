@@ -13,13 +13,12 @@ export class RunRecords {
     private readonly logger: Logger,
   ) {}
 
-  load(): GateRun[] {
+  load(): void {
     const files = readJsonDir(this.dir, (file, error) => this.logger.warn({ file, err: error }, 'skipping an unreadable run record'));
     for (const { value } of files) {
       const run = value as GateRun;
       if (typeof run?.run_id === 'string') this.runs.set(run.run_id, run);
     }
-    return this.all();
   }
 
   get(runId: string): GateRun | undefined {
