@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import type { ProcessInfo } from './process-table.ts';
+import type { GateRun } from '../domain/gate-run.ts';
 
 export interface KnownProcess {
   pid: number;
@@ -96,5 +97,16 @@ export function insideDir(dir: string): (path: string) => boolean {
   return (path) => {
     const cleanPath = resolve(path.endsWith(DELETED_SUFFIX) ? path.slice(0, -DELETED_SUFFIX.length) : path);
     return cleanPath === cleanDir || cleanPath.startsWith(prefix);
+  };
+}
+
+/** What identifies a run's processes: its root (with start time), its process group, its project and those seen. */
+export function trackingTargetOf(run: GateRun): TrackingTarget {
+  return {
+    ...(run.root_pid !== null ? { rootPid: run.root_pid } : {}),
+    ...(run.root_start_ticks !== null ? { rootStartTicks: run.root_start_ticks } : {}),
+    ...(run.process_group_id !== null ? { processGroupId: run.process_group_id } : {}),
+    projectDir: run.project_dir,
+    known: run.known_pids,
   };
 }

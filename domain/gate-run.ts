@@ -1,0 +1,337 @@
+/**
+ * State changes of one run the worker gate dispatched (README "Worker gate"). Each function takes a record and
+ * returns the next one; the gate's I/O modules apply them and persist the result.
+ */
+import { applyLifecycleEvent, freshSession, readyCallbackFor, type GateSession, type LifecycleInput, type LifecycleOutcome } from './gate-lifecycle.ts';
+import { SETTLED_GATE_STATES, type CallbackEventType, type DispatchMode, type ReasoningEffort } from './gate.ts';
+import type { QuietWindowMetrics, QuietWindowVerdict } from './quiet-window.ts';
+import type { WorkloadClass } from './workload.ts';
+
+export interface TrackedPid {
+  pid: number;
+  startTicks: number;
+}
+
+/** Everything the gate knows about one dispatched run; one JSON file per run under state_dir. */
+export interface GateRun extends GateSession {
+  run_id: string;
+  project_id: string;
+  project_name: string;
+  project_dir: string;
+  prompt_file: string;
+  workload_class: WorkloadClass;
+  machine_target: string | null;
+  mode: DispatchMode;
+  model: string;
+  reasoning_effort: ReasoningEffort;
+  sandbox: string;
+  /** Hash of the dispatch request: a repeated /dispatch for this run must match it. */
+  request_hash: string;
+  /** `starting` while the dispatch script runs; a record left in that state means the gate died mid-dispatch. */
+  dispatch_status: 'starting' | 'started' | 'interrupted';
+  dispatched_at: string;
+  dispatch_duration_ms: number | null;
+  script_output: Record<string, unknown>;
+  root_pid: number | null;
+  root_start_ticks: number | null;
+  process_group_id: number | null;
+  tmux_session: string | null;
+  vram_baseline_mib: number | null;
+  /** Every process the gate has tracked for this run, with its start time, to tell a reused pid apart. */
+  known_pids: TrackedPid[];
+  alive_pids: number[];
+  root_alive: boolean;
+  processes_alive: boolean;
+  last_process_alive_at: string | null;
+  processes_exited_at: string | null;
+  reaped: ReapedProcess[];
+  quiet_window: Record<string, unknown> | null;
+  callbacks: RecordedCallback[];
+  events_received: number;
+  events_ignored: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ReapedProcess {
+  pid: number;
+  outcome: string;
+  at: string;
+  command: string;
+}
+
+export interface RecordedCallback {
+  event_type: CallbackEventType;
+  idempotency_key: string;
+  enqueued_at: string;
+}
+
+/** A callback a transition asks the gate to send, with the time that goes into its idempotency key. */
+export interface CallbackIntent {
+  event_type: CallbackEventType;
+  observed_at: string;
+  reason: string;
+  quiet_window: QuietWindowMetrics | null;
+  /** Readiness callbacks carry the evidence files found in the project. */
+  with_evidence: boolean;
+}
+
+export interface Transition {
+  run: GateRun;
+  callback: CallbackIntent | null;
+}
+
+/** What a dispatch request fixes about a run before its script starts. */
+export type GateRunRequest = Pick<
+  GateRun,
+  | 'run_id'
+  | 'project_id'
+  | 'project_name'
+  | 'project_dir'
+  | 'prompt_file'
+  | 'workload_class'
+  | 'machine_target'
+  | 'mode'
+  | 'model'
+  | 'reasoning_effort'
+  | 'sandbox'
+  | 'request_hash'
+  | 'vram_baseline_mib'
+>;
+
+/** What the dispatch script reported once it started the agent. */
+export interface DispatchOutcome {
+  script_output: Record<string, unknown>;
+  duration_ms: number;
+  root_pid: number | null;
+  process_group_id: number | null;
+  tmux_session: string | null;
+}
+
+/** A record for a run whose dispatch script is about to run. */
+export function startingRun(request: GateRunRequest, now: string): GateRun {
+  const { vram_baseline_mib, ...identity } = request;
+  return {
+    ...freshSession(),
+    ...identity,
+    dispatch_status: 'starting',
+    dispatched_at: now,
+    dispatch_duration_ms: null,
+    script_output: {},
+    root_pid: null,
+    root_start_ticks: null,
+    process_group_id: null,
+    tmux_session: null,
+    vram_baseline_mib,
+    known_pids: [],
+    alive_pids: [],
+    root_alive: false,
+    processes_alive: false,
+    last_process_alive_at: null,
+    processes_exited_at: null,
+    reaped: [],
+    quiet_window: null,
+    callbacks: [],
+    events_received: 0,
+    events_ignored: 0,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/**
+ * Takes `rootPid` as the run's root process. `rootStat` is that process as read now (null when it is already gone):
+ * its start time tells the root apart from a later process that reuses the pid.
+ */
+export function adoptRoot(run: GateRun, rootPid: number, rootStat: TrackedPid | null): GateRun {
+  if (!rootStat) return { ...run, root_pid: rootPid };
+  return {
+    ...run,
+    root_pid: rootPid,
+    root_start_ticks: rootStat.startTicks,
+    known_pids: [...run.known_pids, { pid: rootStat.pid, startTicks: rootStat.startTicks }],
+  };
+}
+
+/** The script started the agent: from now on the gate watches the run's processes. */
+export function markDispatched(run: GateRun, outcome: DispatchOutcome, rootStat: TrackedPid | null): GateRun {
+  const started: GateRun = {
+    ...run,
+    dispatch_status: 'started',
+    dispatch_duration_ms: outcome.duration_ms,
+    script_output: outcome.script_output,
+    root_pid: outcome.root_pid,
+    process_group_id: outcome.process_group_id,
+    tmux_session: outcome.tmux_session,
+  };
+  return outcome.root_pid === null ? started : adoptRoot(started, outcome.root_pid, rootStat);
+}
+
+/** A record still `starting` after a restart: whether the agent started is unknown, so the run is never retried. */
+export function markDispatchInterrupted(run: GateRun): GateRun {
+  return {
+    ...run,
+    dispatch_status: 'interrupted',
+    gate_state: 'error',
+    gate_reason: 'the gate stopped while the dispatch script ran; the agent may or may not have started',
+  };
+}
+
+/** Cancelled by the control plane: a settled state, so the gate sends nothing more for this run. */
+export function markCancelled(run: GateRun): GateRun {
+  return { ...run, gate_state: 'cancelled', gate_reason: 'cancelled by the control plane' };
+}
+
+/** The processes a cancel stopped: none of the run's processes is counted alive any more. */
+export function recordCancelStops(run: GateRun, stopped: readonly { pid: number; outcome: string }[], at: string): GateRun {
+  return {
+    ...run,
+    reaped: [...run.reaped, ...stopped.map(({ pid, outcome }) => ({ pid, outcome, at, command: 'cancelled run' }))],
+    alive_pids: [],
+    processes_alive: false,
+  };
+}
+
+export function recordReaped(run: GateRun, reaped: readonly ReapedProcess[]): GateRun {
+  return { ...run, reaped: [...run.reaped, ...reaped] };
+}
+
+export function recordCallback(run: GateRun, callback: RecordedCallback): GateRun {
+  return { ...run, callbacks: [...run.callbacks, callback] };
+}
+
+/** A lifecycle event as the gate received it, with what the agent runtime reported about its processes. */
+export interface RunEventInput extends LifecycleInput {
+  process_group_id?: number | undefined;
+  tmux_session?: string | undefined;
+}
+
+/**
+ * Applies a lifecycle event to the run: its session changes as `applyLifecycleEvent` says, the event is counted, and
+ * the process group or tmux session the agent reports fill in what the dispatch script did not. A new session
+ * forgets the callbacks of the previous one.
+ */
+export function applyRunEvent(run: GateRun, input: RunEventInput): { run: GateRun; outcome: LifecycleOutcome } {
+  const outcome = applyLifecycleEvent(run, input);
+  const next: GateRun = {
+    ...run,
+    ...outcome.session,
+    events_received: run.events_received + 1,
+    events_ignored: run.events_ignored + (outcome.ignored_reason ? 1 : 0),
+    callbacks: outcome.session_reset ? [] : run.callbacks,
+    process_group_id: run.process_group_id ?? input.process_group_id ?? null,
+    tmux_session: run.tmux_session ?? input.tmux_session ?? null,
+  };
+  return { run: next, outcome };
+}
+
+/** One scan of the process table: which of the run's processes are alive at `at`. */
+export interface ProcessObservation {
+  alive: readonly TrackedPid[];
+  rootAlive: boolean;
+  at: string;
+}
+
+/** Remembers every process seen (pid and start time) and when the run last had, or stopped having, a live process. */
+export function observeProcesses(run: GateRun, observation: ProcessObservation): GateRun {
+  const known = [...run.known_pids];
+  for (const proc of observation.alive) {
+    if (!known.some((entry) => entry.pid === proc.pid && entry.startTicks === proc.startTicks)) {
+      known.push({ pid: proc.pid, startTicks: proc.startTicks });
+    }
+  }
+  const processesAlive = observation.alive.length > 0;
+  return {
+    ...run,
+    known_pids: known,
+    alive_pids: observation.alive.map((proc) => proc.pid),
+    root_alive: observation.rootAlive,
+    processes_alive: processesAlive,
+    last_process_alive_at: processesAlive ? observation.at : run.last_process_alive_at,
+    processes_exited_at: processesAlive ? null : (run.processes_exited_at ?? observation.at),
+  };
+}
+
+export interface QuietWindowLimits {
+  idleSustainSec: number;
+  maxWaitAfterIdleSec: number;
+}
+
+/**
+ * Applies a quiet-window verdict to a run waiting after idle, stop or end: it keeps waiting, becomes ready (with one
+ * readiness callback that carries the evidence), or runs out of time (one gate_timeout).
+ */
+export function settleQuietWindow(run: GateRun, verdict: QuietWindowVerdict, limits: QuietWindowLimits): Transition {
+  const observed: GateRun = { ...run, quiet_window: { ...verdict.metrics, verdict: verdict.verdict, reasons: verdict.reasons } };
+  const reason = verdict.reasons.join('; ');
+  const idleSeenAt = run.idle_seen_at as string;
+  switch (verdict.verdict) {
+    case 'waiting_for_process_exit':
+    case 'waiting_for_quiet_window':
+      return {
+        run: { ...observed, gate_state: run.ended ? 'finished_pending_gate' : verdict.verdict, gate_reason: reason || verdict.verdict },
+        callback: null,
+      };
+    case 'ready': {
+      const ready = readyCallbackFor(run);
+      const gateReason = `quiet for ${limits.idleSustainSec} s and no tracked process alive`;
+      return {
+        run: { ...observed, gate_state: ready.gate_state, gate_reason: gateReason },
+        callback: { event_type: ready.event_type, observed_at: idleSeenAt, reason: gateReason, quiet_window: verdict.metrics, with_evidence: true },
+      };
+    }
+    case 'timed_out': {
+      const gateReason = `no quiet window within max_wait_after_idle_sec (${limits.maxWaitAfterIdleSec} s)${reason ? `: ${reason}` : ''}`;
+      return {
+        run: { ...observed, gate_state: 'error', gate_reason: gateReason },
+        callback: { event_type: 'gate_timeout', observed_at: idleSeenAt, reason: gateReason, quiet_window: verdict.metrics, with_evidence: false },
+      };
+    }
+  }
+}
+
+/**
+ * A running agent whose processes have all been gone for at least one sample interval, without idle, stop, end or a
+ * question, has died: the run ends in error with one gate_error.
+ */
+export function detectSilentExit(run: GateRun, nowMs: number, sampleIntervalSec: number): Transition {
+  if (run.gate_state !== 'running' || run.processes_alive || run.processes_exited_at === null) return { run, callback: null };
+  if (nowMs - Date.parse(run.processes_exited_at) < sampleIntervalSec * 1000) return { run, callback: null };
+  const reason = 'every tracked process exited before the agent reported idle, stop or end';
+  return {
+    run: { ...run, gate_state: 'error', gate_reason: reason },
+    callback: { event_type: 'gate_error', observed_at: run.processes_exited_at, reason, quiet_window: null, with_evidence: false },
+  };
+}
+
+/** True while the gate samples this run: its agent was started and the gate has not settled. */
+export function isWatched(run: GateRun): boolean {
+  return run.dispatch_status === 'started' && !SETTLED_GATE_STATES.has(run.gate_state);
+}
+
+/** The run that still occupies `projectDir`, if any: a project takes one unsettled run at a time. */
+export function activeRunIn(runs: readonly GateRun[], projectDir: string): GateRun | undefined {
+  return runs.find((run) => run.project_dir === projectDir && !SETTLED_GATE_STATES.has(run.gate_state));
+}
+
+/** How a lifecycle event names its run; the agent runtime may know only its session or its project. */
+export interface EventAddress {
+  run_id?: string | undefined;
+  session_id?: string | undefined;
+  project_id?: string | undefined;
+}
+
+/**
+ * The run an event is for: by run_id; else the newest run of that session; else the newest unsettled run of that
+ * project.
+ */
+export function findRunForEvent(runs: readonly GateRun[], address: EventAddress): GateRun | undefined {
+  if (address.run_id) return runs.find((run) => run.run_id === address.run_id);
+  const newestFirst = [...runs].sort((a, b) => b.dispatched_at.localeCompare(a.dispatched_at));
+  if (address.session_id) {
+    const bySession = newestFirst.find((run) => run.session_id === address.session_id);
+    if (bySession) return bySession;
+  }
+  if (address.project_id) return newestFirst.find((run) => run.project_id === address.project_id && !SETTLED_GATE_STATES.has(run.gate_state));
+  return undefined;
+}

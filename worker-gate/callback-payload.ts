@@ -1,0 +1,63 @@
+import type { RunEvidence, WorkerCallback } from '../contracts/worker-callback.ts';
+import { callbackIdempotencyKey, type TelemetrySample } from '../domain/gate.ts';
+import type { CallbackIntent, GateRun } from '../domain/gate-run.ts';
+
+export interface CallbackPayloadInput {
+  run: GateRun;
+  callback: CallbackIntent;
+  /** The latest telemetry reading; undefined before the first sample. */
+  sample: TelemetrySample | undefined;
+  /** Present on readiness callbacks: the evidence files found in the project. */
+  evidence: RunEvidence | null;
+  /** When the gate builds the callback. */
+  seenAt: string;
+}
+
+/**
+ * The body the gate posts to the control plane for one callback of a run (README "Worker gate"): the
+ * run's state after the transition that asked for it, the machine's latest telemetry and the run's processes. Pure.
+ */
+export function buildCallbackPayload({ run, callback, sample, evidence, seenAt }: CallbackPayloadInput): WorkerCallback {
+  const quietWindow = callback.quiet_window;
+  return {
+    event_type: callback.event_type,
+    run_id: run.run_id,
+    session_id: run.session_id,
+    project_id: run.project_id,
+    gate_state: run.gate_state,
+    reason: callback.reason,
+    idle_seen_at: run.idle_seen_at,
+    seen_at: seenAt,
+    delivered_at: null,
+    telemetry: {
+      cpu_pct: sample?.cpu_pct ?? null,
+      gpu_pct: sample?.gpu_pct ?? null,
+      vram_used_mib: sample?.vram_used_mib ?? null,
+      vram_baseline_mib: run.vram_baseline_mib,
+      memory_available_mib: sample?.memory_available_mib ?? null,
+      gpu_source: sample?.gpu_source ?? 'none',
+      quiet_window: quietWindow
+        ? {
+            samples_needed: quietWindow.samples_needed,
+            samples_in_window: quietWindow.samples_in_window,
+            mean_cpu_pct: quietWindow.mean_cpu_pct,
+            mean_gpu_pct: quietWindow.mean_gpu_pct,
+            peak_gpu_pct: quietWindow.peak_gpu_pct,
+            vram_delta_mib: quietWindow.vram_delta_mib,
+            gpu_present: quietWindow.gpu_present,
+          }
+        : null,
+    },
+    process_tracking: {
+      root_pid: run.root_pid,
+      process_group_id: run.process_group_id,
+      tmux_session: run.tmux_session,
+      root_alive: run.root_alive,
+      alive_pids: run.alive_pids,
+      reaped_pids: run.reaped.map((entry) => entry.pid),
+    },
+    question: run.question,
+    evidence,
+    idempotency_key: callbackIdempotencyKey(run.run_id, callback.event_type, callback.observed_at),
+  };
+}

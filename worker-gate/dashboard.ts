@@ -1,0 +1,82 @@
+import { SETTLED_GATE_STATES, type GateState, type TelemetrySample } from '../domain/gate.ts';
+import type { GateRun } from '../domain/gate-run.ts';
+import { samplesNeeded } from '../domain/quiet-window.ts';
+import { sha256Hex } from '../http/tokens.ts';
+import type { OutboxEntry } from './callback-outbox.ts';
+import { profileFor, type WorkerGateConfig } from './gate-config.ts';
+import type { GateEvent } from './gate-event-log.ts';
+import type { SamplingHealth } from './run-monitor.ts';
+
+const SERVICE_NAME = 'research-control-plane worker gate';
+/** A pending question is settled for the gate, but the run still waits for a person. */
+const UNSETTLED_COUNTED_AS_WAITING: ReadonlySet<GateState> = new Set(['question_pending']);
+
+export interface DashboardInput {
+  config: WorkerGateConfig;
+  ready: boolean;
+  startedAt: string;
+  sampling: Readonly<SamplingHealth>;
+  latestSample: TelemetrySample | undefined;
+  runs: readonly GateRun[];
+  callbacksPending: number;
+  /** Outbox entries, oldest first. */
+  callbacks: readonly OutboxEntry[];
+  /** Gate events, newest first, already limited. */
+  events: GateEvent[];
+  limit: number;
+}
+
+function runView(config: WorkerGateConfig, run: GateRun) {
+  const { request_hash: _hash, known_pids: _known, ...view } = run;
+  return { ...view, samples_needed: samplesNeeded(profileFor(config, run.workload_class), config.sample_interval_sec) };
+}
+
+/** The body of `GET /dashboard/api` (README "Worker gate"): the service, totals, telemetry, runs, callbacks, events. */
+export function dashboardBody(input: DashboardInput) {
+  const { config, sampling, latestSample: sample, limit } = input;
+  const runs = [...input.runs].sort((a, b) => b.updated_at.localeCompare(a.updated_at));
+  return {
+    ok: true,
+    service: {
+      name: SERVICE_NAME,
+      role: 'worker_gate',
+      ready: input.ready,
+      started_at: input.startedAt,
+      project_root: config.project_root,
+      sample_interval_sec: config.sample_interval_sec,
+      default_workload_class: config.default_workload_class,
+      max_wait_after_idle_sec: config.max_wait_after_idle_sec,
+      stale_project_process_reaper_enabled: config.stale_project_process_reaper_enabled,
+      completion_callback_url: config.completion_callback_url,
+      completion_callback_token_fingerprint: sha256Hex(config.completion_callback_token),
+      last_tick_error: sampling.lastTickError,
+      sampling: {
+        samples: sampling.samples,
+        cpu_ms_per_sample: sampling.samples ? Math.round((sampling.cpuMs / sampling.samples) * 1000) / 1000 : null,
+      },
+    },
+    totals: {
+      runs: runs.length,
+      active_or_waiting: runs.filter((run) => !SETTLED_GATE_STATES.has(run.gate_state) || UNSETTLED_COUNTED_AS_WAITING.has(run.gate_state)).length,
+      live: runs.filter((run) => run.processes_alive).length,
+      callback_pending: input.callbacksPending,
+    },
+    telemetry: {
+      sampled_at: sample ? new Date(sample.at_ms).toISOString() : null,
+      cpu_pct: sample?.cpu_pct ?? null,
+      gpu_pct: sample?.gpu_pct ?? null,
+      gpu_compute_pids: sample?.gpu_compute_pids ?? [],
+      vram_used_mib: sample?.vram_used_mib ?? null,
+      memory_available_mib: sample?.memory_available_mib ?? null,
+      memory_source: sample?.memory_source ?? null,
+      gpu_source: sample?.gpu_source ?? null,
+      notes: sample?.notes ?? [],
+    },
+    runs: runs.slice(0, limit).map((run) => runView(config, run)),
+    callbacks: input.callbacks
+      .slice(-limit)
+      .reverse()
+      .map(({ payload: _payload, ...entry }) => entry),
+    events: input.events,
+  };
+}

@@ -1,0 +1,243 @@
+import { existsSync, statSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { DispatchRequest, PrepareProjectRequest } from '../contracts/worker-gate.ts';
+import type { TelemetrySample } from '../domain/gate.ts';
+import {
+  activeRunIn,
+  markCancelled,
+  markDispatched,
+  markDispatchInterrupted,
+  recordCancelStops,
+  startingRun,
+  type GateRun,
+} from '../domain/gate-run.ts';
+import type { WorkloadClass } from '../domain/workload.ts';
+import { HttpError } from '../http/errors.ts';
+import { payloadHash } from '../http/payload-hash.ts';
+import { dispatchEnvironment, runDispatchScript } from './dispatch-script.ts';
+import type { WorkerGateConfig } from './gate-config.ts';
+import type { GateEventLog } from './gate-event-log.ts';
+import { prepareProject, type PrepareResult } from './prepare-project.ts';
+import { readProcessStat, readProcessTable } from './process-table.ts';
+import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
+import { resolveProjectPaths } from './project-paths.ts';
+import type { RunRecords } from './run-records.ts';
+import { reapProcesses, type ReapResult } from './stale-reaper.ts';
+
+export interface DispatchResponse {
+  ok: true;
+  run_id: string;
+  project_id: string;
+  project_dir: string;
+  workload_class: WorkloadClass;
+  root_pid: number | null;
+  process_group_id: number | null;
+  tmux_session: string | null;
+  vram_baseline_mib: number | null;
+  gate_state: GateRun['gate_state'];
+  dispatched_at: string;
+  /** True when this run had been dispatched before: the script did not run again. */
+  already_dispatched: boolean;
+  script_output: Record<string, unknown>;
+}
+
+export interface CancelResponse {
+  ok: true;
+  run_id: string;
+  gate_state: 'cancelled';
+  already_cancelled: boolean;
+  /** What happened to each process the run still had. */
+  stopped: ReapResult[];
+}
+
+export interface GateDispatcherOptions {
+  config: WorkerGateConfig;
+  logger: Logger;
+  runs: RunRecords;
+  events: GateEventLog;
+  /** This gate's `/legacy-agent/event` URL as agents on this machine reach it. */
+  eventUrl: () => string;
+  /** The machine's latest telemetry reading: its VRAM use is the run's baseline. */
+  latestSample: () => TelemetrySample | undefined;
+}
+
+/** What makes two /dispatch calls the same request; the display name may differ. */
+function requestHash(request: DispatchRequest, workloadClass: WorkloadClass): string {
+  const { project_name: _name, ...rest } = request;
+  return payloadHash({ ...rest, workload_class: workloadClass });
+}
+
+/** The root's pid and start time as read now; null when it has already gone. */
+function rootStatOf(rootPid: number | null) {
+  return rootPid === null ? null : readProcessStat(rootPid);
+}
+
+function dispatchResponse(run: GateRun, alreadyDispatched: boolean): DispatchResponse {
+  return {
+    ok: true,
+    run_id: run.run_id,
+    project_id: run.project_id,
+    project_dir: run.project_dir,
+    workload_class: run.workload_class,
+    root_pid: run.root_pid,
+    process_group_id: run.process_group_id,
+    tmux_session: run.tmux_session,
+    vram_baseline_mib: run.vram_baseline_mib,
+    gate_state: run.gate_state,
+    dispatched_at: run.dispatched_at,
+    already_dispatched: alreadyDispatched,
+    script_output: run.script_output,
+  };
+}
+
+/** Starts and stops agents: prepares workspaces, runs the dispatch script once per run_id, cancels runs. */
+export class GateDispatcher {
+  private readonly dispatchesInFlight = new Map<string, { hash: string; promise: Promise<DispatchResponse> }>();
+
+  constructor(private readonly options: GateDispatcherOptions) {}
+
+  /** Marks the records a previous process left mid-dispatch: their agent is never started a second time. */
+  recoverInterruptedDispatches(): void {
+    for (const run of this.options.runs.all()) {
+      if (run.dispatch_status !== 'starting') continue;
+      const interrupted = this.options.runs.save(markDispatchInterrupted(run));
+      this.options.events.append('dispatch_interrupted', interrupted.run_id, { reason: interrupted.gate_reason });
+    }
+  }
+
+  prepare(request: PrepareProjectRequest): PrepareResult {
+    const result = prepareProject(this.options.config.project_root, request);
+    if (result.created) {
+      this.options.events.append('project_prepared', request.run_id, { project_id: request.project_id, project_dir: result.project_dir, overwritten: result.overwritten });
+    }
+    return result;
+  }
+
+  /** Runs the dispatch script once per run_id; a repeated call with the same body answers the first result. */
+  async dispatch(request: DispatchRequest): Promise<DispatchResponse> {
+    const workloadClass = request.workload_class ?? this.options.config.default_workload_class;
+    const hash = requestHash(request, workloadClass);
+    const conflict = () => new HttpError(409, `run '${request.run_id}' was already dispatched with a different request`);
+
+    const inFlight = this.dispatchesInFlight.get(request.run_id);
+    if (inFlight) {
+      if (inFlight.hash !== hash) throw conflict();
+      return { ...(await inFlight.promise), already_dispatched: true };
+    }
+    const existing = this.options.runs.get(request.run_id);
+    if (existing) {
+      if (existing.request_hash !== hash) throw conflict();
+      if (existing.dispatch_status === 'interrupted') {
+        throw new HttpError(409, `run '${request.run_id}': the gate restarted while its dispatch script ran, so whether the agent started is unknown; it is not started again`);
+      }
+      return dispatchResponse(existing, true);
+    }
+    const promise = this.startRun(request, workloadClass, hash);
+    this.dispatchesInFlight.set(request.run_id, { hash, promise });
+    try {
+      return await promise;
+    } finally {
+      this.dispatchesInFlight.delete(request.run_id);
+    }
+  }
+
+  private async startRun(request: DispatchRequest, workloadClass: WorkloadClass, hash: string): Promise<DispatchResponse> {
+    const { config, runs, events, logger } = this.options;
+    const resolved = resolveProjectPaths(config.project_root, request.project_dir, request.prompt_file);
+    if (!resolved.ok) throw new HttpError(400, resolved.reason);
+    const { projectDir, promptFile } = resolved.paths;
+    if (!existsSync(projectDir) || !statSync(projectDir).isDirectory()) {
+      throw new HttpError(409, `project_dir ${projectDir} does not exist; call /prepare-project first`);
+    }
+    const busy = activeRunIn(runs.all(), projectDir);
+    if (busy) throw new HttpError(409, `project_dir ${projectDir} already has an active run '${busy.run_id}' (${busy.gate_state})`);
+
+    const starting = startingRun(
+      {
+        run_id: request.run_id,
+        project_id: request.project_id,
+        project_name: request.project_name ?? request.project_id,
+        project_dir: projectDir,
+        prompt_file: promptFile,
+        workload_class: workloadClass,
+        machine_target: request.machine_target ?? null,
+        mode: request.mode,
+        model: request.model,
+        reasoning_effort: request.reasoning_effort,
+        sandbox: request.sandbox,
+        request_hash: hash,
+        vram_baseline_mib: this.options.latestSample()?.vram_used_mib ?? null,
+      },
+      new Date().toISOString(),
+    );
+    // Written before the script runs: a gate that dies now must not start the agent a second time after restart.
+    runs.save(starting);
+    const result = await runDispatchScript({
+      scriptPath: config.dispatch_script_path,
+      cwd: projectDir,
+      timeoutMs: config.dispatch_timeout_sec * 1000,
+      env: dispatchEnvironment(process.env, {
+        RUN_ID: request.run_id,
+        PROJECT_ID: request.project_id,
+        PROJECT_DIR: projectDir,
+        PROMPT_FILE: promptFile,
+        DISPATCH_MODE: request.mode,
+        MODEL: request.model,
+        REASONING_EFFORT: request.reasoning_effort,
+        SANDBOX: request.sandbox,
+        GATE_EVENT_URL: this.options.eventUrl(),
+        GATE_EVENT_TOKEN: config.control_api_bearer_token,
+      }),
+    });
+    if (!result.ok) {
+      runs.remove(starting.run_id);
+      events.append('dispatch_failed', starting.run_id, { status: result.status, ...result.detail });
+      logger.warn({ run_id: starting.run_id, status: result.status, message: result.detail.message }, 'dispatch failed');
+      throw new HttpError(result.status, result.detail);
+    }
+    const output = result.output;
+    const rootPid = output.root_pid ?? null;
+    // The agent may already have posted events (or been cancelled) while the script ran: apply to the latest record.
+    const run = runs.save(
+      markDispatched(
+        runs.get(starting.run_id) ?? starting,
+        {
+          script_output: output,
+          duration_ms: result.duration_ms,
+          root_pid: rootPid,
+          process_group_id: output.process_group_id ?? null,
+          tmux_session: output.tmux_session ?? null,
+        },
+        rootStatOf(rootPid),
+      ),
+    );
+    events.append('dispatched', run.run_id, {
+      project_id: run.project_id,
+      root_pid: run.root_pid,
+      process_group_id: run.process_group_id,
+      workload_class: run.workload_class,
+      duration_ms: result.duration_ms,
+    });
+    logger.info({ run_id: run.run_id, root_pid: run.root_pid, ms: result.duration_ms }, 'run dispatched');
+    return dispatchResponse(run, false);
+  }
+
+  /**
+   * Stops a run on the control plane's request: the run is marked cancelled first (so the gate sends nothing more for
+   * it), then every process tracked for it gets SIGTERM and, after the reaper's grace, SIGKILL. Idempotent.
+   */
+  async cancel(runId: string): Promise<CancelResponse> {
+    const { runs, events, logger, config } = this.options;
+    const current = runs.get(runId);
+    if (!current) throw new HttpError(404, `unknown run '${runId}'`);
+    if (current.gate_state === 'cancelled') return { ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: true, stopped: [] };
+    const cancelled = runs.save(markCancelled(current));
+    const tracked = findTrackedProcesses(readProcessTable({ withCwd: true }), trackingTargetOf(cancelled));
+    const victims = tracked.alive.filter((proc) => proc.pid !== process.pid && proc.pid !== process.ppid);
+    const outcomes = await reapProcesses(victims, { termGraceSec: config.stale_project_process_term_grace_sec });
+    runs.save(recordCancelStops(runs.get(runId) ?? cancelled, outcomes, new Date().toISOString()));
+    events.append('run_cancelled', runId, { stopped: outcomes });
+    logger.info({ run_id: runId, stopped: outcomes.length }, 'run cancelled');
+    return { ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: false, stopped: outcomes };
+  }
+}

@@ -1,0 +1,32 @@
+import type { Config } from '../config/schema.ts';
+import { resolveWorkloadProfile, type GateThresholdProfile, type WorkloadClass } from '../domain/workload.ts';
+
+export type WorkerGateConfig = Pick<
+  Config,
+  | 'state_dir'
+  | 'project_root'
+  | 'dispatch_script_path'
+  | 'dispatch_timeout_sec'
+  | 'sample_interval_sec'
+  | 'idle_sustain_sec'
+  | 'cpu_idle_threshold_pct'
+  | 'gpu_idle_avg_threshold_pct'
+  | 'gpu_idle_peak_threshold_pct'
+  | 'vram_delta_threshold_mib'
+  | 'max_wait_after_idle_sec'
+  | 'default_workload_class'
+  | 'workload_profiles'
+  | 'stale_project_process_reaper_enabled'
+  | 'stale_project_process_grace_sec'
+  | 'stale_project_process_term_grace_sec'
+  | 'stale_project_process_command_markers'
+  | 'completion_callback_url'
+  | 'completion_callback_token'
+  | 'completion_callback_timeout_sec'
+  | 'control_api_bearer_token'
+>;
+
+/** The quiet-window thresholds of a workload class, with this gate's overrides. */
+export function profileFor(config: WorkerGateConfig, workloadClass: WorkloadClass): GateThresholdProfile {
+  return resolveWorkloadProfile(workloadClass, config, config.workload_profiles);
+}

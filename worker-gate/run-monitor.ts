@@ -1,0 +1,275 @@
+import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { RunEvidence } from '../contracts/worker-callback.ts';
+import type { ControlPlaneEvent } from '../contracts/worker-gate.ts';
+import type { TelemetrySample } from '../domain/gate.ts';
+import { isAwaitingQuietWindow } from '../domain/gate-lifecycle.ts';
+import {
+  adoptRoot,
+  applyRunEvent,
+  detectSilentExit,
+  findRunForEvent,
+  isWatched,
+  observeProcesses,
+  recordCallback,
+  recordReaped,
+  settleQuietWindow,
+  type CallbackIntent,
+  type GateRun,
+  type Transition,
+} from '../domain/gate-run.ts';
+import { evaluateQuietWindow, toWindowSample } from '../domain/quiet-window.ts';
+import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import type { CallbackOutbox } from './callback-outbox.ts';
+import { buildCallbackPayload } from './callback-payload.ts';
+import { inspectEvidence } from './evidence.ts';
+import { profileFor, type WorkerGateConfig } from './gate-config.ts';
+import type { GateEventLog } from './gate-event-log.ts';
+import { clockTicksPerSecond, readCmdline, readProcessStat, readProcessTable, type ProcessInfo } from './process-table.ts';
+import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
+import type { RunRecords } from './run-records.ts';
+import { reapProcesses, selectStaleProcesses } from './stale-reaper.ts';
+import { parseProcStat } from './telemetry/proc-parsers.ts';
+import { TelemetrySampler } from './telemetry/sampler.ts';
+
+export interface EventResponse {
+  ok: true;
+  recorded: true;
+  run_id: string | null;
+  ignored: boolean;
+  ignore_reason?: string;
+  gate_state?: GateRun['gate_state'];
+  session_reset?: boolean;
+  callbacks: string[];
+}
+
+export interface RunMonitorOptions {
+  config: WorkerGateConfig;
+  logger: Logger;
+  runs: RunRecords;
+  events: GateEventLog;
+  outbox: CallbackOutbox;
+}
+
+/** How the sampling loop is doing, for /dashboard/api. */
+export interface SamplingHealth {
+  lastTickError: string | null;
+  samples: number;
+  /** CPU time spent sampling (telemetry, /proc scan, evaluation), so operators can see what the gate costs. */
+  cpuMs: number;
+}
+
+const isoNow = () => new Date().toISOString();
+
+/** A change of these fields is written at once; the other sampling details wait in memory for the next write. */
+const persistedView = (run: GateRun) => JSON.stringify([run.gate_state, run.gate_reason, run.alive_pids, run.root_alive]);
+
+/**
+ * Follows dispatched runs: applies the agent's lifecycle events, samples telemetry and the process table every
+ * `sample_interval_sec`, decides when a run is ready (quiet window), timed out or died, reaps stale project
+ * processes, and queues one callback per observation in the outbox.
+ */
+export class RunMonitor {
+  private readonly sampler = new TelemetrySampler();
+  private readonly samples: TelemetrySample[] = [];
+  private readonly reaping = new Set<number>();
+  private readonly ticksPerSec = clockTicksPerSecond();
+  private readonly btimeSec: number;
+  private readonly maxSamplesKept: number;
+  private readonly health: SamplingHealth = { lastTickError: null, samples: 0, cpuMs: 0 };
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: RunMonitorOptions) {
+    this.btimeSec = parseProcStat(readFileSync('/proc/stat', 'utf8'))?.btimeSec ?? 0;
+    const longestSustain = Math.max(...WORKLOAD_CLASSES.map((cls) => profileFor(options.config, cls).idle_sustain_sec));
+    this.maxSamplesKept = Math.ceil(longestSustain / options.config.sample_interval_sec) + 10;
+  }
+
+  /** Takes the first sample, then samples every `sample_interval_sec`. */
+  async start(): Promise<void> {
+    await this.tick();
+    this.timer = setInterval(() => void this.tick(), this.options.config.sample_interval_sec * 1000);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.ticking;
+  }
+
+  latestSample(): TelemetrySample | undefined {
+    return this.samples.at(-1);
+  }
+
+  samplingHealth(): Readonly<SamplingHealth> {
+    return this.health;
+  }
+
+  /** Applies a lifecycle event from the agent runtime. Events for runs the gate does not know are recorded and ignored. */
+  recordEvent(event: ControlPlaneEvent): EventResponse {
+    const { runs, events } = this.options;
+    const receivedAt = isoNow();
+    const found = findRunForEvent(runs.all(), event);
+    const summary = { event: event.event, session_id: event.session_id ?? null, project_id: event.project_id ?? null, agent_timestamp: event.timestamp ?? null };
+    if (!found) {
+      events.append('lifecycle_event', event.run_id ?? null, { ...summary, ignored: true, ignore_reason: 'unknown run' });
+      return { ok: true, recorded: true, run_id: event.run_id ?? null, ignored: true, ignore_reason: 'unknown run', callbacks: [] };
+    }
+    const applied = applyRunEvent(found, {
+      event: event.event,
+      session_id: event.session_id,
+      question: event.question,
+      message: event.message,
+      received_at: receivedAt,
+      process_group_id: event.process_group_id,
+      tmux_session: event.tmux_session,
+    });
+    const { outcome } = applied;
+    let run = applied.run;
+    if (run.root_pid === null && event.root_pid) run = adoptRoot(run, event.root_pid, readProcessStat(event.root_pid));
+
+    const keys: string[] = [];
+    for (const { event_type, observed_at } of outcome.callbacks) {
+      const sent = this.sendCallback(run, { event_type, observed_at, reason: outcome.session.gate_reason, quiet_window: null, with_evidence: false });
+      run = sent.run;
+      keys.push(sent.key);
+    }
+    run = runs.save(run);
+    events.append('lifecycle_event', run.run_id, {
+      ...summary,
+      gate_state: run.gate_state,
+      ignored: outcome.ignored_reason !== undefined,
+      ...(outcome.ignored_reason ? { ignore_reason: outcome.ignored_reason } : {}),
+      ...(outcome.session_reset ? { session_reset: true } : {}),
+    });
+    return {
+      ok: true,
+      recorded: true,
+      run_id: run.run_id,
+      ignored: outcome.ignored_reason !== undefined,
+      ...(outcome.ignored_reason ? { ignore_reason: outcome.ignored_reason } : {}),
+      gate_state: run.gate_state,
+      session_reset: outcome.session_reset,
+      callbacks: keys,
+    };
+  }
+
+  private tick(): Promise<void> {
+    if (this.ticking || this.stopped) return this.ticking ?? Promise.resolve();
+    const cpuBefore = process.cpuUsage();
+    this.ticking = this.observe()
+      .then(() => {
+        this.health.lastTickError = null;
+        const used = process.cpuUsage(cpuBefore);
+        this.health.samples += 1;
+        this.health.cpuMs += (used.user + used.system) / 1000;
+      })
+      .catch((error: Error) => {
+        this.health.lastTickError = error.message;
+        this.options.logger.error({ err: error }, 'gate sampling failed');
+      })
+      .finally(() => {
+        this.ticking = undefined;
+      });
+    return this.ticking;
+  }
+
+  private async observe(): Promise<void> {
+    const sample = await this.sampler.sample();
+    this.samples.push(sample);
+    if (this.samples.length > this.maxSamplesKept) this.samples.splice(0, this.samples.length - this.maxSamplesKept);
+    const watched = this.options.runs.all().filter(isWatched);
+    if (watched.length === 0) return;
+    const table = readProcessTable({ withCwd: true });
+    for (const run of watched) this.observeRun(run, table, sample);
+  }
+
+  private observeRun(before: GateRun, table: ProcessInfo[], sample: TelemetrySample): void {
+    const tracked = findTrackedProcesses(table, trackingTargetOf(before));
+    let run = observeProcesses(before, {
+      alive: tracked.alive.filter((proc) => proc.pid !== process.pid),
+      rootAlive: tracked.rootAlive,
+      at: new Date(sample.at_ms).toISOString(),
+    });
+
+    if (!run.root_alive && run.processes_alive) this.reapStale(run, table, sample);
+
+    const transition = isAwaitingQuietWindow(run)
+      ? this.evaluateWindow(run, sample)
+      : detectSilentExit(run, Date.now(), this.options.config.sample_interval_sec);
+    run = transition.run;
+    if (transition.callback) {
+      const evidence = transition.callback.with_evidence ? inspectEvidence(run.project_dir) : null;
+      run = this.sendCallback(run, transition.callback, evidence).run;
+    }
+
+    if (persistedView(run) !== persistedView(before)) this.options.runs.save(run);
+    else this.options.runs.keep(run);
+  }
+
+  private evaluateWindow(run: GateRun, sample: TelemetrySample): Transition {
+    const { config } = this.options;
+    const profile = profileFor(config, run.workload_class);
+    const verdict = evaluateQuietWindow({
+      profile,
+      sampleIntervalSec: config.sample_interval_sec,
+      samples: this.samples.map(toWindowSample),
+      vramBaselineMib: run.vram_baseline_mib,
+      idleSeenAtMs: Date.parse(run.idle_seen_at as string),
+      processesAlive: run.processes_alive,
+      lastProcessAliveAtMs: run.last_process_alive_at ? Date.parse(run.last_process_alive_at) : null,
+      nowMs: sample.at_ms,
+      maxWaitAfterIdleSec: config.max_wait_after_idle_sec,
+    });
+    return settleQuietWindow(run, verdict, { idleSustainSec: profile.idle_sustain_sec, maxWaitAfterIdleSec: config.max_wait_after_idle_sec });
+  }
+
+  private reapStale(run: GateRun, table: ProcessInfo[], sample: TelemetrySample): void {
+    const { config, runs, events, logger } = this.options;
+    if (!config.stale_project_process_reaper_enabled) return;
+    const victims = selectStaleProcesses(table, {
+      projectDir: run.project_dir,
+      nowMs: sample.at_ms,
+      btimeSec: this.btimeSec,
+      ticksPerSec: this.ticksPerSec,
+      graceSec: config.stale_project_process_grace_sec,
+      markers: config.stale_project_process_command_markers,
+      gpuPids: sample.gpu_compute_pids,
+      cmdlineOf: (pid) => readCmdline(pid),
+      excludePids: [process.pid, process.ppid],
+    }).filter((proc) => !this.reaping.has(proc.pid));
+    if (victims.length === 0) return;
+    for (const victim of victims) this.reaping.add(victim.pid);
+    const commands = new Map(victims.map((proc) => [proc.pid, (readCmdline(proc.pid) ?? [proc.comm]).join(' ').slice(0, 300)]));
+    void reapProcesses(victims, { termGraceSec: config.stale_project_process_term_grace_sec })
+      .then((outcomes) => {
+        const at = isoNow();
+        const reaped = outcomes.map((outcome) => ({ pid: outcome.pid, outcome: outcome.outcome, at, command: commands.get(outcome.pid) ?? '' }));
+        for (const outcome of outcomes) {
+          const command = commands.get(outcome.pid) ?? '';
+          events.append('stale_process_reaped', run.run_id, { pid: outcome.pid, outcome: outcome.outcome, command, ...(outcome.error ? { error: outcome.error } : {}) });
+          logger.warn({ run_id: run.run_id, pid: outcome.pid, outcome: outcome.outcome, command }, 'stale project process reaped');
+        }
+        // The run has moved on while its processes were signalled: record on its latest state.
+        runs.save(recordReaped(runs.get(run.run_id) ?? run, reaped));
+      })
+      .catch((error: Error) => logger.error({ err: error, run_id: run.run_id }, 'reaping failed'))
+      .finally(() => {
+        for (const victim of victims) this.reaping.delete(victim.pid);
+      });
+  }
+
+  /**
+   * Queues the callback in the outbox and notes it on the run. The outbox refuses a key it already holds, so an
+   * observation repeated (or replayed after a restart) is reported once.
+   */
+  private sendCallback(run: GateRun, callback: CallbackIntent, evidence: RunEvidence | null = null): { run: GateRun; key: string } {
+    const payload = buildCallbackPayload({ run, callback, sample: this.latestSample(), evidence, seenAt: isoNow() });
+    const key = payload.idempotency_key;
+    if (!this.options.outbox.enqueue(payload)) return { run, key };
+    this.options.events.append('callback_queued', run.run_id, { event_type: callback.event_type, idempotency_key: key, gate_state: run.gate_state });
+    return { run: recordCallback(run, { event_type: callback.event_type, idempotency_key: key, enqueued_at: payload.seen_at }), key };
+  }
+}
