@@ -228,7 +228,7 @@ describe('the run launcher', () => {
     expect(await launcher().cancelRun(input.run_id, 30_000)).toBe('canceled');
   });
 
-  it('answers the outcome of a workflow that closed at once (a lost claim), and null when the wait runs out', { timeout: 90_000 }, async () => {
+  it('answers the outcome of a run whose claim was lost', { timeout: 90_000 }, async () => {
     const first = await seed('lost', { scenario: 'slow', work_sec: 120 });
     await dispatched(first);
     const second = { ...first, run_id: runIdFor(first.project_id, new Date(Date.now() + 60_000)) };
@@ -236,10 +236,15 @@ describe('the run launcher', () => {
     expect(lost).toMatchObject({ started: true, outcome: { action: 'dispatch_blocked' } });
     expect(lost.started && lost.outcome?.action === 'dispatch_blocked' && lost.outcome.reason).toMatch(/^claim lost: /);
     await keepHistory('run-claim-lost', second.run_id);
-
-    const third = { ...first, run_id: runIdFor(first.project_id, new Date(Date.now() + 120_000)) };
-    expect(await launcher().startRun(third, 1)).toEqual({ started: true, workflow_id: workflowIdForRun(third.run_id), outcome: null });
-    expect(await handleOf(third.run_id).result()).toMatchObject({ dispatch: { action: 'dispatch_blocked' } });
     expect(await launcher().cancelRun(first.run_id, 30_000)).toBe('canceled');
+  });
+
+  it('answers no outcome when none comes within the wait, and the run goes on', { timeout: 30_000 }, async () => {
+    const input = runInput('paths-unpolled', 'race');
+    const unpolled = temporalRunLauncher(client, { taskQueue: `${TASK_QUEUE}-unpolled`, namespace: 'default' });
+    expect(await unpolled.startRun(input, 2_000)).toEqual({ started: true, workflow_id: workflowIdForRun(input.run_id), outcome: null });
+    const handle = handleOf(input.run_id);
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    await handle.terminate('the test is over');
   });
 });
