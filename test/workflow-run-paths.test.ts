@@ -2,6 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createActivities } from '../activities/index.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
@@ -10,6 +11,7 @@ import { loadWorkflowBundle } from '../bin/runtime/workflow-bundle.ts';
 import { temporalRunLauncher } from '../clients/run-workflows.ts';
 import type { CallbackEventType } from '../domain/gate.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
+import { RUN_LEDGER_FAILED } from '../domain/run-failures.ts';
 import { runIdFor, workflowIdForRun } from '../domain/run-state.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import { openStore } from '../store/open-store.ts';
@@ -37,7 +39,7 @@ import { quietTemporalLogs } from './support/temporal.ts';
  */
 
 const TASK_QUEUE = `run-paths-${process.pid}`;
-const LANES = ['timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost'] as const;
+const LANES = ['timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost', 'readonly'] as const;
 /** A lane whose gate address has nothing listening. */
 const DOWN_LANE = 'down';
 
@@ -51,6 +53,7 @@ let clientConnection: Connection;
 let worker: Worker;
 let running: Promise<void>;
 let client: Client;
+let settings: DispatchSettings;
 const agents = new AgentGroups();
 const { queueItem, runRow } = ledgerReads(() => store);
 
@@ -61,7 +64,7 @@ beforeAll(async () => {
   receiver = await CallbackReceiver.start();
   gateFixture = await writeGateConfig({ callbackUrl: receiver.url });
   gate = await startGateProcess(gateFixture);
-  const settings: DispatchSettings = {
+  settings = {
     liveDispatchEnabled: true,
     routing: workerRoutingFrom({
       worker_targets: {
@@ -246,5 +249,29 @@ describe('the run launcher', () => {
     const handle = handleOf(input.run_id);
     expect((await handle.describe()).status.name).toBe('RUNNING');
     await handle.terminate('the test is over');
+  });
+});
+
+describe('a ledger that refuses every write', () => {
+  it('fails the run workflow at once, naming the run and the step, and writes nothing', { timeout: 60_000 }, async () => {
+    const input = await seed('readonly', { scenario: 'normal' });
+    const readOnlyStore = await openStore({ backend: 'pg_readonly', pgDatabaseUrl: database.url });
+    const taskQueue = `${TASK_QUEUE}-readonly`;
+    try {
+      const readOnlyWorker = await Worker.create({
+        connection: workerConnection,
+        taskQueue,
+        workflowBundle: await loadWorkflowBundle(),
+        activities: createActivities({ store: readOnlyStore, settings }),
+      });
+      const started = readOnlyWorker.runUntil(temporalRunLauncher(client, { taskQueue, namespace: 'default' }).startRun(input, 30_000));
+      const failure = await started.then(() => undefined, (error: unknown) => error as { cause?: unknown });
+      expect(failure?.cause).toBeInstanceOf(ApplicationFailure);
+      expect(failure?.cause).toMatchObject({ type: RUN_LEDGER_FAILED, message: `run ${input.run_id}: claim could not be recorded: the store is read-only (control_plane_store_backend is pg_readonly)` });
+      expect(await runRow(input.run_id)).toBeUndefined();
+      expect(await queueItem(input.project_id)).toMatchObject({ status: 'queued' });
+    } finally {
+      await readOnlyStore.close();
+    }
   });
 });
