@@ -9,15 +9,24 @@ import { quietTemporalLogs } from './support/temporal.ts';
  * added, never re-captured or removed, so the list below only grows: a fixture that disappears fails here.
  */
 
+/** Captured before any patch, then once more after each patch (named after it). */
 const FIXTURES = [
   'run-canceled',
+  'run-canceled.preflight-as-activity',
   'run-claim-lost',
+  'run-claim-lost.preflight-as-activity',
   'run-completed',
+  'run-completed.preflight-as-activity',
   'run-completion-timeout',
+  'run-completion-timeout.preflight-as-activity',
   'run-dispatch-failed',
+  'run-dispatch-failed.preflight-as-activity',
   'run-gate-timeout',
+  'run-gate-timeout.preflight-as-activity',
   'run-preflight-failed',
+  'run-preflight-failed.preflight-as-activity',
   'run-question-pending',
+  'run-question-pending.preflight-as-activity',
 ];
 
 const LEADING_TIMER_WORKFLOW = fileURLToPath(new URL('./fixtures/workflows/run-with-leading-timer.ts', import.meta.url));

@@ -18,6 +18,7 @@ import { openStore } from '../store/open-store.ts';
 import { insertProject, insertQueueItem } from '../store/runtime-ledgers.ts';
 import type { Store } from '../store/store.ts';
 import { workerCallbackSignal, type RunCallback, type RunTimings, type RunWorkflowInput } from '../workflows/messages.ts';
+import { NEWEST_RUN_PATCH } from '../workflows/patches.ts';
 import type { runWorkflow } from '../workflows/run.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { CALLBACK_TOKEN, CallbackReceiver, GATE_TOKEN, gateClient, startGateProcess, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
@@ -39,7 +40,7 @@ import { quietTemporalLogs } from './support/temporal.ts';
  */
 
 const TASK_QUEUE = `run-paths-${process.pid}`;
-const LANES = ['timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost', 'readonly'] as const;
+const LANES = ['completed', 'timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost', 'readonly'] as const;
 /** A lane whose gate address has nothing listening. */
 const DOWN_LANE = 'down';
 
@@ -153,12 +154,22 @@ function callback(runId: string, eventType: CallbackEventType, extra: Partial<Ru
 const transitionsOf = async (runId: string) =>
   (await store.query<{ transition: string }>('SELECT transition FROM run_transitions WHERE run_id = $1 ORDER BY created_at', [runId])).rows.map((row) => row.transition);
 
-/** Keeps the run's history as the fixture `name` (only when capturing, and only once). */
-async function keepHistory(name: string, runId: string): Promise<void> {
-  maybeSaveHistory(name, await fetchRunHistory(workflowIdForRun(runId)));
+/** Keeps the run's history as the fixture of `path` for the current code (only when capturing, and only once). */
+async function keepHistory(path: string, runId: string): Promise<void> {
+  maybeSaveHistory(`${path}.${NEWEST_RUN_PATCH}`, await fetchRunHistory(workflowIdForRun(runId)));
 }
 
 describe('the run workflow on each of its paths', () => {
+  it('completes on a finishing callback', { timeout: 90_000 }, async () => {
+    const input = await seed('completed', { scenario: 'slow', work_sec: 120 });
+    await dispatched(input);
+    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'session_started'));
+    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'session_finished_ready', { gate_state: 'finished_ready' }));
+    expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'reconciled', queue_status: 'completed' });
+    expect(await transitionsOf(input.run_id)).toEqual(['claimed', 'prepared', 'worker_accepted', 'session_started', 'wake_received', 'reconciling', 'completed']);
+    await keepHistory('run-completed', input.run_id);
+  });
+
   it('gives up after the completion wait without a callback: the run ends gate_timeout and its item blocked', { timeout: 90_000 }, async () => {
     const input = { ...(await seed('timeout', { scenario: 'slow', work_sec: 120 })), timings: runInput('', '', { completion_wait_sec: 3 }).timings };
     await dispatched(input);

@@ -28,6 +28,7 @@ import {
   type RunWorkflowInput,
   type RunWorkflowResult,
 } from './messages.ts';
+import { RUN_PATCHES } from './patches.ts';
 
 /**
  * One run of a queued item (README "Runs"): claim → preflight → prepare → dispatch on the worker gate, then wait for
@@ -37,12 +38,6 @@ import {
  * Runs in flight replay their history against this code: a change to the commands it records goes behind `patched()`
  * (README "Changing a workflow").
  */
-
-/** Patch ids, one per change of recorded commands; runs started before a change replay its old branch. */
-const PATCHES = {
-  /** The preflight was a local activity; it calls the worker gate over the network, so it is a normal one now. */
-  preflightAsActivity: 'preflight-as-activity',
-} as const;
 
 type LedgerActivities = Pick<RunActivities, 'claimRun' | 'transitionRun'>;
 type PreflightActivities = Pick<RunActivities, 'preflightRun'>;
@@ -67,7 +62,7 @@ const PREFLIGHT_OPTIONS = {
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: [PERMANENT_FAILURE_TYPES.unknownLane] },
 };
 const preflight = proxyActivities<PreflightActivities>(PREFLIGHT_OPTIONS);
-/** How runs started before the preflightAsActivity patch preflight (and replay). */
+/** How runs started before the preflight-as-activity patch preflight (and replay). */
 const preflightBeforePatch = proxyLocalActivities<PreflightActivities>(PREFLIGHT_OPTIONS);
 
 type Phase = RunProgress['phase'];
@@ -142,7 +137,7 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     upsertSearchAttributes([{ key: QUEUE_STATUS_ATTRIBUTE, value: 'dispatching' }]);
 
     enter('preflight');
-    const preflightRun = patched(PATCHES.preflightAsActivity) ? preflight.preflightRun : preflightBeforePatch.preflightRun;
+    const preflightRun = patched(RUN_PATCHES.preflightAsActivity) ? preflight.preflightRun : preflightBeforePatch.preflightRun;
     const checked = await preflightRun({ run_id: runId, lane: input.lane });
     if (!checked.ok) {
       await transition('dispatch_failed', { last_error: `preflight failed: ${checked.summary}`, audit: { stage: 'preflight' } });
