@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createActivities } from '../activities/index.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
@@ -36,7 +36,8 @@ import { quietTemporalLogs } from './support/temporal.ts';
  * would download (no downloads here; the installed Temporal CLI is not that server), and `createLocal` with the
  * installed CLI starts a second dev server that does not skip time either.
  *
- * Each path's history is kept as a replay fixture the first time the file runs with RCP_CAPTURE_HISTORIES=1.
+ * With RCP_CAPTURE_HISTORIES=1, each path's history is kept as a replay fixture named after the newest patch, once
+ * (README "Changing a workflow").
  */
 
 const TASK_QUEUE = `run-paths-${process.pid}`;
