@@ -6,10 +6,11 @@ import { buildRunPrompt, promptFileFor, type RunPromptContract } from '../domain
 import { getProject } from '../store/projects.ts';
 import { getCandidate } from '../store/research-candidates.ts';
 import { applyRunTransition, claimQueueItem, getRun, LaneBusyError, UnknownRunError, type RunRow, type TransitionRequest } from '../store/runs.ts';
-import type { Store } from '../store/store.ts';
+import { StoreReadOnlyError, type Store } from '../store/store.ts';
 import type { AgentSettings } from '../workflows/messages.ts';
 import { dispatchPreflight } from '../services/worker-preflight.ts';
 import { WorkerGateError, workerGateClient } from '../clients/worker-gate-client.ts';
+import { GATE_CALL_FAILED, GATE_UNAVAILABLE, isRejectedWrite, PERMANENT_FAILURE_TYPES, type GateFailureDetails } from '../domain/run-failures.ts';
 
 /**
  * Activities of the run workflow. Each is idempotent by business key: the claim by run_id, transitions by
@@ -42,21 +43,26 @@ export interface TransitionOutcome {
   queue_status: string | null;
 }
 
-/** Why a gate call failed, in a form the workflow can read from the failure. */
-export interface GateFailureDetails {
-  status: number | null;
-}
-
+/** A failed gate call, with the gate's status as details the workflow reads back (domain/run-failures.ts). */
 function gateFailure(error: unknown): ApplicationFailure {
   if (error instanceof WorkerGateError) {
     return ApplicationFailure.create({
       message: error.message,
-      type: error.retryable ? 'WorkerGateUnavailable' : 'WorkerGateRefused',
+      type: error.retryable ? GATE_UNAVAILABLE : PERMANENT_FAILURE_TYPES.gateRefused,
       nonRetryable: !error.retryable,
       details: [{ status: error.status } satisfies GateFailureDetails],
     });
   }
-  return ApplicationFailure.create({ message: (error as Error).message, type: 'WorkerGateCallFailed', details: [{ status: null }] });
+  return ApplicationFailure.create({ message: (error as Error).message, type: GATE_CALL_FAILED, details: [{ status: null } satisfies GateFailureDetails] });
+}
+
+/** A failed ledger write: one that can never succeed is not retried; anything else (a lost connection) is. */
+function ledgerFailure(error: unknown): unknown {
+  if (error instanceof StoreReadOnlyError) return ApplicationFailure.nonRetryable(error.message, PERMANENT_FAILURE_TYPES.storeReadOnly);
+  if (isRejectedWrite((error as { code?: unknown }).code)) {
+    return ApplicationFailure.nonRetryable(`the ledger refused the write: ${(error as Error).message}`, PERMANENT_FAILURE_TYPES.ledgerRejected);
+  }
+  return error;
 }
 
 export function createRunActivities(deps: RunActivityDeps) {
@@ -64,20 +70,20 @@ export function createRunActivities(deps: RunActivityDeps) {
 
   const targetOf = (lane: string): WorkerTarget => {
     const target = settings.routing.targets.get(lane);
-    if (!target) throw ApplicationFailure.nonRetryable(`lane ${lane} is not a configured worker target`, 'UnknownLane');
+    if (!target) throw ApplicationFailure.nonRetryable(`lane ${lane} is not a configured worker target`, PERMANENT_FAILURE_TYPES.unknownLane);
     return target;
   };
 
   const requireRun = async (runId: string): Promise<RunRow> => {
     const run = await getRun(store, runId);
-    if (!run) throw ApplicationFailure.nonRetryable(`unknown run '${runId}'`, 'UnknownRun');
+    if (!run) throw ApplicationFailure.nonRetryable(`unknown run '${runId}'`, PERMANENT_FAILURE_TYPES.unknownRun);
     return run;
   };
 
   /** What prepare and dispatch both send: the project's place on the worker and the run's routing. */
   const gateRunFields = async (run: RunRow) => {
     const project = await getProject(store, run.project_id);
-    if (!project) throw ApplicationFailure.nonRetryable(`unknown project '${run.project_id}'`, 'UnknownProject');
+    if (!project) throw ApplicationFailure.nonRetryable(`unknown project '${run.project_id}'`, PERMANENT_FAILURE_TYPES.unknownProject);
     return {
       project,
       fields: {
@@ -106,7 +112,7 @@ export function createRunActivities(deps: RunActivityDeps) {
         return result.claimed ? { claimed: true } : { claimed: false, reason: result.reason };
       } catch (error) {
         if (error instanceof LaneBusyError) return { claimed: false, reason: `lane ${input.lane} is already running another item` };
-        throw error;
+        throw ledgerFailure(error);
       }
     },
 
@@ -165,7 +171,7 @@ export function createRunActivities(deps: RunActivityDeps) {
         result = await store.transaction((tx) => applyRunTransition(tx, request));
       } catch (error) {
         if (error instanceof UnknownRunError) return { applied: false, reason: 'unknown run', run_state: null, queue_status: null };
-        throw error;
+        throw ledgerFailure(error);
       }
       const current = result.queue_item?.current_run_id === result.run.run_id ? result.queue_item : null;
       return {

@@ -1,4 +1,12 @@
-import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import {
+  isGrpcCancelledError,
+  isGrpcDeadlineError,
+  WithStartWorkflowOperation,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import { CancelledFailure, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { RunLauncher } from '../services/run-launcher.ts';
 import { workflowIdForRun } from '../domain/run-state.ts';
@@ -19,55 +27,64 @@ export interface RunLauncherSettings {
   uiUrl?: string | undefined;
 }
 
-const isTimeout = (error: unknown) => (error as Error).name === 'AbortError' || (error as { code?: number }).code === 4 || (error as { code?: number }).code === 1;
+type RunHandle = WorkflowHandle<typeof runWorkflow>;
+
+/** The wait ran out: the deadline passed, or the call was given up on its way. */
+const isWaitOver = (error: unknown) => isGrpcDeadlineError(error) || isGrpcCancelledError(error);
+
+const CANCELED_OUTCOME: DispatchOutcome = { action: 'canceled', reason: 'the run was canceled before the worker accepted it' };
 
 /** Run workflows through the Temporal client: the HTTP layer's RunLauncher. */
 export function temporalRunLauncher(client: Client, settings: RunLauncherSettings): RunLauncher {
-  const handleOf = (runId: string) => client.workflow.getHandle<typeof runWorkflow>(workflowIdForRun(runId));
+  const handleOf = (runId: string): RunHandle => client.workflow.getHandle<typeof runWorkflow>(workflowIdForRun(runId));
 
-  /** The dispatch outcome: from the update while the workflow runs, from its result once it has closed. */
-  async function awaitOutcome(runId: string, waitMs: number): Promise<DispatchOutcome | null> {
-    const handle = handleOf(runId);
-    const deadline = Date.now() + waitMs;
+  /**
+   * The outcome of a workflow that closed without answering the update (a canceled run closes at once): read from its
+   * result. Null when the wait runs out first.
+   */
+  async function outcomeFromResult(handle: RunHandle, deadline: number): Promise<DispatchOutcome | null> {
     try {
-      return await client.withDeadline(deadline, () => handle.executeUpdate(dispatchOutcomeUpdate));
+      return (await client.withDeadline(deadline, () => handle.result())).dispatch;
     } catch (error) {
-      if (Date.now() >= deadline || isTimeout(error)) return null;
-      // The workflow closed before the update reached it (a lost claim ends it at once): read its result instead.
-      try {
-        const result = await client.withDeadline(deadline, () => handle.result());
-        return result.dispatch;
-      } catch (resultError) {
-        if (resultError instanceof WorkflowFailedError && resultError.cause instanceof CancelledFailure) {
-          return { action: 'canceled', reason: 'the run was canceled before the worker accepted it' };
-        }
-        if (Date.now() >= deadline || isTimeout(resultError)) return null;
-        throw resultError;
-      }
+      if (error instanceof WorkflowFailedError && error.cause instanceof CancelledFailure) return CANCELED_OUTCOME;
+      if (Date.now() >= deadline || isWaitOver(error)) return null;
+      throw error;
     }
   }
 
   return {
     async startRun(input, waitMs) {
       const workflowId = workflowIdForRun(input.run_id);
+      const deadline = Date.now() + waitMs;
+      // One call starts the run and asks for its dispatch outcome, which the workflow answers once the worker accepted
+      // the run or the attempt failed. A run id is started once: a second start of it fails, whatever its state.
+      const start = new WithStartWorkflowOperation<typeof runWorkflow>(RUN_WORKFLOW_TYPE, {
+        taskQueue: settings.taskQueue,
+        workflowId,
+        args: [input],
+        workflowIdConflictPolicy: 'FAIL',
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        typedSearchAttributes: [
+          { key: PROJECT_ID_ATTRIBUTE, value: input.project_id },
+          { key: QUEUE_STATUS_ATTRIBUTE, value: 'queued' },
+        ],
+      });
       try {
-        await client.workflow.start(RUN_WORKFLOW_TYPE, {
-          taskQueue: settings.taskQueue,
-          workflowId,
-          args: [input],
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-          typedSearchAttributes: [
-            { key: PROJECT_ID_ATTRIBUTE, value: input.project_id },
-            { key: QUEUE_STATUS_ATTRIBUTE, value: 'queued' },
-          ],
-        });
+        const outcome = await client.withDeadline(deadline, () =>
+          client.workflow.executeUpdateWithStart(dispatchOutcomeUpdate, { startWorkflowOperation: start }),
+        );
+        return { started: true, workflow_id: workflowId, outcome };
       } catch (error) {
-        if (error instanceof WorkflowExecutionAlreadyStartedError) {
+        const handle = await start.workflowHandle().catch((startError: unknown) => startError);
+        if (handle instanceof WorkflowExecutionAlreadyStartedError) {
           return { started: false, reason: `run ${input.run_id} was already started by another dispatch` };
         }
-        throw error;
+        // Whether the start went through is unknown only when the wait ran out before the server answered; the run
+        // may then be on its way, as with any run whose outcome is late.
+        if (handle instanceof Error && !isWaitOver(handle)) throw handle;
+        if (Date.now() >= deadline || isWaitOver(error)) return { started: true, workflow_id: workflowId, outcome: null };
+        return { started: true, workflow_id: workflowId, outcome: await outcomeFromResult(handleOf(input.run_id), deadline) };
       }
-      return { started: true, workflow_id: workflowId, outcome: await awaitOutcome(input.run_id, waitMs) };
     },
 
     async deliverCallback(runId, callback) {
@@ -93,7 +110,7 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
         return 'closed';
       } catch (error) {
         if (error instanceof WorkflowFailedError && error.cause instanceof CancelledFailure) return 'canceled';
-        if (isTimeout(error)) return 'pending';
+        if (isWaitOver(error)) return 'pending';
         throw error;
       }
     },

@@ -1,14 +1,53 @@
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { replayHistory, storedHistories } from './support/histories.ts';
+import { quietTemporalLogs } from './support/temporal.ts';
+
+/**
+ * Every stored run history replays against the current workflow code (README "Changing a workflow"). Fixtures are
+ * added, never re-captured or removed, so the list below only grows: a fixture that disappears fails here.
+ */
+
+/** Captured before any patch, then once more after each patch (named after it). */
+const FIXTURES = [
+  'run-canceled',
+  'run-canceled.preflight-as-activity',
+  'run-claim-lost',
+  'run-claim-lost.preflight-as-activity',
+  'run-completed',
+  'run-completed.preflight-as-activity',
+  'run-completion-timeout',
+  'run-completion-timeout.preflight-as-activity',
+  'run-dispatch-failed',
+  'run-dispatch-failed.preflight-as-activity',
+  'run-gate-timeout',
+  'run-gate-timeout.preflight-as-activity',
+  'run-preflight-failed',
+  'run-preflight-failed.preflight-as-activity',
+  'run-question-pending',
+  'run-question-pending.preflight-as-activity',
+];
+
+const LEADING_TIMER_WORKFLOW = fileURLToPath(new URL('./fixtures/workflows/run-with-leading-timer.ts', import.meta.url));
 
 describe('stored run workflow histories', () => {
   const histories = storedHistories();
 
-  it('exist, so a workflow change is checked against runs recorded by earlier code', () => {
-    expect(histories.map((entry) => entry.name)).toContain('run-completed');
+  it('are all there, one per run path', () => {
+    expect(histories.map((entry) => entry.name)).toEqual(FIXTURES);
   });
 
   it.each(histories.map((entry) => [entry.name, entry.history] as const))('%s replays without a non-determinism error', async (name, history) => {
     await expect(replayHistory(history, `replay:${name}`)).resolves.toBeUndefined();
   }, 60_000);
+
+  it('fail to replay against a workflow with a non-deterministic edit', async () => {
+    quietTemporalLogs();
+    const { code } = await bundleWorkflowCode({ workflowsPath: LEADING_TIMER_WORKFLOW, logger: silentLogger });
+    const completed = histories.find((entry) => entry.name === 'run-completed')!;
+    await expect(Worker.runReplayHistory({ workflowBundle: { code } }, completed.history, 'replay:edited')).rejects.toThrow(/nondeterminism/i);
+  }, 60_000);
 });
+
+const silentLogger = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };

@@ -5,6 +5,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -12,6 +13,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { RunActivities, TransitionOutcome } from '../activities/runs.ts';
+import { GATE_NON_RETRYABLE, gateFailureDetails, LEDGER_NON_RETRYABLE, PERMANENT_FAILURE_TYPES, RUN_LEDGER_FAILED } from '../domain/run-failures.ts';
 import { CALLBACK_TRANSITIONS, type RunTransition } from '../domain/run-state.ts';
 import type { TransitionDetail } from '../store/runs.ts';
 import {
@@ -26,37 +28,55 @@ import {
   type RunWorkflowInput,
   type RunWorkflowResult,
 } from './messages.ts';
+import { RUN_PATCHES } from './patches.ts';
 
 /**
- * One run of a queued item (decisions §3, §4): claim → preflight → prepare → dispatch on the worker gate, then wait
- * for the gate's completion callbacks (signals) up to a durable deadline, and move the run and its queue row through
- * their states. Every state change is one idempotent activity, so a replayed or retried step changes nothing twice.
+ * One run of a queued item (README "Runs"): claim → preflight → prepare → dispatch on the worker gate, then wait for
+ * the gate's completion callbacks (signals) up to a durable deadline, and move the run and its queue row through their
+ * states. Every state change is one idempotent activity, so a replayed or retried step changes nothing twice.
+ *
+ * Runs in flight replay their history against this code: a change to the commands it records goes behind `patched()`
+ * (README "Changing a workflow").
  */
 
-// Ledger writes and the preflight are short and run in the worker's own process: as local activities they cost no
-// round trip through the task queue. Each is idempotent by business key, so a re-run after a crash changes nothing.
-const ledger = proxyLocalActivities<RunActivities>({
+type LedgerActivities = Pick<RunActivities, 'claimRun' | 'transitionRun'>;
+type PreflightActivities = Pick<RunActivities, 'preflightRun'>;
+type GateActivities = Pick<RunActivities, 'prepareRun' | 'dispatchRun' | 'cancelOnWorker'>;
+
+// Ledger writes are short database writes in the worker's own process: as local activities they cost no round trip
+// through the task queue. Each is idempotent by business key, so a re-run after a crash changes nothing twice. Their
+// tries are bounded (about three minutes in all): a ledger that stays unreachable fails the workflow (see `recorded`).
+const ledger = proxyLocalActivities<LedgerActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: LEDGER_NON_RETRYABLE,
+  },
 });
 
-const preflight = proxyLocalActivities<RunActivities>({
+const PREFLIGHT_OPTIONS = {
   startToCloseTimeout: '60 seconds',
-  retry: { maximumAttempts: 3 },
-}).preflightRun;
+  retry: { maximumAttempts: 3, nonRetryableErrorTypes: [PERMANENT_FAILURE_TYPES.unknownLane] },
+};
+const preflight = proxyActivities<PreflightActivities>(PREFLIGHT_OPTIONS);
+/** How runs started before the preflight-as-activity patch preflight (and replay). */
+const preflightBeforePatch = proxyLocalActivities<PreflightActivities>(PREFLIGHT_OPTIONS);
 
 type Phase = RunProgress['phase'];
 
 export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowResult> {
   const { run_id: runId, timings } = input;
   const workflowId = workflowInfo().workflowId;
-  const gate = proxyActivities<RunActivities>({
+  const gate = proxyActivities<GateActivities>({
     startToCloseTimeout: `${timings.gate_call_timeout_sec + 5} seconds`,
     retry: {
       maximumAttempts: timings.gate_call_attempts,
       initialInterval: `${timings.gate_retry_initial_sec} seconds`,
       backoffCoefficient: 2,
-      nonRetryableErrorTypes: ['WorkerGateRefused', 'UnknownRun', 'UnknownProject', 'UnknownLane'],
+      nonRetryableErrorTypes: GATE_NON_RETRYABLE,
     },
   });
 
@@ -88,7 +108,7 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     progress.phase = phase;
   };
   const transition = async (name: RunTransition, detail?: TransitionDetail): Promise<TransitionOutcome> => {
-    const result = await ledger.transitionRun({ run_id: runId, transition: name, ...(detail ? { detail } : {}) });
+    const result = await recorded(name, () => ledger.transitionRun({ run_id: runId, transition: name, ...(detail ? { detail } : {}) }));
     progress.run_state = result.run_state;
     if (result.queue_status) {
       progress.queue_status = result.queue_status;
@@ -105,13 +125,9 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
 
   upsertSearchAttributes([{ key: PROJECT_ID_ATTRIBUTE, value: input.project_id }]);
   try {
-    const claim = await ledger.claimRun({
-      run_id: runId,
-      workflow_id: workflowId,
-      project_id: input.project_id,
-      lane: input.lane,
-      requested_by: input.requested_by,
-    });
+    const claim = await recorded('claim', () =>
+      ledger.claimRun({ run_id: runId, workflow_id: workflowId, project_id: input.project_id, lane: input.lane, requested_by: input.requested_by }),
+    );
     if (!claim.claimed) {
       settle({ action: 'dispatch_blocked', reason: `claim lost: ${claim.reason}` });
       return await finish();
@@ -121,7 +137,8 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     upsertSearchAttributes([{ key: QUEUE_STATUS_ATTRIBUTE, value: 'dispatching' }]);
 
     enter('preflight');
-    const checked = await preflight({ run_id: runId, lane: input.lane });
+    const preflightRun = patched(RUN_PATCHES.preflightAsActivity) ? preflight.preflightRun : preflightBeforePatch.preflightRun;
+    const checked = await preflightRun({ run_id: runId, lane: input.lane });
     if (!checked.ok) {
       await transition('dispatch_failed', { last_error: `preflight failed: ${checked.summary}`, audit: { stage: 'preflight' } });
       settle({ action: 'dispatch_blocked', reason: `preflight failed: ${checked.summary}`, preflight: checked });
@@ -144,6 +161,28 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     throw error;
   }
 
+  /**
+   * A ledger step whose tries ran out, or that can never succeed, fails the workflow with RunLedgerFailed, naming the
+   * run and the step: visible in Temporal and to the dispatch-next call still waiting. The ledger keeps the run's last
+   * recorded state (the ledger is what failed, so nothing more can be written there); an operator's cancel then
+   * records the cancel itself, since no workflow is left, and frees the lane.
+   */
+  async function recorded<T>(step: string, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (error) {
+      // A local activity's failure may arrive as the activity's own ApplicationFailure, without an ActivityFailure around it.
+      if (isCancellation(error) || !(error instanceof ActivityFailure || error instanceof ApplicationFailure)) throw error;
+      const cause = error instanceof ActivityFailure ? (error.cause ?? error) : error;
+      throw ApplicationFailure.create({
+        type: RUN_LEDGER_FAILED,
+        message: `run ${runId}: ${step} could not be recorded: ${cause.message}`,
+        nonRetryable: true,
+        cause: error,
+      });
+    }
+  }
+
   /** Prepare then dispatch, each with bounded retries; a failure releases the claim. True when the worker accepted. */
   async function prepareAndDispatch(): Promise<boolean> {
     let stage: 'prepare' | 'dispatch' = 'prepare';
@@ -161,7 +200,7 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
       const failure = error.cause instanceof ApplicationFailure ? error.cause : undefined;
-      const status = (failure?.details?.[0] as { status?: number | null } | undefined)?.status ?? null;
+      const { status } = gateFailureDetails(failure?.details);
       const reason = failure?.message ?? error.message;
       const released = await transition('dispatch_failed', { last_error: `${stage} failed: ${reason}`, audit: { stage, status } });
       settle({ action: 'dispatch_failed', reason, stage, status, queue_status: released.queue_status });

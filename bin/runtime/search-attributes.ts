@@ -1,9 +1,9 @@
-import type { Connection } from '@temporalio/client';
+import { status } from '@grpc/grpc-js';
+import { isGrpcServiceError, type Connection } from '@temporalio/client';
 import { PROJECT_ID_ATTRIBUTE, QUEUE_STATUS_ATTRIBUTE } from '../../workflows/messages.ts';
 
 /** temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD */
 const INDEXED_VALUE_TYPE_KEYWORD = 2;
-const GRPC_ALREADY_EXISTS = 6;
 
 /**
  * Registers the run workflows' custom search attributes on the namespace, so the Temporal UI can filter runs by
@@ -20,6 +20,6 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
       searchAttributes: Object.fromEntries(missing.map((name) => [name, INDEXED_VALUE_TYPE_KEYWORD])),
     });
   } catch (error) {
-    if ((error as { code?: number }).code !== GRPC_ALREADY_EXISTS) throw error;
+    if (!(isGrpcServiceError(error) && error.code === status.ALREADY_EXISTS)) throw error;
   }
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
@@ -10,8 +10,11 @@ import { quietTemporalLogs } from './temporal.ts';
 
 /**
  * Workflow histories for replay tests. Histories captured from real runs are replayed against the current workflow
- * code: a change that would break runs already in flight fails with a non-determinism error. Set
- * RCP_SAVE_HISTORIES_DIR=test/fixtures/histories when running the end-to-end tests to refresh the stored ones.
+ * code: a change that would break runs already in flight fails with a non-determinism error.
+ *
+ * A fixture is added once and never re-captured: it is what earlier code recorded, which is exactly what a change must
+ * still replay (README "Changing a workflow"). Run a test that calls `maybeSaveHistory` with RCP_CAPTURE_HISTORIES=1 to
+ * add the fixture of a new path; a file already there is left untouched.
  * They are stored as binary protobuf: the SDK's JSON conversion trips over the two protobufjs copies npm installs.
  */
 
@@ -35,12 +38,12 @@ export async function replayHistory(history: History, workflowId: string): Promi
   await Worker.runReplayHistory({ workflowBundle: await loadWorkflowBundle() }, history, workflowId);
 }
 
-/** Keeps a captured history as a fixture when RCP_SAVE_HISTORIES_DIR is set. */
+/** Adds a history as the fixture `name` when RCP_CAPTURE_HISTORIES=1 and no such fixture exists yet. */
 export function maybeSaveHistory(name: string, history: History): void {
-  const dir = process.env.RCP_SAVE_HISTORIES_DIR;
-  if (!dir) return;
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `${name}${EXTENSION}`), History.encode(history).finish());
+  if (process.env.RCP_CAPTURE_HISTORIES !== '1') return;
+  const path = join(HISTORY_FIXTURES, `${name}${EXTENSION}`);
+  if (existsSync(path)) return;
+  writeFileSync(path, History.encode(history).finish());
 }
 
 export function storedHistories(): { name: string; history: History }[] {
