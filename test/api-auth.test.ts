@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PUBLIC_ROUTES } from '../api/public-routes.ts';
 import { startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from './support/app.ts';
 
 // Both roles on one server, as a single-machine install runs them, so the walk covers the gate's routes too.
@@ -19,11 +18,8 @@ const expectUnauthorized = (response: { statusCode: number; headers: Record<stri
 };
 
 describe('authentication over the whole route table', () => {
-  const protectedRoutes = () =>
-    t.routes.filter((route) => {
-      const method = route.method === 'HEAD' ? 'GET' : route.method;
-      return !PUBLIC_ROUTES.has(`${method} ${route.url}`);
-    });
+  const protectedRoutes = () => t.routes.filter((route) => route.auth !== 'public');
+  const publicRoutes = () => t.routes.filter((route) => route.auth === 'public');
 
   it('has protected routes to check (the table was collected), the worker gate\'s among them', () => {
     expect(protectedRoutes().length).toBeGreaterThanOrEqual(9);
@@ -56,9 +52,23 @@ describe('authentication over the whole route table', () => {
     }
   });
 
-  it('serves every public route without a token', async () => {
-    for (const entry of PUBLIC_ROUTES) {
-      const [method, url] = entry.split(' ') as ['GET' | 'POST', string];
+  it('serves every public route without a token, and only the expected ones are public', async () => {
+    expect(publicRoutes().map((route) => `${route.method} ${route.url}`).sort()).toEqual(
+      [
+        'GET /control/dashboard',
+        'GET /control/dashboard-v2',
+        'GET /dashboard',
+        'GET /favicon.ico',
+        'GET /healthz',
+        'HEAD /control/dashboard',
+        'HEAD /control/dashboard-v2',
+        'HEAD /dashboard',
+        'HEAD /favicon.ico',
+        'HEAD /healthz',
+        'POST /control/api/session',
+      ].sort(),
+    );
+    for (const { method, url } of publicRoutes()) {
       const response = await t.app.inject({ method, url, payload: method === 'POST' ? { token: 'nope' } : undefined });
       // The login route is public but still checks the token it is given.
       if (url === '/control/api/session') expect(response.statusCode).toBe(401);
