@@ -1,4 +1,6 @@
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auth } from '../api/auth.ts';
 import { startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from './support/app.ts';
 
 // Both roles on one server, as a single-machine install runs them, so the walk covers the gate's routes too.
@@ -89,6 +91,47 @@ describe('authentication over the whole route table', () => {
     expect(lower.statusCode).toBe(200);
     expectUnauthorized(await t.app.inject({ method: 'GET', url: '/control/health', headers: { authorization: `Basic ${TEST_TOKEN}` } }));
     expectUnauthorized(await t.app.inject({ method: 'GET', url: '/control/health', headers: { authorization: `Bearer ${TEST_TOKEN}x` } }));
+  });
+});
+
+describe('authentication decided by the route that matched', () => {
+  const gateAuth = { authorization: `Bearer ${TEST_GATE_TOKEN}` };
+  const encodedGatePaths = [
+    { method: 'POST', url: '/prepare-%70roject' },
+    { method: 'POST', url: '/dispatc%68' },
+    { method: 'POST', url: '/runs/x/cance%6c' },
+    { method: 'GET', url: '/dashboard/ap%69' },
+  ] as const;
+
+  it('does not let a percent-encoded spelling of a gate path past the gate token', async () => {
+    for (const { method, url } of encodedGatePaths) {
+      const response = await t.app.inject({ method, url, headers: t.auth, payload: method === 'POST' ? {} : undefined });
+      expectUnauthorized(response);
+    }
+  });
+
+  it('routes the encoded spellings to the gate routes, which take the gate token', async () => {
+    const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard/ap%69', headers: gateAuth });
+    expect(dashboard.statusCode).toBe(200);
+    expect(dashboard.json()).toMatchObject({ service: { role: 'worker_gate' } });
+    // Past authentication, an empty body fails the dispatch schema.
+    expect((await t.app.inject({ method: 'POST', url: '/dispatc%68', headers: gateAuth, payload: {} })).statusCode).toBe(422);
+  });
+
+  it('gives HEAD the credentials of the GET route', async () => {
+    expect((await t.app.inject({ method: 'HEAD', url: '/dashboard/api', headers: gateAuth })).statusCode).toBe(200);
+    expectUnauthorized(await t.app.inject({ method: 'HEAD', url: '/dashboard/api', headers: t.auth }));
+    expectUnauthorized(await t.app.inject({ method: 'HEAD', url: '/control/health', headers: gateAuth }));
+    expect((await t.app.inject({ method: 'HEAD', url: '/control/health', headers: t.auth })).statusCode).toBe(200);
+    expect((await t.app.inject({ method: 'HEAD', url: '/healthz' })).statusCode).toBe(200);
+  });
+
+  it('refuses to register a route that declares no auth kind', async () => {
+    const app = Fastify();
+    await app.register(auth, { controlApiToken: TEST_TOKEN });
+    expect(() => app.get('/forgotten', async () => ({}))).toThrow(/declares no auth kind/);
+    expect(() => app.get('/typo', { config: { auth: 'pubic' as 'public' } }, async () => ({}))).toThrow(/declares no auth kind/);
+    await app.close();
   });
 });
 
