@@ -39,7 +39,7 @@ describe('the OpenAPI document', () => {
 
   it('is a valid OpenAPI 3.1 document', async () => {
     const validator = new Validator();
-    const result = await validator.validate(structuredClone(doc) as object);
+    const result = await validator.validate(structuredClone(doc) as unknown as Record<string, unknown>);
     expect(result.errors).toBeUndefined();
     expect(result.valid).toBe(true);
     expect(validator.version).toBe('3.1');
