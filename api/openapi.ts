@@ -33,6 +33,21 @@ function securityFor(kind: AuthKind | undefined, method: string): SecurityRequir
   }
 }
 
+type Operation = { requestBody?: { required?: boolean; content?: Record<string, { schema?: object }> } };
+
+/** A body schema with a default may be left out (the plugin marks every body required). */
+function markOptionalBodies(document: OpenAPIV3_1.Document): OpenAPIV3_1.Document {
+  for (const path of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(path ?? {}) as Operation[]) {
+      const body = operation?.requestBody;
+      if (body && Object.values(body.content ?? {}).some((media) => media.schema !== undefined && 'default' in media.schema)) {
+        body.required = false;
+      }
+    }
+  }
+  return document;
+}
+
 const OpenApiDocumentSchema = openObject({
   openapi: z.string(),
   info: openObject({ title: z.string(), version: z.string() }),
@@ -70,6 +85,7 @@ export async function openApiDocument(app: FastifyInstance, options: { workerGat
       const method = [input.route.method].flat()[0] ?? 'GET';
       return { ...transformed, schema: { ...transformed.schema, security: securityFor(input.route.config?.auth, method) } };
     },
+    transformObject: (document) => markOptionalBodies(('openapiObject' in document ? document.openapiObject : {}) as OpenAPIV3_1.Document),
   });
 
   app.withTypeProvider<ZodTypeProvider>().get(

@@ -10,8 +10,8 @@ export interface ValidationProblem {
   type: string;
 }
 
-/** One `{loc, msg, type}` entry of a 422 body (README "HTTP conventions"). */
-export const ValidationProblemSchema = z.object({
+/** One `{loc, msg, type}` entry of a 422 body (README "HTTP conventions"); loose, so an answer keeps every key. */
+export const ValidationProblemSchema = z.looseObject({
   loc: z.array(z.union([z.string(), z.number()])),
   msg: z.string(),
   type: z.string(),
@@ -65,9 +65,11 @@ export function queryInt(options: { min: number; max?: number; default: number }
   let bounded = z.number().int().min(options.min);
   if (options.max !== undefined) bounded = bounded.max(options.max);
   const digits = z.string().regex(/^-?\d{1,15}$/, 'must be an integer').transform(Number).pipe(bounded);
+  const range = options.max === undefined ? `at least ${options.min}` : `${options.min}–${options.max}`;
   return z
     .preprocess(emptyToUndefined, digits.optional())
-    .transform((value) => value ?? options.default);
+    .transform((value) => value ?? options.default)
+    .meta({ description: `An integer, ${range}; ${options.default} when absent` });
 }
 
 /** A free-text query filter; empty means no filter. */

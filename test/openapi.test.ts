@@ -16,7 +16,7 @@ afterAll(async () => t.close());
 interface Operation {
   security?: Record<string, string[]>[];
   parameters?: { in: string; name: string; required?: boolean }[];
-  requestBody?: { content: Record<string, { schema: unknown }> };
+  requestBody?: { required?: boolean; content: Record<string, { schema: unknown }> };
   responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
   tags?: string[];
 }
@@ -97,6 +97,9 @@ describe('the OpenAPI document', () => {
     for (const [method, url] of [['POST', '/dispatch'], ['POST', '/control/dispatch-next'], ['POST', '/control/api/worker-callback']] as const) {
       expect(operationOf(method, url)!.requestBody?.content['application/json']?.schema).toMatchObject({ type: 'object' });
     }
+    expect(operationOf('POST', '/dispatch')!.requestBody?.required).toBe(true);
+    // A body with defaults may be left out.
+    expect(operationOf('POST', '/control/api/runs/:run_id/cancel')!.requestBody?.required).toBe(false);
   });
 
   it('describes success and error answers, errors in the shared {detail} shape', () => {
