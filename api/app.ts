@@ -56,7 +56,7 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
     ...(workerGate ? { workerGateToken: workerGate.token } : {}),
     ...(controlPlane?.dispatch ? { callbackToken: controlPlane.dispatch.completionCallbackToken } : {}),
   });
-  await openApiDocument(app, { workerGate: workerGate !== undefined });
+  await openApiDocument(app, { controlPlane: controlPlane !== undefined, workerGate: workerGate !== undefined });
 
   if (controlPlane) {
     await app.register(healthRoutes, controlPlane);

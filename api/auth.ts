@@ -9,7 +9,8 @@ export const SESSION_COOKIE = 'cp_session';
 export const SESSION_IDLE_MS = 30 * 60 * 1000;
 export const SESSION_ABSOLUTE_MS = 12 * 60 * 60 * 1000;
 const TOUCH_EVERY_MS = 60 * 1000;
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Reads: a dashboard session needs no CSRF token for them. */
+export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export type Principal = { kind: 'bearer' } | { kind: 'session'; sessionId: string; idHash: string };
 
@@ -64,9 +65,10 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
     }
   });
 
-  const requireBearer = (request: FastifyRequest, ...expected: string[]) => {
+  /** Any one of `accepted` (a token this server does not hold is left out) authenticates. */
+  const requireBearer = (request: FastifyRequest, ...accepted: (string | undefined)[]) => {
     const bearer = bearerFrom(request);
-    if (bearer === undefined || !expected.some((token) => tokensMatch(bearer, token))) throw unauthorized();
+    if (bearer === undefined || !accepted.some((token) => token !== undefined && tokensMatch(bearer, token))) throw unauthorized();
     request.principal = { kind: 'bearer' };
   };
 
@@ -80,8 +82,7 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
   const authenticateUnrouted = async (request: FastifyRequest) => {
     if (options.store) return authenticateControl(request);
     // The gate alone: either of its two tokens authenticates.
-    const known = [options.controlApiToken, options.workerGateToken].filter((token) => token !== undefined);
-    return requireBearer(request, ...known);
+    return requireBearer(request, options.controlApiToken, options.workerGateToken);
   };
 
   app.addHook('onRequest', async (request) => {
@@ -92,7 +93,7 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
 
     switch (kind) {
       case 'gate':
-        return requireBearer(request, ...[options.workerGateToken].filter((token) => token !== undefined));
+        return requireBearer(request, options.workerGateToken);
       case 'agent_event':
         return requireBearer(request, options.controlApiToken);
       case 'callback': {

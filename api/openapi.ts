@@ -5,20 +5,20 @@ import { jsonSchemaTransform, type ZodTypeProvider } from 'fastify-type-provider
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { z } from 'zod';
 import { anyObject, errorResponses, openObject } from '../http/responses.ts';
-import type { AuthKind } from './auth.ts';
+import { SAFE_METHODS, type AuthKind } from './auth.ts';
 import { SERVICE_NAME } from './deps.ts';
 
-export const OPENAPI_PATH = '/control/api/openapi.json';
+const OPENAPI_PATH = '/control/api/openapi.json';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 type SecurityRequirement = Record<string, string[]>;
 
 /** The credentials a route of each auth kind takes, as OpenAPI security requirements (any one of them suffices). */
-function securityFor(kind: AuthKind | undefined, method: string): SecurityRequirement[] {
-  const session: SecurityRequirement = SAFE_METHODS.has(method) ? { dashboard_session: [] } : { dashboard_session: [], csrf_token: [] };
+function securityFor(kind: AuthKind | undefined, method: string, sessions: boolean): SecurityRequirement[] {
+  const session: SecurityRequirement[] = !sessions
+    ? []
+    : [SAFE_METHODS.has(method) ? { dashboard_session: [] } : { dashboard_session: [], csrf_token: [] }];
   switch (kind) {
     case 'public':
       return [];
@@ -27,9 +27,9 @@ function securityFor(kind: AuthKind | undefined, method: string): SecurityRequir
     case 'agent_event':
       return [{ control_bearer: [] }];
     case 'callback':
-      return [{ callback_bearer: [] }, { control_bearer: [] }, session];
+      return [{ callback_bearer: [] }, { control_bearer: [] }, ...session];
     default:
-      return [{ control_bearer: [] }, session];
+      return [{ control_bearer: [] }, ...session];
   }
 }
 
@@ -59,7 +59,7 @@ const OpenApiDocumentSchema = openObject({
  * Collects every route registered after it into an OpenAPI 3.1 document generated from the route schemas, and serves
  * that document. Register it before the routes it describes.
  */
-export async function openApiDocument(app: FastifyInstance, options: { workerGate: boolean }): Promise<void> {
+export async function openApiDocument(app: FastifyInstance, options: { controlPlane: boolean; workerGate: boolean }): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -83,7 +83,7 @@ export async function openApiDocument(app: FastifyInstance, options: { workerGat
     transform: (input) => {
       const transformed = jsonSchemaTransform(input);
       const method = [input.route.method].flat()[0] ?? 'GET';
-      return { ...transformed, schema: { ...transformed.schema, security: securityFor(input.route.config?.auth, method) } };
+      return { ...transformed, schema: { ...transformed.schema, security: securityFor(input.route.config?.auth, method, options.controlPlane) } };
     },
     transformObject: (document) => markOptionalBodies(('openapiObject' in document ? document.openapiObject : {}) as OpenAPIV3_1.Document),
   });
