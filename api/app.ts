@@ -19,13 +19,14 @@ import { runRoutes } from './runs.ts';
 import { securityHeaders } from '../http/security-headers.ts';
 import { sessionRoutes } from './session.ts';
 import { statusRoutes } from './status.ts';
-import { useZodValidation } from '../http/validation.ts';
+import { useZodTypeProvider } from '../http/validation.ts';
+import { openApiDocument } from './openapi.ts';
 import { workerCallbackRoutes } from './worker-callback.ts';
 
-/** The worker gate role served from this process (decisions §2: both roles may share one port). */
+/** The worker gate role served from this process (both roles may share one port, README "Worker gate"). */
 export interface WorkerGateRole {
   gate: WorkerGate;
-  /** worker_wake_gate_bearer_token: guards /prepare-project, /dispatch and /dashboard/api. */
+  /** worker_wake_gate_bearer_token: guards the gate's routes of auth kind `gate`. */
   token: string;
 }
 
@@ -43,7 +44,7 @@ export interface HttpAppOptions {
  */
 export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Promise<void> {
   const { controlPlane, workerGate } = options;
-  useZodValidation(app);
+  useZodTypeProvider(app);
   // Command bodies are JSON only; anything else is 415 rather than a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
   registerErrorHandling(app, controlPlaneErrorAnswers);
@@ -55,6 +56,7 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
     ...(workerGate ? { workerGateToken: workerGate.token } : {}),
     ...(controlPlane?.dispatch ? { callbackToken: controlPlane.dispatch.completionCallbackToken } : {}),
   });
+  await openApiDocument(app, { controlPlane: controlPlane !== undefined, workerGate: workerGate !== undefined });
 
   if (controlPlane) {
     await app.register(healthRoutes, controlPlane);

@@ -3,22 +3,32 @@ import fp from 'fastify-plugin';
 import type { Store } from '../store/store.ts';
 import { findLiveSession, touchSession } from '../store/sessions.ts';
 import { HttpError, unauthorized } from '../http/errors.ts';
-import { AGENT_EVENT_ROUTE, isGateTokenRoute } from '../worker-gate/routes.ts';
-import { WORKER_CALLBACK_ROUTE } from './worker-callback.ts';
-import { isPublicRoute } from './public-routes.ts';
 import { csrfTokenFor, sha256Hex, tokensMatch } from '../http/tokens.ts';
 
 export const SESSION_COOKIE = 'cp_session';
 export const SESSION_IDLE_MS = 30 * 60 * 1000;
 export const SESSION_ABSOLUTE_MS = 12 * 60 * 60 * 1000;
 const TOUCH_EVERY_MS = 60 * 1000;
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Reads: a dashboard session needs no CSRF token for them. */
+export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export type Principal = { kind: 'bearer' } | { kind: 'session'; sessionId: string; idHash: string };
+
+/**
+ * Who may call a route (README "HTTP conventions"): `public` anyone; `control` the control API token or a dashboard
+ * session; `gate` the worker gate's token; `agent_event` the control API token only; `callback` the completion
+ * callback token, or what `control` takes.
+ */
+export const AUTH_KINDS = ['public', 'control', 'gate', 'agent_event', 'callback'] as const;
+export type AuthKind = (typeof AUTH_KINDS)[number];
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+  }
+  interface FastifyContextConfig {
+    /** Every route declares who may call it; registering one without is an error. */
+    auth?: AuthKind;
   }
 }
 
@@ -32,11 +42,6 @@ export interface AuthOptions {
   callbackToken?: string;
 }
 
-const pathOf = (url: string) => {
-  const query = url.indexOf('?');
-  return query === -1 ? url : url.slice(0, query);
-};
-
 const hasQueryToken = (url: string) => /[?&]token(=|&|$)/.test(url);
 
 export function bearerFrom(request: FastifyRequest): string | undefined {
@@ -46,50 +51,64 @@ export function bearerFrom(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
+const isAuthKind = (value: unknown): value is AuthKind => AUTH_KINDS.includes(value as AuthKind);
+
 /**
- * The single authentication hook. It runs before routing, so an unknown path without credentials is 401, not 404.
- * The worker gate's own routes take its token; the agents' event hook takes the control API token; the worker callback
- * also takes the completion callback token; everything else takes the control API token or the dashboard session
- * cookie (with X-CSRF-Token for anything but reads).
+ * The single authentication hook. It decides from the route that matched (never from the raw URL, which may spell a
+ * path differently), before the handler and before validation, so an unknown path without credentials is 401, not
+ * 404. A HEAD route is Fastify's copy of the GET route, options included, so it takes the same credentials.
  */
 async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<void> {
-  const requireBearer = (request: FastifyRequest, expected: string) => {
+  app.addHook('onRoute', (route) => {
+    if (!isAuthKind(route.config?.auth)) {
+      throw new Error(`route ${[route.method].flat().join(',')} ${route.url} declares no auth kind (config.auth: ${AUTH_KINDS.join(' | ')})`);
+    }
+  });
+
+  /** Any one of `accepted` (a token this server does not hold is left out) authenticates. */
+  const requireBearer = (request: FastifyRequest, ...accepted: (string | undefined)[]) => {
     const bearer = bearerFrom(request);
-    if (bearer === undefined || !tokensMatch(bearer, expected)) throw unauthorized();
+    if (bearer === undefined || !accepted.some((token) => token !== undefined && tokensMatch(bearer, token))) throw unauthorized();
     request.principal = { kind: 'bearer' };
   };
 
+  const authenticateControl = async (request: FastifyRequest) => {
+    if (!options.store) return requireBearer(request, options.controlApiToken);
+    if (bearerFrom(request) !== undefined) return requireBearer(request, options.controlApiToken);
+    await authenticateSession(request, options.store, options.controlApiToken);
+  };
+
+  /** No route matched: the answer is 404 for a caller who could have called something here, else 401. */
+  const authenticateUnrouted = async (request: FastifyRequest) => {
+    if (options.store) return authenticateControl(request);
+    // The gate alone: either of its two tokens authenticates.
+    return requireBearer(request, options.controlApiToken, options.workerGateToken);
+  };
+
   app.addHook('onRequest', async (request) => {
-    const path = pathOf(request.url);
-    if (isPublicRoute(request.method, path)) return;
+    const kind = request.routeOptions.config.auth;
+    if (kind === 'public') return;
     // A token in a URL ends up in logs and browser history: refused even next to a valid header.
     if (hasQueryToken(request.url)) throw unauthorized();
 
-    // HEAD is answered by the GET route, so it takes the same credentials.
-    const route = `${request.method === 'HEAD' ? 'GET' : request.method} ${path}`;
-    if (options.workerGateToken !== undefined) {
-      if (isGateTokenRoute(route)) return requireBearer(request, options.workerGateToken);
-      if (route === AGENT_EVENT_ROUTE) return requireBearer(request, options.controlApiToken);
-    }
-    if (route === WORKER_CALLBACK_ROUTE && options.callbackToken !== undefined) {
-      const bearer = bearerFrom(request);
-      if (bearer !== undefined && tokensMatch(bearer, options.callbackToken)) {
-        request.principal = { kind: 'bearer' };
-        return;
+    switch (kind) {
+      case 'gate':
+        return requireBearer(request, options.workerGateToken);
+      case 'agent_event':
+        return requireBearer(request, options.controlApiToken);
+      case 'callback': {
+        const bearer = bearerFrom(request);
+        if (options.callbackToken !== undefined && bearer !== undefined && tokensMatch(bearer, options.callbackToken)) {
+          request.principal = { kind: 'bearer' };
+          return;
+        }
+        return authenticateControl(request);
       }
+      case 'control':
+        return authenticateControl(request);
+      case undefined:
+        return authenticateUnrouted(request);
     }
-    if (!options.store) {
-      // The gate alone: any of its two tokens authenticates, so an unknown path then answers 404.
-      const bearer = bearerFrom(request);
-      const known = [options.controlApiToken, options.workerGateToken].filter((token) => token !== undefined);
-      if (bearer === undefined || !known.some((token) => tokensMatch(bearer, token))) throw unauthorized();
-      request.principal = { kind: 'bearer' };
-      return;
-    }
-
-    const bearer = bearerFrom(request);
-    if (bearer !== undefined) return requireBearer(request, options.controlApiToken);
-    await authenticateSession(request, options.store, options.controlApiToken);
   });
 }
 

@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import fp from 'fastify-plugin';
 import type { Logger } from 'pino';
 import { httpApp, type HttpAppOptions, type WorkerGateRole } from './app.ts';
+import type { AuthKind } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { BODY_LIMIT_BYTES } from '../http/errors.ts';
 
@@ -11,6 +12,8 @@ const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 export interface RegisteredRoute {
   method: string;
   url: string;
+  /** Who may call it (README "HTTP conventions"). */
+  auth: AuthKind | undefined;
 }
 
 export interface CreateServerOptions {
@@ -38,7 +41,7 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
   if (options.onRoute) {
     const onRoute = options.onRoute;
     app.addHook('onRoute', (route) => {
-      for (const method of [route.method].flat()) onRoute({ method, url: route.url });
+      for (const method of [route.method].flat()) onRoute({ method, url: route.url, auth: route.config?.auth });
     });
   }
   app.addHook('onResponse', async (request, reply) => {

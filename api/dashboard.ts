@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 
 const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/', import.meta.url));
 export const DASHBOARD_PATH = '/control/dashboard-v2';
@@ -25,17 +27,27 @@ export function dashboardCsp(html: string): string {
   ].join('; ');
 }
 
-export async function dashboardRoutes(app: FastifyInstance): Promise<void> {
+const htmlPage = (description: string) => ({ description, content: { 'text/html': { schema: z.string() } } });
+const redirect = z.null().describe(`Redirect to ${DASHBOARD_PATH}`);
+const tags = ['dashboard'];
+
+/** The dashboard shell and its icon; public, since the shell signs in with the API's session route. */
+export async function dashboardRoutes(instance: FastifyInstance): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const html = readFileSync(`${DASHBOARD_DIR}index.html`, 'utf8');
   const csp = dashboardCsp(html);
   const favicon = readFileSync(`${DASHBOARD_DIR}favicon.ico`);
+  const config = { auth: 'public' } as const;
 
-  app.get(DASHBOARD_PATH, async (_request, reply) =>
+  app.get(DASHBOARD_PATH, { config, schema: { tags, summary: 'Dashboard shell', response: { 200: htmlPage('The dashboard shell') } } }, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').header('content-security-policy', csp).send(html),
   );
-  app.get('/control/dashboard', async (_request, reply) => reply.redirect(DASHBOARD_PATH, 307));
-  app.get('/dashboard', async (_request, reply) => reply.redirect(DASHBOARD_PATH, 307));
-  app.get('/favicon.ico', async (_request, reply) =>
-    reply.type('image/x-icon').header('cache-control', 'public, max-age=86400').send(favicon),
+  app.get('/control/dashboard', { config, schema: { tags, response: { 307: redirect } } }, async (_request, reply) => reply.redirect(DASHBOARD_PATH, 307));
+  app.get('/dashboard', { config, schema: { tags, response: { 307: redirect } } }, async (_request, reply) => reply.redirect(DASHBOARD_PATH, 307));
+  // Registered untyped: the icon is bytes, which a zod string schema documents but cannot type.
+  instance.get(
+    '/favicon.ico',
+    { config, schema: { tags, response: { 200: { description: 'The icon', content: { 'image/x-icon': { schema: z.string().meta({ format: 'binary' }) } } } } } },
+    async (_request, reply) => reply.type('image/x-icon').header('cache-control', 'public, max-age=86400').send(favicon),
   );
 }

@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { dispatchNext } from '../services/dispatch.ts';
 import type { AppDeps } from './deps.ts';
+import { anyObject, errorResponses, openObject } from '../http/responses.ts';
 
 const DispatchNextBody = z.strictObject({
   dry_run: z.boolean().default(true),
@@ -9,9 +11,30 @@ const DispatchNextBody = z.strictObject({
   force_preflight: z.boolean().default(false),
 });
 
-export async function dispatchRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+const DispatchNextAnswer = openObject({
+  ok: z.boolean(),
+  action: z.string().describe('dry_run_dispatch, live_dispatch, dispatch_blocked, paused or noop'),
+  reason: z.string(),
+  dry_run: z.boolean(),
+  live_dispatch_enabled: z.boolean(),
+  active_count: z.number().int(),
+  candidate: anyObject().nullable().optional().describe('The queue item chosen; null when none was'),
+  dispatch_route: anyObject().nullable().optional().describe('The worker target chosen; null when none was'),
+  run_id: z.string().optional(),
+  workflow_id: z.string().optional(),
+  preflight: anyObject().optional(),
+  prepare: anyObject().optional().describe('The gate\'s answer to /prepare-project, on a live dispatch'),
+  dispatch: anyObject().optional().describe('The gate\'s answer to /dispatch, on a live dispatch'),
+});
+
+export async function dispatchRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const dispatch = { store: deps.store, settings: deps.dispatch, runs: deps.runs };
-  app.post('/control/dispatch-next', { schema: { body: DispatchNextBody } }, async (request) =>
-    dispatchNext(dispatch, request.body as z.output<typeof DispatchNextBody>),
-  );
+  const schema = {
+    tags: ['dispatch'],
+    summary: 'What would be dispatched where (dry run, the default), or a live dispatch',
+    body: DispatchNextBody,
+    response: { 200: DispatchNextAnswer, ...errorResponses(401, 403, 409, 422, 501, 502, 504) },
+  };
+  app.post('/control/dispatch-next', { config: { auth: 'control' }, schema }, async (request) => dispatchNext(dispatch, request.body));
 }

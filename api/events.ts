@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { listAuditEventsBefore, listAuditEventsPage, type AuditEventFilters } from '../store/audit-events.ts';
 import type { AppDeps } from './deps.ts';
+import { errorResponses, openObject, pageBody } from '../http/responses.ts';
 import { pageOf, queryInt, queryText } from '../http/validation.ts';
+import { AuditEventSchema } from './answers.ts';
 
 const filterFields = {
   entity_type: queryText(),
@@ -80,9 +83,28 @@ const filtersOf = (query: AuditEventFilters): AuditEventFilters => ({
   payload: query.payload,
 });
 
-export async function eventRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get('/control/api/events', { schema: { querystring: pagedQuery } }, async (request) => {
-    const query = request.query as z.output<typeof pagedQuery>;
+const CursorPageSchema = openObject({
+  items: z.array(AuditEventSchema),
+  page: openObject({
+    page_size: z.number().int(),
+    returned: z.number().int(),
+    next_cursor: z.string().nullable().describe('Pass as cursor for the next (older) page; null on the last page'),
+    has_more: z.boolean(),
+  }),
+});
+
+const tags = ['events'];
+
+export async function eventRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const paged = {
+    tags,
+    summary: 'Audit log, newest first, by page',
+    querystring: pagedQuery,
+    response: { 200: pageBody(AuditEventSchema), ...errorResponses(401, 422) },
+  };
+  app.get('/control/api/events', { config: { auth: 'control' }, schema: paged }, async (request) => {
+    const query = request.query;
     const { items, total } = await listAuditEventsPage(deps.store, filtersOf(query), {
       offset: (query.page - 1) * query.page_size,
       limit: query.page_size,
@@ -90,8 +112,14 @@ export async function eventRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     return pageOf(items, total, query);
   });
 
-  app.get('/control/api/v1/events', { schema: { querystring: cursorQuery } }, async (request) => {
-    const query = request.query as z.output<typeof cursorQuery>;
+  const byCursor = {
+    tags,
+    summary: 'Audit log, newest first, by cursor, with a payload containment filter',
+    querystring: cursorQuery,
+    response: { 200: CursorPageSchema, ...errorResponses(401, 422) },
+  };
+  app.get('/control/api/v1/events', { config: { auth: 'control' }, schema: byCursor }, async (request) => {
+    const query = request.query;
     const rows = await listAuditEventsBefore(deps.store, filtersOf(query), {
       beforeId: query.cursor,
       limit: query.page_size + 1,

@@ -1,4 +1,7 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { errorResponses, openObject } from '../http/responses.ts';
 import { SERVICE_NAME, type AppDeps, type TemporalHealth } from './deps.ts';
 
 const CHECK_TIMEOUT_MS = 3000;
@@ -33,8 +36,37 @@ async function temporalHealth(deps: AppDeps): Promise<TemporalHealth | undefined
   }
 }
 
-export async function healthRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get('/healthz', async (_request, reply) => {
+const LivenessSchema = openObject({
+  ok: z.boolean(),
+  service: z.string(),
+  worker_gate: openObject({ ready: z.boolean() }).optional().describe('Present when this process also serves the worker gate'),
+  detail: z.string().optional().describe('Why it is not ready'),
+  timestamp: z.string(),
+});
+
+const HealthSchema = openObject({
+  ok: z.boolean(),
+  service: z.string(),
+  db_path: z.string(),
+  store_backend: z.string(),
+  store: openObject({ ok: z.boolean(), error: z.string().optional() }),
+  temporal: openObject({
+    ok: z.boolean(),
+    address: z.string(),
+    namespace: z.string(),
+    worker_state: z.string(),
+    ui_url: z.string().optional(),
+    error: z.string().optional(),
+  }).optional(),
+  timestamp: z.string(),
+});
+
+const tags = ['health'];
+
+export async function healthRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const liveness = { tags, summary: 'Liveness; 503 while the worker gate served here is starting', response: { 200: LivenessSchema, 503: LivenessSchema } };
+  app.get('/healthz', { config: { auth: 'public' }, schema: liveness }, async (_request, reply) => {
     const gateReady = deps.workerGateReady?.();
     const ok = gateReady ?? true;
     return reply.code(ok ? 200 : 503).send({
@@ -46,7 +78,12 @@ export async function healthRoutes(app: FastifyInstance, deps: AppDeps): Promise
     });
   });
 
-  app.get('/control/health', async (_request, reply) => {
+  const health = {
+    tags,
+    summary: 'Store and Temporal health; 503 when degraded',
+    response: { 200: HealthSchema, 503: HealthSchema, ...errorResponses(401) },
+  };
+  app.get('/control/health', { config: { auth: 'control' }, schema: health }, async (_request, reply) => {
     const [store, temporal] = await Promise.all([storeHealth(deps), temporalHealth(deps)]);
     const ok = store.ok && (temporal?.ok ?? true);
     return reply.code(ok ? 200 : 503).send({

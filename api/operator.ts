@@ -1,9 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { createQueueOperator } from '../services/queue-operator.ts';
 import type { AppDeps } from './deps.ts';
+import { errorResponses, openObject } from '../http/responses.ts';
+import { FlagsSchema, QueueItemSchema } from './answers.ts';
 
-/** Operator commands on the queue (decisions §3); every change is audited in the same transaction. */
+/** Operator commands on the queue (README "Runs"); every change is audited in the same transaction. */
 
 const text = z.string().trim().min(1).max(200);
 
@@ -26,22 +29,34 @@ const RequeueBody = z.strictObject({
   requested_by: text,
 });
 
-export async function operatorRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+const FlagsAnswer = openObject({ ok: z.literal(true), flags: FlagsSchema, changed: z.boolean() });
+const QueueItemAnswer = openObject({ ok: z.literal(true), changed: z.boolean(), queue_item: QueueItemSchema });
+
+const tags = ['operator'];
+const config = { auth: 'control' } as const;
+
+export async function operatorRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const operator = createQueueOperator(deps.store);
+  const flagsCommand = { 200: FlagsAnswer, ...errorResponses(401, 403, 422, 501) };
+  const itemCommand = { 200: QueueItemAnswer, ...errorResponses(401, 403, 404, 409, 422, 501) };
 
-  app.post('/control/pause', { schema: { body: PauseBody } }, async (request) =>
-    operator.pause(request.body as z.output<typeof PauseBody>, { request_id: request.id }),
+  const pause = { tags, summary: 'Pause the queue, optionally with maintenance mode; audited', body: PauseBody, response: flagsCommand };
+  app.post('/control/pause', { config, schema: pause }, async (request) => operator.pause(request.body, { request_id: request.id }));
+
+  const resume = { tags, summary: 'Clear the pause flag and maintenance mode; audited', body: ResumeBody, response: flagsCommand };
+  app.post('/control/resume', { config, schema: resume }, async (request) => operator.resume(request.body, { request_id: request.id }));
+
+  const markPaused = { tags, summary: 'Park one queue item; audited', body: MarkPausedBody, response: itemCommand };
+  app.post('/control/queue/mark-paused', { config, schema: markPaused }, async (request) =>
+    operator.markPaused(request.body, { request_id: request.id }),
   );
 
-  app.post('/control/resume', { schema: { body: ResumeBody } }, async (request) =>
-    operator.resume(request.body as z.output<typeof ResumeBody>, { request_id: request.id }),
-  );
-
-  app.post('/control/queue/mark-paused', { schema: { body: MarkPausedBody } }, async (request) =>
-    operator.markPaused(request.body as z.output<typeof MarkPausedBody>, { request_id: request.id }),
-  );
-
-  app.post('/control/queue/requeue', { schema: { body: RequeueBody } }, async (request) =>
-    operator.requeue(request.body as z.output<typeof RequeueBody>, { request_id: request.id }),
-  );
+  const requeue = {
+    tags,
+    summary: 'Put one item back in the queue (clears the review flag and the failure count); audited',
+    body: RequeueBody,
+    response: itemCommand,
+  };
+  app.post('/control/queue/requeue', { config, schema: requeue }, async (request) => operator.requeue(request.body, { request_id: request.id }));
 }

@@ -1,12 +1,14 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { runWorkerPreflight } from '../services/worker-preflight.ts';
 import type { WorkerRouting, WorkerTarget } from '../domain/lanes.ts';
 import { PREFLIGHT_DEFAULTS } from '../domain/preflight.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from '../http/errors.ts';
+import { anyObject, errorResponses, openObject } from '../http/responses.ts';
 
-/** WorkerPreflightRequest (interface.md "Queue operations"); every field is optional. */
+/** What a worker preflight checks and against which target; every field is optional. */
 const PreflightBody = z
   .strictObject({
     wake_gate_url: z.url({ protocol: /^https?$/ }).optional(),
@@ -29,7 +31,7 @@ function targetByUrl(routing: WorkerRouting, url: string): WorkerTarget | undefi
   return matches.find((target) => target.name === routing.defaultTarget) ?? matches[0];
 }
 
-/** The configured target the request names (decisions §2: a URL in a body must be a configured worker URL). */
+/** The configured target the request names: a URL in a body must be a configured worker URL. */
 function resolveTarget(routing: WorkerRouting, body: PreflightRequest): WorkerTarget {
   if (body.machine_target !== undefined) {
     const target = routing.targets.get(body.machine_target);
@@ -50,9 +52,23 @@ function resolveTarget(routing: WorkerRouting, body: PreflightRequest): WorkerTa
 }
 
 /** POST /control/api/preflight: checks one worker without dispatching; 200 whether or not it is ready. */
-export async function preflightRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.post('/control/api/preflight', { schema: { body: PreflightBody } }, async (request) => {
-    const body = request.body as PreflightRequest;
+export const PreflightResultSchema = openObject({
+  ok: z.boolean(),
+  target: z.string().describe('The worker target name'),
+  summary: z.string(),
+  checks: z.array(anyObject()),
+});
+
+export async function preflightRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const schema = {
+    tags: ['dispatch'],
+    summary: 'Check one worker gate without dispatching; 200 whether or not it is ready',
+    body: PreflightBody,
+    response: { 200: PreflightResultSchema, ...errorResponses(400, 401, 403, 404, 422) },
+  };
+  app.post('/control/api/preflight', { config: { auth: 'control' }, schema }, async (request) => {
+    const body = request.body;
     const configured = resolveTarget(deps.dispatch.routing, body);
     // A token in the body is tried for this check only; it is never stored or echoed.
     const target = body.bearer_token === undefined ? configured : { ...configured, bearer_token: body.bearer_token };

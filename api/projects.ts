@@ -1,17 +1,31 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { resolveLane } from '../domain/lanes.ts';
 import { readProjectDetail } from '../store/project-reads.ts';
 import type { QueueItemRow } from '../store/queue-items.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from '../http/errors.ts';
+import { anyObject, errorResponses, openObject } from '../http/responses.ts';
 import { queryInt } from '../http/validation.ts';
+import { AuditEventSchema, QueueItemSchema } from './answers.ts';
 
 const ProjectParams = z.strictObject({ project_id: z.string().min(1).max(200) });
 const ProjectQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
 
-/** Project detail (interface.md "Project"): the record, its queue row, runs, events and worker observations. */
-export async function projectRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+const ProjectDetailAnswer = openObject({
+  project: anyObject().nullable(),
+  queue_item: QueueItemSchema.nullable(),
+  runs: z.array(anyObject()),
+  papers: z.array(z.unknown()),
+  events: z.array(AuditEventSchema),
+  worker_observations: z.array(anyObject()),
+  lineage: z.array(anyObject()),
+});
+
+/** Project detail: the record, its queue row, runs, events and worker observations. */
+export async function projectRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const routing = deps.dispatch.routing;
   const laneOf = (item: QueueItemRow): string | null => {
     const lane = resolveLane(item, routing);
@@ -20,10 +34,19 @@ export async function projectRoutes(app: FastifyInstance, deps: AppDeps): Promis
 
   app.get(
     '/control/api/projects/:project_id',
-    { schema: { params: ProjectParams, querystring: ProjectQuery } },
+    {
+      config: { auth: 'control' },
+      schema: {
+        tags: ['queues'],
+        summary: 'A project with its queue item, runs and their transitions, recent events, worker observations and lineage',
+        params: ProjectParams,
+        querystring: ProjectQuery,
+        response: { 200: ProjectDetailAnswer, ...errorResponses(401, 404, 422) },
+      },
+    },
     async (request) => {
-      const { project_id } = request.params as z.output<typeof ProjectParams>;
-      const { event_limit } = request.query as z.output<typeof ProjectQuery>;
+      const { project_id } = request.params;
+      const { event_limit } = request.query;
       const detail = await readProjectDetail(deps.store, project_id, { eventLimit: event_limit, resolveLane: laneOf });
       if (!detail) throw new HttpError(404, `unknown project '${project_id}'`);
       return detail;

@@ -1,9 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { listQueueItems, QUEUE_SORT_COLUMNS } from '../store/queue-reads.ts';
 import type { AppDeps } from './deps.ts';
+import { errorResponses, pageBody } from '../http/responses.ts';
 import { pageOf, queryInt, queryOptional, queryText } from '../http/validation.ts';
+import { QueueItemSchema } from './answers.ts';
 
 const QueueParams = z.strictObject({ queue: z.enum(QUEUE_GROUPS) });
 
@@ -18,11 +21,19 @@ const QueueQuery = z.strictObject({
   ),
 });
 
-/** Queue reads (interface.md "Queue operations", decisions §3): one logical group, paged, filtered and sorted. */
-export async function queueRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get('/control/api/queues/:queue', { schema: { params: QueueParams, querystring: QueueQuery } }, async (request) => {
-    const { queue } = request.params as z.output<typeof QueueParams>;
-    const query = request.query as z.output<typeof QueueQuery>;
+/** Queue reads: one logical group, paged, filtered and sorted. */
+export async function queueRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const schema = {
+    tags: ['queues'],
+    summary: 'One logical queue group, paged, filtered and sorted (default: the dispatch order)',
+    params: QueueParams,
+    querystring: QueueQuery,
+    response: { 200: pageBody(QueueItemSchema), ...errorResponses(401, 422) },
+  };
+  app.get('/control/api/queues/:queue', { config: { auth: 'control' }, schema }, async (request) => {
+    const { queue } = request.params;
+    const query = request.query;
     const { items, total } = await listQueueItems(deps.store, { group: queue, ...query });
     return pageOf(items, total, query);
   });

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { createResearchFacility } from '../services/research-facility.ts';
 import {
@@ -15,9 +16,10 @@ import { facilityCounts } from '../store/research-facility-counts.ts';
 import { lineageOf } from '../store/research-lineage.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from '../http/errors.ts';
+import { anyObject, errorResponses, openObject, pageBody } from '../http/responses.ts';
 import { pageOf, queryInt, queryOptional, queryText } from '../http/validation.ts';
 
-/** Research Facility endpoints (decisions §7): reads of the intake ledgers, and the commands that write them. */
+/** Research Facility endpoints (README "Research Facility intake"): reads of the intake ledgers, and the commands that write them. */
 
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
 const requestedBy = z.string().trim().min(1).max(200);
@@ -67,13 +69,58 @@ const CandidateParams = z.strictObject({ candidate_id: z.string().regex(ID_PATTE
 
 const LATEST_DECISIONS = 10;
 
-export async function researchRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+const FacilityAnswer = openObject({
+  ok: z.literal(true),
+  planner_version: z.string(),
+  min_admission_score: z.number(),
+  needs_review_min_score: z.number(),
+  counts: anyObject(),
+  latest_decisions: z.array(anyObject()),
+});
+
+const CandidateSchema = openObject({ candidate_id: z.string() });
+
+const BatchAnswer = openObject({
+  ok: z.literal(true),
+  dry_run: z.boolean(),
+  batch_id: z.string(),
+  planner_version: z.string(),
+  counts: anyObject().describe('Planned candidates by decision'),
+  results: z.array(anyObject()),
+  written: openObject({ sources: z.number().int(), candidates: z.number().int(), admissions: z.number().int(), lineage: z.number().int() }),
+});
+
+const SmokeBatchAnswer = openObject({
+  ...BatchAnswer.shape,
+  starter_sources: z.boolean(),
+  sources_used: z.array(z.string()),
+});
+
+const PromoteAnswer = openObject({
+  ok: z.literal(true),
+  dry_run: z.boolean(),
+  action: z.enum(['would_promote', 'promoted']),
+  candidate_id: z.string(),
+  project_id: z.string(),
+  idea: anyObject(),
+  project: anyObject(),
+  queue_item: anyObject(),
+  lineage: z.array(anyObject()),
+});
+
+const tags = ['research'];
+const config = { auth: 'control' } as const;
+const command = errorResponses(401, 403, 409, 422, 501);
+
+export async function researchRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const facility = createResearchFacility(deps.store, { defaultWorkloadClass: deps.defaultWorkloadClass });
 
-  app.get('/control/api/research/facility', async () => {
+  const overview = { tags, summary: 'Ledger counts and the latest admission decisions', response: { 200: FacilityAnswer, ...errorResponses(401) } };
+  app.get('/control/api/research/facility', { config, schema: overview }, async () => {
     const [counts, latest] = await Promise.all([facilityCounts(deps.store), latestAdmissions(deps.store, LATEST_DECISIONS)]);
     return {
-      ok: true,
+      ok: true as const,
       planner_version: PLANNER_VERSION,
       min_admission_score: DEFAULT_MIN_ADMISSION_SCORE,
       needs_review_min_score: NEEDS_REVIEW_MIN_SCORE,
@@ -82,28 +129,47 @@ export async function researchRoutes(app: FastifyInstance, deps: AppDeps): Promi
     };
   });
 
-  app.get('/control/api/research/candidates', { schema: { querystring: CandidatesQuery } }, async (request) => {
-    const query = request.query as z.output<typeof CandidatesQuery>;
+  const candidates = {
+    tags,
+    summary: 'Candidates with their latest admission decision',
+    querystring: CandidatesQuery,
+    response: { 200: pageBody(CandidateSchema), ...errorResponses(401, 422) },
+  };
+  app.get('/control/api/research/candidates', { config, schema: candidates }, async (request) => {
+    const query = request.query;
     const { items, total } = await listCandidates(deps.store, query);
     return pageOf(items, total, query);
   });
 
-  app.get('/control/api/research/candidates/:candidate_id', { schema: { params: CandidateParams } }, async (request) => {
-    const { candidate_id } = request.params as z.output<typeof CandidateParams>;
+  const candidate = {
+    tags,
+    summary: 'One candidate with every admission row and its lineage',
+    params: CandidateParams,
+    response: { 200: openObject({ ...CandidateSchema.shape, lineage: z.array(anyObject()) }), ...errorResponses(401, 404, 422) },
+  };
+  app.get('/control/api/research/candidates/:candidate_id', { config, schema: candidate }, async (request) => {
+    const { candidate_id } = request.params;
     const candidate = await getCandidate(deps.store, candidate_id);
     if (!candidate) throw new HttpError(404, `candidate '${candidate_id}' does not exist`);
     return { ...candidate, lineage: await lineageOf(deps.store, 'candidate', candidate_id) };
   });
 
-  app.post('/control/api/research/import-candidates', { schema: { body: ImportBody } }, async (request) =>
-    facility.importCandidates(request.body as z.output<typeof ImportBody>),
-  );
+  const importing = { tags, summary: 'Plan a batch of candidates (dry_run defaults to true)', body: ImportBody, response: { 200: BatchAnswer, ...command } };
+  app.post('/control/api/research/import-candidates', { config, schema: importing }, async (request) => facility.importCandidates(request.body));
 
-  app.post('/control/api/research/generate-batch', { schema: { body: GenerateBody } }, async (request) =>
-    facility.generateSmokeBatch(request.body as z.output<typeof GenerateBody>),
-  );
+  const generating = {
+    tags,
+    summary: 'The deterministic smoke batch (dry_run defaults to true)',
+    body: GenerateBody,
+    response: { 200: SmokeBatchAnswer, ...command },
+  };
+  app.post('/control/api/research/generate-batch', { config, schema: generating }, async (request) => facility.generateSmokeBatch(request.body));
 
-  app.post('/control/api/research/promote-candidate', { schema: { body: PromoteBody } }, async (request) =>
-    facility.promoteCandidate(request.body as z.output<typeof PromoteBody>),
-  );
+  const promoting = {
+    tags,
+    summary: 'Promote one admitted candidate into the queue (dry_run defaults to true)',
+    body: PromoteBody,
+    response: { 200: PromoteAnswer, ...errorResponses(401, 403, 404, 409, 422, 501) },
+  };
+  app.post('/control/api/research/promote-candidate', { config, schema: promoting }, async (request) => facility.promoteCandidate(request.body));
 }

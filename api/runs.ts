@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { anyObject, errorResponses, openObject } from '../http/responses.ts';
 import { queryInt } from '../http/validation.ts';
+import { AuditEventSchema } from './answers.ts';
 import { cancelRun, runDetail } from '../services/runs.ts';
 import type { AppDeps } from './deps.ts';
 
@@ -14,18 +17,59 @@ const CancelBody = z
 
 const RunDetailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
 
-export async function runRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+const RunDetailAnswer = openObject({
+  run: openObject({ run_id: z.string(), project_id: z.string(), state: z.string(), transitions: z.array(anyObject()) }),
+  project: anyObject().nullable(),
+  papers: z.array(z.unknown()),
+  events: z.array(AuditEventSchema),
+  temporal: openObject({ workflow_id: z.string(), ui_url: z.string().nullable() }),
+});
+
+const CancelAnswer = openObject({
+  ok: z.literal(true),
+  run_id: z.string(),
+  workflow_id: z.string(),
+  already_finished: z.boolean().describe('The run had finished: nothing was canceled'),
+  canceled: z.boolean().optional(),
+  state: z.string(),
+  queue_status: z.string().nullable(),
+});
+
+const CancelPendingAnswer = openObject({
+  ok: z.literal(true),
+  cancel_requested: z.literal(true),
+  run_id: z.string(),
+  workflow_id: z.string(),
+}).describe('Cancellation requested; the workflow has not recorded it yet');
+
+const tags = ['runs'];
+const config = { auth: 'control' } as const;
+
+export async function runRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const runs = { store: deps.store, runs: deps.runs };
 
-  app.get('/control/api/v1/runs/:run_id', { schema: { params: RunParams, querystring: RunDetailQuery } }, async (request) => {
-    const { run_id: runId } = request.params as z.output<typeof RunParams>;
-    return runDetail(runs, runId, (request.query as z.output<typeof RunDetailQuery>).event_limit);
-  });
+  const detail = {
+    tags,
+    summary: 'One run with its transitions, its project, recent events and its Temporal workflow',
+    params: RunParams,
+    querystring: RunDetailQuery,
+    response: { 200: RunDetailAnswer, ...errorResponses(401, 404, 422) },
+  };
+  app.get('/control/api/v1/runs/:run_id', { config, schema: detail }, async (request) =>
+    runDetail(runs, request.params.run_id, request.query.event_limit),
+  );
 
-  /** 202 while the workflow has not yet recorded the cancellation. */
-  app.post('/control/api/runs/:run_id/cancel', { schema: { params: RunParams, body: CancelBody } }, async (request, reply) => {
-    const { run_id: runId } = request.params as z.output<typeof RunParams>;
-    const body = request.body as z.output<typeof CancelBody>;
+  const cancel = {
+    tags,
+    summary: 'Cancel a run\'s workflow (idempotent); 202 while the workflow has not yet recorded it',
+    params: RunParams,
+    body: CancelBody,
+    response: { 200: CancelAnswer, 202: CancelPendingAnswer, ...errorResponses(401, 403, 404, 422, 501, 503) },
+  };
+  app.post('/control/api/runs/:run_id/cancel', { config, schema: cancel }, async (request, reply) => {
+    const runId = request.params.run_id;
+    const body = request.body;
     const result = await cancelRun(runs, { run_id: runId, ...body, request_id: request.id });
     if ('pending' in result) {
       const { pending: _pending, ...answer } = result;

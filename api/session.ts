@@ -1,10 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { deleteExpiredSessions, deleteSession, insertSession } from '../store/sessions.ts';
 import { SESSION_ABSOLUTE_MS, SESSION_COOKIE, SESSION_IDLE_MS } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError, unauthorized } from '../http/errors.ts';
+import { errorResponses, openObject } from '../http/responses.ts';
 import { csrfTokenFor, randomToken, sha256Hex, tokensMatch } from '../http/tokens.ts';
 
 const loginBody = z.object({ token: z.string().min(1).max(4096) }).strict();
@@ -12,7 +14,16 @@ const loginBody = z.object({ token: z.string().min(1).max(4096) }).strict();
 /** Audit entity ids name a session by a prefix of its hash, never by the cookie value. */
 const sessionEntityId = (idHash: string) => idHash.slice(0, 16);
 
-export async function sessionRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+const LoginAnswer = openObject({
+  csrf_token: z.string().describe('Send as X-CSRF-Token on anything but reads'),
+  expires_at: z.string(),
+  idle_timeout_sec: z.number().int(),
+});
+
+const tags = ['session'];
+
+export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const cookieOptions = {
     httpOnly: true,
     sameSite: 'strict' as const,
@@ -22,8 +33,14 @@ export async function sessionRoutes(app: FastifyInstance, deps: AppDeps): Promis
 
   const clearCookie = (reply: FastifyReply) => reply.clearCookie(SESSION_COOKIE, cookieOptions);
 
-  app.post('/control/api/session', { schema: { body: loginBody } }, async (request, reply) => {
-    const { token } = request.body as z.output<typeof loginBody>;
+  const login = {
+    tags,
+    summary: 'Sign in with the control API token: sets the HttpOnly cp_session cookie',
+    body: loginBody,
+    response: { 200: LoginAnswer, ...errorResponses(401, 422) },
+  };
+  app.post('/control/api/session', { config: { auth: 'public' }, schema: login }, async (request, reply) => {
+    const { token } = request.body;
     if (!tokensMatch(token, deps.controlApiToken)) throw unauthorized();
     const sessionId = randomToken();
     const idHash = sha256Hex(sessionId);
@@ -49,13 +66,19 @@ export async function sessionRoutes(app: FastifyInstance, deps: AppDeps): Promis
   });
 
   // Lets a reloaded dashboard recover its CSRF token from the cookie it still holds.
-  app.get('/control/api/session', async (request) => {
+  const current = {
+    tags,
+    summary: 'The CSRF token of the current dashboard session',
+    response: { 200: openObject({ csrf_token: z.string() }), ...errorResponses(401, 404) },
+  };
+  app.get('/control/api/session', { config: { auth: 'control' }, schema: current }, async (request) => {
     const principal = request.principal;
     if (principal?.kind !== 'session') throw new HttpError(404, 'no dashboard session');
     return { csrf_token: csrfTokenFor(principal.sessionId, deps.controlApiToken) };
   });
 
-  app.delete('/control/api/session', async (request, reply) => {
+  const signOut = { tags, summary: 'Sign out: ends the session and clears its cookie', response: { 200: openObject({ ok: z.boolean() }), ...errorResponses(401, 403) } };
+  app.delete('/control/api/session', { config: { auth: 'control' }, schema: signOut }, async (request, reply) => {
     const principal = request.principal;
     if (principal?.kind === 'session') {
       await deps.store.transaction(async (tx) => {

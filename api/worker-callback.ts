@@ -1,12 +1,20 @@
 import type { FastifyInstance } from 'fastify';
-import { WorkerCallbackSchema, type WorkerCallback } from '../contracts/worker-callback.ts';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { WorkerCallbackResponseSchema, WorkerCallbackSchema } from '../contracts/worker-callback.ts';
+import { errorResponses } from '../http/responses.ts';
 import { receiveWorkerCallback } from '../services/worker-callbacks.ts';
 import type { AppDeps } from './deps.ts';
 
-export const WORKER_CALLBACK_ROUTE = 'POST /control/api/worker-callback';
-
-export async function workerCallbackRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.post('/control/api/worker-callback', { schema: { body: WorkerCallbackSchema } }, async (request) =>
-    receiveWorkerCallback({ store: deps.store, runs: deps.runs, log: request.log }, request.body as WorkerCallback),
+/** Completion callbacks from the worker gates, deduplicated by idempotency_key (README "Runs"). */
+export async function workerCallbackRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const schema = {
+    tags: ['runs'],
+    summary: 'A worker gate\'s completion callback; a redelivery answers the first answer',
+    body: WorkerCallbackSchema,
+    response: { 200: WorkerCallbackResponseSchema, ...errorResponses(401, 403, 409, 422, 501, 503) },
+  };
+  app.post('/control/api/worker-callback', { config: { auth: 'callback' }, schema }, async (request) =>
+    receiveWorkerCallback({ store: deps.store, runs: deps.runs, log: request.log }, request.body),
   );
 }

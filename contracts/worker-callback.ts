@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { openObject } from '../http/responses.ts';
 import { CALLBACK_EVENT_TYPES, GATE_STATES } from '../domain/gate.ts';
 
-/** Which evidence files the gate found in the project when it reported readiness (decisions §5). */
+/** Which evidence files the gate found in the project when it reported readiness (README "Worker gate"). */
 export const RunEvidenceSchema = z.strictObject({
   run_notes: z.boolean(),
   decision_file: z.boolean(),
@@ -50,7 +51,7 @@ export const CallbackProcessTrackingSchema = z.strictObject({
   reaped_pids: z.array(z.number().int()),
 });
 
-/** The body the worker gate posts to `completion_callback_url` (decisions §4). */
+/** The body the worker gate posts to `completion_callback_url` (README "Runs"). */
 export const WorkerCallbackSchema = z.strictObject({
   event_type: z.enum(CALLBACK_EVENT_TYPES),
   run_id: z.string().min(1),
@@ -68,3 +69,13 @@ export const WorkerCallbackSchema = z.strictObject({
   idempotency_key: z.string().min(1),
 });
 export type WorkerCallback = z.infer<typeof WorkerCallbackSchema>;
+
+/** The control plane's answer to a callback; a redelivery answers the first answer. */
+export const WorkerCallbackResponseSchema = openObject({
+  ok: z.literal(true),
+  idempotency_key: z.string(),
+  run_id: z.string(),
+  event_type: z.string(),
+  ignored: z.boolean().describe('True when the callback was recorded but changes nothing (not the current run, or a finished one)'),
+  ignore_reason: z.string().optional(),
+});

@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { DISPATCH_MODES, LIFECYCLE_EVENTS, REASONING_EFFORTS } from '../domain/gate.ts';
+import { anyObject, openObject } from '../http/responses.ts';
+import { DISPATCH_MODES, GATE_STATES, LIFECYCLE_EVENTS, REASONING_EFFORTS } from '../domain/gate.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 
-/** Request bodies of the worker gate's endpoints (interface.md "Worker gate"). */
+/** Request and response bodies of the worker gate's endpoints (README "Worker gate"). */
 
 const RUN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
 export const RunIdSchema = z.string().regex(RUN_ID_PATTERN, 'must be 1–200 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
@@ -19,7 +20,7 @@ export const PrepareProjectSchema = z.strictObject({
   prompt_file: PathText,
   prompt_text: z.string().max(512 * 1024),
   overwrite: z.boolean().default(false),
-  // Recorded in .research/project.json (decisions §5).
+  // Recorded in .research/project.json (README "Worker gate").
   workload_class: z.enum(WORKLOAD_CLASSES).optional(),
   machine_target: z.string().min(1).max(200).optional(),
 });
@@ -67,7 +68,85 @@ export const ControlPlaneEventSchema = z.strictObject({
 });
 export type ControlPlaneEvent = z.output<typeof ControlPlaneEventSchema>;
 
-/** @deprecated The older name of {@link ControlPlaneEventSchema}; kept for compatibility (interface.md "Versioning"). */
+/** @deprecated The older name of {@link ControlPlaneEventSchema}; kept for compatibility. */
 export const OmxEventSchema = ControlPlaneEventSchema;
 /** @deprecated Use {@link ControlPlaneEvent}. */
 export type OmxEvent = ControlPlaneEvent;
+
+// Answers. Objects are loose: these name the fields clients rely on, and an answer may carry more.
+
+const nullableInt = z.number().int().nullable();
+
+export const GateHealthSchema = openObject({
+  ok: z.boolean(),
+  service: z.literal('worker-gate'),
+  ready: z.boolean(),
+  timestamp: z.string().optional(),
+  detail: z.string().optional().describe('Why the gate is not ready'),
+});
+
+export const PrepareProjectResponseSchema = openObject({
+  ok: z.literal(true),
+  run_id: z.string(),
+  project_id: z.string(),
+  project_dir: z.string(),
+  prompt_file: z.string(),
+  project_json: z.string(),
+  created: z.boolean().describe('False when the same run was already prepared with the same prompt'),
+  overwritten: z.boolean(),
+});
+
+export const DispatchResponseSchema = openObject({
+  ok: z.literal(true),
+  run_id: z.string(),
+  project_id: z.string(),
+  project_dir: z.string(),
+  workload_class: z.enum(WORKLOAD_CLASSES),
+  root_pid: nullableInt,
+  process_group_id: nullableInt,
+  tmux_session: z.string().nullable(),
+  vram_baseline_mib: z.number().nullable(),
+  gate_state: z.enum(GATE_STATES),
+  dispatched_at: z.string(),
+  already_dispatched: z.boolean().describe('True when the run had been dispatched before: the script did not run again'),
+  script_output: z.record(z.string(), z.unknown()),
+});
+
+export const CancelRunResponseSchema = openObject({
+  ok: z.literal(true),
+  run_id: z.string(),
+  gate_state: z.literal('cancelled'),
+  already_cancelled: z.boolean(),
+  stopped: z.array(openObject({ pid: z.number().int(), outcome: z.string(), error: z.string().optional() })),
+});
+
+export const ControlPlaneEventResponseSchema = openObject({
+  ok: z.literal(true),
+  recorded: z.literal(true),
+  run_id: z.string().nullable(),
+  ignored: z.boolean(),
+  ignore_reason: z.string().optional(),
+  gate_state: z.enum(GATE_STATES).optional(),
+  session_reset: z.boolean().optional(),
+  callbacks: z.array(z.string()).describe('Idempotency keys of the callbacks this event queued'),
+});
+
+export const GateDashboardSchema = openObject({
+  ok: z.boolean(),
+  service: openObject({
+    name: z.string(),
+    role: z.string(),
+    ready: z.boolean(),
+    completion_callback_token_fingerprint: z.string(),
+  }),
+  totals: openObject({
+    runs: z.number().int(),
+    active_or_waiting: z.number().int(),
+    live: z.number().int(),
+    callback_pending: z.number().int(),
+  }),
+  telemetry: anyObject(),
+  runs: z.array(openObject({ run_id: z.string(), project_id: z.string(), gate_state: z.enum(GATE_STATES) })),
+  callbacks: z.array(anyObject()),
+  events: z.array(anyObject()),
+});

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { RequestValidationError } from './validation.ts';
+import { problemsFromValidation } from './validation.ts';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -40,9 +40,8 @@ export function registerErrorHandling(app: FastifyInstance, mapError: ErrorMappe
     if (error instanceof HttpError) {
       return reply.code(error.statusCode).headers(error.headers).send({ detail: error.detail });
     }
-    if (error instanceof RequestValidationError) {
-      return reply.code(422).send({ detail: error.problems });
-    }
+    const problems = problemsFromValidation(error);
+    if (problems) return reply.code(422).send({ detail: problems });
     const mapped = mapError(error);
     if (mapped) return reply.code(mapped.status).send({ detail: mapped.detail });
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {

@@ -1,5 +1,6 @@
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PUBLIC_ROUTES } from '../api/public-routes.ts';
+import { auth } from '../api/auth.ts';
 import { startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from './support/app.ts';
 
 // Both roles on one server, as a single-machine install runs them, so the walk covers the gate's routes too.
@@ -19,11 +20,8 @@ const expectUnauthorized = (response: { statusCode: number; headers: Record<stri
 };
 
 describe('authentication over the whole route table', () => {
-  const protectedRoutes = () =>
-    t.routes.filter((route) => {
-      const method = route.method === 'HEAD' ? 'GET' : route.method;
-      return !PUBLIC_ROUTES.has(`${method} ${route.url}`);
-    });
+  const protectedRoutes = () => t.routes.filter((route) => route.auth !== 'public');
+  const publicRoutes = () => t.routes.filter((route) => route.auth === 'public');
 
   it('has protected routes to check (the table was collected), the worker gate\'s among them', () => {
     expect(protectedRoutes().length).toBeGreaterThanOrEqual(9);
@@ -56,9 +54,23 @@ describe('authentication over the whole route table', () => {
     }
   });
 
-  it('serves every public route without a token', async () => {
-    for (const entry of PUBLIC_ROUTES) {
-      const [method, url] = entry.split(' ') as ['GET' | 'POST', string];
+  it('serves every public route without a token, and only the expected ones are public', async () => {
+    expect(publicRoutes().map((route) => `${route.method} ${route.url}`).sort()).toEqual(
+      [
+        'GET /control/dashboard',
+        'GET /control/dashboard-v2',
+        'GET /dashboard',
+        'GET /favicon.ico',
+        'GET /healthz',
+        'HEAD /control/dashboard',
+        'HEAD /control/dashboard-v2',
+        'HEAD /dashboard',
+        'HEAD /favicon.ico',
+        'HEAD /healthz',
+        'POST /control/api/session',
+      ].sort(),
+    );
+    for (const { method, url } of publicRoutes()) {
       const response = await t.app.inject({ method, url, payload: method === 'POST' ? { token: 'nope' } : undefined });
       // The login route is public but still checks the token it is given.
       if (url === '/control/api/session') expect(response.statusCode).toBe(401);
@@ -79,6 +91,47 @@ describe('authentication over the whole route table', () => {
     expect(lower.statusCode).toBe(200);
     expectUnauthorized(await t.app.inject({ method: 'GET', url: '/control/health', headers: { authorization: `Basic ${TEST_TOKEN}` } }));
     expectUnauthorized(await t.app.inject({ method: 'GET', url: '/control/health', headers: { authorization: `Bearer ${TEST_TOKEN}x` } }));
+  });
+});
+
+describe('authentication decided by the route that matched', () => {
+  const gateAuth = { authorization: `Bearer ${TEST_GATE_TOKEN}` };
+  const encodedGatePaths = [
+    { method: 'POST', url: '/prepare-%70roject' },
+    { method: 'POST', url: '/dispatc%68' },
+    { method: 'POST', url: '/runs/x/cance%6c' },
+    { method: 'GET', url: '/dashboard/ap%69' },
+  ] as const;
+
+  it('does not let a percent-encoded spelling of a gate path past the gate token', async () => {
+    for (const { method, url } of encodedGatePaths) {
+      const response = await t.app.inject({ method, url, headers: t.auth, payload: method === 'POST' ? {} : undefined });
+      expectUnauthorized(response);
+    }
+  });
+
+  it('routes the encoded spellings to the gate routes, which take the gate token', async () => {
+    const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard/ap%69', headers: gateAuth });
+    expect(dashboard.statusCode).toBe(200);
+    expect(dashboard.json()).toMatchObject({ service: { role: 'worker_gate' } });
+    // Past authentication, an empty body fails the dispatch schema.
+    expect((await t.app.inject({ method: 'POST', url: '/dispatc%68', headers: gateAuth, payload: {} })).statusCode).toBe(422);
+  });
+
+  it('gives HEAD the credentials of the GET route', async () => {
+    expect((await t.app.inject({ method: 'HEAD', url: '/dashboard/api', headers: gateAuth })).statusCode).toBe(200);
+    expectUnauthorized(await t.app.inject({ method: 'HEAD', url: '/dashboard/api', headers: t.auth }));
+    expectUnauthorized(await t.app.inject({ method: 'HEAD', url: '/control/health', headers: gateAuth }));
+    expect((await t.app.inject({ method: 'HEAD', url: '/control/health', headers: t.auth })).statusCode).toBe(200);
+    expect((await t.app.inject({ method: 'HEAD', url: '/healthz' })).statusCode).toBe(200);
+  });
+
+  it('refuses to register a route that declares no auth kind', async () => {
+    const app = Fastify();
+    await app.register(auth, { controlApiToken: TEST_TOKEN });
+    expect(() => app.get('/forgotten', async () => ({}))).toThrow(/declares no auth kind/);
+    expect(() => app.get('/typo', { config: { auth: 'pubic' as 'public' } }, async () => ({}))).toThrow(/declares no auth kind/);
+    await app.close();
   });
 });
 

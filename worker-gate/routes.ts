@@ -1,18 +1,21 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { errorResponses } from '../http/responses.ts';
 import { queryInt } from '../http/validation.ts';
-import { ControlPlaneEventSchema, DispatchSchema, PrepareProjectSchema, RunIdSchema } from '../contracts/worker-gate.ts';
+import {
+  CancelRunResponseSchema,
+  ControlPlaneEventResponseSchema,
+  ControlPlaneEventSchema,
+  DispatchResponseSchema,
+  DispatchSchema,
+  GateDashboardSchema,
+  GateHealthSchema,
+  PrepareProjectResponseSchema,
+  PrepareProjectSchema,
+  RunIdSchema,
+} from '../contracts/worker-gate.ts';
 import type { WorkerGate } from './worker-gate.ts';
-
-/** Paths of the gate that take the worker gate's bearer token (decisions §5); the event hook takes the control API token. */
-const GATE_TOKEN_ROUTES: ReadonlySet<string> = new Set(['POST /prepare-project', 'POST /dispatch', 'GET /dashboard/api']);
-const RUN_CANCEL_ROUTE = /^POST \/runs\/[^/]+\/cancel$/;
-
-/** `<METHOD> <path>` of a request the gate's own token guards. */
-export function isGateTokenRoute(route: string): boolean {
-  return GATE_TOKEN_ROUTES.has(route) || RUN_CANCEL_ROUTE.test(route);
-}
-export const AGENT_EVENT_ROUTE = 'POST /legacy-agent/event';
 
 const RunParamsSchema = z.strictObject({ run_id: RunIdSchema });
 
@@ -29,36 +32,96 @@ export interface WorkerGateRouteOptions {
 
 export function workerGateHealth(gate: WorkerGate) {
   return gate.isReady()
-    ? { status: 200, body: { ok: true, service: 'worker-gate', ready: true, timestamp: new Date().toISOString() } }
-    : { status: 503, body: { ok: false, service: 'worker-gate', ready: false, detail: 'the worker gate is starting' } };
+    ? { status: 200 as const, body: { ok: true, service: 'worker-gate' as const, ready: true, timestamp: new Date().toISOString() } }
+    : { status: 503 as const, body: { ok: false, service: 'worker-gate' as const, ready: false, detail: 'the worker gate is starting' } };
 }
 
-export async function workerGateRoutes(app: FastifyInstance, { gate, serveHealthz }: WorkerGateRouteOptions): Promise<void> {
+const tags = ['worker-gate'];
+
+/**
+ * The worker gate's routes (README "Worker gate"): its own token guards them, except the agents' event hook, which
+ * takes the control API token.
+ */
+export async function workerGateRoutes(instance: FastifyInstance, { gate, serveHealthz }: WorkerGateRouteOptions): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   if (serveHealthz) {
-    app.get('/healthz', async (_request, reply) => {
-      const health = workerGateHealth(gate);
-      return reply.code(health.status).send(health.body);
-    });
+    app.get(
+      '/healthz',
+      { config: { auth: 'public' }, schema: { tags, summary: 'Liveness of the gate', response: { 200: GateHealthSchema, 503: GateHealthSchema } } },
+      async (_request, reply) => {
+        const health = workerGateHealth(gate);
+        return reply.code(health.status).send(health.body);
+      },
+    );
   }
 
-  app.post('/prepare-project', { schema: { body: PrepareProjectSchema } }, async (request) =>
-    gate.prepare(request.body as z.output<typeof PrepareProjectSchema>),
+  app.post(
+    '/prepare-project',
+    {
+      config: { auth: 'gate' },
+      schema: {
+        tags,
+        summary: 'Write the project directory and prompt of a run',
+        body: PrepareProjectSchema,
+        response: { 200: PrepareProjectResponseSchema, ...errorResponses(400, 401, 409, 422) },
+      },
+    },
+    async (request) => gate.prepare(request.body),
   );
 
-  app.post('/dispatch', { schema: { body: DispatchSchema } }, async (request) =>
-    gate.dispatch(request.body as z.output<typeof DispatchSchema>),
+  app.post(
+    '/dispatch',
+    {
+      config: { auth: 'gate' },
+      schema: {
+        tags,
+        summary: 'Start the agent of a prepared run (once per run_id)',
+        body: DispatchSchema,
+        response: { 200: DispatchResponseSchema, ...errorResponses(400, 401, 409, 422, 502, 504) },
+      },
+    },
+    async (request) => gate.dispatch(request.body),
   );
 
-  app.post('/runs/:run_id/cancel', { schema: { params: RunParamsSchema } }, async (request) =>
-    gate.cancel((request.params as z.output<typeof RunParamsSchema>).run_id),
+  app.post(
+    '/runs/:run_id/cancel',
+    {
+      config: { auth: 'gate' },
+      schema: {
+        tags,
+        summary: 'Mark a run cancelled and stop its processes',
+        params: RunParamsSchema,
+        response: { 200: CancelRunResponseSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => gate.cancel(request.params.run_id),
   );
 
-  app.post('/legacy-agent/event', { schema: { body: ControlPlaneEventSchema } }, async (request) =>
-    gate.recordEvent(request.body as z.output<typeof ControlPlaneEventSchema>),
+  app.post(
+    '/legacy-agent/event',
+    {
+      config: { auth: 'agent_event' },
+      schema: {
+        tags,
+        summary: 'Lifecycle event from the agent runtime',
+        body: ControlPlaneEventSchema,
+        response: { 200: ControlPlaneEventResponseSchema, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) => gate.recordEvent(request.body),
   );
 
-  app.get('/dashboard/api', { schema: { querystring: DashboardQuerySchema } }, async (request) => {
-    const query = request.query as z.output<typeof DashboardQuerySchema>;
-    return gate.dashboard(query.limit, query.event_limit);
-  });
+  app.get(
+    '/dashboard/api',
+    {
+      config: { auth: 'gate' },
+      schema: {
+        tags,
+        summary: 'The gate\'s state: service, totals, telemetry, runs, callbacks and events',
+        querystring: DashboardQuerySchema,
+        response: { 200: GateDashboardSchema, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) => gate.dashboard(request.query.limit, request.query.event_limit),
+  );
 }

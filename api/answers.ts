@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { anyObject, openObject } from '../http/responses.ts';
+
+/** Rows several control-plane answers share; open, since the ledgers may add columns. */
+
+export const AuditEventSchema = openObject({
+  id: z.number().int(),
+  entity_type: z.string(),
+  entity_id: z.string(),
+  event_type: z.string(),
+  payload: anyObject(),
+  idempotency_key: z.string().nullable(),
+  actor: z.string().nullable(),
+  request_id: z.string().nullable(),
+  created_at: z.string(),
+});
+
+export const QueueItemSchema = openObject({
+  project_id: z.string(),
+  project_name: z.string(),
+  status: z.string(),
+});
+
+export const FlagsSchema = openObject({ queue_paused: z.boolean(), maintenance_mode: z.boolean() });
