@@ -4,7 +4,7 @@ import { isRunFinished, type RunState } from './run-state.ts';
 import type { WorkloadClass } from './workload.ts';
 
 /**
- * The dispatch-safety verdict of the status snapshot (interface.md "Health and status"): blockers that stop a
+ * The dispatch-safety verdict of the status snapshot (`GET /control/api/status`): blockers that stop a
  * dispatch, conflicts between the queue and the run ledger, and warnings an operator should look at. Pure: the
  * caller reads the database and the clock; this module only decides.
  */
@@ -76,7 +76,7 @@ export interface DispatchSafetyInput {
   routing: WorkerRouting;
   observations: readonly LatestObservation[];
   /**
-   * The `blocked` group (decisions §3): rows in an ATTENTION_STATUSES status, counted by status, plus rows in any
+   * The `blocked` group (README "The queue"): rows in an ATTENTION_STATUSES status, counted by status, plus rows in any
    * other status that are flagged manual_review_required.
    */
   attention: { by_status: Readonly<Partial<Record<QueueStatus, number>>>; flagged_elsewhere: number };

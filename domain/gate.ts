@@ -1,6 +1,6 @@
-/** Names shared by the worker gate, its callbacks and the control plane that receives them (decisions §4, §5). */
+/** Names shared by the worker gate, its callbacks and the control plane that receives them (README "Runs", "Worker gate"). */
 
-/** Lifecycle events the agent runtime posts to the gate (interface.md "Worker gate"). */
+/** Lifecycle events the agent runtime posts to the gate (README "Worker gate"). */
 export const LIFECYCLE_EVENTS = [
   'session-start',
   'session-idle',
@@ -80,7 +80,7 @@ export interface TelemetrySample {
 }
 
 /**
- * Idempotency key of a gate callback (decisions §5): `<run_id>:<event_type>:<idle_seen_at or event time>`.
+ * Idempotency key of a gate callback (README "Worker gate", callbacks): `<run_id>:<event_type>:<idle_seen_at or event time>`.
  * The same observation always yields the same key, across gate restarts.
  */
 export function callbackIdempotencyKey(runId: string, eventType: CallbackEventType, observedAt: string): string {

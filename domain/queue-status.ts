@@ -1,4 +1,4 @@
-/** Queue item statuses and the logical queue groups (interface.md "Queue item status", decisions §3). Pure. */
+/** Queue item statuses and the logical queue groups (README "The queue"). Pure. */
 
 export const QUEUE_STATUSES = [
   'queued',

@@ -55,7 +55,7 @@ function countNonEmptyJson(dir: string): number {
   return count;
 }
 
-/** What evidence the agent left in its project (decisions §5), read when the gate reports readiness. */
+/** What evidence the agent left in its project (README "Worker gate"), read when the gate reports readiness. */
 export function inspectEvidence(projectDir: string): RunEvidence {
   const decision = readDecision(join(projectDir, '.research', 'decision.json'));
   const facts = {

@@ -4,7 +4,7 @@
  * (dispatch, lifecycle events, evidence files) without a real agent installed.
  *
  * The worker gate runs this file directly (no shell) with cwd = project_dir and the environment of
- * decisions §5. Invoked that way it is the *launcher*: it starts itself again with `--agent`,
+ * README "Worker gate" (dispatch contract). Invoked that way it is the *launcher*: it starts itself again with `--agent`,
  * detached, its output going to `<project_dir>/.research/agent.log`, prints
  * `{"root_pid":…,"process_group_id":…}` and exits. In agent mode it posts session-start, "works" for
  * SIMULATED_AGENT_WORK_SEC seconds (default 3), writes `run_notes.md`,
@@ -26,7 +26,7 @@ export const AGENT_FLAG = '--agent';
 
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
 
-/** The dispatch environment set by the worker gate (decisions §5). */
+/** The dispatch environment set by the worker gate (README "Worker gate", dispatch contract). */
 export const dispatchEnvSchema = z.object({
   RUN_ID: nonEmpty,
   PROJECT_ID: nonEmpty,
