@@ -1,18 +1,14 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { appendAuditEvent } from '../store/audit-events.ts';
-import { deleteExpiredSessions, deleteSession, insertSession } from '../store/sessions.ts';
+import { endDashboardSession, startDashboardSession } from '../services/dashboard-sessions.ts';
 import { SESSION_ABSOLUTE_MS, SESSION_COOKIE, SESSION_IDLE_MS } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError, unauthorized } from '../http/errors.ts';
 import { errorResponses, openObject } from '../http/responses.ts';
-import { csrfTokenFor, randomToken, sha256Hex, tokensMatch } from '../http/tokens.ts';
+import { csrfTokenFor, tokensMatch } from '../http/tokens.ts';
 
 const loginBody = z.object({ token: z.string().min(1).max(4096) }).strict();
-
-/** Audit entity ids name a session by a prefix of its hash, never by the cookie value. */
-const sessionEntityId = (idHash: string) => idHash.slice(0, 16);
 
 const LoginAnswer = openObject({
   csrf_token: z.string().describe('Send as X-CSRF-Token on anything but reads'),
@@ -42,20 +38,10 @@ export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): P
   app.post('/control/api/session', { config: { auth: 'public' }, schema: login }, async (request, reply) => {
     const { token } = request.body;
     if (!tokensMatch(token, deps.controlApiToken)) throw unauthorized();
-    const sessionId = randomToken();
-    const idHash = sha256Hex(sessionId);
-    const expiresAt = new Date(Date.now() + SESSION_ABSOLUTE_MS);
-    await deps.store.transaction(async (tx) => {
-      // Logins are rare, so they are a good moment to forget sessions that can no longer be used.
-      await deleteExpiredSessions(tx, SESSION_IDLE_MS);
-      await insertSession(tx, { idHash, expiresAt });
-      await appendAuditEvent(tx, {
-        entity_type: 'dashboard_session',
-        entity_id: sessionEntityId(idHash),
-        event_type: 'dashboard_session.created',
-        payload: { expires_at: expiresAt.toISOString() },
-        request_id: request.id,
-      });
+    const { sessionId, expiresAt } = await startDashboardSession(deps.store, {
+      absoluteMs: SESSION_ABSOLUTE_MS,
+      idleMs: SESSION_IDLE_MS,
+      requestId: request.id,
     });
     reply.setCookie(SESSION_COOKIE, sessionId, { ...cookieOptions, maxAge: SESSION_ABSOLUTE_MS / 1000 });
     return {
@@ -80,18 +66,7 @@ export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): P
   const signOut = { tags, summary: 'Sign out: ends the session and clears its cookie', response: { 200: openObject({ ok: z.boolean() }), ...errorResponses(401, 403) } };
   app.delete('/control/api/session', { config: { auth: 'control' }, schema: signOut }, async (request, reply) => {
     const principal = request.principal;
-    if (principal?.kind === 'session') {
-      await deps.store.transaction(async (tx) => {
-        if (await deleteSession(tx, principal.idHash)) {
-          await appendAuditEvent(tx, {
-            entity_type: 'dashboard_session',
-            entity_id: sessionEntityId(principal.idHash),
-            event_type: 'dashboard_session.deleted',
-            request_id: request.id,
-          });
-        }
-      });
-    }
+    if (principal?.kind === 'session') await endDashboardSession(deps.store, principal.idHash, request.id);
     clearCookie(reply);
     return { ok: true };
   });
