@@ -19,7 +19,9 @@ import { runRoutes } from './runs.ts';
 import { securityHeaders } from '../http/security-headers.ts';
 import { sessionRoutes } from './session.ts';
 import { statusRoutes } from './status.ts';
-import { useZodTypeProvider } from '../http/validation.ts';
+import { refuseNulCharacters, useZodTypeProvider } from '../http/validation.ts';
+import { allowedHosts } from '../http/allowed-hosts.ts';
+import { registerRateLimits } from '../http/rate-limit.ts';
 import { openApiDocument } from './openapi.ts';
 import { workerCallbackRoutes } from './worker-callback.ts';
 
@@ -35,6 +37,8 @@ export interface HttpAppOptions {
   controlApiToken: string;
   controlPlane?: AppDeps;
   workerGate?: WorkerGateRole;
+  /** config allowed_hosts: host names this server answers to; empty answers any. */
+  allowedHosts?: readonly string[];
 }
 
 /**
@@ -45,11 +49,15 @@ export interface HttpAppOptions {
 export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Promise<void> {
   const { controlPlane, workerGate } = options;
   useZodTypeProvider(app);
+  refuseNulCharacters(app);
   // Command bodies are JSON only; anything else is 415 rather than a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
   registerErrorHandling(app, controlPlaneErrorAnswers);
   await app.register(securityHeaders);
+  // Before authentication: a request for a host name this server does not answer to learns nothing else.
+  await app.register(allowedHosts, { allowedHosts: options.allowedHosts ?? [] });
   if (controlPlane) await app.register(cookie);
+  await registerRateLimits(app);
   await app.register(auth, {
     controlApiToken: options.controlApiToken,
     ...(controlPlane ? { store: controlPlane.store } : {}),

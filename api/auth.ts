@@ -4,6 +4,7 @@ import type { Store } from '../store/store.ts';
 import { findLiveSession, touchSession } from '../store/sessions.ts';
 import { HttpError, unauthorized } from '../http/errors.ts';
 import { csrfTokenFor, sha256Hex, tokensMatch } from '../http/tokens.ts';
+import { hasCredentialQuery } from '../http/url-credentials.ts';
 
 export const SESSION_COOKIE = 'cp_session';
 export const SESSION_IDLE_MS = 30 * 60 * 1000;
@@ -41,8 +42,6 @@ export interface AuthOptions {
   /** completion_callback_token: the worker gates' callbacks carry it (the control API token also works there). */
   callbackToken?: string;
 }
-
-const hasQueryToken = (url: string) => /[?&]token(=|&|$)/.test(url);
 
 export function bearerFrom(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
@@ -88,8 +87,8 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
   app.addHook('onRequest', async (request) => {
     const kind = request.routeOptions.config.auth;
     if (kind === 'public') return;
-    // A token in a URL ends up in logs and browser history: refused even next to a valid header.
-    if (hasQueryToken(request.url)) throw unauthorized();
+    // A credential in a URL ends up in logs and browser history: refused even next to a valid header.
+    if (hasCredentialQuery(request.url)) throw unauthorized();
 
     switch (kind) {
       case 'gate':

@@ -21,6 +21,8 @@ export interface CreateServerOptions {
   onRoute?: (route: RegisteredRoute) => void;
   /** Also serve the worker gate role on this server. */
   workerGate?: WorkerGateRole;
+  /** config allowed_hosts: host names this server answers to (README "HTTP conventions"); empty or absent answers any. */
+  allowedHosts?: readonly string[];
 }
 
 async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: CreateServerOptions): Promise<FastifyInstance> {
@@ -55,7 +57,12 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
 /** The control-plane server, optionally also serving the worker gate role on the same port. */
 export function createServer(deps: AppDeps, logger: Logger, options: CreateServerOptions = {}): Promise<FastifyInstance> {
   return buildServer(
-    { controlApiToken: deps.controlApiToken, controlPlane: deps, ...(options.workerGate ? { workerGate: options.workerGate } : {}) },
+    {
+      controlApiToken: deps.controlApiToken,
+      controlPlane: deps,
+      ...(options.workerGate ? { workerGate: options.workerGate } : {}),
+      ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
+    },
     logger,
     options,
   );
@@ -66,7 +73,7 @@ export function createWorkerGateServer(
   controlApiToken: string,
   workerGate: WorkerGateRole,
   logger: Logger,
-  options: Pick<CreateServerOptions, 'onRoute'> = {},
+  options: Pick<CreateServerOptions, 'onRoute' | 'allowedHosts'> = {},
 ): Promise<FastifyInstance> {
-  return buildServer({ controlApiToken, workerGate }, logger, options);
+  return buildServer({ controlApiToken, workerGate, ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}) }, logger, options);
 }

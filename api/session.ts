@@ -8,6 +8,10 @@ import { HttpError, unauthorized } from '../http/errors.ts';
 import { errorResponses, openObject } from '../http/responses.ts';
 import { csrfTokenFor, tokensMatch } from '../http/tokens.ts';
 
+/** Sign-in attempts one client address may make per window, so the control token cannot be guessed at speed. */
+export const SIGN_IN_ATTEMPTS_PER_WINDOW = 10;
+export const SIGN_IN_WINDOW_MS = 60_000;
+
 const loginBody = z.object({ token: z.string().min(1).max(4096) }).strict();
 
 const LoginAnswer = openObject({
@@ -33,9 +37,10 @@ export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): P
     tags,
     summary: 'Sign in with the control API token: sets the HttpOnly cp_session cookie',
     body: loginBody,
-    response: { 200: LoginAnswer, ...errorResponses(401, 422) },
+    response: { 200: LoginAnswer, ...errorResponses(401, 422, 429) },
   };
-  app.post('/control/api/session', { config: { auth: 'public' }, schema: login }, async (request, reply) => {
+  const signInLimit = { max: SIGN_IN_ATTEMPTS_PER_WINDOW, timeWindow: SIGN_IN_WINDOW_MS };
+  app.post('/control/api/session', { config: { auth: 'public', rateLimit: signInLimit }, schema: login }, async (request, reply) => {
     const { token } = request.body;
     if (!tokensMatch(token, deps.controlApiToken)) throw unauthorized();
     const { sessionId, expiresAt } = await startDashboardSession(deps.store, {

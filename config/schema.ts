@@ -94,6 +94,11 @@ const optionalHttpUrl = () =>
     .refine((v) => v === '' || isHttpUrl(v), HTTP_URL_REASON)
     .meta({ format: 'uri' })
     .optional();
+const hostEntry = () =>
+  text()
+    .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(:\d{1,5})?$/, 'must be a host name, optionally with :port (no scheme or path)')
+    .refine((v) => Number(/\]?:(\d+)$/.exec(v)?.[1] ?? 0) <= 65535, 'has a port above 65535')
+    .meta({ title: 'host[:port]' });
 const pct = () => z.number().min(0).max(100);
 const port = (min: number) => z.number().int().min(min).max(65535);
 
@@ -162,6 +167,10 @@ export const ConfigFieldsSchema = z.strictObject({
   ),
   listen_host: doc(nonEmptyText().default('0.0.0.0'), { description: 'Address to listen on.' }),
   listen_port: doc(port(0).default(8787), { description: 'Port to listen on; 0 picks a free port.' }),
+  allowed_hosts: doc(z.array(hostEntry()).default([]), {
+    description:
+      'Host names this server answers to, each alone (any port) or as name:port; a request whose Host header names another gets 421 before authentication (IP addresses always pass). Guards a loopback dashboard against DNS rebinding. Empty: no check.',
+  }),
   dispatch_timeout_sec: doc(z.number().positive().default(30), {
     description: 'How long the dispatch script may run before the dispatch fails (504).',
   }),

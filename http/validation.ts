@@ -33,6 +33,7 @@ const pathFromPointer = (pointer: string): (string | number)[] =>
  * per unknown key.
  */
 export function problemsFromValidation(error: unknown): ValidationProblem[] | undefined {
+  if (error instanceof InvalidRequest) return error.problems;
   if (!hasZodFastifySchemaValidationErrors(error)) return undefined;
   const root = LOC_ROOTS[(error as { validationContext?: string }).validationContext ?? 'body'] ?? 'body';
   return error.validation.flatMap((issue): ValidationProblem[] => {
@@ -42,6 +43,81 @@ export function problemsFromValidation(error: unknown): ValidationProblem[] | un
       return keys.map((key) => ({ loc: [root, ...path, key], msg: 'unknown field', type: 'unrecognized_keys' }));
     }
     return [{ loc: [root, ...path], msg: issue.message ?? 'invalid', type: issue.keyword }];
+  });
+}
+
+/** A request refused before its route schema ran, answered as a schema failure is (422, one entry per problem). */
+export class InvalidRequest extends Error {
+  constructor(readonly problems: ValidationProblem[]) {
+    super(problems.map((problem) => `${problem.loc.join('.')}: ${problem.msg}`).join('; '));
+    this.name = 'InvalidRequest';
+  }
+}
+
+const NUL = '\u0000';
+/** Bounds the answer to a body full of NULs, or holding one very deep down: at most this many entries and loc parts. */
+const MAX_NUL_PROBLEMS = 20;
+const MAX_NUL_LOC_PARTS = 1000;
+
+/** A place in a request value, linked to its parent so that no path is built unless a problem is found there. */
+interface Place {
+  value: unknown;
+  key: string | number;
+  parent: Place | undefined;
+}
+
+const locOf = (place: Place): (string | number)[] => {
+  const loc: (string | number)[] = [];
+  for (let at: Place | undefined = place; at; at = at.parent) loc.push(at.key);
+  return loc.reverse();
+};
+
+/**
+ * Where the request values hold the NUL character, in a string at any depth or in an object key, as `loc` paths
+ * under their roots. Walks with its own stack: a parsed JSON body may nest deeper than the call stack goes.
+ */
+function nulLocations(roots: [LocRoot, unknown][]): ValidationProblem[] {
+  const problems: ValidationProblem[] = [];
+  let locParts = 0;
+  const report = (place: Place, msg: string) => {
+    const loc = locOf(place);
+    locParts += loc.length;
+    problems.push({ loc, msg, type: 'nul_character' });
+  };
+  const pending: Place[] = roots.map(([root, value]) => ({ value, key: root, parent: undefined })).reverse();
+  while (pending.length > 0 && problems.length < MAX_NUL_PROBLEMS && locParts < MAX_NUL_LOC_PARTS) {
+    const place = pending.pop()!;
+    const current = place.value;
+    if (typeof current === 'string') {
+      if (current.includes(NUL)) report(place, 'must not contain the NUL character (U+0000)');
+    } else if (Array.isArray(current)) {
+      for (let index = current.length - 1; index >= 0; index -= 1) pending.push({ value: current[index], key: index, parent: place });
+    } else if (typeof current === 'object' && current !== null) {
+      const keys = Object.keys(current);
+      for (let index = keys.length - 1; index >= 0; index -= 1) {
+        const key = keys[index]!;
+        const child: Place = { value: (current as Record<string, unknown>)[key], key, parent: place };
+        if (key.includes(NUL)) report(child, 'field name must not contain the NUL character (U+0000)');
+        else pending.push(child);
+      }
+    }
+  }
+  return problems.slice(0, MAX_NUL_PROBLEMS);
+}
+
+/**
+ * Refuses the NUL character in every text a request carries (query, path parameters, JSON body: strings at any depth
+ * and object keys) with 422, on every route, before its schema runs: Postgres cannot store it in text or jsonb, and no
+ * input of this service has a use for it (README "HTTP conventions").
+ */
+export function refuseNulCharacters(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    const problems = nulLocations([
+      ['path', request.params],
+      ['query', request.query],
+      ['body', request.body],
+    ]);
+    if (problems.length > 0) throw new InvalidRequest(problems);
   });
 }
 

@@ -80,3 +80,27 @@ describe('dashboard session', () => {
     }
   });
 });
+
+describe('sign-in rate limit', () => {
+  const attempt = (remoteAddress: string, token = 'wrong-token') =>
+    t.app.inject({ method: 'POST', url: '/control/api/session', payload: { token }, remoteAddress });
+
+  it('answers the 11th attempt from one address within a minute with 429 and Retry-After, even with the right token', async () => {
+    for (let i = 0; i < 10; i += 1) expect((await attempt('203.0.113.7')).statusCode).toBe(401);
+    const limited = await attempt('203.0.113.7', TEST_TOKEN);
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json()).toEqual({ detail: expect.stringMatching(/^too many requests; retry in \d+ s$/) });
+    const retryAfter = Number(limited.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(limited.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('leaves other addresses and the other routes of a limited address alone', async () => {
+    for (let i = 0; i < 11; i += 1) await attempt('203.0.113.8');
+    expect((await attempt('203.0.113.8', TEST_TOKEN)).statusCode).toBe(429);
+    expect((await attempt('203.0.113.9', TEST_TOKEN)).statusCode).toBe(200);
+    const other = await t.app.inject({ method: 'GET', url: '/control/health', headers: t.auth, remoteAddress: '203.0.113.8' });
+    expect(other.statusCode).toBe(200);
+  });
+});

@@ -81,6 +81,7 @@ describe('loadConfig: valid files and defaults', () => {
       roles: ['control_plane'],
       listen_host: '0.0.0.0',
       listen_port: 8787,
+      allowed_hosts: [],
       dispatch_timeout_sec: 30,
       log_events: true,
       live_dispatch_enabled: false,
@@ -297,6 +298,19 @@ describe('loadConfig: wrong types', () => {
       'worker_targets.gpu.wake_gate_url: must be an http(s) URL with a host',
       'worker_targets.gpu.bearer_token: must be at least 16 characters',
       'worker_targets.gpu.role: must be one of "gpu_worker", "cpu_worker"',
+    ]);
+  });
+
+  it('checks allowed_hosts entries: a host name or address, optionally with a port, nothing else', async () => {
+    const config = await configOf(baseConfig({ allowed_hosts: ['dashboard.lab', 'localhost:8787', '[::1]:8787', '10.0.0.5'] }));
+    expect(config.allowed_hosts).toEqual(['dashboard.lab', 'localhost:8787', '[::1]:8787', '10.0.0.5']);
+    const problems = await problemsOf(baseConfig({ allowed_hosts: ['http://dashboard.lab', 'dashboard.lab/x', 'dashboard.lab:70000', '', 'a b'] }));
+    expect(problems).toEqual([
+      'allowed_hosts[0]: must be a host name, optionally with :port (no scheme or path)',
+      'allowed_hosts[1]: must be a host name, optionally with :port (no scheme or path)',
+      'allowed_hosts[2]: has a port above 65535',
+      'allowed_hosts[3]: must be a host name, optionally with :port (no scheme or path)',
+      'allowed_hosts[4]: must be a host name, optionally with :port (no scheme or path)',
     ]);
   });
 

@@ -72,7 +72,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },
       logger,
-      workerGate ? { workerGate } : {},
+      { allowedHosts: config.allowed_hosts, ...(workerGate ? { workerGate } : {}) },
     );
     await app.listen({ host: config.listen_host, port: config.listen_port });
   } catch (error) {

@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { redactCredentialQuery } from '../../http/url-credentials.ts';
 
 const HTTP_SECRET_PATHS = [
   'req.headers.authorization',
@@ -15,8 +16,6 @@ export function redactPaths(secretConfigFields: readonly string[]): string[] {
   return [...HTTP_SECRET_PATHS, ...configPaths, 'config.worker_targets.*.bearer_token', 'token', 'csrf_token'];
 }
 
-const maskUrlToken = (url: string) => url.replace(/([?&]token=)[^&]*/gi, '$1[Redacted]');
-
 export interface LoggerOptions {
   level?: string;
   secretConfigFields: readonly string[];
@@ -32,7 +31,7 @@ export function createLogger(options: LoggerOptions): Logger {
       serializers: {
         req: (request: { method?: string; url?: string; id?: string; ip?: string }) => ({
           method: request.method,
-          url: request.url ? maskUrlToken(request.url) : request.url,
+          url: request.url ? redactCredentialQuery(request.url) : request.url,
           request_id: request.id,
           remote_address: request.ip,
         }),

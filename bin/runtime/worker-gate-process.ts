@@ -46,7 +46,7 @@ export async function startWorkerGateOnly(config: Config, logger: Logger): Promi
     await role.gate.stop();
   };
   try {
-    app = await createWorkerGateServer(config.control_api_bearer_token, role, logger);
+    app = await createWorkerGateServer(config.control_api_bearer_token, role, logger, { allowedHosts: config.allowed_hosts });
     await app.listen({ host: config.listen_host, port: config.listen_port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.listen_port;

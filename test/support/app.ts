@@ -97,7 +97,10 @@ async function startTestGate(logger: ReturnType<typeof createLogger>) {
  * The real HTTP app on a fresh cloned Postgres database; no Temporal connection unless deps say so.
  * With `workerGate` the same server also serves the worker gate role, as a single-machine install does.
  */
-export async function startTestApp(overrides: Partial<AppDeps> = {}, options: { workerGate?: boolean } = {}): Promise<TestApp> {
+export async function startTestApp(
+  overrides: Partial<AppDeps> = {},
+  options: { workerGate?: boolean; allowedHosts?: string[] } = {},
+): Promise<TestApp> {
   const database = await createTestDatabase();
   const store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
   const logs = new LogCapture();
@@ -107,7 +110,11 @@ export async function startTestApp(overrides: Partial<AppDeps> = {}, options: { 
   const app = await createServer(
     httpOnlyDeps(store, { ...(testGate ? { workerGateReady: () => testGate.gate.isReady() } : {}), ...overrides }),
     logger,
-    { onRoute: (route) => routes.push(route), ...(testGate ? { workerGate: { gate: testGate.gate, token: TEST_GATE_TOKEN } } : {}) },
+    {
+      onRoute: (route) => routes.push(route),
+      ...(testGate ? { workerGate: { gate: testGate.gate, token: TEST_GATE_TOKEN } } : {}),
+      ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
+    },
   );
   return {
     app,
