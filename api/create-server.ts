@@ -5,9 +5,23 @@ import type { Logger } from 'pino';
 import { httpApp, type HttpAppOptions, type WorkerGateRole } from './app.ts';
 import type { AuthKind } from './auth.ts';
 import type { AppDeps } from './deps.ts';
+import { answerClientError } from '../http/client-errors.ts';
 import { BODY_LIMIT_BYTES } from '../http/errors.ts';
 
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** How long a server that is closing lets requests in flight finish before it closes their connections. */
+export const SHUTDOWN_DRAIN_GRACE_MS = 5_000;
+const DROP_WARNING_EVERY_MS = 60_000;
+
+/** Bounds on what one client can hold (README "HTTP conventions"); from http_request_timeout_sec and http_max_connections. */
+export interface HttpLimits {
+  requestTimeoutMs: number;
+  maxConnections: number;
+}
+
+/** The config's defaults, for servers built without a config (tests, benchmarks). */
+export const DEFAULT_HTTP_LIMITS: HttpLimits = { requestTimeoutMs: 30_000, maxConnections: 256 };
 
 export interface RegisteredRoute {
   method: string;
@@ -23,9 +37,21 @@ export interface CreateServerOptions {
   workerGate?: WorkerGateRole;
   /** config allowed_hosts: host names this server answers to (README "HTTP conventions"); empty or absent answers any. */
   allowedHosts?: readonly string[];
+  limits?: HttpLimits;
+}
+
+/**
+ * Node checks request deadlines on a timer, not per request, so a deadline is only noticed on the next tick. Checking
+ * four times per limit (at most every second) and cutting one tick early answers 408 within the limit itself.
+ */
+function requestTimeouts(limitMs: number): { requestTimeout: number; connectionsCheckingInterval: number } {
+  const connectionsCheckingInterval = Math.min(1_000, Math.floor(limitMs / 4));
+  return { requestTimeout: limitMs - connectionsCheckingInterval, connectionsCheckingInterval };
 }
 
 async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: CreateServerOptions): Promise<FastifyInstance> {
+  const limits = options.limits ?? DEFAULT_HTTP_LIMITS;
+  const { requestTimeout, connectionsCheckingInterval } = requestTimeouts(limits.requestTimeoutMs);
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -35,6 +61,11 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
       return typeof incoming === 'string' && INCOMING_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     forceCloseConnections: 'idle',
+    // The whole request, headers included, must arrive within the limit: a stalled body or a connection that sends
+    // nothing gets 408 and is closed (Fastify's own default is no limit at all).
+    requestTimeout,
+    http: { requestTimeout, headersTimeout: requestTimeout, connectionsCheckingInterval },
+    clientErrorHandler: answerClientError,
     // One log line per request (in onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     // Path ids (project, run, candidate) may be up to 200 characters; their own schemas answer 422 beyond that.
@@ -49,9 +80,33 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');
   });
+  limitConnections(app, limits.maxConnections, logger);
+  closeStalledConnectionsOnClose(app);
   await app.register(fp(httpApp, { name: 'http-app' }), appOptions);
   await app.ready();
   return app;
+}
+
+function limitConnections(app: FastifyInstance, maxConnections: number, logger: Logger): void {
+  app.server.maxConnections = maxConnections;
+  let lastWarning = 0;
+  app.server.on('drop', () => {
+    if (Date.now() - lastWarning < DROP_WARNING_EVERY_MS) return;
+    lastWarning = Date.now();
+    logger.warn({ max_connections: maxConnections }, 'connection limit reached: closing new connections (http_max_connections)');
+  });
+}
+
+/**
+ * Closing stops Node's request-deadline checks, so a request whose client stalls would hold the close (and the
+ * process's shutdown) forever. Idle connections close at once; the rest get a short grace to finish, then are cut.
+ */
+function closeStalledConnectionsOnClose(app: FastifyInstance): void {
+  app.addHook('preClose', async () => {
+    const cut = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_DRAIN_GRACE_MS);
+    cut.unref();
+    app.server.once('close', () => clearTimeout(cut));
+  });
 }
 
 /** The control-plane server, optionally also serving the worker gate role on the same port. */
@@ -73,7 +128,7 @@ export function createWorkerGateServer(
   controlApiToken: string,
   workerGate: WorkerGateRole,
   logger: Logger,
-  options: Pick<CreateServerOptions, 'onRoute' | 'allowedHosts'> = {},
+  options: Pick<CreateServerOptions, 'onRoute' | 'allowedHosts' | 'limits'> = {},
 ): Promise<FastifyInstance> {
   return buildServer({ controlApiToken, workerGate, ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}) }, logger, options);
 }

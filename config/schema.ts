@@ -171,6 +171,12 @@ export const ConfigFieldsSchema = z.strictObject({
     description:
       'Host names this server answers to, each alone (any port) or as name:port; a request whose Host header names another gets 421 before authentication (IP addresses always pass). Guards a loopback dashboard against DNS rebinding. Empty: no check.',
   }),
+  http_request_timeout_sec: doc(z.number().min(1).max(3600).default(30), {
+    description: 'Longest time a client may take to send a whole request (headers and body); a slower one is answered 408 and its connection closed.',
+  }),
+  http_max_connections: doc(z.number().int().min(1).default(256), {
+    description: 'Most client connections open at once; a connection beyond it is closed as soon as it is accepted.',
+  }),
   dispatch_timeout_sec: doc(z.number().positive().default(30), {
     description: 'How long the dispatch script may run before the dispatch fails (504).',
   }),
@@ -328,6 +334,9 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   temporal_namespace: doc(nonEmptyText().default('default'), { description: 'Temporal namespace.' }),
   temporal_task_queue: doc(nonEmptyText().default('control-plane'), { description: 'Temporal task queue.' }),
+  temporal_ui_enabled: doc(z.boolean().default(true), {
+    description: 'Serve the embedded Temporal dev server\'s web UI (on loopback, without authentication); false starts the dev server without it.',
+  }),
   temporal_ui_port: doc(port(1).default(8233), { description: 'Port of the embedded Temporal dev server UI.' }),
   research_provider_base_url: doc(optionalHttpUrl(), { description: 'Research provider base URL.' }),
   research_provider_model: doc(text().optional(), { description: 'Research provider model.' }),

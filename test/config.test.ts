@@ -4,6 +4,8 @@ import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatProblems, loadConfig } from '../config/load.ts';
 import type { ConfigEnv, LoadConfigResult } from '../config/load.ts';
+import { DEFAULT_HTTP_LIMITS } from '../api/create-server.ts';
+import { httpLimitsFrom } from '../bin/runtime/http-limits.ts';
 import { ConfigFieldsSchema, SECRET_FIELDS, configFieldDocs, redactConfig } from '../config/schema.ts';
 import type { Config } from '../config/schema.ts';
 import { END_MARKER, START_MARKER, main as generateDocs, renderConfigReference } from '../scripts/generate-config-docs.ts';
@@ -82,6 +84,8 @@ describe('loadConfig: valid files and defaults', () => {
       listen_host: '0.0.0.0',
       listen_port: 8787,
       allowed_hosts: [],
+      http_request_timeout_sec: 30,
+      http_max_connections: 256,
       dispatch_timeout_sec: 30,
       log_events: true,
       live_dispatch_enabled: false,
@@ -109,6 +113,7 @@ describe('loadConfig: valid files and defaults', () => {
       temporal_address: '',
       temporal_namespace: 'default',
       temporal_task_queue: 'control-plane',
+      temporal_ui_enabled: true,
       temporal_ui_port: 8233,
       research_provider_min_remaining_credits: 5,
       research_provider_request_reserve: 10,
@@ -116,6 +121,14 @@ describe('loadConfig: valid files and defaults', () => {
     expect(config.stale_project_process_command_markers.length).toBeGreaterThan(0);
     expect(config.worker_wake_gate_url).toBeUndefined();
     expect(config.research_provider_api_key).toBeUndefined();
+  });
+
+  it('gives servers built without a config the same HTTP limits as the config defaults', async () => {
+    expect(httpLimitsFrom(await configOf(baseConfig()))).toEqual(DEFAULT_HTTP_LIMITS);
+    expect(httpLimitsFrom(await configOf(baseConfig({ http_request_timeout_sec: 2.5, http_max_connections: 4 })))).toEqual({
+      requestTimeoutMs: 2500,
+      maxConnections: 4,
+    });
   });
 
   it('accepts both roles, worker targets and machine targets', async () => {
@@ -175,6 +188,8 @@ type RangeCase = { field: string; inside: number[]; outside: number[] };
 const RANGE_CASES: RangeCase[] = [
   { field: 'listen_port', inside: [0, 65535], outside: [-1, 65536] },
   { field: 'temporal_ui_port', inside: [1, 65535], outside: [0, 65536] },
+  { field: 'http_request_timeout_sec', inside: [1, 3600], outside: [0.99, 3600.01] },
+  { field: 'http_max_connections', inside: [1], outside: [0] },
   { field: 'dispatch_timeout_sec', inside: [0.001], outside: [0, -1] },
   { field: 'sample_interval_sec', inside: [1], outside: [0.99] },
   { field: 'idle_sustain_sec', inside: [30], outside: [29.99] },
@@ -243,7 +258,7 @@ describe('loadConfig: numeric ranges', () => {
     ]);
   });
 
-  it.each(['listen_port', 'temporal_ui_port', 'paper_writer_max_tokens', 'operational_trace_max_payload_bytes'])(
+  it.each(['listen_port', 'temporal_ui_port', 'http_max_connections', 'paper_writer_max_tokens', 'operational_trace_max_payload_bytes'])(
     'requires %s to be an integer',
     async (field) => {
       expect(await problemsOf(baseConfig({ [field]: 2048.5 }))).toEqual([`${field}: must be an integer`]);
@@ -256,6 +271,7 @@ describe('loadConfig: wrong types', () => {
     ['listen_port', '8787', 'listen_port: must be a number (got string)'],
     ['log_events', 'yes', 'log_events: must be true or false (got string)'],
     ['live_dispatch_enabled', 1, 'live_dispatch_enabled: must be true or false (got number)'],
+    ['temporal_ui_enabled', 'no', 'temporal_ui_enabled: must be true or false (got string)'],
     ['listen_host', 80, 'listen_host: must be a string (got number)'],
     ['roles', 'control_plane', 'roles: must be an array (got string)'],
     ['worker_targets', [], 'worker_targets: must be an object (got array)'],

@@ -7,7 +7,8 @@ import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { SIMULATED_AGENT_PATH } from '../config/first-run.ts';
 import { createTestDatabase } from './support/database.ts';
 import { CallbackReceiver } from './support/gate.ts';
-import { isProcessAlive } from './support/process.ts';
+import { isProcessAlive, isProcessRunning } from './support/process.ts';
+import { acceptsConnections, rawConnection, stalledBodyRequest } from './support/raw-socket.ts';
 
 const TOKEN = 'process-test-token-0123456789abcdef';
 const GATE_TOKEN = 'process-test-gate-token-0123456789';
@@ -166,4 +167,158 @@ describe('the real entry point', () => {
     }
     await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
   }, 60_000);
+});
+
+/** The parts of the 408 answer that matter: status, body shape, and that the server closes the connection. */
+const REQUEST_TIMEOUT_ANSWER = /HTTP\/1\.1 408 Request Timeout\r\n[\s\S]*Connection: close\r\n\r\n\{"detail":"request timeout"\}$/;
+const REQUEST_TIMEOUT_SEC = 2;
+// The server answers by the configured limit; the slack absorbs a loaded test machine.
+const LIMIT_MS = REQUEST_TIMEOUT_SEC * 1000;
+const SLACK_MS = 1_000;
+
+describe('a stalled client (README "HTTP conventions")', () => {
+  let dir: string;
+  let base: Record<string, unknown>;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rcp-process-stalled-'));
+    base = {
+      control_api_bearer_token: TOKEN,
+      completion_callback_url: 'http://127.0.0.1:9/control/api/worker-callback',
+      completion_callback_token: 'process-test-callback-0123456789',
+      state_dir: './state',
+      project_root: './projects',
+      dispatch_script_path: './agent.sh',
+      listen_host: '127.0.0.1',
+      listen_port: 0,
+      http_request_timeout_sec: REQUEST_TIMEOUT_SEC,
+    };
+  });
+  afterAll(async () => rm(dir, { recursive: true, force: true }));
+
+  describe('on the control plane with the embedded Temporal, its UI off', () => {
+    let started: StartedProcess;
+    let url: string;
+    let uiPort: number;
+
+    beforeAll(async () => {
+      uiPort = await freePort();
+      const configPath = join(dir, 'control-plane.json');
+      await writeFile(configPath, JSON.stringify({ ...base, temporal_ui_enabled: false, temporal_ui_port: uiPort }));
+      started = startEntryPoint(configPath);
+      url = await waitForBanner(started);
+    }, 120_000);
+    afterAll(() => {
+      started.child.kill('SIGKILL');
+    });
+
+    it('advertises no Temporal UI and starts none', async () => {
+      expect(started.output()).toMatch(/Temporal:\s+127\.0\.0\.1:\d+/);
+      expect(started.output()).not.toContain('Temporal UI');
+      const health = (await (await fetch(`${url}/control/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as {
+        temporal: Record<string, unknown>;
+      };
+      expect(health.temporal).toMatchObject({ ok: true });
+      expect(health.temporal).not.toHaveProperty('ui_url');
+      const temporalPid = Number((await readFile(join(dir, 'state/temporal/dev-server.pid'), 'utf8')).trim());
+      expect((await readFile(`/proc/${temporalPid}/cmdline`, 'utf8')).split('\0')).toContain('--headless');
+      expect(await acceptsConnections('127.0.0.1', uiPort)).toBe(false);
+    });
+
+    it('answers a stalled body 408 within http_request_timeout_sec and closes the connection, with or without credentials', async () => {
+      const withToken = await rawConnection(url, stalledBodyRequest('/control/pause', { authorization: `Bearer ${TOKEN}` }));
+      const without = await rawConnection(url, stalledBodyRequest('/control/pause'));
+
+      const answered = await withToken.closed;
+      expect(answered.text).toMatch(/^HTTP\/1\.1 408 /);
+      expect(answered.text).toMatch(REQUEST_TIMEOUT_ANSWER);
+      expect(answered.afterMs).toBeGreaterThanOrEqual(LIMIT_MS / 2);
+      expect(answered.afterMs).toBeLessThan(LIMIT_MS + SLACK_MS);
+
+      // Refused at once by the auth hook, yet the unread body must not keep the connection open either.
+      const refused = await without.closed;
+      expect(refused.text).toMatch(/^HTTP\/1\.1 401 /);
+      expect(refused.text).toMatch(REQUEST_TIMEOUT_ANSWER);
+      expect(refused.afterMs).toBeLessThan(LIMIT_MS + SLACK_MS);
+    });
+
+    it('stops cleanly on SIGINT with stalled requests open, well before the shutdown deadline, and takes Temporal down with it', async () => {
+      const temporalPid = Number((await readFile(join(dir, 'state/temporal/dev-server.pid'), 'utf8')).trim());
+      const temporalPort = Number(/Temporal:\s+127\.0\.0\.1:(\d+)/.exec(started.output())![1]);
+      const stalled = [
+        await rawConnection(url, stalledBodyRequest('/control/pause', { authorization: `Bearer ${TOKEN}` })),
+        await rawConnection(url, stalledBodyRequest('/control/pause')),
+      ];
+      await new Promise((resolve) => setTimeout(resolve, 200));
+
+      const signalledAt = Date.now();
+      started.child.kill('SIGINT');
+      expect(await started.exited).toBe(0);
+      // Closing stops Node's request deadlines, so only the drain grace (5 s) ends these; the hard deadline is 30 s.
+      expect(Date.now() - signalledAt).toBeLessThan(15_000);
+      expect(started.output()).not.toContain('shutdown took too long');
+      for (const connection of stalled) expect(connection.isOpen()).toBe(false);
+      expect(isProcessRunning(temporalPid)).toBe(false);
+      expect(await acceptsConnections('127.0.0.1', temporalPort)).toBe(false);
+    }, 40_000);
+  });
+
+  describe('on a worker gate serving alone', () => {
+    const MAX_CONNECTIONS = 3;
+    let started: StartedProcess;
+    let url: string;
+
+    beforeAll(async () => {
+      const configPath = join(dir, 'gate.json');
+      await writeFile(
+        configPath,
+        JSON.stringify({ ...base, roles: ['worker_gate'], worker_wake_gate_bearer_token: GATE_TOKEN, http_max_connections: MAX_CONNECTIONS }),
+      );
+      started = startEntryPoint(configPath);
+      url = await waitForBanner(started);
+    }, 60_000);
+    afterAll(async () => {
+      started.child.kill('SIGTERM');
+      expect(await started.exited).toBe(0);
+    });
+
+    it('closes connections beyond http_max_connections at once, and frees the slots of connections that send nothing', async () => {
+      const held = await Promise.all(Array.from({ length: MAX_CONNECTIONS }, () => rawConnection(url)));
+      // The server counts a connection once it has accepted it; give it a moment for the last one.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const extra = await Promise.all([rawConnection(url), rawConnection(url)]);
+      for (const connection of extra) {
+        const { text, afterMs } = await connection.closed;
+        expect(text).toBe('');
+        expect(afterMs).toBeLessThan(SLACK_MS);
+      }
+      expect(held.every((connection) => connection.isOpen())).toBe(true);
+
+      for (const connection of held) {
+        const { text, afterMs } = await connection.closed;
+        expect(text).toMatch(REQUEST_TIMEOUT_ANSWER);
+        expect(afterMs).toBeLessThan(LIMIT_MS + SLACK_MS);
+      }
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    });
+
+    it.each([
+      ['not HTTP', 'GARBAGE\r\n\r\n', 400, 'bad request'],
+      ['headers over 16 KiB', `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'request headers too large'],
+    ])('answers a request it cannot read (%s) in the usual error shape and closes the connection', async (_, bytes, status, detail) => {
+      const { text, afterMs } = await (await rawConnection(url, bytes)).closed;
+      expect(text).toMatch(new RegExp(`^HTTP/1\\.1 ${status} [^\r]+\r\n`));
+      expect(text).toContain('Connection: close\r\n');
+      expect(text.slice(text.indexOf('\r\n\r\n') + 4)).toBe(JSON.stringify({ detail }));
+      expect(afterMs).toBeLessThan(SLACK_MS);
+    });
+
+    it('answers a stalled body 408 within http_request_timeout_sec', async () => {
+      const connection = await rawConnection(url, stalledBodyRequest('/dispatch', { authorization: `Bearer ${GATE_TOKEN}` }));
+      const { text, afterMs } = await connection.closed;
+      expect(text).toMatch(/^HTTP\/1\.1 408 /);
+      expect(text).toMatch(REQUEST_TIMEOUT_ANSWER);
+      expect(afterMs).toBeLessThan(LIMIT_MS + SLACK_MS);
+    });
+  });
 });

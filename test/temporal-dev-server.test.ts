@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Socket } from 'node:net';
@@ -8,7 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { locateTemporalCli, temporalCliInstallHint } from '../bin/runtime/temporal-cli.ts';
 import { freePort, startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
 import type { TemporalDevServer, TemporalDevServerOptions } from '../bin/runtime/temporal-dev-server.ts';
-import { isProcessAlive } from './support/process.ts';
+import { isProcessAlive, isProcessRunning } from './support/process.ts';
+import { acceptsConnections } from './support/raw-socket.ts';
 
 const NAMESPACE = 'rcp-test';
 const workDir = mkdtempSync(join(tmpdir(), 'rcp-temporal-dev-server-'));
@@ -106,5 +108,56 @@ describe('startTemporalDevServer', () => {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => blocker.close(() => resolve()));
     }
+  });
+
+  describe('never outlives the process that started it', () => {
+    /** Starts the dev server in a child process that then ends as `ending` says; resolves once the server answers. */
+    async function startInParent(ending: 'exit' | 'throw' | 'hang') {
+      const parent = spawn(
+        process.execPath,
+        ['--import', 'tsx', 'test/support/dev-server-parent.ts', requireBinary(), join(workDir, `parent-${ending}.log`), ending],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let output = '';
+      parent.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      parent.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => parent.once('exit', (code) => resolve(code)));
+      const started = await Promise.race([
+        new Promise<RegExpExecArray>((resolve) => {
+          parent.stdout!.on('data', () => {
+            const match = /^(\d+) 127\.0\.0\.1:(\d+)$/m.exec(output);
+            if (match) resolve(match);
+          });
+        }),
+        exited.then(() => {
+          throw new Error(`the parent ended before its dev server answered:\n${output}`);
+        }),
+      ]);
+      return { parent, exited, pid: Number(started[1]), port: Number(started[2]) };
+    }
+
+    async function expectGone(pid: number, port: number): Promise<void> {
+      const deadline = Date.now() + 10_000;
+      while (isProcessRunning(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      const survived = isProcessRunning(pid);
+      // Never left behind, even by a failing test (it leads its own process group).
+      if (survived) process.kill(-pid, 'SIGKILL');
+      expect(survived).toBe(false);
+      expect(await acceptsConnections('127.0.0.1', port)).toBe(false);
+    }
+
+    it.each(['exit', 'throw'] as const)('a parent that ends by %s takes it along', { timeout: 40_000 }, async (ending) => {
+      const { exited, pid, port } = await startInParent(ending);
+      expect(await exited).toBe(1);
+      await expectGone(pid, port);
+    });
+
+    it('a parent killed with SIGKILL takes it along (Linux, through setpriv --pdeathsig)', { timeout: 40_000 }, async () => {
+      const { parent, exited, pid, port } = await startInParent('hang');
+      expect(isProcessRunning(pid)).toBe(true);
+      parent.kill('SIGKILL');
+      await exited;
+      await expectGone(pid, port);
+    });
   });
 });

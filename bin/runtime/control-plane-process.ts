@@ -7,6 +7,7 @@ import type { Config } from '../../config/schema.ts';
 import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
 import { temporalRunLauncher } from '../../clients/run-workflows.ts';
+import { httpLimitsFrom } from './http-limits.ts';
 import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
 
 export interface RunningControlPlane {
@@ -50,6 +51,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         address: config.temporal_address,
         namespace: config.temporal_namespace,
         taskQueue: config.temporal_task_queue,
+        uiEnabled: config.temporal_ui_enabled,
         uiPort: config.temporal_ui_port,
         stateDir: config.state_dir,
       },
@@ -72,7 +74,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },
       logger,
-      { allowedHosts: config.allowed_hosts, ...(workerGate ? { workerGate } : {}) },
+      { allowedHosts: config.allowed_hosts, limits: httpLimitsFrom(config), ...(workerGate ? { workerGate } : {}) },
     );
     await app.listen({ host: config.listen_host, port: config.listen_port });
   } catch (error) {

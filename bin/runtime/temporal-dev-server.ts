@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
@@ -65,7 +65,8 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
   writeSync(logFd, `\n=== ${new Date().toISOString()} ${opts.binaryPath} ${args.join(' ')}\n`);
   // detached: own process group, so a terminal Ctrl-C reaches only us and we can stop our
   // workers before the server goes away.
-  const child = spawn(opts.binaryPath, args, { detached: true, stdio: ['ignore', logFd, logFd] });
+  const [command, commandArgs] = dyingWithThisProcess(opts.binaryPath, args);
+  const child = spawn(command, commandArgs, { detached: true, stdio: ['ignore', logFd, logFd] });
   closeSync(logFd);
   // The server is stopped explicitly; it must not keep the Node event loop alive on its own.
   child.unref();
@@ -88,6 +89,8 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
     throw startupError(`Temporal dev server (${opts.binaryPath}) ${exitReason ?? 'did not start'}`, logFile);
   }
   if (pidFile !== undefined) writeFileSync(pidFile, `${pid}\n`);
+  killOnExit.set(pid, pidFile);
+  void exited.then(() => killOnExit.delete(pid));
 
   let stopping: Promise<void> | undefined;
   const stop = (timeoutMs = 10_000): Promise<void> => {
@@ -119,6 +122,34 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
   }
   progress(`Temporal dev server answering at ${address} after ${Date.now() - startedAt} ms (pid ${pid})`);
   return { address, ...(uiUrl === undefined ? {} : { uiUrl }), pid, stop };
+}
+
+/** Servers started by this process and not yet gone, with their pid files: the exit hook's list. */
+const killOnExit = new Map<number, string | undefined>();
+
+/**
+ * However this process exits (process.exit on a shutdown deadline or a second signal, an uncaught exception), a dev
+ * server it started must not outlive it holding its ports and database. Only synchronous work is possible here.
+ */
+process.on('exit', () => {
+  for (const [pid, pidFile] of killOnExit) {
+    signalGroup(pid, 'SIGKILL');
+    if (pidFile !== undefined) removePidFileIfOwned(pidFile, pid);
+  }
+});
+
+let pdeathsigSupported: boolean | undefined;
+
+/**
+ * On Linux, util-linux's setpriv asks the kernel to send the server SIGTERM when this process dies, which also covers
+ * the deaths no exit hook sees (SIGKILL, the OOM killer). setpriv execs the server, so the pid stays the server's. The
+ * kernel ties this to the thread that spawned the server, which for us is always Node's main thread. Without setpriv
+ * the exit hook and the pid file check at the next start remain.
+ */
+function dyingWithThisProcess(binaryPath: string, args: string[]): [string, string[]] {
+  if (process.platform !== 'linux') return [binaryPath, args];
+  pdeathsigSupported ??= spawnSync('setpriv', ['--pdeathsig', 'TERM', '--', 'true'], { stdio: 'ignore' }).status === 0;
+  return pdeathsigSupported ? ['setpriv', ['--pdeathsig', 'TERM', '--', binaryPath, ...args]] : [binaryPath, args];
 }
 
 function devServerArgs(o: {

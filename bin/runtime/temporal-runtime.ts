@@ -21,6 +21,8 @@ export interface TemporalSettings {
   address: string;
   namespace: string;
   taskQueue: string;
+  /** Serve the embedded dev server's web UI (on uiPort). */
+  uiEnabled: boolean;
   uiPort: number;
   stateDir: string;
 }
@@ -72,6 +74,7 @@ async function startEmbeddedServer(settings: TemporalSettings, progress: (messag
   return startTemporalDevServer({
     binaryPath: ensureTemporalCli(progress),
     dbFile: join(dir, 'temporal.db'),
+    headless: !settings.uiEnabled,
     uiPort: settings.uiPort,
     namespace: settings.namespace,
     logFile: join(dir, 'dev-server.log'),

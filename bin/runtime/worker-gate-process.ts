@@ -5,6 +5,7 @@ import { createWorkerGateServer } from '../../api/create-server.ts';
 import type { Config } from '../../config/schema.ts';
 import { WorkerGate } from '../../worker-gate/worker-gate.ts';
 import { browsableHost } from './control-plane-process.ts';
+import { httpLimitsFrom } from './http-limits.ts';
 
 /** Agents run on the gate's machine, so they reach its event hook over loopback whatever address it binds. */
 export function agentEventUrl(listenHost: string, port: number): string {
@@ -46,7 +47,7 @@ export async function startWorkerGateOnly(config: Config, logger: Logger): Promi
     await role.gate.stop();
   };
   try {
-    app = await createWorkerGateServer(config.control_api_bearer_token, role, logger, { allowedHosts: config.allowed_hosts });
+    app = await createWorkerGateServer(config.control_api_bearer_token, role, logger, { allowedHosts: config.allowed_hosts, limits: httpLimitsFrom(config) });
     await app.listen({ host: config.listen_host, port: config.listen_port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.listen_port;
