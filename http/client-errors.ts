@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { SECURITY_HEADERS } from './security-headers.ts';
 
 /** What Node reports for a request it could not read, and what the client is told (README "HTTP conventions"). */
 function answerFor(code: string | undefined): { status: number; detail: string } {
@@ -24,10 +26,9 @@ export function answerClientError(error: Error & { code?: string }, socket: Sock
   if (socket.writable && !inFlight?.headersSent) {
     const { status, detail } = answerFor(error.code);
     const body = JSON.stringify({ detail });
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    const headers = { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), connection: 'close', 'x-request-id': randomUUID(), ...SECURITY_HEADERS };
+    const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${head}\r\n${body}`);
   }
   socket.destroy(error);
 }

@@ -4,16 +4,18 @@ import fp from 'fastify-plugin';
 /** Applied to every HTML response that does not set a stricter policy of its own. */
 export const DEFAULT_HTML_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
+/** Headers every response carries, besides its `X-Request-Id`. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
 async function securityHeadersPlugin(app: FastifyInstance): Promise<void> {
   // onRequest, so even a 401 from the auth hook carries them.
   app.addHook('onRequest', async (request, reply) => {
-    reply.headers({
-      'x-request-id': request.id,
-      'x-content-type-options': 'nosniff',
-      'x-frame-options': 'DENY',
-      'referrer-policy': 'no-referrer',
-      'cache-control': 'no-store',
-    });
+    reply.headers({ 'x-request-id': request.id, ...SECURITY_HEADERS });
   });
   app.addHook('onSend', async (_request, reply, payload) => {
     const type = reply.getHeader('content-type');

@@ -170,7 +170,7 @@ describe('the real entry point', () => {
 });
 
 /** The parts of the 408 answer that matter: status, body shape, and that the server closes the connection. */
-const REQUEST_TIMEOUT_ANSWER = /HTTP\/1\.1 408 Request Timeout\r\n[\s\S]*Connection: close\r\n\r\n\{"detail":"request timeout"\}$/;
+const REQUEST_TIMEOUT_ANSWER = /HTTP\/1\.1 408 Request Timeout\r\n[\s\S]*connection: close\r\n[\s\S]*x-content-type-options: nosniff\r\n[\s\S]*\r\n\r\n\{"detail":"request timeout"\}$/i;
 const REQUEST_TIMEOUT_SEC = 2;
 // The server answers by the configured limit; the slack absorbs a loaded test machine.
 const LIMIT_MS = REQUEST_TIMEOUT_SEC * 1000;
@@ -308,7 +308,8 @@ describe('a stalled client (README "HTTP conventions")', () => {
     ])('answers a request it cannot read (%s) in the usual error shape and closes the connection', async (_, bytes, status, detail) => {
       const { text, afterMs } = await (await rawConnection(url, bytes)).closed;
       expect(text).toMatch(new RegExp(`^HTTP/1\\.1 ${status} [^\r]+\r\n`));
-      expect(text).toContain('Connection: close\r\n');
+      expect(text.toLowerCase()).toContain('connection: close\r\n');
+      expect(text).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/);
       expect(text.slice(text.indexOf('\r\n\r\n') + 4)).toBe(JSON.stringify({ detail }));
       expect(afterMs).toBeLessThan(SLACK_MS);
     });
