@@ -33,7 +33,7 @@ export interface WorkerGateRole {
 }
 
 export interface HttpAppOptions {
-  /** Guards the control API and the agents' event hook. */
+  /** Guards the control API; the gate's event hook also takes it, for agents configured by hand. */
   controlApiToken: string;
   controlPlane?: AppDeps;
   workerGate?: WorkerGateRole;
@@ -61,7 +61,7 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
   await app.register(auth, {
     controlApiToken: options.controlApiToken,
     ...(controlPlane ? { store: controlPlane.store } : {}),
-    ...(workerGate ? { workerGateToken: workerGate.token } : {}),
+    ...(workerGate ? { workerGateToken: workerGate.token, agentRunFor: (token: string) => workerGate.gate.runForAgentToken(token) } : {}),
     ...(controlPlane?.dispatch ? { callbackToken: controlPlane.dispatch.completionCallbackToken } : {}),
   });
   await openApiDocument(app, { controlPlane: controlPlane !== undefined, workerGate: workerGate !== undefined });

@@ -13,12 +13,16 @@ const TOUCH_EVERY_MS = 60 * 1000;
 /** Reads: a dashboard session needs no CSRF token for them. */
 export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-export type Principal = { kind: 'bearer' } | { kind: 'session'; sessionId: string; idHash: string };
+export type Principal =
+  | { kind: 'bearer' }
+  | { kind: 'session'; sessionId: string; idHash: string }
+  /** An agent's own token: good only for requests that name its run. */
+  | { kind: 'agent_run'; runId: string };
 
 /**
- * Who may call a route (README "HTTP conventions"): `public` anyone; `control` the control API token or a dashboard
- * session; `gate` the worker gate's token; `agent_event` the control API token only; `callback` the completion
- * callback token, or what `control` takes.
+ * Who may call a route (README "Security model"): `public` anyone; `control` the control API token or a dashboard
+ * session; `gate` the worker gate's token; `agent_event` a run's own agent token for that run, or the control API
+ * token; `callback` the completion callback token only.
  */
 export const AUTH_KINDS = ['public', 'control', 'gate', 'agent_event', 'callback'] as const;
 export type AuthKind = (typeof AUTH_KINDS)[number];
@@ -39,8 +43,10 @@ export interface AuthOptions {
   store?: Store;
   /** Present when the worker gate role is served. */
   workerGateToken?: string;
-  /** completion_callback_token: the worker gates' callbacks carry it (the control API token also works there). */
+  /** completion_callback_token: the worker gates' callbacks carry it, and nothing else is taken there. */
   callbackToken?: string;
+  /** The run an agent token belongs to while that run takes events (the gate's GATE_EVENT_TOKEN); present with the gate. */
+  agentRunFor?: (token: string) => string | undefined;
 }
 
 export function bearerFrom(request: FastifyRequest): string | undefined {
@@ -93,22 +99,33 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
     switch (kind) {
       case 'gate':
         return requireBearer(request, options.workerGateToken);
-      case 'agent_event':
-        return requireBearer(request, options.controlApiToken);
-      case 'callback': {
+      case 'agent_event': {
         const bearer = bearerFrom(request);
-        if (options.callbackToken !== undefined && bearer !== undefined && tokensMatch(bearer, options.callbackToken)) {
-          request.principal = { kind: 'bearer' };
-          return;
-        }
-        return authenticateControl(request);
+        const runId = bearer === undefined ? undefined : options.agentRunFor?.(bearer);
+        if (runId === undefined) return requireBearer(request, options.controlApiToken);
+        request.principal = { kind: 'agent_run', runId };
+        return;
       }
+      case 'callback':
+        return requireBearer(request, options.callbackToken);
       case 'control':
         return authenticateControl(request);
       case undefined:
         return authenticateUnrouted(request);
     }
   });
+  app.addHook('preValidation', async (request) => requireOwnRun(request));
+}
+
+/**
+ * An agent's token covers only requests for its own run: the body must name that run as `run_id`. Checked once the
+ * body is parsed and before it is validated, so another run's token gets 401 whatever else the body holds.
+ */
+function requireOwnRun(request: FastifyRequest): void {
+  const principal = request.principal;
+  if (principal?.kind !== 'agent_run') return;
+  const body = request.body as { run_id?: unknown } | null | undefined;
+  if (typeof body !== 'object' || body === null || body.run_id !== principal.runId) throw unauthorized();
 }
 
 async function authenticateSession(request: FastifyRequest, store: Store, controlApiToken: string): Promise<void> {

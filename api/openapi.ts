@@ -25,9 +25,9 @@ function securityFor(kind: AuthKind | undefined, method: string, sessions: boole
     case 'gate':
       return [{ gate_bearer: [] }];
     case 'agent_event':
-      return [{ control_bearer: [] }];
+      return [{ agent_run_bearer: [] }, { control_bearer: [] }];
     case 'callback':
-      return [{ callback_bearer: [] }, { control_bearer: [] }, ...session];
+      return [{ callback_bearer: [] }];
     default:
       return [{ control_bearer: [] }, ...session];
   }
@@ -75,6 +75,11 @@ export async function openApiDocument(app: FastifyInstance, options: { controlPl
           control_bearer: { type: 'http', scheme: 'bearer', description: 'control_api_bearer_token' },
           gate_bearer: { type: 'http', scheme: 'bearer', description: 'worker_wake_gate_bearer_token (worker gate routes)' },
           callback_bearer: { type: 'http', scheme: 'bearer', description: 'completion_callback_token (worker callbacks)' },
+          agent_run_bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'GATE_EVENT_TOKEN: the token the gate gives one run\'s agent, good for that run\'s events while the run is live',
+          },
           dashboard_session: { type: 'apiKey', in: 'cookie', name: 'cp_session', description: 'Dashboard session from POST /control/api/session' },
           csrf_token: { type: 'apiKey', in: 'header', name: 'X-CSRF-Token', description: 'csrf_token of the dashboard session, on anything but reads' },
         },

@@ -3,7 +3,7 @@
  * returns the next one; the gate's I/O modules apply them and persist the result.
  */
 import { applyLifecycleEvent, freshSession, readyCallbackFor, type GateSession, type LifecycleInput, type LifecycleOutcome } from './gate-lifecycle.ts';
-import { SETTLED_GATE_STATES, type CallbackEventType, type DispatchMode, type ReasoningEffort } from './gate.ts';
+import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES, type CallbackEventType, type DispatchMode, type ReasoningEffort } from './gate.ts';
 import type { QuietWindowMetrics, QuietWindowVerdict } from './quiet-window.ts';
 import type { WorkloadClass } from './workload.ts';
 
@@ -27,6 +27,11 @@ export interface GateRun extends GateSession {
   sandbox: string;
   /** Hash of the dispatch request: a repeated /dispatch for this run must match it. */
   request_hash: string;
+  /**
+   * SHA-256 (hex) of the run's own agent event token, handed to its dispatch script as GATE_EVENT_TOKEN; the token
+   * itself is never stored. Absent from records written before per-run tokens existed.
+   */
+  event_token_sha256?: string;
   /** `starting` while the dispatch script runs; a record left in that state means the gate died mid-dispatch. */
   dispatch_status: 'starting' | 'started' | 'interrupted';
   dispatched_at: string;
@@ -96,6 +101,7 @@ export type GateRunRequest = Pick<
   | 'reasoning_effort'
   | 'sandbox'
   | 'request_hash'
+  | 'event_token_sha256'
   | 'vram_baseline_mib'
 >;
 
@@ -325,6 +331,12 @@ export interface EventAddress {
  * The run an event is for: by run_id; else the newest run of that session; else the newest unsettled run of that
  * project.
  */
+/**
+ * Whether the run's agent may still post events with its own token: until the gate has sent the run's last word
+ * (ready, finished, cancelled or failed). A pending question keeps the run open, since the agent goes on once answered.
+ */
+export const acceptsAgentEvents = (run: GateRun): boolean => !RUN_OVER_GATE_STATES.has(run.gate_state);
+
 export function findRunForEvent(runs: readonly GateRun[], address: EventAddress): GateRun | undefined {
   if (address.run_id) return runs.find((run) => run.run_id === address.run_id);
   const newestFirst = [...runs].sort((a, b) => b.dispatched_at.localeCompare(a.dispatched_at));

@@ -42,6 +42,9 @@ export const SETTLED_GATE_STATES: ReadonlySet<GateState> = new Set([
   'error',
 ]);
 
+/** Settled states the run does not leave for the control plane: only a pending question waits for more. */
+export const RUN_OVER_GATE_STATES: ReadonlySet<GateState> = new Set(['wake_ready', 'finished_ready', 'cancelled', 'error']);
+
 export const CALLBACK_EVENT_TYPES = [
   'session_started',
   'question_pending',

@@ -19,3 +19,13 @@ export const randomToken = () => randomBytes(32).toString('base64url');
 export function csrfTokenFor(sessionId: string, serverKey: string): string {
   return createHmac('sha256', serverKey).update(`csrf:${sessionId}`).digest('base64url');
 }
+
+const CALLBACK_FINGERPRINT_CONTEXT = 'research-control-plane completion_callback_token fingerprint v1';
+
+/**
+ * What a worker gate publishes of its completion_callback_token, so the control plane can tell before dispatching
+ * whether the gate's callbacks will be accepted: an HMAC keyed by the token over a fixed label, cut to 64 bits. Unlike
+ * a bare SHA-256 of the token, it matches no digest the token is stored or compared under anywhere else.
+ */
+export const callbackTokenFingerprint = (token: string) =>
+  createHmac('sha256', token).update(CALLBACK_FINGERPRINT_CONTEXT).digest('hex').slice(0, 16);

@@ -1,4 +1,4 @@
-import { sha256Hex } from '../http/tokens.ts';
+import { callbackTokenFingerprint } from '../http/tokens.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import type { WorkerTarget } from '../domain/lanes.ts';
 import {
@@ -64,7 +64,7 @@ export async function runWorkerPreflight(deps: PreflightDeps, run: WorkerPreflig
   const dashboard = healthz.status === null ? null : await observe(() => gate.dashboard({ limit: 1, event_limit: 1 }));
   const result = evaluatePreflight(
     target.name,
-    { flags, healthz, dashboard, expectedCallbackFingerprint: sha256Hex(deps.settings.completionCallbackToken) },
+    { flags, healthz, dashboard, expectedCallbackFingerprint: callbackTokenFingerprint(deps.settings.completionCallbackToken) },
     options,
   );
   if (cache && !deps.store.readOnly) {

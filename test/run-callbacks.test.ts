@@ -105,15 +105,13 @@ async function postCallback(body: unknown, bearer: string | null = CALLBACK_TOKE
 }
 
 describe('worker callback: authentication and validation', () => {
-  it('takes the completion callback token or the control token, and refuses the gate token or none', async () => {
+  it('takes the completion callback token alone, and refuses the control token, the gate token or none', async () => {
     const viaCallbackToken = await postCallback(callback('auth-one-20300101T000000Z', 'auth-one', 'session_started', 'auth:callback-token'), CALLBACK_TOKEN);
     expect(viaCallbackToken.status).toBe(200);
     expect(viaCallbackToken.body).toMatchObject({ ok: true, idempotency_key: 'auth:callback-token', ignored: true });
-    const viaControlToken = await postCallback(callback('auth-one-20300101T000000Z', 'auth-one', 'session_started', 'auth:control-token'), CONTROL_TOKEN);
-    expect(viaControlToken.status).toBe(200);
-    expect(viaControlToken.body).toMatchObject({ ok: true, idempotency_key: 'auth:control-token', ignored: true });
 
     for (const [key, bearer] of [
+      ['auth:control-token', CONTROL_TOKEN],
       ['auth:gate-token', GATE_TOKEN],
       ['auth:none', null],
       ['auth:wrong', `${CALLBACK_TOKEN}x`],
@@ -125,7 +123,6 @@ describe('worker callback: authentication and validation', () => {
       expect(await storedCallback(key)).toEqual([]);
     }
     expect(await storedCallback('auth:callback-token')).toHaveLength(1);
-    expect(await storedCallback('auth:control-token')).toHaveLength(1);
   });
 
   it('refuses an invalid body with 422 naming the field, and stores nothing', async () => {

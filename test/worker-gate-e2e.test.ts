@@ -18,6 +18,7 @@ import {
   type GateProcess,
 } from './support/gate.ts';
 import { isProcessRunning } from './support/process.ts';
+import { callbackTokenFingerprint } from '../http/tokens.ts';
 
 // The quiet window needs idle_sustain_sec (min 30) of samples after the agent's processes exited.
 const WINDOW_MS = 75_000;
@@ -264,7 +265,10 @@ describe('authentication and the event hook', () => {
   it('shows the service, totals, telemetry and the callback-token fingerprint on /dashboard/api', async () => {
     const { status, body } = await client.dashboard();
     expect(status).toBe(200);
-    expect(body.service.completion_callback_token_fingerprint).toBe(createHash('sha256').update(CALLBACK_TOKEN).digest('hex'));
+    // The fingerprint the control plane computes from its own token, and not the bare SHA-256 of the token.
+    expect(body.service.completion_callback_token_fingerprint).toBe(callbackTokenFingerprint(CALLBACK_TOKEN));
+    expect(body.service.completion_callback_token_fingerprint).toMatch(/^[0-9a-f]{16}$/);
+    expect(createHash('sha256').update(CALLBACK_TOKEN).digest('hex')).not.toContain(body.service.completion_callback_token_fingerprint);
     expect(body.totals).toEqual(expect.objectContaining({ active_or_waiting: expect.any(Number), live: expect.any(Number), callback_pending: expect.any(Number) }));
     expect(body.telemetry).toEqual(
       expect.objectContaining({ cpu_pct: expect.any(Number), memory_available_mib: expect.any(Number), memory_source: expect.any(String), gpu_compute_pids: [] }),

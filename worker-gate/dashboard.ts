@@ -1,7 +1,7 @@
 import { SETTLED_GATE_STATES, type GateState, type TelemetrySample } from '../domain/gate.ts';
 import type { GateRun } from '../domain/gate-run.ts';
 import { samplesNeeded } from '../domain/quiet-window.ts';
-import { sha256Hex } from '../http/tokens.ts';
+import { callbackTokenFingerprint } from '../http/tokens.ts';
 import type { OutboxEntry } from './callback-outbox.ts';
 import { profileFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEvent } from './gate-event-log.ts';
@@ -48,7 +48,7 @@ export function dashboardBody(input: DashboardInput) {
       max_wait_after_idle_sec: config.max_wait_after_idle_sec,
       stale_project_process_reaper_enabled: config.stale_project_process_reaper_enabled,
       completion_callback_url: config.completion_callback_url,
-      completion_callback_token_fingerprint: sha256Hex(config.completion_callback_token),
+      completion_callback_token_fingerprint: callbackTokenFingerprint(config.completion_callback_token),
       last_tick_error: sampling.lastTickError,
       sampling: {
         samples: sampling.samples,

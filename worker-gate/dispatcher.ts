@@ -14,6 +14,7 @@ import {
 import type { WorkloadClass } from '../domain/workload.ts';
 import { HttpError } from '../http/errors.ts';
 import { payloadHash } from '../http/payload-hash.ts';
+import { randomToken, sha256Hex } from '../http/tokens.ts';
 import { dispatchEnvironment, runDispatchScript } from './dispatch-script.ts';
 import type { WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
@@ -152,6 +153,8 @@ export class GateDispatcher {
     const busy = activeRunIn(runs.all(), projectDir);
     if (busy) throw new HttpError(409, `project_dir ${projectDir} already has an active run '${busy.run_id}' (${busy.gate_state})`);
 
+    // The agent's only credential: good for its own run's events, and kept here as a hash alone.
+    const eventToken = randomToken();
     const starting = startingRun(
       {
         run_id: request.run_id,
@@ -166,6 +169,7 @@ export class GateDispatcher {
         reasoning_effort: request.reasoning_effort,
         sandbox: request.sandbox,
         request_hash: hash,
+        event_token_sha256: sha256Hex(eventToken),
         vram_baseline_mib: this.options.latestSample()?.vram_used_mib ?? null,
       },
       new Date().toISOString(),
@@ -186,7 +190,7 @@ export class GateDispatcher {
         REASONING_EFFORT: request.reasoning_effort,
         SANDBOX: request.sandbox,
         GATE_EVENT_URL: this.options.eventUrl(),
-        GATE_EVENT_TOKEN: config.control_api_bearer_token,
+        GATE_EVENT_TOKEN: eventToken,
       }),
     });
     if (!result.ok) {

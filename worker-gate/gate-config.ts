@@ -23,7 +23,6 @@ export type WorkerGateConfig = Pick<
   | 'completion_callback_url'
   | 'completion_callback_token'
   | 'completion_callback_timeout_sec'
-  | 'control_api_bearer_token'
 >;
 
 /** The quiet-window thresholds of a workload class, with this gate's overrides. */

@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from '../contracts/worker-gate.ts';
 import { SETTLED_GATE_STATES } from '../domain/gate.ts';
+import { acceptsAgentEvents } from '../domain/gate-run.ts';
+import { sha256Hex, tokensMatch } from '../http/tokens.ts';
 import { CallbackOutbox } from './callback-outbox.ts';
 import { dashboardBody } from './dashboard.ts';
 import { GateDispatcher, type CancelResponse, type DispatchResponse } from './dispatcher.ts';
@@ -98,6 +100,16 @@ export class WorkerGate {
 
   recordEvent(event: ControlPlaneEvent): EventResponse {
     return this.monitor.recordEvent(event);
+  }
+
+  /**
+   * The run whose agent holds `token` (its GATE_EVENT_TOKEN), while that run still takes agent events; undefined for
+   * any other token. Compared in constant time, like every token.
+   */
+  runForAgentToken(token: string): string | undefined {
+    const presented = sha256Hex(token);
+    const owner = this.runs.all().find((run) => run.event_token_sha256 !== undefined && tokensMatch(presented, run.event_token_sha256));
+    return owner && acceptsAgentEvents(owner) ? owner.run_id : undefined;
   }
 
   dashboard(limit: number, eventLimit: number) {
