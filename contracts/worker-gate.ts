@@ -8,7 +8,17 @@ import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 const RUN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
 export const RunIdSchema = z.string().regex(RUN_ID_PATTERN, 'must be 1–200 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
 const ProjectIdSchema = z.string().min(1).max(200);
-const PathText = z.string().min(1).max(4096).refine((v) => !v.includes('\0'), 'must not contain NUL');
+/** Longest name of one path component on the file systems the gate runs on (bytes). */
+const MAX_PATH_COMPONENT_BYTES = 255;
+const PathText = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((v) => !v.includes('\0'), 'must not contain NUL')
+  .refine(
+    (v) => v.split('/').every((part) => Buffer.byteLength(part) <= MAX_PATH_COMPONENT_BYTES),
+    `each part of the path must be at most ${MAX_PATH_COMPONENT_BYTES} bytes`,
+  );
 
 export const PrepareProjectSchema = z.strictObject({
   run_id: RunIdSchema,

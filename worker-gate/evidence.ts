@@ -1,11 +1,13 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hasPaperEvidence, type RunEvidence } from '../contracts/worker-callback.ts';
+import { isStrictlyInside } from './project-paths.ts';
 
 const MAX_RESULT_FILES_VISITED = 2000;
 const MAX_DEPTH = 8;
 
-function isNonEmptyFile(path: string): boolean {
+function isNonEmptyFile(path: string | null): boolean {
+  if (path === null) return false;
   try {
     const stat = statSync(path);
     return stat.isFile() && stat.size > 0;
@@ -14,7 +16,8 @@ function isNonEmptyFile(path: string): boolean {
   }
 }
 
-function readDecision(path: string): { present: boolean; decision: string | null; summary: string | null } {
+function readDecision(path: string | null): { present: boolean; decision: string | null; summary: string | null } {
+  if (path === null) return { present: false, decision: null, summary: null };
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -33,7 +36,8 @@ function readDecision(path: string): { present: boolean; decision: string | null
   }
 }
 
-function countNonEmptyJson(dir: string): number {
+function countNonEmptyJson(dir: string | null): number {
+  if (dir === null) return 0;
   let count = 0;
   let visited = 0;
   const walk = (current: string, depth: number) => {
@@ -55,15 +59,31 @@ function countNonEmptyJson(dir: string): number {
   return count;
 }
 
-/** What evidence the agent left in its project (README "Worker gate"), read when the gate reports readiness. */
+const realpathOrNull = (path: string) => {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * What evidence the agent left in its project (README "Worker gate"), read when the gate reports readiness. A file
+ * that is a symbolic link out of the project counts as absent: the gate reads nothing outside the project for an agent.
+ */
 export function inspectEvidence(projectDir: string): RunEvidence {
-  const decision = readDecision(join(projectDir, '.research', 'decision.json'));
+  const project = realpathOrNull(projectDir);
+  const inProject = (path: string) => {
+    const real = realpathOrNull(path);
+    return project !== null && real !== null && isStrictlyInside(project, real) ? path : null;
+  };
+  const decision = readDecision(inProject(join(projectDir, '.research', 'decision.json')));
   const facts = {
-    run_notes: isNonEmptyFile(join(projectDir, 'run_notes.md')),
+    run_notes: isNonEmptyFile(inProject(join(projectDir, 'run_notes.md'))),
     decision_file: decision.present,
     decision: decision.decision,
     decision_summary: decision.summary,
-    results_json_files: countNonEmptyJson(join(projectDir, 'results')),
+    results_json_files: countNonEmptyJson(inProject(join(projectDir, 'results'))),
   };
   return { ...facts, sufficient_for_paper: hasPaperEvidence(facts) };
 }

@@ -7,7 +7,8 @@ const jsonText = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 function writeTempFile(path: string, text: string, mode = 0o600): string {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const temp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  const fd = openSync(temp, 'w', mode);
+  // A fresh name, created exclusively: never a file (or link) someone put there first.
+  const fd = openSync(temp, 'wx', mode);
   try {
     writeSync(fd, text);
     fsyncSync(fd);

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { HttpError } from '../http/errors.ts';
 import type { PrepareProjectRequest } from '../contracts/worker-gate.ts';
 import { writeJsonAtomic, writeTextAtomic } from './json-files.ts';
-import { resolveProjectPaths } from './project-paths.ts';
+import { resolvedRoot, resolveProjectPaths, staysInsideRoot } from './project-paths.ts';
 
 export const PROJECT_META_DIR = '.research';
 
@@ -48,15 +48,40 @@ function previousRunId(projectJsonText: string | null): string | null {
   }
 }
 
+/** File-system refusals a client's paths can cause: its request, not the gate, is at fault (400, never 500). */
+const CLIENT_PATH_ERRORS = new Set(['ENAMETOOLONG', 'ENOENT', 'ENOTDIR', 'EISDIR', 'ELOOP', 'EEXIST']);
+
+function asClientError(error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code !== undefined && CLIENT_PATH_ERRORS.has(code) ? new HttpError(400, `cannot write the project files: ${code}`) : error;
+}
+
 /**
  * Creates the workspace for a run: the project directory, the prompt file and `.research/project.json`.
  * Preparing the same run again with the same prompt is a no-op, so the control plane may retry it.
+ * Every path read or written is checked against project_root with symbolic links followed, before and again after
+ * the directories are created, so a link planted in the project (`.research -> /elsewhere`) is refused (400).
  */
 export function prepareProject(projectRoot: string, request: PrepareProjectRequest): PrepareResult {
+  try {
+    return prepareInsideRoot(projectRoot, request);
+  } catch (error) {
+    throw asClientError(error);
+  }
+}
+
+function prepareInsideRoot(projectRoot: string, request: PrepareProjectRequest): PrepareResult {
   const resolved = resolveProjectPaths(projectRoot, request.project_dir, request.prompt_file);
   if (!resolved.ok) throw new HttpError(400, resolved.reason);
   const { projectDir, promptFile } = resolved.paths;
-  const projectJsonPath = join(projectDir, PROJECT_META_DIR, 'project.json');
+  const metaDir = join(projectDir, PROJECT_META_DIR);
+  const projectJsonPath = join(metaDir, 'project.json');
+  const root = resolvedRoot(projectRoot);
+  const mustStayInside = (path: string, what: string) => {
+    if (!staysInsideRoot(root, path)) throw new HttpError(400, `${what} escapes project_root through a symbolic link`);
+  };
+  mustStayInside(metaDir, PROJECT_META_DIR);
+  mustStayInside(projectJsonPath, `${PROJECT_META_DIR}/project.json`);
 
   const existingPrompt = readIfExists(promptFile);
   const existingProjectJson = readIfExists(projectJsonPath);
@@ -81,7 +106,11 @@ export function prepareProject(projectRoot: string, request: PrepareProjectReque
   }
 
   mkdirSync(dirname(promptFile), { recursive: true });
-  mkdirSync(dirname(projectJsonPath), { recursive: true });
+  mkdirSync(metaDir, { recursive: true });
+  // Again now that the directories exist: one may have been swapped for a link since the first check.
+  mustStayInside(dirname(promptFile), 'prompt_file');
+  mustStayInside(promptFile, 'prompt_file');
+  mustStayInside(projectJsonPath, `${PROJECT_META_DIR}/project.json`);
   writeTextAtomic(promptFile, request.prompt_text, 0o644);
   const projectJson: ProjectJson = {
     run_id: request.run_id,
