@@ -22,6 +22,8 @@ export function firstRunConfig(): Record<string, unknown> {
     worker_wake_gate_bearer_token: randomToken(),
     listen_host: '127.0.0.1',
     listen_port: 8787,
+    // Host names a browser may reach this loopback service by; addresses always pass. Keeps DNS rebinding out.
+    allowed_hosts: ['localhost'],
     roles: ['control_plane', 'worker_gate'],
     state_dir: '.',
     project_root: './projects',

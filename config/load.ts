@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
@@ -215,8 +215,22 @@ function resolvePaths(config: Config, configDir: string): Config {
   return out;
 }
 
-function collectWarnings(config: Config): string[] {
+/** The file holds every token of this install: other users of the machine (agents among them) must not read it. */
+function exposureWarning(configPath: string): string | undefined {
+  let mode: number;
+  try {
+    mode = statSync(configPath).mode;
+  } catch {
+    return undefined;
+  }
+  if ((mode & 0o077) === 0) return undefined;
+  return `${configPath} is readable or writable by other users (mode ${(mode & 0o777).toString(8)}); it holds this install's tokens: chmod 600 it`;
+}
+
+function collectWarnings(config: Config, configPath: string): string[] {
   const warnings: string[] = [];
+  const exposure = exposureWarning(configPath);
+  if (exposure) warnings.push(exposure);
   if (config.roles.includes('worker_gate') && !existsSync(config.dispatch_script_path)) {
     warnings.push(`dispatch_script_path: ${config.dispatch_script_path} does not exist`);
   }
@@ -276,7 +290,7 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadConfigResult {
   }
 
   const config = resolvePaths({ ...parsed.data, ...envOnly }, dirname(configPath));
-  warnings.push(...collectWarnings(config));
+  warnings.push(...collectWarnings(config, configPath));
   return firstRun
     ? { ok: true, config, configPath, warnings, firstRun }
     : { ok: true, config, configPath, warnings };

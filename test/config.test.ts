@@ -1,4 +1,4 @@
-import { mkdtemp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -657,6 +657,22 @@ describe('loadConfig: environment', () => {
   });
 });
 
+describe('loadConfig: a config file other users can read', () => {
+  it('loads, warning that the file holds the tokens and should be chmod 600', async () => {
+    const dir = await tempDir();
+    const path = await writeJson(join(dir, 'config.json'), baseConfig());
+    await chmod(path, 0o644);
+    const exposed = loadConfig({ env: { SVC_CONFIG: path }, cwd: dir });
+    if (!exposed.ok) throw new Error(formatProblems(exposed.problems));
+    expect(exposed.warnings).toContainEqual(expect.stringMatching(/readable or writable by other users \(mode 644\).*chmod 600/));
+    expect(exposed.warnings.join('\n')).not.toContain(CONTROL_TOKEN);
+    await chmod(path, 0o600);
+    const kept = loadConfig({ env: { SVC_CONFIG: path }, cwd: dir });
+    if (!kept.ok) throw new Error(formatProblems(kept.problems));
+    expect(kept.warnings.filter((warning) => warning.includes('chmod 600'))).toEqual([]);
+  });
+});
+
 describe('loadConfig: first run', () => {
   it('creates a private loopback config with both roles and a random token, once', async () => {
     const cwd = await tempDir();
@@ -676,7 +692,9 @@ describe('loadConfig: first run', () => {
       temporal_address: '',
       state_dir: join(cwd, 'state'),
       project_root: join(cwd, 'state', 'projects'),
+      allowed_hosts: ['localhost'],
     });
+    expect(first.warnings.filter((warning) => warning.includes('chmod 600'))).toEqual([]);
     expect(isAbsolute(first.config.dispatch_script_path)).toBe(true);
     expect(first.config.dispatch_script_path).toMatch(/worker-gate[/\\]simulated-agent\.sh$/);
     expect((await stat(configPath)).mode & 0o777).toBe(0o600);
