@@ -43,6 +43,19 @@ async function waitForBanner(started: StartedProcess, timeoutMs = 90_000): Promi
 }
 
 
+/** A loopback control plane on a free port, its paths relative to the config file. */
+const processConfig = (extra: Record<string, unknown>): Record<string, unknown> => ({
+  control_api_bearer_token: TOKEN,
+  completion_callback_url: 'http://127.0.0.1:9/control/api/worker-callback',
+  completion_callback_token: 'process-test-callback-0123456789',
+  state_dir: './state',
+  project_root: './projects',
+  dispatch_script_path: './agent.sh',
+  listen_host: '127.0.0.1',
+  listen_port: 0,
+  ...extra,
+});
+
 describe('the real entry point', () => {
   let dir: string;
   let configPath: string;
@@ -50,20 +63,7 @@ describe('the real entry point', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'rcp-process-'));
     configPath = join(dir, 'config.json');
-    await writeFile(
-      configPath,
-      JSON.stringify({
-        control_api_bearer_token: TOKEN,
-        completion_callback_url: 'http://127.0.0.1:9/control/api/worker-callback',
-        completion_callback_token: 'process-test-callback-0123456789',
-        state_dir: './state',
-        project_root: './projects',
-        dispatch_script_path: './agent.sh',
-        listen_host: '127.0.0.1',
-        listen_port: 0,
-        temporal_ui_port: await freePort(),
-      }),
-    );
+    await writeFile(configPath, JSON.stringify(processConfig({ temporal_ui_port: await freePort() })));
   });
   afterAll(async () => rm(dir, { recursive: true, force: true }));
 
@@ -182,17 +182,7 @@ describe('a stalled client (README "HTTP conventions")', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'rcp-process-stalled-'));
-    base = {
-      control_api_bearer_token: TOKEN,
-      completion_callback_url: 'http://127.0.0.1:9/control/api/worker-callback',
-      completion_callback_token: 'process-test-callback-0123456789',
-      state_dir: './state',
-      project_root: './projects',
-      dispatch_script_path: './agent.sh',
-      listen_host: '127.0.0.1',
-      listen_port: 0,
-      http_request_timeout_sec: REQUEST_TIMEOUT_SEC,
-    };
+    base = processConfig({ http_request_timeout_sec: REQUEST_TIMEOUT_SEC });
   });
   afterAll(async () => rm(dir, { recursive: true, force: true }));
 
