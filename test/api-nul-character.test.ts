@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RegisteredRoute } from '../api/create-server.ts';
-import { startTestApp, TEST_GATE_TOKEN, type TestApp } from './support/app.ts';
+import { NO_WORKERS, startTestApp, TEST_GATE_TOKEN, type TestApp } from './support/app.ts';
 
 // Both roles on one server, so the walk covers the worker gate's routes too.
 let t: TestApp;
@@ -33,6 +33,7 @@ const operationOf = (route: RegisteredRoute) =>
 const credentialsFor = (route: RegisteredRoute): Record<string, string> => {
   if (route.auth === 'public') return {};
   if (route.auth === 'gate') return { authorization: `Bearer ${TEST_GATE_TOKEN}` };
+  if (route.auth === 'callback') return { authorization: `Bearer ${NO_WORKERS.completionCallbackToken}` };
   return t.auth;
 };
 
