@@ -1,4 +1,8 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import { ROW_PARSERS } from './row-parsers.ts';
 import type { Queryable, QueryResult, Store } from './store.ts';
@@ -20,10 +24,31 @@ const run = async <Row>(db: PgliteLike, sql: string, params?: readonly unknown[]
   return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
 };
 
+/**
+ * A single-user embedded database needs little shared memory: PGlite's WebAssembly memory only grows, so Postgres's
+ * default 128 MB of shared buffers would stay resident for the life of the process (README "Memory").
+ */
+const EMBEDDED_POSTGRES_SETTINGS = ['shared_buffers = 16MB', 'temp_buffers = 2MB', 'wal_buffers = 1MB', 'maintenance_work_mem = 16MB'];
+
+const PGLITE_MODULE = import.meta.resolve('@electric-sql/pglite');
+
+/**
+ * Creating a data directory runs initdb inside the WebAssembly instance, whose memory then stays allocated: doing it in
+ * a short-lived child process spares the service several hundred MiB of resident memory it would never use again.
+ */
+async function initializeDataDir(dataDir: string): Promise<void> {
+  if (existsSync(join(dataDir, 'PG_VERSION'))) return;
+  const script = `const { PGlite } = await import(${JSON.stringify(PGLITE_MODULE)}); const db = await PGlite.create(process.argv[1]); await db.close();`;
+  await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, dataDir]);
+}
+
 /** In-process Postgres (PGlite). `dataDir` undefined keeps everything in memory (tests). */
 export async function createEmbeddedStore(dataDir?: string): Promise<Store> {
-  if (dataDir) await mkdir(dataDir, { recursive: true });
-  const db = await PGlite.create(dataDir ?? 'memory://', { parsers: ROW_PARSERS });
+  if (dataDir) {
+    await mkdir(dataDir, { recursive: true });
+    await initializeDataDir(dataDir);
+  }
+  const db = await PGlite.create(dataDir ?? 'memory://', { parsers: ROW_PARSERS, postgresqlconf: EMBEDDED_POSTGRES_SETTINGS });
   return {
     backend: 'embedded',
     location: dataDir ?? 'memory://',

@@ -1,0 +1,166 @@
+/**
+ * Memory benchmark: resident set size of the service at idle and under load, for `npm start`'s embedded defaults
+ * (both roles, PGlite, embedded Temporal) and for the control plane alone on the `pg` backend. The Temporal dev server
+ * the service starts is a separate process and is reported beside it. Targets: <= 350 MiB idle on the embedded
+ * defaults, <= 150 MiB idle on `pg` (the service process, without the Temporal server).
+ *   npm run bench:memory       (BENCH_IDLE_SEC=20, BENCH_DURATION_SEC=10, BENCH_CONNECTIONS=10 by default;
+ *                               BENCH_SHAPE=embedded or pg for one shape)
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { benchDatabaseUrl, ensureDatabase, percentileTable } from './support.ts';
+
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+const IDLE_SEC = Number(process.env.BENCH_IDLE_SEC ?? 20);
+const DURATION_SEC = Number(process.env.BENCH_DURATION_SEC ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const DATABASE = 'rcp_bench_memory';
+const TOKEN = 'bench-memory-token-0123456789abcdef';
+
+// The service runs in a temporary directory, where a bare `--import tsx` would not resolve.
+const TSX_LOADER = import.meta.resolve('tsx');
+
+const mib = (kib: number) => Math.round(kib / 1024);
+
+/** VmRSS of a process in KiB, 0 once it is gone. */
+function rssKib(pid: number): number {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return Number(match?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Direct children of `pid` whose command line contains `marker`. */
+function childPids(pid: number, marker: string): number[] {
+  const text = (() => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
+    } catch {
+      return '';
+    }
+  })();
+  return text
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number)
+    .filter((child) => {
+      try {
+        return readFileSync(`/proc/${child}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    });
+}
+
+interface Shape {
+  name: string;
+  /** Writes what the shape needs into `dir`; returns the environment of the service. */
+  prepare(dir: string): Promise<Record<string, string>>;
+}
+
+const embeddedDefaults: Shape = {
+  name: 'embedded defaults (both roles, PGlite, embedded Temporal)',
+  // No SVC_CONFIG: the first run writes state/config.json in the working directory, exactly as `npm start` does.
+  prepare: async () => ({}),
+};
+
+const pgControlPlane: Shape = {
+  name: 'control plane alone, pg backend',
+  async prepare(dir) {
+    await ensureDatabase(DATABASE);
+    const configPath = join(dir, 'config.json');
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        roles: ['control_plane'],
+        control_api_bearer_token: TOKEN,
+        completion_callback_url: 'http://127.0.0.1:9/control/api/worker-callback',
+        completion_callback_token: 'bench-memory-callback-0123456789ab',
+        state_dir: './state',
+        project_root: './projects',
+        dispatch_script_path: './agent.sh',
+        listen_host: '127.0.0.1',
+        listen_port: 0,
+        control_plane_store_backend: 'pg',
+        pg_database_url: benchDatabaseUrl(DATABASE),
+      }),
+      { mode: 0o600 },
+    );
+    return { SVC_CONFIG: configPath };
+  },
+};
+
+async function waitForBanner(child: ChildProcess, output: () => string): Promise<string> {
+  const deadline = Date.now() + 600_000;
+  while (Date.now() < deadline) {
+    const match = /API:\s+(http:\/\/[^/\s]+)/.exec(output());
+    if (match) return match[1]!;
+    if (child.exitCode !== null) throw new Error(`the service exited early:\n${output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`the service did not start:\n${output()}`);
+}
+
+async function measure(shape: Shape): Promise<Record<string, string | number>> {
+  const dir = mkdtempSync(join(tmpdir(), 'rcp-bench-memory-'));
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...(await shape.prepare(dir)) };
+  if (shape === embeddedDefaults) {
+    delete env.SVC_CONFIG;
+    delete env.SVC_CONTROL_PLANE_CONFIG;
+  }
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, join(REPO_ROOT, 'bin/control-plane.ts')], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  try {
+    const url = await waitForBanner(child, () => output);
+    const token = shape === embeddedDefaults ? (JSON.parse(readFileSync(join(dir, 'state', 'config.json'), 'utf8')) as { control_api_bearer_token: string }).control_api_bearer_token : TOKEN;
+    const pid = child.pid!;
+    const temporalPid = childPids(pid, 'start-dev')[0];
+    await new Promise((resolve) => setTimeout(resolve, IDLE_SEC * 1000));
+    const idle = rssKib(pid);
+    const temporalIdle = temporalPid ? rssKib(temporalPid) : 0;
+
+    let peak = idle;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssKib(pid))), 100);
+    const result = await autocannon({
+      url: `${url}/control/api/v1/events?page_size=50`,
+      connections: CONNECTIONS,
+      duration: DURATION_SEC,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    clearInterval(sampler);
+    const after = rssKib(pid);
+    return {
+      shape: shape.name,
+      'idle MiB': mib(idle),
+      'load peak MiB': mib(peak),
+      'after load MiB': mib(after),
+      'req/s': Math.round(result.requests.average),
+      'non-2xx': result.non2xx,
+      'Temporal dev server idle MiB': temporalPid ? mib(temporalIdle) : 'none',
+    };
+  } finally {
+    child.kill('SIGINT');
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const rows = [];
+// BENCH_SHAPE=embedded or BENCH_SHAPE=pg measures one shape alone.
+const shapes = { embedded: embeddedDefaults, pg: pgControlPlane };
+const only = process.env.BENCH_SHAPE as keyof typeof shapes | undefined;
+for (const shape of only ? [shapes[only]] : Object.values(shapes)) {
+  console.log(`measuring: ${shape.name} (idle ${IDLE_SEC} s, then ${DURATION_SEC} s of GET /control/api/v1/events at ${CONNECTIONS} connections)`);
+  rows.push(await measure(shape));
+}
+console.log(`\nnode ${process.version}\n`);
+console.log(percentileTable(rows));
