@@ -10,7 +10,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 import autocannon from 'autocannon';
 import { benchDatabaseUrl, ensureDatabase, percentileTable } from './support.ts';
 
@@ -22,7 +23,7 @@ const DATABASE = 'rcp_bench_memory';
 const TOKEN = 'bench-memory-token-0123456789abcdef';
 
 // The service runs in a temporary directory, where a bare `--import tsx` would not resolve.
-const TSX_LOADER = import.meta.resolve('tsx');
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 const mib = (kib: number) => Math.round(kib / 1024);
 

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -30,7 +31,7 @@ const run = async <Row>(db: PgliteLike, sql: string, params?: readonly unknown[]
  */
 const EMBEDDED_POSTGRES_SETTINGS = ['shared_buffers = 16MB', 'temp_buffers = 2MB', 'wal_buffers = 1MB', 'maintenance_work_mem = 16MB'];
 
-const PGLITE_MODULE = import.meta.resolve('@electric-sql/pglite');
+const PGLITE_MODULE = createRequire(import.meta.url).resolve('@electric-sql/pglite');
 
 /**
  * Creating a data directory runs initdb inside the WebAssembly instance, whose memory then stays allocated: doing it in
@@ -38,8 +39,8 @@ const PGLITE_MODULE = import.meta.resolve('@electric-sql/pglite');
  */
 async function initializeDataDir(dataDir: string): Promise<void> {
   if (existsSync(join(dataDir, 'PG_VERSION'))) return;
-  const script = `const { PGlite } = await import(${JSON.stringify(PGLITE_MODULE)}); const db = await PGlite.create(process.argv[1]); await db.close();`;
-  await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, dataDir]);
+  const script = `require(${JSON.stringify(PGLITE_MODULE)}).PGlite.create(process.argv[1]).then((db) => db.close());`;
+  await promisify(execFile)(process.execPath, ['-e', script, dataDir]);
 }
 
 /** In-process Postgres (PGlite). `dataDir` undefined keeps everything in memory (tests). */
