@@ -25,6 +25,12 @@ const TOKEN = 'bench-memory-token-0123456789abcdef';
 // The service runs in a temporary directory, where a bare `--import tsx` would not resolve.
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
+/** `npm start`'s own command line (its Node flags matter here), with paths that work from another directory. */
+const START_ARGS = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
+  .split(/\s+/)
+  .slice(1)
+  .map((arg) => (arg === 'tsx' ? TSX_LOADER : arg.endsWith('.ts') ? join(REPO_ROOT, arg) : arg));
+
 const mib = (kib: number) => Math.round(kib / 1024);
 
 /** VmRSS of a process in KiB, 0 once it is gone. */
@@ -115,7 +121,7 @@ async function measure(shape: Shape): Promise<Record<string, string | number>> {
     delete env.SVC_CONFIG;
     delete env.SVC_CONTROL_PLANE_CONFIG;
   }
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, join(REPO_ROOT, 'bin/control-plane.ts')], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, START_ARGS, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
