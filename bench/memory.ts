@@ -10,8 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { benchDatabaseUrl, ensureDatabase, percentileTable } from './support.ts';
 
@@ -22,14 +21,11 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const DATABASE = 'rcp_bench_memory';
 const TOKEN = 'bench-memory-token-0123456789abcdef';
 
-// The service runs in a temporary directory, where a bare `--import tsx` would not resolve.
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-
 /** `npm start`'s own command line (its Node flags matter here), with paths that work from another directory. */
 const START_ARGS = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
   .split(/\s+/)
   .slice(1)
-  .map((arg) => (arg === 'tsx' ? TSX_LOADER : arg.endsWith('.ts') ? join(REPO_ROOT, arg) : arg));
+  .map((arg) => (/\.[jt]s$/.test(arg) ? join(REPO_ROOT, arg) : arg));
 
 const mib = (kib: number) => Math.round(kib / 1024);
 

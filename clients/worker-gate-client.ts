@@ -12,15 +12,17 @@ export interface WorkerGateResponse<T = unknown> {
 }
 
 export class WorkerGateError extends Error {
-  constructor(
-    message: string,
-    /** HTTP status, or null when no answer came (connection refused, timeout). */
-    readonly status: number | null,
-    /** True when the same call may be repeated: no answer, or a 5xx other than the dispatch script's 502/504. */
-    readonly retryable: boolean,
-    readonly body: unknown = null,
-  ) {
+  /** HTTP status, or null when no answer came (connection refused, timeout). */
+  readonly status: number | null;
+  /** True when the same call may be repeated: no answer, or a 5xx other than the dispatch script's 502/504. */
+  readonly retryable: boolean;
+  readonly body: unknown;
+
+  constructor(message: string, status: number | null, retryable: boolean, body: unknown = null) {
     super(message);
+    this.status = status;
+    this.retryable = retryable;
+    this.body = body;
     this.name = 'WorkerGateError';
   }
 }

@@ -5,12 +5,15 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** An error whose status and `detail` are meant for the client. */
 export class HttpError extends Error {
-  constructor(
-    readonly statusCode: number,
-    readonly detail: string | Record<string, unknown>,
-    readonly headers: Record<string, string> = {},
-  ) {
+  readonly statusCode: number;
+  readonly detail: string | Record<string, unknown>;
+  readonly headers: Record<string, string>;
+
+  constructor(statusCode: number, detail: string | Record<string, unknown>, headers: Record<string, string> = {}) {
     super(typeof detail === 'string' ? detail : `HTTP ${statusCode}`);
+    this.statusCode = statusCode;
+    this.detail = detail;
+    this.headers = headers;
     this.name = 'HttpError';
   }
 }

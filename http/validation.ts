@@ -48,8 +48,11 @@ export function problemsFromValidation(error: unknown): ValidationProblem[] | un
 
 /** A request refused before its route schema ran, answered as a schema failure is (422, one entry per problem). */
 export class InvalidRequest extends Error {
-  constructor(readonly problems: ValidationProblem[]) {
+  readonly problems: ValidationProblem[];
+
+  constructor(problems: ValidationProblem[]) {
     super(problems.map((problem) => `${problem.loc.join('.')}: ${problem.msg}`).join('; '));
+    this.problems = problems;
     this.name = 'InvalidRequest';
   }
 }

@@ -1,15 +1,19 @@
+export type CommandRefusedStatus = 404 | 409 | 422 | 501 | 502 | 503 | 504;
+
 /**
  * A command refused, or not carried out, for a reason the caller can act on (unknown id, wrong state, a worker that
  * failed, a feature switched off). The HTTP layer answers it with its status and `{"detail": ...}`; a workflow sees
  * it as a non-retryable failure.
  */
 export class CommandRefusedError extends Error {
-  constructor(
-    readonly status: 404 | 409 | 422 | 501 | 502 | 503 | 504,
-    /** A message, or (for 422) one `{loc, msg, type}` entry per problem, as the README's "Errors" describes. */
-    readonly detail: string | Record<string, unknown> | readonly Record<string, unknown>[],
-  ) {
+  readonly status: CommandRefusedStatus;
+  /** A message, or (for 422) one `{loc, msg, type}` entry per problem, as the README's "Errors" describes. */
+  readonly detail: string | Record<string, unknown> | readonly Record<string, unknown>[];
+
+  constructor(status: CommandRefusedStatus, detail: string | Record<string, unknown> | readonly Record<string, unknown>[]) {
     super(typeof detail === 'string' ? detail : `command refused (${status})`);
+    this.status = status;
+    this.detail = detail;
     this.name = 'CommandRefusedError';
   }
 }

@@ -2,8 +2,11 @@ import { payloadHash } from '../http/payload-hash.ts';
 import type { Queryable } from './store.ts';
 
 export class IdempotencyConflictError extends Error {
-  constructor(readonly key: string) {
+  readonly key: string;
+
+  constructor(key: string) {
     super(`idempotency key '${key}' was reused with different payload`);
+    this.key = key;
     this.name = 'IdempotencyConflictError';
   }
 }

@@ -70,8 +70,11 @@ export type ClaimResult =
   | { claimed: false; reason: string };
 
 export class LaneBusyError extends Error {
-  constructor(readonly lane: string) {
+  readonly lane: string;
+
+  constructor(lane: string) {
     super(`lane ${lane} already has an active item`);
+    this.lane = lane;
     this.name = 'LaneBusyError';
   }
 }
@@ -155,8 +158,11 @@ export interface TransitionRequest {
 
 /** A transition for a run the ledger does not have (a workflow canceled before its claim). */
 export class UnknownRunError extends Error {
-  constructor(readonly runId: string) {
+  readonly runId: string;
+
+  constructor(runId: string) {
     super(`unknown run '${runId}'`);
+    this.runId = runId;
     this.name = 'UnknownRunError';
   }
 }

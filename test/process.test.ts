@@ -7,7 +7,7 @@ import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { SIMULATED_AGENT_PATH } from '../config/first-run.ts';
 import { createTestDatabase } from './support/database.ts';
 import { CallbackReceiver } from './support/gate.ts';
-import { isProcessAlive, isProcessRunning } from './support/process.ts';
+import { isProcessAlive, isProcessRunning, START_COMMAND_ARGS } from './support/process.ts';
 import { acceptsConnections, rawConnection, stalledBodyRequest } from './support/raw-socket.ts';
 
 const TOKEN = 'process-test-token-0123456789abcdef';
@@ -20,7 +20,7 @@ interface StartedProcess {
 }
 
 function startEntryPoint(configPath: string, env: Record<string, string> = {}): StartedProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/control-plane.ts'], {
+  const child = spawn(process.execPath, [...START_COMMAND_ARGS], {
     env: { ...process.env, SVC_CONFIG: configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -21,7 +21,11 @@ interface ReceivedEvent {
 /** A real HTTP server standing in for the gate's /legacy-agent/event route. */
 class EventReceiver {
   readonly received: ReceivedEvent[] = [];
-  private constructor(private readonly server: Server) {}
+  private readonly server: Server;
+
+  private constructor(server: Server) {
+    this.server = server;
+  }
 
   static async start(): Promise<EventReceiver> {
     const server = createServer();

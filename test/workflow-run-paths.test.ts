@@ -8,6 +8,7 @@ import { createActivities } from '../activities/index.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { ensureSearchAttributes } from '../bin/runtime/search-attributes.ts';
 import { loadWorkflowBundle } from '../bin/runtime/workflow-bundle.ts';
+import { WORKFLOWS_ON_MAIN_THREAD } from '../bin/runtime/temporal-runtime.ts';
 import { temporalRunLauncher } from '../clients/run-workflows.ts';
 import type { CallbackEventType } from '../domain/gate.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
@@ -89,6 +90,7 @@ beforeAll(async () => {
     taskQueue: TASK_QUEUE,
     workflowBundle: await loadWorkflowBundle(),
     activities: createActivities({ store, settings }),
+    ...WORKFLOWS_ON_MAIN_THREAD,
   });
   running = worker.run();
   client = new Client({ connection: clientConnection });
@@ -231,6 +233,13 @@ describe('the run workflow on each of its paths', () => {
     expect(await queueItem(input.project_id)).toMatchObject({ status: 'queued', dispatch_failures: 1 });
     expect((await runRow(input.run_id))!.state).toBe('dispatch_error');
     await keepHistory('run-preflight-failed', input.run_id);
+  });
+});
+
+describe('the worker the service runs', () => {
+  it('runs workflows on its own thread and keeps the 5 s deadlock limit', () => {
+    expect(worker.options.debugMode).toBe(true);
+    expect(worker.options.isolateExecutionTimeoutMs).toBe(5_000);
   });
 });
 

@@ -61,7 +61,11 @@ export class CallbackOutbox {
   private stopped = true;
   private readonly inFlight = new Set<AbortController>();
 
-  constructor(private readonly options: CallbackOutboxOptions) {}
+  private readonly options: CallbackOutboxOptions;
+
+  constructor(options: CallbackOutboxOptions) {
+    this.options = options;
+  }
 
   /** Reads the entries a previous process left; pending ones are sent once `start` runs. */
   load(): void {

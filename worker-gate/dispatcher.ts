@@ -95,7 +95,11 @@ function dispatchResponse(run: GateRun, alreadyDispatched: boolean): DispatchRes
 export class GateDispatcher {
   private readonly dispatchesInFlight = new Map<string, { hash: string; promise: Promise<DispatchResponse> }>();
 
-  constructor(private readonly options: GateDispatcherOptions) {}
+  private readonly options: GateDispatcherOptions;
+
+  constructor(options: GateDispatcherOptions) {
+    this.options = options;
+  }
 
   /** Marks the records a previous process left mid-dispatch: their agent is never started a second time. */
   recoverInterruptedDispatches(): void {

@@ -19,7 +19,11 @@ const ROTATE_AT_BYTES = 10 * 1024 * 1024;
 export class GateEventLog {
   private readonly recent: GateEvent[] = [];
 
-  constructor(private readonly path: string) {}
+  private readonly path: string;
+
+  constructor(path: string) {
+    this.path = path;
+  }
 
   load(): void {
     mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });

@@ -81,7 +81,10 @@ export class RunMonitor {
   private ticking: Promise<void> | undefined;
   private stopped = false;
 
-  constructor(private readonly options: RunMonitorOptions) {
+  private readonly options: RunMonitorOptions;
+
+  constructor(options: RunMonitorOptions) {
+    this.options = options;
     this.btimeSec = parseProcStat(readFileSync('/proc/stat', 'utf8'))?.btimeSec ?? 0;
     const longestSustain = Math.max(...WORKLOAD_CLASSES.map((cls) => profileFor(options.config, cls).idle_sustain_sec));
     this.maxSamplesKept = Math.ceil(longestSustain / options.config.sample_interval_sec) + 10;

@@ -8,10 +8,13 @@ import { fileNameFor, readJsonDir, writeJsonAtomic } from './json-files.ts';
 export class RunRecords {
   private readonly runs = new Map<string, GateRun>();
 
-  constructor(
-    private readonly dir: string,
-    private readonly logger: Logger,
-  ) {}
+  private readonly dir: string;
+  private readonly logger: Logger;
+
+  constructor(dir: string, logger: Logger) {
+    this.dir = dir;
+    this.logger = logger;
+  }
 
   load(): void {
     const files = readJsonDir(this.dir, (file, error) => this.logger.warn({ file, err: error }, 'skipping an unreadable run record'));

@@ -62,7 +62,11 @@ export class InstantGate {
   private port = 0;
   private readonly pending = new Set<Promise<unknown>>();
 
-  constructor(private readonly options: InstantGateOptions) {}
+  private readonly options: InstantGateOptions;
+
+  constructor(options: InstantGateOptions) {
+    this.options = options;
+  }
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,21 +29,21 @@ function sourceHash(): string {
   return hash.digest('hex').slice(0, 32);
 }
 
-export async function loadWorkflowBundle(progress: (message: string) => void = () => undefined): Promise<{ code: string }> {
+/**
+ * The cached bundle's path. The worker reads the file itself, so the code is held once (by the compiled workflow
+ * script) rather than also as a string in this process.
+ */
+export async function loadWorkflowBundle(progress: (message: string) => void = () => undefined): Promise<{ codePath: string }> {
   const dir = join(cacheRoot(), 'workflow-bundles');
-  const path = join(dir, `${sourceHash()}.js`);
-  try {
-    return { code: readFileSync(path, 'utf8') };
-  } catch {
-    // Not cached yet.
-  }
+  const codePath = join(dir, `${sourceHash()}.js`);
+  if (existsSync(codePath)) return { codePath };
   progress('bundling the workflow code (once per code change, a few seconds)');
   const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_ENTRY, logger: quietBundlerLogger });
   mkdirSync(dir, { recursive: true });
-  const temporary = `${path}.${randomBytes(4).toString('hex')}.tmp`;
+  const temporary = `${codePath}.${randomBytes(4).toString('hex')}.tmp`;
   writeFileSync(temporary, code);
-  renameSync(temporary, path);
-  return { code };
+  renameSync(temporary, codePath);
+  return { codePath };
 }
 
 const quietBundlerLogger = {

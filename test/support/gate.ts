@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../bin/runtime/temporal-dev-server.ts';
 import type { WorkerCallback } from '../../contracts/worker-callback.ts';
+import { START_COMMAND_ARGS } from './process.ts';
 
 export const GATE_TOKEN = 'gate-test-token-0123456789abcdef';
 export const CONTROL_TOKEN = 'gate-test-control-token-0123456789';
@@ -36,7 +37,11 @@ export class CallbackReceiver {
   readonly received: ReceivedCallback[] = [];
   private server: Server | undefined;
 
-  private constructor(readonly port: number) {}
+  readonly port: number;
+
+  private constructor(port: number) {
+    this.port = port;
+  }
 
   static async start(): Promise<CallbackReceiver> {
     const receiver = new CallbackReceiver(await freePort());
@@ -153,7 +158,7 @@ export async function startServiceProcess(
   what: string,
   options: { configPath: string; url: string; env?: Record<string, string>; readyTimeoutMs?: number },
 ): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/control-plane.ts'], {
+  const child = spawn(process.execPath, [...START_COMMAND_ARGS], {
     cwd: REPO_ROOT,
     env: { ...process.env, SVC_CONFIG: options.configPath, SVC_CONTROL_PLANE_CONFIG: '', LOG_LEVEL: 'info', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,4 +1,14 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The Node arguments of `npm start` (its flags and entry point), with the entry point's path made absolute. */
+export const START_COMMAND_ARGS: readonly string[] = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
+  .split(/\s+/)
+  .slice(1)
+  .map((arg) => (/\.[jt]s$/.test(arg) ? join(REPO_ROOT, arg) : arg));
 
 /** True while a process with this pid exists (signal 0 checks without signalling). */
 export function isProcessAlive(pid: number): boolean {
