@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { firstRunConfigPath, writeFirstRunConfig } from './first-run.ts';
@@ -227,6 +227,11 @@ function exposureWarning(configPath: string): string | undefined {
   return `${configPath} is readable or writable by other users (mode ${(mode & 0o777).toString(8)}); it holds this install's tokens: chmod 600 it`;
 }
 
+/** Where the operational trace is written: operational_trace_log_path, or a file under state_dir when it is empty. */
+export function operationalTracePath(config: Pick<Config, 'operational_trace_log_path' | 'state_dir'>): string {
+  return config.operational_trace_log_path || join(config.state_dir, 'operational-trace.jsonl');
+}
+
 function collectWarnings(config: Config, configPath: string): string[] {
   const warnings: string[] = [];
   const exposure = exposureWarning(configPath);
@@ -235,7 +240,12 @@ function collectWarnings(config: Config, configPath: string): string[] {
     warnings.push(`dispatch_script_path: ${config.dispatch_script_path} does not exist`);
   }
   if (config.operational_trace_enabled) {
-    warnings.push('operational_trace_enabled: raw request payloads are being captured; keep disabled unless intended');
+    const promptText = config.operational_trace_redact_prompt_text ? 'redacted' : 'NOT redacted (operational_trace_redact_prompt_text is false)';
+    warnings.push(
+      `operational_trace_enabled: request and response payloads of command routes (every method but GET) and of calls to worker gates ` +
+        `are written to ${operationalTracePath(config)}, up to ${config.operational_trace_max_payload_bytes} bytes each, ` +
+        `with secrets redacted and prompt_text ${promptText}; keep disabled unless intended`,
+    );
   }
   return warnings;
 }

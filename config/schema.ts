@@ -180,7 +180,10 @@ export const ConfigFieldsSchema = z.strictObject({
   dispatch_timeout_sec: doc(z.number().positive().default(30), {
     description: 'How long the dispatch script may run before the dispatch fails (504).',
   }),
-  log_events: doc(z.boolean().default(true), { description: 'Log audit events.' }),
+  log_events: doc(z.boolean().default(true), {
+    description:
+      'Worker gate: write its event history to worker-gate/events.jsonl under state_dir (read back on restart); false keeps only the running process\'s recent events in memory, still shown by /dashboard/api. The control plane\'s audit trail is always written.',
+  }),
   live_dispatch_enabled: doc(z.boolean().default(false), {
     description: 'Allow live (non-dry-run) dispatch; when false live dispatch answers 501.',
   }),
@@ -303,13 +306,17 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Warn when resident memory exceeds this; 0 disables.',
   }),
   operational_trace_enabled: doc(z.boolean().default(false), {
-    description: 'Capture raw payloads for debugging; keep disabled unless intended.',
+    description:
+      'Write the request and response payloads of command routes (every method but GET, on this process\'s control plane and worker gate) and of calls to worker gates to the trace file, one JSON line per exchange, secrets redacted (README "Operational trace"). It captures raw payloads: keep disabled unless intended.',
   }),
   operational_trace_log_path: doc(text().default(''), {
-    description: 'File for operational traces. Relative paths resolve against the config file directory.',
+    description: 'Trace file (created mode 0600); empty: operational-trace.jsonl under state_dir. Relative paths resolve against the config file directory.',
   }),
   operational_trace_max_payload_bytes: doc(z.number().int().min(1024).default(16384), {
-    description: 'Largest payload captured per trace entry.',
+    description: 'Each payload is cut to this many bytes of its serialized text; a cut one is marked "truncated": true with its whole size.',
+  }),
+  operational_trace_redact_prompt_text: doc(z.boolean().default(true), {
+    description: 'Replace every prompt_text value in the trace (the agent\'s prompt); false keeps prompts readable there.',
   }),
   control_plane_store_backend: doc(z.enum(['embedded', 'pg', 'pg_readonly', 'sqlite']).default('embedded'), {
     description: 'embedded: in-process Postgres files under state_dir (sqlite is an alias); pg: Postgres at pg_database_url; pg_readonly: reads only, writes answer 501.',
