@@ -4,10 +4,13 @@ import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { firstRunConfigPath, writeFirstRunConfig } from './first-run.ts';
 import {
+  ConfigFieldsSchema,
   ConfigFileSchema,
   DEPRECATED_ALIASES,
   ENV_ONLY_FIELDS,
   ENV_OVERRIDES,
+  NOT_IMPLEMENTED_ENV_ONLY,
+  NOT_IMPLEMENTED_FIELDS,
   PLACEHOLDER_REASON,
   isPlaceholder,
 } from './schema.ts';
@@ -232,8 +235,28 @@ export function operationalTracePath(config: Pick<Config, 'operational_trace_log
   return config.operational_trace_log_path || join(config.state_dir, 'operational-trace.jsonl');
 }
 
-function collectWarnings(config: Config, configPath: string): string[] {
+/**
+ * One warning per field whose feature is not built yet and whose value (from the file or the environment) differs
+ * from its default: a default changes nothing, but any other value would be silently ignored.
+ */
+function notImplementedWarnings(config: Config, env: ConfigEnv): string[] {
   const warnings: string[] = [];
+  for (const field of NOT_IMPLEMENTED_FIELDS) {
+    const unset = ConfigFieldsSchema.shape[field].safeParse(undefined);
+    if (!isDeepStrictEqual(config[field], unset.success ? unset.data : undefined)) {
+      warnings.push(`${field}: not implemented yet; the value set has no effect (README "Configuration reference")`);
+    }
+  }
+  for (const [variable, field] of Object.entries(ENV_ONLY_FIELDS)) {
+    if (NOT_IMPLEMENTED_ENV_ONLY.has(variable) && env[variable]) {
+      warnings.push(`${field}: not implemented yet; environment variable ${variable} has no effect`);
+    }
+  }
+  return warnings;
+}
+
+function collectWarnings(config: Config, configPath: string, env: ConfigEnv): string[] {
+  const warnings: string[] = notImplementedWarnings(config, env);
   const exposure = exposureWarning(configPath);
   if (exposure) warnings.push(exposure);
   if (config.roles.includes('worker_gate') && !existsSync(config.dispatch_script_path)) {
@@ -300,7 +323,7 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadConfigResult {
   }
 
   const config = resolvePaths({ ...parsed.data, ...envOnly }, dirname(configPath));
-  warnings.push(...collectWarnings(config, configPath));
+  warnings.push(...collectWarnings(config, configPath, env));
   return firstRun
     ? { ok: true, config, configPath, warnings, firstRun }
     : { ok: true, config, configPath, warnings };
