@@ -133,7 +133,7 @@ export function createRunActivities(deps: RunActivityDeps) {
       // overwrite: the prompt file is per run, so a retried prepare rewrites identical content.
       const body = { ...fields, prompt_text: promptText, overwrite: true };
       try {
-        return await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000 }).prepareProject(body);
+        return await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).prepareProject(body);
       } catch (error) {
         throw gateFailure(error);
       }
@@ -145,7 +145,7 @@ export function createRunActivities(deps: RunActivityDeps) {
       const { workload_class, machine_target, ...rest } = fields;
       const body = { ...rest, ...input.agent, workload_class, machine_target };
       try {
-        return await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000 }).dispatch(body);
+        return await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).dispatch(body);
       } catch (error) {
         throw gateFailure(error);
       }
@@ -156,7 +156,7 @@ export function createRunActivities(deps: RunActivityDeps) {
       const run = await requireRun(input.run_id);
       let response;
       try {
-        response = await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000 }).cancelRun(run.run_id);
+        response = await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).cancelRun(run.run_id);
       } catch (error) {
         throw gateFailure(error);
       }

@@ -22,6 +22,7 @@ import { statusRoutes } from './status.ts';
 import { refuseNulCharacters, useZodTypeProvider } from '../http/validation.ts';
 import { allowedHosts } from '../http/allowed-hosts.ts';
 import { registerRateLimits } from '../http/rate-limit.ts';
+import { operationalTraceHooks, type OperationalTrace } from '../http/operational-trace.ts';
 import { openApiDocument } from './openapi.ts';
 import { workerCallbackRoutes } from './worker-callback.ts';
 
@@ -39,6 +40,8 @@ export interface HttpAppOptions {
   workerGate?: WorkerGateRole;
   /** config allowed_hosts: host names this server answers to; empty answers any. */
   allowedHosts?: readonly string[];
+  /** operational_trace_enabled: command requests and their answers are recorded here. */
+  operationalTrace?: OperationalTrace;
 }
 
 /**
@@ -53,6 +56,7 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
   // Command bodies are JSON only; anything else is 415 rather than a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
   registerErrorHandling(app, controlPlaneErrorAnswers);
+  if (options.operationalTrace) await app.register(operationalTraceHooks, { trace: options.operationalTrace });
   await app.register(securityHeaders);
   // Before authentication: a request for a host name this server does not answer to learns nothing else.
   await app.register(allowedHosts, { allowedHosts: options.allowedHosts ?? [] });

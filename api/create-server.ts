@@ -7,6 +7,7 @@ import type { AuthKind } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { answerClientError } from '../http/client-errors.ts';
 import { BODY_LIMIT_BYTES } from '../http/errors.ts';
+import type { OperationalTrace } from '../http/operational-trace.ts';
 
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -38,6 +39,8 @@ export interface CreateServerOptions {
   /** config allowed_hosts: host names this server answers to (README "HTTP conventions"); empty or absent answers any. */
   allowedHosts?: readonly string[];
   limits?: HttpLimits;
+  /** operational_trace_enabled: the trace command requests are recorded in. */
+  operationalTrace?: OperationalTrace;
 }
 
 /**
@@ -117,6 +120,7 @@ export function createServer(deps: AppDeps, logger: Logger, options: CreateServe
       controlPlane: deps,
       ...(options.workerGate ? { workerGate: options.workerGate } : {}),
       ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
+      ...(options.operationalTrace ? { operationalTrace: options.operationalTrace } : {}),
     },
     logger,
     options,
@@ -128,7 +132,16 @@ export function createWorkerGateServer(
   controlApiToken: string,
   workerGate: WorkerGateRole,
   logger: Logger,
-  options: Pick<CreateServerOptions, 'onRoute' | 'allowedHosts' | 'limits'> = {},
+  options: Pick<CreateServerOptions, 'onRoute' | 'allowedHosts' | 'limits' | 'operationalTrace'> = {},
 ): Promise<FastifyInstance> {
-  return buildServer({ controlApiToken, workerGate, ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}) }, logger, options);
+  return buildServer(
+    {
+      controlApiToken,
+      workerGate,
+      ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
+      ...(options.operationalTrace ? { operationalTrace: options.operationalTrace } : {}),
+    },
+    logger,
+    options,
+  );
 }

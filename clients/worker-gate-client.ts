@@ -1,4 +1,5 @@
 import type { WorkerTarget } from '../domain/lanes.ts';
+import type { OperationalTrace } from '../http/operational-trace.ts';
 
 /**
  * HTTP client of a worker gate (README "Worker gate"). Every call is bounded by a timeout and
@@ -44,12 +45,33 @@ export interface GateRequest {
   token?: string;
   body?: unknown;
   timeoutMs: number;
+  /** The operational trace, when enabled, and the name the call is recorded under. */
+  trace?: { writer: OperationalTrace; target: string };
 }
 
 /** One request to a gate; answers any HTTP status (the caller decides) and throws only when no answer came. */
 export async function gateRequest<T = unknown>(baseUrl: string, request: GateRequest): Promise<WorkerGateResponse<T>> {
   const url = new URL(request.path, baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
   const started = performance.now();
+  const traced = (status: number | null, responseBody: unknown, error?: string) => {
+    if (!request.trace) return;
+    const { writer, target } = request.trace;
+    const secrets = new Set(request.token ? [request.token] : []);
+    writer.record(
+      {
+        direction: 'outbound',
+        target,
+        path: url.pathname,
+        method: request.method,
+        status,
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
+        ...(error ? { error } : {}),
+        request: writer.payload(request.body, secrets),
+        response: writer.payload(responseBody, secrets),
+      },
+      secrets,
+    );
+  };
   let response: Response;
   try {
     response = await fetch(url, {
@@ -65,6 +87,7 @@ export async function gateRequest<T = unknown>(baseUrl: string, request: GateReq
   } catch (cause) {
     const error = cause as Error;
     const reason = error.name === 'TimeoutError' ? `no answer within ${request.timeoutMs} ms` : (error.cause as Error | undefined)?.message ?? error.message;
+    traced(null, null, reason);
     throw new WorkerGateError(`${request.method} ${url.origin}${url.pathname}: ${reason}`, null, true);
   }
   const text = await response.text();
@@ -74,6 +97,7 @@ export async function gateRequest<T = unknown>(baseUrl: string, request: GateReq
   } catch {
     // Not JSON: keep the text for the error message.
   }
+  traced(response.status, text);
   return { status: response.status, body: body as T, ms: Math.round(performance.now() - started) };
 }
 
@@ -102,30 +126,31 @@ export interface WorkerGateClient {
 const DISPATCH_SCRIPT_FAILURES: ReadonlySet<number> = new Set([502, 504]);
 const NOTHING: ReadonlySet<number> = new Set();
 
-export function workerGateClient(target: WorkerTarget, options: { timeoutMs: number }): WorkerGateClient {
+export function workerGateClient(target: WorkerTarget, options: { timeoutMs: number; trace?: OperationalTrace | undefined }): WorkerGateClient {
   const base = target.wake_gate_url;
   const token = target.bearer_token;
+  const trace = options.trace ? { trace: { writer: options.trace, target: target.name } } : {};
   return {
     async prepareProject(body) {
-      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'prepare-project', token, body, timeoutMs: options.timeoutMs });
+      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'prepare-project', token, body, timeoutMs: options.timeoutMs, ...trace });
       return expectSuccess(target, '/prepare-project', response, NOTHING);
     },
     async dispatch(body) {
-      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'dispatch', token, body, timeoutMs: options.timeoutMs });
+      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'dispatch', token, body, timeoutMs: options.timeoutMs, ...trace });
       return expectSuccess(target, '/dispatch', response, DISPATCH_SCRIPT_FAILURES);
     },
     cancelRun(runId) {
-      return gateRequest(base, { method: 'POST', path: `runs/${encodeURIComponent(runId)}/cancel`, token, timeoutMs: options.timeoutMs });
+      return gateRequest(base, { method: 'POST', path: `runs/${encodeURIComponent(runId)}/cancel`, token, timeoutMs: options.timeoutMs, ...trace });
     },
     healthz() {
-      return gateRequest(base, { method: 'GET', path: 'healthz', timeoutMs: options.timeoutMs });
+      return gateRequest(base, { method: 'GET', path: 'healthz', timeoutMs: options.timeoutMs, ...trace });
     },
     dashboard(query = {}) {
       const params = new URLSearchParams();
       if (query.limit !== undefined) params.set('limit', String(query.limit));
       if (query.event_limit !== undefined) params.set('event_limit', String(query.event_limit));
       const suffix = params.size > 0 ? `?${params}` : '';
-      return gateRequest(base, { method: 'GET', path: `dashboard/api${suffix}`, token, timeoutMs: options.timeoutMs });
+      return gateRequest(base, { method: 'GET', path: `dashboard/api${suffix}`, token, timeoutMs: options.timeoutMs, ...trace });
     },
   };
 }

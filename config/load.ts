@@ -1,13 +1,16 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { firstRunConfigPath, writeFirstRunConfig } from './first-run.ts';
 import {
+  ConfigFieldsSchema,
   ConfigFileSchema,
   DEPRECATED_ALIASES,
   ENV_ONLY_FIELDS,
   ENV_OVERRIDES,
+  NOT_IMPLEMENTED_ENV_ONLY,
+  NOT_IMPLEMENTED_FIELDS,
   PLACEHOLDER_REASON,
   isPlaceholder,
 } from './schema.ts';
@@ -227,15 +230,45 @@ function exposureWarning(configPath: string): string | undefined {
   return `${configPath} is readable or writable by other users (mode ${(mode & 0o777).toString(8)}); it holds this install's tokens: chmod 600 it`;
 }
 
-function collectWarnings(config: Config, configPath: string): string[] {
+/** Where the operational trace is written: operational_trace_log_path, or a file under state_dir when it is empty. */
+export function operationalTracePath(config: Pick<Config, 'operational_trace_log_path' | 'state_dir'>): string {
+  return config.operational_trace_log_path || join(config.state_dir, 'operational-trace.jsonl');
+}
+
+/**
+ * One warning per field whose feature is not built yet and whose value (from the file or the environment) differs
+ * from its default: a default changes nothing, but any other value would be silently ignored.
+ */
+function notImplementedWarnings(config: Config, env: ConfigEnv): string[] {
   const warnings: string[] = [];
+  for (const field of NOT_IMPLEMENTED_FIELDS) {
+    const unset = ConfigFieldsSchema.shape[field].safeParse(undefined);
+    if (!isDeepStrictEqual(config[field], unset.success ? unset.data : undefined)) {
+      warnings.push(`${field}: not implemented yet; the value set has no effect (README "Configuration reference")`);
+    }
+  }
+  for (const [variable, field] of Object.entries(ENV_ONLY_FIELDS)) {
+    if (NOT_IMPLEMENTED_ENV_ONLY.has(variable) && env[variable]) {
+      warnings.push(`${field}: not implemented yet; environment variable ${variable} has no effect`);
+    }
+  }
+  return warnings;
+}
+
+function collectWarnings(config: Config, configPath: string, env: ConfigEnv): string[] {
+  const warnings: string[] = notImplementedWarnings(config, env);
   const exposure = exposureWarning(configPath);
   if (exposure) warnings.push(exposure);
   if (config.roles.includes('worker_gate') && !existsSync(config.dispatch_script_path)) {
     warnings.push(`dispatch_script_path: ${config.dispatch_script_path} does not exist`);
   }
   if (config.operational_trace_enabled) {
-    warnings.push('operational_trace_enabled: raw request payloads are being captured; keep disabled unless intended');
+    const promptText = config.operational_trace_redact_prompt_text ? 'redacted' : 'NOT redacted (operational_trace_redact_prompt_text is false)';
+    warnings.push(
+      `operational_trace_enabled: request and response payloads of command routes (every method but GET) and of calls to worker gates ` +
+        `are written to ${operationalTracePath(config)}, up to ${config.operational_trace_max_payload_bytes} bytes each, ` +
+        `with secrets redacted and prompt_text ${promptText}; keep disabled unless intended`,
+    );
   }
   return warnings;
 }
@@ -290,7 +323,7 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadConfigResult {
   }
 
   const config = resolvePaths({ ...parsed.data, ...envOnly }, dirname(configPath));
-  warnings.push(...collectWarnings(config, configPath));
+  warnings.push(...collectWarnings(config, configPath, env));
   return firstRun
     ? { ok: true, config, configPath, warnings, firstRun }
     : { ok: true, config, configPath, warnings };

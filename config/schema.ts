@@ -25,6 +25,9 @@ export const ENV_OVERRIDES = {
   PAPER_WRITER_API_KEY: 'paper_writer_api_key',
 } as const;
 
+/** Environment-only fields whose feature is not built yet (like `notImplemented` in a field's doc()). */
+export const NOT_IMPLEMENTED_ENV_ONLY: ReadonlySet<string> = new Set(['RESEARCH_PROVIDER_API_KEY']);
+
 /** Environment variable → normalized config field that only the environment can set. */
 export const ENV_ONLY_FIELDS = {
   RESEARCH_PROVIDER_API_KEY: 'research_provider_api_key',
@@ -72,6 +75,11 @@ type FieldMeta = {
   secret?: boolean;
   /** Environment variable that overrides the file value. */
   env?: string;
+  /**
+   * The feature behind the field is not built yet: the reference marks it and setting it logs a warning
+   * (README "Configuration reference"). Drop the flag in the change that builds the feature.
+   */
+  notImplemented?: true;
 };
 
 function doc<T extends z.ZodType>(schema: T, meta: FieldMeta): T {
@@ -180,7 +188,10 @@ export const ConfigFieldsSchema = z.strictObject({
   dispatch_timeout_sec: doc(z.number().positive().default(30), {
     description: 'How long the dispatch script may run before the dispatch fails (504).',
   }),
-  log_events: doc(z.boolean().default(true), { description: 'Log audit events.' }),
+  log_events: doc(z.boolean().default(true), {
+    description:
+      'Worker gate: write its event history to worker-gate/events.jsonl under state_dir (read back on restart); false keeps only the running process\'s recent events in memory, still shown by /dashboard/api. The control plane\'s audit trail is always written.',
+  }),
   live_dispatch_enabled: doc(z.boolean().default(false), {
     description: 'Allow live (non-dry-run) dispatch; when false live dispatch answers 501.',
   }),
@@ -237,60 +248,75 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   push_alerts_enabled: doc(z.boolean().default(false), {
     description: 'Send push alerts; requires push_app_token, push_user_key and push_api_url.',
+    notImplemented: true,
   }),
-  push_app_token: doc(text().optional(), { description: 'Push service application token.', secret: true }),
-  push_user_key: doc(text().optional(), { description: 'Push service user key.', secret: true }),
-  push_api_url: doc(optionalHttpUrl(), { description: 'Push service API URL.' }),
+  push_app_token: doc(text().optional(), { description: 'Push service application token.', secret: true, notImplemented: true }),
+  push_user_key: doc(text().optional(), { description: 'Push service user key.', secret: true, notImplemented: true }),
+  push_api_url: doc(optionalHttpUrl(), { description: 'Push service API URL.', notImplemented: true }),
   queue_alert_cooldown_sec: doc(z.number().min(0).default(1800), {
     description: 'Minimum time between repeated queue alerts.',
+    notImplemented: true,
   }),
   queue_alert_hang_after_sec: doc(z.number().min(0).default(3600), {
     description: 'Age after which a running queue item is reported as hung.',
+    notImplemented: true,
   }),
   chat_alert_webhook_enabled: doc(z.boolean().default(false), {
     description: 'Post alerts to a chat webhook; requires chat_alert_webhook_url.',
+    notImplemented: true,
   }),
-  chat_alert_webhook_url: doc(optionalHttpUrl(), { description: 'Chat webhook URL.' }),
-  chat_alert_webhook_secret: doc(text().optional(), { description: 'Chat webhook signing secret.', secret: true }),
+  chat_alert_webhook_url: doc(optionalHttpUrl(), { description: 'Chat webhook URL.', notImplemented: true }),
+  chat_alert_webhook_secret: doc(text().optional(), { description: 'Chat webhook signing secret.', secret: true, notImplemented: true }),
   chat_alert_webhook_timeout_sec: doc(z.number().positive().default(10), {
     description: 'Timeout of one chat webhook post.',
+    notImplemented: true,
   }),
-  queue_pump_enabled: doc(z.boolean().default(false), { description: 'Advance the queue automatically.' }),
+  queue_pump_enabled: doc(z.boolean().default(false), { description: 'Advance the queue automatically.', notImplemented: true }),
   queue_pump_followup_launch_enabled: doc(z.boolean().default(false), {
     description: 'Let the queue pump launch follow-up items.',
+    notImplemented: true,
   }),
   queue_pump_paper_draft_enabled: doc(z.boolean().default(false), {
     description: 'Let the queue pump start paper drafts.',
+    notImplemented: true,
   }),
   paper_writer_provider: doc(z.enum(PAPER_WRITER_PROVIDERS).default('deterministic'), {
     description: 'Paper writer; openai_compatible requires paper_writer_base_url and paper_writer_model.',
+    notImplemented: true,
   }),
-  paper_writer_base_url: doc(optionalHttpUrl(), { description: 'Base URL of the hosted paper writer.' }),
-  paper_writer_model: doc(text().optional(), { description: 'Model name for the hosted paper writer.' }),
+  paper_writer_base_url: doc(optionalHttpUrl(), { description: 'Base URL of the hosted paper writer.', notImplemented: true }),
+  paper_writer_model: doc(text().optional(), { description: 'Model name for the hosted paper writer.', notImplemented: true }),
   paper_writer_api_key: doc(text().default(''), {
     description: 'API key for the hosted paper writer; prefer the environment variable.',
     secret: true,
     env: 'PAPER_WRITER_API_KEY',
+    notImplemented: true,
   }),
   paper_writer_timeout_sec: doc(z.number().positive().default(180), {
     description: 'Timeout of one paper writer request.',
+    notImplemented: true,
   }),
-  paper_writer_temperature: doc(z.number().min(0).max(2).default(0.2), { description: 'Sampling temperature.' }),
+  paper_writer_temperature: doc(z.number().min(0).max(2).default(0.2), { description: 'Sampling temperature.', notImplemented: true }),
   paper_writer_max_tokens: doc(z.number().int().min(1).default(12000), {
     description: 'Maximum tokens per paper writer response.',
+    notImplemented: true,
   }),
   paper_writer_fallback_enabled: doc(z.boolean().default(true), {
     description: 'Fall back to the deterministic writer when the hosted one fails.',
+    notImplemented: true,
   }),
   paper_evidence_sync_enabled: doc(z.boolean().default(false), {
     description: 'Copy paper evidence from the worker over SSH; requires the host and remote root.',
+    notImplemented: true,
   }),
-  paper_evidence_sync_ssh_host: doc(text().optional(), { description: 'SSH host to copy evidence from.' }),
+  paper_evidence_sync_ssh_host: doc(text().optional(), { description: 'SSH host to copy evidence from.', notImplemented: true }),
   paper_evidence_sync_remote_root: doc(text().optional(), {
     description: 'Project root on the remote host.',
+    notImplemented: true,
   }),
   paper_evidence_sync_timeout_sec: doc(z.number().positive().default(120), {
     description: 'Timeout of one evidence sync.',
+    notImplemented: true,
   }),
   route_observability_enabled: doc(z.boolean().default(false), { description: 'Log per-route timings.' }),
   route_observability_log_path: doc(text().default(''), {
@@ -303,19 +329,24 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Warn when resident memory exceeds this; 0 disables.',
   }),
   operational_trace_enabled: doc(z.boolean().default(false), {
-    description: 'Capture raw payloads for debugging; keep disabled unless intended.',
+    description:
+      'Write the request and response payloads of command routes (every method but GET, on this process\'s control plane and worker gate) and of calls to worker gates to the trace file, one JSON line per exchange, secrets redacted (README "Operational trace"). It captures raw payloads: keep disabled unless intended.',
   }),
   operational_trace_log_path: doc(text().default(''), {
-    description: 'File for operational traces. Relative paths resolve against the config file directory.',
+    description: 'Trace file (created mode 0600); empty: operational-trace.jsonl under state_dir. Relative paths resolve against the config file directory.',
   }),
   operational_trace_max_payload_bytes: doc(z.number().int().min(1024).default(16384), {
-    description: 'Largest payload captured per trace entry.',
+    description: 'Each payload is cut to this many bytes of its serialized text; a cut one is marked "truncated": true with its whole size.',
+  }),
+  operational_trace_redact_prompt_text: doc(z.boolean().default(true), {
+    description: 'Replace every prompt_text value in the trace (the agent\'s prompt); false keeps prompts readable there.',
   }),
   control_plane_store_backend: doc(z.enum(['embedded', 'pg', 'pg_readonly', 'sqlite']).default('embedded'), {
     description: 'embedded: in-process Postgres files under state_dir (sqlite is an alias); pg: Postgres at pg_database_url; pg_readonly: reads only, writes answer 501.',
   }),
   core_store_backend: doc(z.enum(['control_plane']).default('control_plane'), {
     description: 'Store of the /svc-core sub-service (same database as the control plane).',
+    notImplemented: true,
   }),
   pg_database_url: doc(
     text()
@@ -324,7 +355,7 @@ export const ConfigFieldsSchema = z.strictObject({
       .default(''),
     { description: 'Postgres URL; required for pg and pg_readonly.', secret: true },
   ),
-  legacy_notes_api_enabled: doc(z.boolean().default(false), { description: 'Serve the legacy notes API.' }),
+  legacy_notes_api_enabled: doc(z.boolean().default(false), { description: 'Serve the legacy notes API.', notImplemented: true }),
   session_cookie_secure: doc(z.boolean().default(false), {
     description: 'Mark the dashboard session cookie Secure (set when served over HTTPS).',
   }),
@@ -338,14 +369,16 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Serve the embedded Temporal dev server\'s web UI (on loopback, without authentication); false starts the dev server without it.',
   }),
   temporal_ui_port: doc(port(1).default(8233), { description: 'Port of the embedded Temporal dev server UI.' }),
-  research_provider_base_url: doc(optionalHttpUrl(), { description: 'Research provider base URL.' }),
-  research_provider_model: doc(text().optional(), { description: 'Research provider model.' }),
-  research_provider_quota_url: doc(optionalHttpUrl(), { description: 'Research provider quota endpoint.' }),
+  research_provider_base_url: doc(optionalHttpUrl(), { description: 'Research provider base URL.', notImplemented: true }),
+  research_provider_model: doc(text().optional(), { description: 'Research provider model.', notImplemented: true }),
+  research_provider_quota_url: doc(optionalHttpUrl(), { description: 'Research provider quota endpoint.', notImplemented: true }),
   research_provider_min_remaining_credits: doc(z.number().min(0).default(5), {
     description: 'Do not call the provider when fewer credits remain.',
+    notImplemented: true,
   }),
   research_provider_request_reserve: doc(z.number().min(0).default(10), {
     description: 'Credits held back for in-flight requests.',
+    notImplemented: true,
   }),
 });
 
@@ -443,6 +476,11 @@ export type EnvOnlyConfig = { research_provider_api_key: string | undefined };
 export type Config = z.output<typeof ConfigFileSchema> & EnvOnlyConfig;
 export type WorkerTarget = z.output<typeof WorkerTargetSchema>;
 
+/** Fields whose feature is not built yet: setting one to anything but its default logs a warning. */
+export const NOT_IMPLEMENTED_FIELDS: readonly (keyof z.output<typeof ConfigFieldsSchema>)[] = Object.entries(ConfigFieldsSchema.shape)
+  .filter(([, schema]) => fieldMeta(schema)?.notImplemented === true)
+  .map(([name]) => name as keyof z.output<typeof ConfigFieldsSchema>);
+
 function fieldMeta(schema: z.ZodType): FieldMeta | undefined {
   return z.globalRegistry.get(schema) as FieldMeta | undefined;
 }
@@ -482,6 +520,8 @@ export type ConfigFieldDoc = {
   description: string;
   /** Environment variable that overrides the file value, if any. */
   env?: string;
+  /** The feature behind it is not built yet. */
+  notImplemented: boolean;
 };
 
 type JsonNode = Record<string, unknown>;
@@ -566,6 +606,7 @@ export function configFieldDocs(): ConfigFieldDoc[] {
       required: required.has(name),
       secret: meta?.secret === true,
       description: meta?.description ?? '',
+      notImplemented: meta?.notImplemented === true,
     };
     if (meta?.env) entry.env = meta.env;
     return entry;

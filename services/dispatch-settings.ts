@@ -1,5 +1,6 @@
 import type { Config } from '../config/schema.ts';
 import { workerRoutingFrom, type WorkerRouting } from '../domain/lanes.ts';
+import type { OperationalTrace } from '../http/operational-trace.ts';
 
 /** What dispatch, preflight, status and the worker callback need from config. */
 export interface DispatchSettings {
@@ -10,10 +11,13 @@ export interface DispatchSettings {
   dispatchTimeoutSec: number;
   /** max_wait_after_idle_sec: how long a run may wait for its completion callbacks (plus a margin). */
   maxWaitAfterIdleSec: number;
+  /** The operational trace, when enabled: calls to worker gates are recorded in it. */
+  trace?: OperationalTrace;
 }
 
-export function dispatchSettingsFrom(config: Config): DispatchSettings {
+export function dispatchSettingsFrom(config: Config, trace?: OperationalTrace): DispatchSettings {
   return {
+    ...(trace ? { trace } : {}),
     liveDispatchEnabled: config.live_dispatch_enabled,
     routing: workerRoutingFrom(config),
     completionCallbackToken: config.completion_callback_token,

@@ -58,7 +58,7 @@ async function observe(call: () => Promise<WorkerGateResponse>): Promise<GateObs
 export async function runWorkerPreflight(deps: PreflightDeps, run: WorkerPreflightRun): Promise<PreflightResult> {
   const { target, run_id, cache = true, ...options } = run;
   const timeoutMs = Math.min(deps.settings.dispatchTimeoutSec, MAX_GATE_CALL_SEC) * 1000;
-  const gate = workerGateClient(target, { timeoutMs });
+  const gate = workerGateClient(target, { timeoutMs, trace: deps.settings.trace });
   const [flags, healthz] = await Promise.all([readFlags(deps.store), observe(() => gate.healthz())]);
   // With no answer to /healthz a second call would only wait out another timeout.
   const dashboard = healthz.status === null ? null : await observe(() => gate.dashboard({ limit: 1, event_limit: 1 }));

@@ -23,6 +23,7 @@ export type WorkerGateConfig = Pick<
   | 'completion_callback_url'
   | 'completion_callback_token'
   | 'completion_callback_timeout_sec'
+  | 'log_events'
 >;
 
 /** The quiet-window thresholds of a workload class, with this gate's overrides. */

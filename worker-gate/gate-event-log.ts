@@ -14,18 +14,22 @@ const ROTATE_AT_BYTES = 10 * 1024 * 1024;
 
 /**
  * Append-only JSON-lines history under state_dir. Each entry is one short write, so a crash loses at most the line
- * being written; a torn last line is skipped when the log is read back.
+ * being written; a torn last line is skipped when the log is read back. With `persist` false (config log_events)
+ * nothing is read or written: only the running process's recent events are kept, in memory.
  */
 export class GateEventLog {
   private readonly recent: GateEvent[] = [];
 
   private readonly path: string;
+  private readonly persist: boolean;
 
-  constructor(path: string) {
+  constructor(path: string, persist = true) {
     this.path = path;
+    this.persist = persist;
   }
 
   load(): void {
+    if (!this.persist) return;
     mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
     let text = '';
     try {
@@ -46,7 +50,7 @@ export class GateEventLog {
 
   append(kind: string, runId: string | null, fields: Record<string, unknown> = {}): GateEvent {
     const event: GateEvent = { at: new Date().toISOString(), kind, run_id: runId, ...fields };
-    appendFileSync(this.path, `${JSON.stringify(event)}\n`, { mode: 0o600 });
+    if (this.persist) appendFileSync(this.path, `${JSON.stringify(event)}\n`, { mode: 0o600 });
     this.remember(event);
     return event;
   }

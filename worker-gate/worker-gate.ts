@@ -47,7 +47,7 @@ export class WorkerGate {
     this.logger = options.logger.child({ component: 'worker-gate' });
     const dir = join(this.config.state_dir, 'worker-gate');
     this.runs = new RunRecords(join(dir, 'runs'), this.logger);
-    this.events = new GateEventLog(join(dir, 'events.jsonl'));
+    this.events = new GateEventLog(join(dir, 'events.jsonl'), this.config.log_events);
     this.outbox = new CallbackOutbox({
       dir: join(dir, 'outbox'),
       url: this.config.completion_callback_url,

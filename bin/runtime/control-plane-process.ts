@@ -8,6 +8,7 @@ import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
 import { temporalRunLauncher } from '../../clients/run-workflows.ts';
 import { httpLimitsFrom } from './http-limits.ts';
+import { operationalTraceFrom } from './operational-trace.ts';
 import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
 
 export interface RunningControlPlane {
@@ -45,7 +46,8 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
       stateDir: config.state_dir,
       onProgress: progress,
     });
-    const dispatch = dispatchSettingsFrom(config);
+    const trace = operationalTraceFrom(config);
+    const dispatch = dispatchSettingsFrom(config, trace);
     temporal = await startTemporalRuntime(
       {
         address: config.temporal_address,
@@ -74,7 +76,12 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },
       logger,
-      { allowedHosts: config.allowed_hosts, limits: httpLimitsFrom(config), ...(workerGate ? { workerGate } : {}) },
+      {
+        allowedHosts: config.allowed_hosts,
+        limits: httpLimitsFrom(config),
+        ...(workerGate ? { workerGate } : {}),
+        ...(trace ? { operationalTrace: trace } : {}),
+      },
     );
     await app.listen({ host: config.listen_host, port: config.listen_port });
   } catch (error) {

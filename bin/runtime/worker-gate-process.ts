@@ -6,6 +6,7 @@ import type { Config } from '../../config/schema.ts';
 import { WorkerGate } from '../../worker-gate/worker-gate.ts';
 import { browsableHost } from './control-plane-process.ts';
 import { httpLimitsFrom } from './http-limits.ts';
+import { operationalTraceFrom } from './operational-trace.ts';
 
 /** Agents run on the gate's machine, so they reach its event hook over loopback whatever address it binds. */
 export function agentEventUrl(listenHost: string, port: number): string {
@@ -47,7 +48,12 @@ export async function startWorkerGateOnly(config: Config, logger: Logger): Promi
     await role.gate.stop();
   };
   try {
-    app = await createWorkerGateServer(config.control_api_bearer_token, role, logger, { allowedHosts: config.allowed_hosts, limits: httpLimitsFrom(config) });
+    const trace = operationalTraceFrom(config);
+    app = await createWorkerGateServer(config.control_api_bearer_token, role, logger, {
+      allowedHosts: config.allowed_hosts,
+      limits: httpLimitsFrom(config),
+      ...(trace ? { operationalTrace: trace } : {}),
+    });
     await app.listen({ host: config.listen_host, port: config.listen_port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.listen_port;
