@@ -22,6 +22,11 @@ import { statusRoutes } from './status.ts';
 import { refuseNulCharacters, useZodTypeProvider } from '../http/validation.ts';
 import { allowedHosts } from '../http/allowed-hosts.ts';
 import { registerRateLimits } from '../http/rate-limit.ts';
+import { recordRequestDurations, type ServiceMetrics } from '../http/metrics.ts';
+import { observeRoutes, type RouteObservability } from '../http/route-observability.ts';
+import { registerControlPlaneMetrics } from '../services/service-metrics.ts';
+import { registerGateMetrics } from '../worker-gate/gate-metrics.ts';
+import { metricsRoute, observabilityRoutes } from './observability.ts';
 import { operationalTraceHooks, type OperationalTrace } from '../http/operational-trace.ts';
 import { openApiDocument } from './openapi.ts';
 import { workerCallbackRoutes } from './worker-callback.ts';
@@ -42,6 +47,12 @@ export interface HttpAppOptions {
   allowedHosts?: readonly string[];
   /** operational_trace_enabled: command requests and their answers are recorded here. */
   operationalTrace?: OperationalTrace;
+  /** This process's Prometheus registry, served at /metrics. */
+  metrics: ServiceMetrics;
+  /** route_observability_enabled: every request is written to the route log. */
+  routeObservability?: RouteObservability;
+  /** route_observability_memory_warn_rss_mib (0: none), reported by /control/api/v1/observability/memory. */
+  memoryWarnRssMib?: number;
 }
 
 /**
@@ -57,6 +68,9 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
   app.removeContentTypeParser('text/plain');
   registerErrorHandling(app, controlPlaneErrorAnswers);
   if (options.operationalTrace) await app.register(operationalTraceHooks, { trace: options.operationalTrace });
+  // Timed before authentication, so refused requests show up in the figures too.
+  recordRequestDurations(app, options.metrics);
+  if (options.routeObservability) observeRoutes(app, options.routeObservability);
   await app.register(securityHeaders);
   // Before authentication: a request for a host name this server does not answer to learns nothing else.
   await app.register(allowedHosts, { allowedHosts: options.allowedHosts ?? [] });
@@ -69,8 +83,16 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
     ...(controlPlane?.dispatch ? { callbackToken: controlPlane.dispatch.completionCallbackToken } : {}),
   });
   await openApiDocument(app, { controlPlane: controlPlane !== undefined, workerGate: workerGate !== undefined });
+  // Where both roles share a port, the operator's control token reads the metrics of both.
+  await app.register(metricsRoute, { metrics: options.metrics, auth: controlPlane ? 'control' : 'gate' });
+  if (workerGate) registerGateMetrics(options.metrics, workerGate.gate);
 
   if (controlPlane) {
+    registerControlPlaneMetrics(options.metrics, controlPlane.store);
+    await app.register(observabilityRoutes, {
+      ...(options.routeObservability ? { routes: options.routeObservability } : {}),
+      memoryWarnRssMib: options.memoryWarnRssMib ?? 0,
+    });
     await app.register(healthRoutes, controlPlane);
     await app.register(eventRoutes, controlPlane);
     await app.register(sessionRoutes, controlPlane);

@@ -8,6 +8,8 @@ import type { AppDeps } from './deps.ts';
 import { answerClientError } from '../http/client-errors.ts';
 import { BODY_LIMIT_BYTES } from '../http/errors.ts';
 import type { OperationalTrace } from '../http/operational-trace.ts';
+import { ServiceMetrics } from '../http/metrics.ts';
+import type { RouteObservability } from '../http/route-observability.ts';
 
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -41,6 +43,12 @@ export interface CreateServerOptions {
   limits?: HttpLimits;
   /** operational_trace_enabled: the trace command requests are recorded in. */
   operationalTrace?: OperationalTrace;
+  /** route_observability_enabled: the route log every request is written to. */
+  routeObservability?: RouteObservability;
+  /** route_observability_memory_warn_rss_mib. */
+  memoryWarnRssMib?: number;
+  /** The gate alone: its Prometheus registry (the control plane's is in its deps); a new one when absent. */
+  metrics?: ServiceMetrics;
 }
 
 /**
@@ -121,18 +129,25 @@ export function createServer(deps: AppDeps, logger: Logger, options: CreateServe
       ...(options.workerGate ? { workerGate: options.workerGate } : {}),
       ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
       ...(options.operationalTrace ? { operationalTrace: options.operationalTrace } : {}),
+      ...observabilityOptions(options),
+      metrics: deps.metrics,
     },
     logger,
     options,
   );
 }
 
+const observabilityOptions = (options: CreateServerOptions) => ({
+  ...(options.routeObservability ? { routeObservability: options.routeObservability } : {}),
+  ...(options.memoryWarnRssMib !== undefined ? { memoryWarnRssMib: options.memoryWarnRssMib } : {}),
+});
+
 /** A server for the worker gate role alone: no database, no Temporal. */
 export function createWorkerGateServer(
   controlApiToken: string,
   workerGate: WorkerGateRole,
   logger: Logger,
-  options: Pick<CreateServerOptions, 'onRoute' | 'allowedHosts' | 'limits' | 'operationalTrace'> = {},
+  options: Pick<CreateServerOptions, 'onRoute' | 'allowedHosts' | 'limits' | 'operationalTrace' | 'routeObservability' | 'memoryWarnRssMib' | 'metrics'> = {},
 ): Promise<FastifyInstance> {
   return buildServer(
     {
@@ -140,6 +155,8 @@ export function createWorkerGateServer(
       workerGate,
       ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
       ...(options.operationalTrace ? { operationalTrace: options.operationalTrace } : {}),
+      ...observabilityOptions(options),
+      metrics: options.metrics ?? new ServiceMetrics(),
     },
     logger,
     options,

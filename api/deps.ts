@@ -2,6 +2,7 @@ import type { WorkloadClass } from '../domain/workload.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { RunLauncher } from '../services/run-launcher.ts';
 import type { Store } from '../store/store.ts';
+import type { ServiceMetrics } from '../http/metrics.ts';
 
 export interface TemporalHealth {
   ok: boolean;
@@ -28,6 +29,8 @@ export interface AppDeps {
   dispatch: DispatchSettings;
   /** Starts, signals and cancels run workflows. */
   runs: RunLauncher;
+  /** This process's Prometheus registry (GET /metrics); the callback and dispatch routes count their outcomes in it. */
+  metrics: ServiceMetrics;
 }
 
 export const SERVICE_NAME = 'research-control-plane';

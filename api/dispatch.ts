@@ -36,5 +36,20 @@ export async function dispatchRoutes(instance: FastifyInstance, deps: AppDeps): 
     body: DispatchNextBody,
     response: { 200: DispatchNextAnswer, ...errorResponses(401, 403, 409, 422, 501, 502, 504) },
   };
-  app.post('/control/dispatch-next', { config: { auth: 'control' }, schema }, async (request) => dispatchNext(dispatch, request.body));
+  app.post('/control/dispatch-next', { config: { auth: 'control' }, schema }, async (request) => {
+    const started = performance.now();
+    const live = request.body.dry_run === false;
+    const observe = (action: string) => {
+      deps.metrics.dispatchOutcomes.inc({ action });
+      if (live) deps.metrics.liveDispatchDuration.observe({ outcome: action }, (performance.now() - started) / 1000);
+    };
+    try {
+      const answer = await dispatchNext(dispatch, request.body);
+      observe(answer.action);
+      return answer;
+    } catch (error) {
+      observe('failed');
+      throw error;
+    }
+  });
 }

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { WorkerCallbackResponseSchema, WorkerCallbackSchema } from '../contracts/worker-callback.ts';
 import { errorResponses } from '../http/responses.ts';
 import { receiveWorkerCallback } from '../services/worker-callbacks.ts';
+import { IdempotencyConflictError } from '../store/idempotency-keys.ts';
 import type { AppDeps } from './deps.ts';
 
 /** Completion callbacks from the worker gates, deduplicated by idempotency_key (README "Runs"). */
@@ -14,7 +15,14 @@ export async function workerCallbackRoutes(instance: FastifyInstance, deps: AppD
     body: WorkerCallbackSchema,
     response: { 200: WorkerCallbackResponseSchema, ...errorResponses(401, 403, 409, 422, 501, 503) },
   };
-  app.post('/control/api/worker-callback', { config: { auth: 'callback' }, schema }, async (request) =>
-    receiveWorkerCallback({ store: deps.store, runs: deps.runs, log: request.log }, request.body),
-  );
+  app.post('/control/api/worker-callback', { config: { auth: 'callback' }, schema }, async (request) => {
+    try {
+      const answer = await receiveWorkerCallback({ store: deps.store, runs: deps.runs, log: request.log }, request.body);
+      deps.metrics.workerCallbacks.inc({ outcome: answer.ignored ? 'ignored' : 'accepted' });
+      return answer;
+    } catch (error) {
+      deps.metrics.workerCallbacks.inc({ outcome: error instanceof IdempotencyConflictError ? 'conflicting' : 'refused' });
+      throw error;
+    }
+  });
 }

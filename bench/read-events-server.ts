@@ -10,6 +10,7 @@ import { SECRET_FIELDS } from '../config/schema.ts';
 import { listAuditEventsBefore, listAuditEventsPage } from '../store/audit-events.ts';
 import { NO_ROUTING } from '../services/dispatch-settings.ts';
 import { createPgStore } from '../store/pg-store.ts';
+import { ServiceMetrics } from '../http/metrics.ts';
 
 const [mode, databaseUrl, token] = process.argv.slice(2) as ['fastify' | 'bare', string, string];
 const store = createPgStore({ connectionString: databaseUrl });
@@ -29,6 +30,7 @@ if (mode === 'fastify') {
       dispatch: { liveDispatchEnabled: false, routing: NO_ROUTING, completionCallbackToken: token, dispatchTimeoutSec: 30, maxWaitAfterIdleSec: 60 },
       // The event reads never reach Temporal.
       runs: { startRun: noTemporal, deliverCallback: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
+      metrics: new ServiceMetrics(),
     },
     logger,
   );

@@ -73,6 +73,12 @@ export async function queueCounts(q: Queryable): Promise<QueueCounts> {
   return { by_status: byStatus, total, flagged_by_status: flagged, latest_update: latest };
 }
 
+/** Runs by state, over the whole ledger (one indexed GROUP BY). */
+export async function runCountsByState(q: Queryable): Promise<Partial<Record<RunState, number>>> {
+  const result = await q.query<{ state: RunState; n: number }>('SELECT state, count(*)::int AS n FROM runs GROUP BY state');
+  return Object.fromEntries(result.rows.map((row) => [row.state, row.n]));
+}
+
 export type ActiveItemRow = QueueItemRow & {
   /** The current run's row; null when there is no current run or its row is missing. */
   run: {

@@ -8,6 +8,7 @@ import { SIMULATED_AGENT_PATH } from '../config/first-run.ts';
 import { createTestDatabase } from './support/database.ts';
 import { CallbackReceiver } from './support/gate.ts';
 import { isProcessAlive, isProcessRunning, START_COMMAND_ARGS } from './support/process.ts';
+import { sampleValue, scrape } from './support/prometheus.ts';
 import { acceptsConnections, rawConnection, stalledBodyRequest } from './support/raw-socket.ts';
 
 const TOKEN = 'process-test-token-0123456789abcdef';
@@ -145,6 +146,15 @@ describe('the real entry point', () => {
       const finished = await receiver.waitFor('sim-run', 'session_finished_ready', 80_000);
       expect(finished.body.evidence).toMatchObject({ run_notes: true, decision_file: true, decision: 'inconclusive', results_json_files: 1 });
       expect(receiver.forRun('sim-run').map((c) => c.body.event_type)).toEqual(['session_started', 'session_finished_ready']);
+
+      // One scrape with the control token covers both roles: the gate's series moved with the run.
+      const metrics = await scrape(url, TOKEN);
+      expect(sampleValue(metrics, 'rcp_gate_runs', { gate_state: 'finished_ready' })).toBe(1);
+      expect(sampleValue(metrics, 'rcp_gate_samples')).toBeGreaterThan(0);
+      expect(sampleValue(metrics, 'rcp_gate_sampling_cpu_seconds')).toBeGreaterThan(0);
+      expect(sampleValue(metrics, 'rcp_gate_outbox_pending')).toBe(0);
+      expect(sampleValue(metrics, 'rcp_queue_items', { status: 'queued' })).toBe(0);
+      expect((await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${GATE_TOKEN}` } })).status).toBe(401);
 
       started.child.kill('SIGTERM');
       expect(await started.exited).toBe(0);

@@ -7,6 +7,7 @@ import { fetchRunHistory, maybeSaveHistory, replayHistory } from './support/hist
 import { tableCounts } from './support/ledgers.ts';
 import { candidate } from './support/research.ts';
 import { RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
+import { sampleValue, scrape } from './support/prometheus.ts';
 
 /**
  * The whole path with real processes: a control plane (HTTP + Temporal worker) on the shared dev server and Postgres,
@@ -56,6 +57,7 @@ describe('a queued item through the whole run path', () => {
     await mkdir(join(gateFixture.projectRoot, project.project_dir), { recursive: true });
     await writeFile(join(gateFixture.projectRoot, project.project_dir, 'scenario.json'), JSON.stringify({ scenario: 'normal' }));
 
+    const metricsBefore = await scrape(stack.cpFixture.url);
     const before = await tableCounts(store);
     const dry = await api('POST', '/control/dispatch-next', { dry_run: true, requested_by: 'e2e', force_preflight: true });
     expect(dry.status).toBe(200);
@@ -81,6 +83,23 @@ describe('a queued item through the whole run path', () => {
     expect((await queueItem(projectId)).status).toMatch(/^(awaiting_wake|running)$/);
 
     await waitUntil('the item to complete', async () => ((await queueItem(projectId)).status === 'completed' ? true : undefined), RUN_MS, 500);
+
+    // The run moved the metrics (README "Metrics and observability"): outcomes counted, the ledgers' gauges followed.
+    const metricsAfter = await scrape(stack.cpFixture.url);
+    const moved = (name: string, labels: Record<string, string>) =>
+      (sampleValue(metricsAfter, name, labels) ?? 0) - (sampleValue(metricsBefore, name, labels) ?? 0);
+    expect(moved('rcp_dispatch_outcomes_total', { action: 'dry_run_dispatch' })).toBe(1);
+    expect(moved('rcp_dispatch_outcomes_total', { action: 'live_dispatch' })).toBe(1);
+    expect(moved('rcp_live_dispatch_duration_seconds_count', { outcome: 'live_dispatch' })).toBe(1);
+    expect(moved('rcp_worker_callbacks_total', { outcome: 'accepted' })).toBeGreaterThanOrEqual(2);
+    expect(moved('rcp_runs', { state: 'reconciled' })).toBe(1);
+    expect(moved('rcp_queue_items', { status: 'completed' })).toBe(1);
+    expect(moved('rcp_http_request_duration_seconds_count', { route: '/control/dispatch-next', method: 'POST', status_code: '200' })).toBe(2);
+    expect(sampleValue(metricsAfter, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(metricsAfter.some((sample) => sample.name.startsWith('nodejs_eventloop_lag'))).toBe(true);
+    // The Temporal worker's own series, from the SDK runtime's exporter, appended to the same scrape.
+    expect(metricsAfter.some((sample) => sample.name.startsWith('temporal_'))).toBe(true);
+    expect(metricsAfter.every((sample) => !Object.values(sample.labels).includes(runId))).toBe(true);
 
     const detail = (await api('GET', `/control/api/projects/${projectId}`)).body;
     expect(detail.queue_item).toMatchObject({ status: 'completed', current_run_id: runId, last_run_state: 'reconciled', dispatch_failures: 0 });

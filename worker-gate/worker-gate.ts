@@ -112,6 +112,14 @@ export class WorkerGate {
     return owner && acceptsAgentEvents(owner) ? owner.run_id : undefined;
   }
 
+  /** What `GET /metrics` reads from the gate at each scrape (README "Metrics and observability"). */
+  metricsReadings(): { runsByGateState: Record<string, number>; samples: number; samplingCpuMs: number; outboxPending: number } {
+    const runsByGateState: Record<string, number> = {};
+    for (const run of this.runs.all()) runsByGateState[run.gate_state] = (runsByGateState[run.gate_state] ?? 0) + 1;
+    const sampling = this.monitor.samplingHealth();
+    return { runsByGateState, samples: sampling.samples, samplingCpuMs: sampling.cpuMs, outboxPending: this.outbox.pendingCount() };
+  }
+
   dashboard(limit: number, eventLimit: number) {
     return dashboardBody({
       config: this.config,

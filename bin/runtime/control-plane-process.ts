@@ -9,6 +9,8 @@ import type { Store } from '../../store/store.ts';
 import { temporalRunLauncher } from '../../clients/run-workflows.ts';
 import { httpLimitsFrom } from './http-limits.ts';
 import { operationalTraceFrom } from './operational-trace.ts';
+import { routeObservabilityFrom } from './route-observability.ts';
+import { ServiceMetrics } from '../../http/metrics.ts';
 import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
 
 export interface RunningControlPlane {
@@ -48,6 +50,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
     });
     const trace = operationalTraceFrom(config);
     const dispatch = dispatchSettingsFrom(config, trace);
+    const metrics = new ServiceMetrics();
     temporal = await startTemporalRuntime(
       {
         address: config.temporal_address,
@@ -59,6 +62,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
       },
       { store, settings: dispatch, logger, onProgress: progress },
     );
+    metrics.addScrapeSource(temporal.metricsUrl);
     app = await createServer(
       {
         store,
@@ -73,6 +77,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
           namespace: config.temporal_namespace,
           uiUrl: temporal.uiUrl,
         }),
+        metrics,
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },
       logger,
@@ -81,6 +86,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         limits: httpLimitsFrom(config),
         ...(workerGate ? { workerGate } : {}),
         ...(trace ? { operationalTrace: trace } : {}),
+        ...routeObservabilityFrom(config),
       },
     );
     await app.listen({ host: config.listen_host, port: config.listen_port });

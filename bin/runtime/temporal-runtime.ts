@@ -10,7 +10,7 @@ import type { DispatchSettings } from '../../services/dispatch-settings.ts';
 import type { Store } from '../../store/store.ts';
 import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
 import { ensureSearchAttributes } from './search-attributes.ts';
-import { startTemporalDevServer, type TemporalDevServer } from './temporal-dev-server.ts';
+import { freePort, startTemporalDevServer, type TemporalDevServer } from './temporal-dev-server.ts';
 import { loadWorkflowBundle } from './workflow-bundle.ts';
 
 const INSTALL_SCRIPT = fileURLToPath(new URL('../../scripts/install-temporal-cli.sh', import.meta.url));
@@ -32,6 +32,8 @@ export interface TemporalRuntime {
   namespace: string;
   uiUrl?: string;
   client: Client;
+  /** The SDK core's Prometheus exporter (loopback only), appended to GET /metrics. */
+  metricsUrl: string;
   health(): Promise<TemporalHealth>;
   shutdown(): Promise<void>;
 }
@@ -44,18 +46,25 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
   ERROR: 'error',
 };
 
-let runtimeInstalled = false;
+let runtimeMetricsUrl: string | undefined;
 
-/** Routes the SDK's logs into pino and leaves signal handling to our own graceful shutdown. */
-function installTemporalRuntime(logger: Logger): void {
-  if (runtimeInstalled) return;
+/**
+ * Routes the SDK's logs into pino, leaves signal handling to our own graceful shutdown, and has the SDK's native core
+ * export its worker metrics on a loopback port that `GET /metrics` appends to its own (README "Metrics and
+ * observability"). Once per process: the SDK allows one runtime. Returns that exporter's URL.
+ */
+async function installTemporalRuntime(logger: Logger): Promise<string> {
+  if (runtimeMetricsUrl) return runtimeMetricsUrl;
+  const bindAddress = `127.0.0.1:${await freePort()}`;
   Runtime.install({
     logger: new DefaultLogger('WARN', (entry) => {
       logger[PINO_LEVEL[entry.level]]({ component: 'temporal', ...entry.meta }, entry.message);
     }),
     shutdownSignals: [],
+    telemetryOptions: { metrics: { prometheus: { bindAddress, countersTotalSuffix: true, useSecondsForDurations: true, unitSuffix: true } } },
   });
-  runtimeInstalled = true;
+  runtimeMetricsUrl = `http://${bindAddress}/metrics`;
+  return runtimeMetricsUrl;
 }
 
 /** Finds the Temporal CLI, building it once with the install script (which prints its own progress). */
@@ -102,7 +111,7 @@ export async function startTemporalRuntime(
   deps: { store: Store; settings: DispatchSettings; logger: Logger; onProgress?: (message: string) => void },
 ): Promise<TemporalRuntime> {
   const progress = deps.onProgress ?? (() => undefined);
-  installTemporalRuntime(deps.logger);
+  const metricsUrl = await installTemporalRuntime(deps.logger);
   const devServer = settings.address ? undefined : await startEmbeddedServer(settings, progress);
   const address = settings.address || devServer!.address;
   const cleanups: (() => Promise<void>)[] = [];
@@ -133,6 +142,7 @@ export async function startTemporalRuntime(
       namespace: settings.namespace,
       ...(devServer?.uiUrl ? { uiUrl: devServer.uiUrl } : {}),
       client,
+      metricsUrl,
       async health() {
         let error: string | undefined;
         try {

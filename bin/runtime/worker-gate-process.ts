@@ -7,6 +7,7 @@ import { WorkerGate } from '../../worker-gate/worker-gate.ts';
 import { browsableHost } from './control-plane-process.ts';
 import { httpLimitsFrom } from './http-limits.ts';
 import { operationalTraceFrom } from './operational-trace.ts';
+import { routeObservabilityFrom } from './route-observability.ts';
 
 /** Agents run on the gate's machine, so they reach its event hook over loopback whatever address it binds. */
 export function agentEventUrl(listenHost: string, port: number): string {
@@ -53,6 +54,7 @@ export async function startWorkerGateOnly(config: Config, logger: Logger): Promi
       allowedHosts: config.allowed_hosts,
       limits: httpLimitsFrom(config),
       ...(trace ? { operationalTrace: trace } : {}),
+      ...routeObservabilityFrom(config),
     });
     await app.listen({ host: config.listen_host, port: config.listen_port });
     const address = app.server.address();

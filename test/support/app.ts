@@ -6,13 +6,14 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../../api/deps.ts';
 import { NO_ROUTING, type DispatchSettings } from '../../services/dispatch-settings.ts';
 import type { RunLauncher } from '../../services/run-launcher.ts';
-import { createServer, type RegisteredRoute } from '../../api/create-server.ts';
+import { createServer, type CreateServerOptions, type RegisteredRoute } from '../../api/create-server.ts';
 import { createLogger } from '../../bin/runtime/logger.ts';
 import { ConfigFileSchema, SECRET_FIELDS } from '../../config/schema.ts';
 import { WorkerGate } from '../../worker-gate/worker-gate.ts';
 import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
 import { createTestDatabase } from './database.ts';
+import { ServiceMetrics } from '../../http/metrics.ts';
 
 export const TEST_TOKEN = 'test-control-token-0123456789abcdef';
 export const TEST_GATE_TOKEN = 'test-gate-token-0123456789abcdef';
@@ -65,6 +66,7 @@ export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): Ap
     defaultWorkloadClass: 'inference_eval',
     dispatch: NO_WORKERS,
     runs: UNREACHABLE_TEMPORAL,
+    metrics: new ServiceMetrics(),
     ...overrides,
   };
 }
@@ -99,7 +101,7 @@ async function startTestGate(logger: ReturnType<typeof createLogger>) {
  */
 export async function startTestApp(
   overrides: Partial<AppDeps> = {},
-  options: { workerGate?: boolean; allowedHosts?: string[] } = {},
+  options: { workerGate?: boolean; allowedHosts?: string[]; server?: Pick<CreateServerOptions, 'routeObservability' | 'memoryWarnRssMib'> } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
   const store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
@@ -114,6 +116,7 @@ export async function startTestApp(
       onRoute: (route) => routes.push(route),
       ...(testGate ? { workerGate: { gate: testGate.gate, token: TEST_GATE_TOKEN } } : {}),
       ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
+      ...options.server,
     },
   );
   return {

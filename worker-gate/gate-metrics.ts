@@ -1,0 +1,23 @@
+import { GATE_STATES } from '../domain/gate.ts';
+import type { ServiceMetrics } from '../http/metrics.ts';
+import type { WorkerGate } from './worker-gate.ts';
+
+/**
+ * The gate's series (README "Metrics and observability"), read at each scrape: its runs by quiet-window state, what
+ * sampling has cost, and the callbacks waiting in the outbox.
+ */
+export function registerGateMetrics(metrics: ServiceMetrics, gate: WorkerGate): void {
+  metrics.gaugeReadAtScrape('rcp_gate_runs', 'Runs the worker gate holds, by gate state (the quiet-window lifecycle)', ['gate_state'], () => {
+    const { runsByGateState } = gate.metricsReadings();
+    return GATE_STATES.map((state) => ({ labels: { gate_state: state }, value: runsByGateState[state] ?? 0 }));
+  });
+  metrics.gaugeReadAtScrape('rcp_gate_samples', 'Telemetry samples the gate has taken since start-up', [], () => [
+    { labels: {}, value: gate.metricsReadings().samples },
+  ]);
+  metrics.gaugeReadAtScrape('rcp_gate_sampling_cpu_seconds', 'CPU time the gate has spent sampling and evaluating since start-up', [], () => [
+    { labels: {}, value: gate.metricsReadings().samplingCpuMs / 1000 },
+  ]);
+  metrics.gaugeReadAtScrape('rcp_gate_outbox_pending', 'Completion callbacks waiting in the gate\'s outbox', [], () => [
+    { labels: {}, value: gate.metricsReadings().outboxPending },
+  ]);
+}
