@@ -318,15 +318,17 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Timeout of one evidence sync.',
     notImplemented: true,
   }),
-  route_observability_enabled: doc(z.boolean().default(false), { description: 'Log per-route timings.' }),
+  route_observability_enabled: doc(z.boolean().default(false), {
+    description: 'Write one JSON line per request (route template, status, duration, RSS) to the route log, rotated at 10 MiB.',
+  }),
   route_observability_log_path: doc(text().default(''), {
-    description: 'File for route timings; empty logs to the service log. Relative paths resolve against the config file directory.',
+    description: 'The route log; empty: route-observability.jsonl under state_dir. Relative paths resolve against the config file directory.',
   }),
   route_observability_slow_ms: doc(z.number().min(0).default(1000), {
-    description: 'Requests slower than this are flagged.',
+    description: 'With route observability on, a request slower than this logs a warning and is marked slow in the route log.',
   }),
   route_observability_memory_warn_rss_mib: doc(z.number().min(0).default(0), {
-    description: 'Warn when resident memory exceeds this; 0 disables.',
+    description: 'Resident memory above this is reported by /control/api/v1/observability/memory and, with route observability on, warned about per request; 0 disables.',
   }),
   operational_trace_enabled: doc(z.boolean().default(false), {
     description:
