@@ -1,0 +1,202 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { loadConfig } from '../config/load.ts';
+import { ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../config/schema.ts';
+
+/**
+ * Docker is not on the machines this suite runs on, so the compose stack (README "The compose stack") is checked the
+ * way Compose itself would read it: the YAML parsed, variables interpolated from a .env, and each config the stack
+ * hands the app loaded by the app's own config loader.
+ */
+
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+const read = (path: string) => readFileSync(join(REPO_ROOT, path), 'utf8');
+
+interface Service {
+  image?: string;
+  build?: { context: string; target?: string };
+  environment?: Record<string, string>;
+  ports?: string[];
+  healthcheck?: { test: string[] };
+  depends_on?: Record<string, { condition: string }>;
+  volumes?: string[];
+  configs?: { source: string; target: string; mode?: number }[];
+  restart?: string;
+}
+interface ComposeFile {
+  services: Record<string, Service>;
+  configs: Record<string, { content: string }>;
+}
+
+const composeText = read('docker-compose.yml');
+// YAML 1.1, as Compose reads it: `mode: 0400` is octal and `<<` merges.
+const compose = parse(composeText, { version: '1.1' }) as ComposeFile;
+const services = Object.entries(compose.services);
+
+/** Variables the stack requires (`${NAME:?...}`) and those it defaults (`${NAME:-...}`). */
+const requiredVariables = [...new Set([...composeText.matchAll(/\$\{([A-Z0-9_]+):\?/g)].map((m) => m[1]!))];
+const defaultedVariables = [...new Set([...composeText.matchAll(/\$\{([A-Z0-9_]+):-/g)].map((m) => m[1]!))];
+
+/** Compose's interpolation of `${NAME}`, `${NAME:?message}` and `${NAME:-default}`; a missing required one throws. */
+function interpolate(text: string, env: Record<string, string>): string {
+  return text.replace(/\$\{([A-Z0-9_]+)(?::([?-])([^}]*))?\}/g, (_match, name: string, kind: string | undefined, arg: string) => {
+    const value = env[name];
+    if (value !== undefined && value !== '') return value;
+    if (kind === '-') return arg;
+    throw new Error(`${name} is required: ${arg}`);
+  });
+}
+
+/** The services running our image (the control plane and the gate). */
+const appServices = services.filter(([, service]) => service.build !== undefined || service.image === compose.services['control-plane']!.image);
+/** One-shot jobs: another service waits for them to complete rather than to be healthy. */
+const oneShot = new Set(
+  services.flatMap(([, service]) =>
+    Object.entries(service.depends_on ?? {})
+      .filter(([, dependency]) => dependency.condition === 'service_completed_successfully')
+      .map(([name]) => name),
+  ),
+);
+
+describe('docker-compose.yml', () => {
+  it('has the whole multi-machine shape', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(
+      ['control-plane', 'postgres', 'temporal', 'temporal-namespace', 'temporal-schema', 'temporal-ui', 'worker-gate'].sort(),
+    );
+    expect(appServices.map(([name]) => name).sort()).toEqual(['control-plane', 'worker-gate']);
+  });
+
+  it('gives every service a pinned image or our Dockerfile, and every long-running one a health check', () => {
+    for (const [name, service] of services) {
+      if (service.build) expect(service.build, name).toMatchObject({ context: '.', target: 'runtime' });
+      else if (appServices.some(([app]) => app === name)) expect(service.image, name).toBe(compose.services['control-plane']!.image);
+      else expect(service.image, name).toMatch(/^[a-z0-9./-]+:\d[\w.-]*$/);
+      if (oneShot.has(name)) {
+        expect(service.restart, name).toBe('no');
+        continue;
+      }
+      expect(service.healthcheck?.test?.[0], name).toMatch(/^CMD(-SHELL)?$/);
+      expect(service.restart, name).toBe('unless-stopped');
+    }
+  });
+
+  it('starts each service once what it needs is healthy or done', () => {
+    for (const [name, service] of services) {
+      for (const [dependency, { condition }] of Object.entries(service.depends_on ?? {})) {
+        expect(compose.services[dependency], `${name} depends on ${dependency}`).toBeDefined();
+        expect(condition, `${name} → ${dependency}`).toBe(oneShot.has(dependency) ? 'service_completed_successfully' : 'service_healthy');
+      }
+    }
+    expect(Object.keys(compose.services['control-plane']!.depends_on!)).toEqual(expect.arrayContaining(['postgres', 'temporal-namespace']));
+  });
+
+  it('publishes ports on loopback only, each host port once', () => {
+    const hostPorts = services.flatMap(([, service]) => service.ports ?? []);
+    for (const port of hostPorts) expect(port).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
+    const published = hostPorts.map((port) => port.split(':')[1]);
+    expect(new Set(published).size).toBe(published.length);
+    expect(compose.services['control-plane']!.ports).toEqual(['127.0.0.1:8787:8787']);
+  });
+
+  it('mounts only files the repository has', () => {
+    for (const [name, service] of services) {
+      for (const volume of service.volumes ?? []) {
+        const source = volume.split(':')[0]!;
+        if (source.startsWith('./')) expect(existsSync(join(REPO_ROOT, source)), `${name}: ${source}`).toBe(true);
+      }
+    }
+  });
+
+  it('sets on the app only environment variables the config schema defines', () => {
+    const known = new Set(['SVC_CONFIG', 'SVC_CONTROL_PLANE_CONFIG', ...Object.keys(ENV_OVERRIDES), ...Object.keys(ENV_ONLY_FIELDS)]);
+    for (const [name, service] of appServices) {
+      for (const variable of Object.keys(service.environment ?? {})) expect(known.has(variable), `${name}: ${variable}`).toBe(true);
+    }
+    expect(compose.services['control-plane']!.environment).toMatchObject({ TEMPORAL_ADDRESS: 'temporal:7233' });
+  });
+
+  it('names in .env.example every variable the stack needs, and no other', () => {
+    const example = read('.env.example')
+      .split('\n')
+      .filter((line) => /^[A-Z0-9_]+=/.test(line))
+      .map((line) => line.split('=')[0]!);
+    expect(example.sort()).toEqual([...requiredVariables, ...defaultedVariables].sort());
+  });
+
+  describe('the configs it hands the app', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rcp-compose-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const env = Object.fromEntries(requiredVariables.map((name) => [name, randomBytes(24).toString('hex')]));
+
+    const load = (service: string) => {
+      const mount = compose.services[service]!.configs![0]!;
+      expect(mount).toMatchObject({ target: compose.services[service]!.environment!.SVC_CONFIG, uid: '1000', mode: 0o400 });
+      const path = join(dir, `${service}.json`);
+      writeFileSync(path, interpolate(compose.configs[mount.source]!.content, env), { mode: 0o600 });
+      const result = loadConfig({ env: { ...compose.services[service]!.environment, SVC_CONFIG: path }, cwd: dir });
+      if (!result.ok) throw new Error(`${service}: ${result.problems.join('; ')}`);
+      return result;
+    };
+
+    it('validates the control plane\'s: pg backend, Temporal from TEMPORAL_ADDRESS, the gate as its worker', () => {
+      const { config, warnings } = load('control-plane');
+      expect(config).toMatchObject({
+        roles: ['control_plane'],
+        control_plane_store_backend: 'pg',
+        pg_database_url: `postgres://control_plane:${env.RCP_POSTGRES_PASSWORD}@postgres:5432/control_plane`,
+        temporal_address: 'temporal:7233',
+        worker_wake_gate_url: 'http://worker-gate:8788',
+        worker_wake_gate_bearer_token: env.RCP_GATE_TOKEN,
+        live_dispatch_enabled: false,
+      });
+      expect(warnings).toEqual([]);
+    });
+
+    it('validates the gate\'s, whose callbacks reach the control plane with the same tokens', () => {
+      const gate = load('worker-gate').config;
+      const controlPlane = load('control-plane').config;
+      expect(gate.roles).toEqual(['worker_gate']);
+      expect(gate.completion_callback_url).toBe('http://control-plane:8787/control/api/worker-callback');
+      expect(gate.completion_callback_token).toBe(controlPlane.completion_callback_token);
+      expect(gate.worker_wake_gate_bearer_token).toBe(controlPlane.worker_wake_gate_bearer_token);
+      expect(compose.services['worker-gate']!.ports).toEqual([`127.0.0.1:${gate.listen_port}:${gate.listen_port}`]);
+      // The image carries the simulated agent at the path the config names.
+      expect(gate.dispatch_script_path).toBe('/app/worker-gate/simulated-agent.sh');
+      expect(existsSync(join(REPO_ROOT, 'worker-gate/simulated-agent.sh'))).toBe(true);
+    });
+
+    it('refuses to start without the secrets', () => {
+      expect(() => interpolate(compose.configs['control-plane-config']!.content, {})).toThrow(/RCP_CONTROL_API_TOKEN is required/);
+    });
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = read('Dockerfile');
+  const stages = dockerfile.split(/^FROM /m).slice(1);
+  const runtime = stages.at(-1)!;
+
+  it('builds on Node 24 slim in every stage', () => {
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:24\.\d+\.\d+-slim$/m);
+    for (const stage of stages) expect(stage.split('\n')[0]).toMatch(/^\$\{NODE_IMAGE\} AS [a-z-]+$/);
+  });
+
+  it('installs production dependencies only and runs as the unprivileged node user, without tsx', () => {
+    expect(dockerfile).toContain('npm ci --omit=dev');
+    expect(runtime.split('\n')[0]).toBe('${NODE_IMAGE} AS runtime');
+    expect(runtime).toMatch(/^USER node$/m);
+    const cmd = /^CMD (.*)$/m.exec(runtime)?.[1];
+    expect(JSON.parse(cmd!)).toEqual(['node', '--max-semi-space-size=1', 'bin/start.js']);
+    expect(runtime).not.toMatch(/tsx/);
+  });
+
+  it('leaves secrets and local state out of the build context', () => {
+    const ignored = read('.dockerignore').split('\n');
+    for (const entry of ['.env', '.env.*', 'state', 'node_modules', '.git']) expect(ignored).toContain(entry);
+  });
+});
