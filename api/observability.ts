@@ -51,7 +51,7 @@ const RouteHealthSchema = openObject({
   memory_warn_rss_mib: z.number().optional(),
   requests: z.number().int().optional().describe('Requests recorded since start-up'),
   slow_requests: z.number().int().optional(),
-  memory_warnings: z.number().int().optional(),
+  memory_warnings: z.number().int().optional().describe('RSS warnings logged since start-up (at most one a minute)'),
   last_slow_request: LastSlowRequestSchema.nullable().optional(),
   last_write_error: z.string().nullable().optional(),
   started_at: z.string().optional(),

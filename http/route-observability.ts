@@ -18,6 +18,8 @@ export interface RouteObservabilityOptions {
 }
 
 export const ROUTE_LOG_ROTATE_AT_BYTES = 10 * 1024 * 1024;
+/** A process that stays above the RSS level would otherwise warn on every request. */
+const MEMORY_WARNING_EVERY_MS = 60_000;
 const MIB = 1024 * 1024;
 
 export interface RouteObservabilityHealth {
@@ -48,6 +50,7 @@ export class RouteObservability {
     started_at: new Date().toISOString(),
   };
   private bytesWritten: number | undefined;
+  private lastMemoryWarningAt = -Infinity;
 
   constructor(options: RouteObservabilityOptions) {
     this.options = options;
@@ -67,7 +70,8 @@ export class RouteObservability {
       this.stats.last_slow_request = { at, route: request.route, method: request.method, status: request.status, duration_ms: durationMs };
       log.warn({ route: request.route, method: request.method, status: request.status, duration_ms: durationMs, slow_ms: this.options.slowMs }, 'slow request (route_observability_slow_ms)');
     }
-    if (overMemory) {
+    if (overMemory && Date.now() - this.lastMemoryWarningAt >= MEMORY_WARNING_EVERY_MS) {
+      this.lastMemoryWarningAt = Date.now();
       this.stats.memory_warnings += 1;
       log.warn({ route: request.route, rss_mib: rss, warn_rss_mib: this.options.memoryWarnRssMib }, 'process RSS above route_observability_memory_warn_rss_mib');
     }
