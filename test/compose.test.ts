@@ -30,6 +30,7 @@ interface Service {
   volumes?: string[];
   configs?: { source: string; target: string; mode?: number }[];
   restart?: string;
+  init?: boolean;
 }
 interface ComposeFile {
   services: Record<string, Service>;
@@ -72,6 +73,10 @@ describe('docker-compose.yml', () => {
       ['control-plane', 'postgres', 'temporal', 'temporal-namespace', 'temporal-schema', 'temporal-ui', 'worker-gate'].sort(),
     );
     expect(appServices.map(([name]) => name).sort()).toEqual(['control-plane', 'worker-gate']);
+  });
+
+  it('runs our image under an init that reaps orphaned processes (the gate\'s agents detach and outlive their launcher)', () => {
+    for (const [name, service] of appServices) expect(service.init, name).toBe(true);
   });
 
   it('gives every service a pinned image or our Dockerfile, and every long-running one a health check', () => {
