@@ -250,6 +250,10 @@ describe('Dockerfile', () => {
     const cmd = /^CMD (.*)$/m.exec(runtime)?.[1];
     expect(JSON.parse(cmd!)).toEqual(['node', '--max-semi-space-size=1', 'bin/start.js']);
     expect(runtime).not.toMatch(/tsx/);
+    // So `npm ci --omit=dev` leaves the loader out of the image altogether.
+    const packageJson = JSON.parse(read('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    expect(Object.keys(packageJson.dependencies)).not.toContain('tsx');
+    expect(Object.keys(packageJson.devDependencies)).toContain('tsx');
   });
 
   it('leaves secrets and local state out of the build context', () => {
