@@ -21,8 +21,13 @@ if (Number(process.versions.node.split('.')[0]) < SUPPORTED_MAJOR) {
 if (process.features.typescript && typeof nodeModule.registerHooks === 'function') {
   loadStrippedSources();
 } else {
-  const { register } = await import('tsx/esm/api');
-  register();
+  // tsx is a development dependency: production installs (`npm ci --omit=dev`, the image) run on Node 24 only.
+  const tsx = await import('tsx/esm/api').catch(() => undefined);
+  if (!tsx) {
+    console.error(`research-control-plane: Node ${process.version} needs the tsx loader, a development dependency: run "npm ci" (not --omit=dev), or use Node ${SUPPORTED_MAJOR}.`);
+    process.exit(1);
+  }
+  tsx.register();
 }
 await import('./control-plane.ts');
 

@@ -3,10 +3,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { dirname } from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../config/load.ts';
 import { ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../config/schema.ts';
+import { freePort, startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
 
 /**
  * Docker is not on the machines this suite runs on, so the compose stack (README "The compose stack") is checked the
@@ -27,6 +30,7 @@ interface Service {
   volumes?: string[];
   configs?: { source: string; target: string; mode?: number }[];
   restart?: string;
+  init?: boolean;
 }
 interface ComposeFile {
   services: Record<string, Service>;
@@ -71,6 +75,10 @@ describe('docker-compose.yml', () => {
     expect(appServices.map(([name]) => name).sort()).toEqual(['control-plane', 'worker-gate']);
   });
 
+  it('runs our image under an init that reaps orphaned processes (the gate\'s agents detach and outlive their launcher)', () => {
+    for (const [name, service] of appServices) expect(service.init, name).toBe(true);
+  });
+
   it('gives every service a pinned image or our Dockerfile, and every long-running one a health check', () => {
     for (const [name, service] of services) {
       if (service.build) expect(service.build, name).toMatchObject({ context: '.', target: 'runtime' });
@@ -102,6 +110,55 @@ describe('docker-compose.yml', () => {
     expect(new Set(published).size).toBe(published.length);
     expect(compose.services['control-plane']!.ports).toEqual(['127.0.0.1:8787:8787']);
   });
+
+  it('runs Postgres and a Temporal with its namespace, and nothing of ours, for the command README gives', () => {
+    const dependencies = (names: string[]): Set<string> => {
+      const all = new Set(names);
+      for (const name of all) for (const dependency of Object.keys(compose.services[name]?.depends_on ?? {})) all.add(dependency);
+      return all;
+    };
+    // `docker compose up -d <services>`, as README and the file's own header give it.
+    const commands = [read('README.md'), composeText].flatMap((text) => [...text.matchAll(/`docker compose up -d ([a-z -]+)`/g)].map((m) => m[1]!));
+    expect(commands).toHaveLength(2);
+    expect(commands[1]).toBe(commands[0]);
+    const started = dependencies(commands[0]!.split(' '));
+    for (const name of started) expect(compose.services[name], name).toBeDefined();
+    expect([...started].sort()).toEqual(['postgres', 'temporal', 'temporal-namespace', 'temporal-schema', 'temporal-ui']);
+    const namespaceJob = compose.services['temporal-namespace']! as Service & { entrypoint: string[] };
+    expect(namespaceJob.entrypoint).toEqual(['/bin/sh', '/deploy/temporal-namespace.sh', 'default']);
+  });
+
+  it('registers the namespace once the Temporal frontend answers, and again without harm', async () => {
+    const cli = inject('temporalCliPath');
+    const port = await freePort();
+    const address = `127.0.0.1:${port}`;
+    const namespace = `compose-${randomBytes(4).toString('hex')}`;
+    const run = () =>
+      new Promise<{ code: number | null; output: string }>((resolve) => {
+        const child = spawn('sh', [join(REPO_ROOT, 'deploy/temporal-namespace.sh'), namespace], {
+          env: { ...process.env, PATH: `${dirname(cli)}:${process.env.PATH ?? ''}`, TEMPORAL_ADDRESS: address },
+        });
+        let output = '';
+        child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+        child.on('close', (code) => resolve({ code, output }));
+      });
+    // Started before the server, as Compose may start it before the frontend serves.
+    const first = run();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const logDir = mkdtempSync(join(tmpdir(), 'rcp-compose-temporal-'));
+    const server = await startTemporalDevServer({ binaryPath: cli, port, headless: true, namespace: 'default', logFile: join(logDir, 'server.log') });
+    try {
+      const registered = await first;
+      expect(registered.output).toContain(`namespace ${namespace} is registered`);
+      expect(registered.code).toBe(0);
+      const again = await run();
+      expect(again).toEqual({ code: 0, output: `namespace ${namespace} is registered\n` });
+    } finally {
+      await server.stop();
+      rmSync(logDir, { recursive: true, force: true });
+    }
+  }, 90_000);
 
   it('mounts only files the repository has', () => {
     for (const [name, service] of services) {
@@ -193,6 +250,10 @@ describe('Dockerfile', () => {
     const cmd = /^CMD (.*)$/m.exec(runtime)?.[1];
     expect(JSON.parse(cmd!)).toEqual(['node', '--max-semi-space-size=1', 'bin/start.js']);
     expect(runtime).not.toMatch(/tsx/);
+    // So `npm ci --omit=dev` leaves the loader out of the image altogether.
+    const packageJson = JSON.parse(read('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    expect(Object.keys(packageJson.dependencies)).not.toContain('tsx');
+    expect(Object.keys(packageJson.devDependencies)).toContain('tsx');
   });
 
   it('leaves secrets and local state out of the build context', () => {

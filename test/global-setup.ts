@@ -38,6 +38,8 @@ async function dropRunDatabases(prefix: string): Promise<void> {
 
 /** One migrated template database and one Temporal dev server for the whole run; torn down at the end. */
 export default async function setup(project: TestProject) {
+  // Names the Node that runs this pass (CI runs the suite on the machine's Node and on Node 24; child services follow it).
+  console.log(`[global-setup] Node ${process.version} at ${process.execPath}`);
   // Unique per run so two runs on one machine never share databases.
   const template = `rcp_test_${process.pid}`;
   const temporalCliPath = locateTemporalCli();

@@ -69,15 +69,17 @@ export function agentLogPath(projectDir: string): string {
 
 /**
  * Starts `scriptPath --agent` detached (own process group, pgid = pid) with stdio on the agent log,
- * so the gate's stdout pipe closes as soon as the launcher exits. tsx is resolved from this module,
- * not from cwd, so the agent starts from any project directory.
+ * so the gate's stdout pipe closes as soon as the launcher exits. Node 24 runs this file as it is; older Node loads it
+ * through tsx, resolved from this module rather than from cwd, so the agent starts from any project directory.
  */
 export function launchDetachedAgent(scriptPath: string, projectDir: string): { root_pid: number; process_group_id: number } {
   const logPath = agentLogPath(projectDir);
   mkdirSync(dirname(logPath), { recursive: true });
   const logFd = openSync(logPath, 'a');
   try {
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), scriptPath, AGENT_FLAG], {
+    const stripsTypes = typeof (process.features as { typescript?: unknown }).typescript === 'string';
+    const loader = stripsTypes ? [] : ['--import', import.meta.resolve('tsx')];
+    const child = spawn(process.execPath, [...loader, scriptPath, AGENT_FLAG], {
       cwd: projectDir,
       detached: true,
       stdio: ['ignore', logFd, logFd],
