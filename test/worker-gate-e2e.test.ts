@@ -30,7 +30,7 @@ let client: ReturnType<typeof gateClient>;
 
 beforeAll(async () => {
   receiver = await CallbackReceiver.start();
-  fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { dispatch_timeout_sec: 4 } });
+  fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { dispatch_timeout_sec: 8 } });
   // A fake nvidia-smi on the PATH: the GPU figures, the VRAM baseline and the GPU side of the window are exercised.
   gate = await startGateProcess(fixture, { PATH: `${FAKE_GPU_BIN}:${process.env.PATH ?? ''}` });
   client = gateClient(fixture);
