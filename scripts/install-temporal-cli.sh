@@ -68,16 +68,29 @@ build_dir="$(mktemp -d "$install_dir/.build.XXXXXX")"
 trap 'rm -rf "$build_dir"' EXIT
 
 log "building temporal v$VERSION with $(go version | awk '{print $3}') into $install_dir"
-log "this takes a few minutes the first time (later runs reuse the Go build cache)"
+log "this takes about 5 minutes on a 2-core machine the first time (later runs reuse the Go build cache);"
+log "a progress line follows every 15 s while it builds"
 started=$SECONDS
 # Stamp the version so `temporal --version` reports it, as release builds do.
 GOBIN="$build_dir" go install -ldflags "-X github.com/temporalio/cli/temporalcli.Version=$VERSION" \
   "$MODULE@v$VERSION" </dev/null &
 go_pid=$!
+# Compiling prints nothing for minutes; a steady line tells a new user the build has not hung.
+(
+  while sleep 15; do
+    kill -0 "$go_pid" 2>/dev/null || exit 0
+    log "still building temporal v$VERSION ($((SECONDS - started))s so far)"
+  done
+) &
+ticker_pid=$!
 # A signal sent only to this script (not its process group) must not orphan the build.
-trap 'kill "$go_pid" 2>/dev/null; exit 143' INT TERM HUP
-wait "$go_pid" || fail "go install $MODULE@v$VERSION failed (see the output above)."
+trap 'kill "$go_pid" "$ticker_pid" 2>/dev/null; exit 143' INT TERM HUP
+build_status=0
+wait "$go_pid" || build_status=$?
+kill "$ticker_pid" 2>/dev/null || true
+wait "$ticker_pid" 2>/dev/null || true
 trap - INT TERM HUP
+[[ $build_status -eq 0 ]] || fail "go install $MODULE@v$VERSION failed (see the output above)."
 
 is_expected_build "$build_dir/temporal" || fail "the built binary is not temporal v$VERSION."
 mv -f "$build_dir/temporal" "$binary"
