@@ -51,8 +51,8 @@ export const CallbackProcessTrackingSchema = z.strictObject({
   reaped_pids: z.array(z.number().int()),
 });
 
-/** The body the worker gate posts to `completion_callback_url` (README "Runs"). */
-export const WorkerCallbackSchema = z.strictObject({
+/** The body this project's worker gate posts to `completion_callback_url`, exactly (README "Worker gate"). */
+export const GateCallbackPayloadSchema = z.strictObject({
   event_type: z.enum(CALLBACK_EVENT_TYPES),
   run_id: z.string().min(1),
   session_id: z.string().nullable(),
@@ -68,7 +68,67 @@ export const WorkerCallbackSchema = z.strictObject({
   evidence: RunEvidenceSchema.nullable().optional(),
   idempotency_key: z.string().min(1),
 });
+export type GateCallbackPayload = z.infer<typeof GateCallbackPayloadSchema>;
+
+/** Bounds on the free-form objects a callback carries: enough for any gate's report, too small to flood the ledger. */
+export const CALLBACK_OBJECT_MAX_BYTES = 16 * 1024;
+export const CALLBACK_OBJECT_MAX_DEPTH = 8;
+
+function jsonDepth(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  return 1 + children.reduce<number>((deepest, child) => Math.max(deepest, jsonDepth(child)), 0);
+}
+
+/**
+ * A JSON object of another gate's making: stored as sent, never acted on field by field. Its values arrive parsed from
+ * JSON, so `unknown` is JSON here (and keeps the published schema free of a recursive JSON type).
+ */
+const boundedJsonObject = (what: string) =>
+  z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+    if (jsonDepth(value) > CALLBACK_OBJECT_MAX_DEPTH) {
+      ctx.addIssue({ code: 'custom', message: `${what} nests deeper than ${CALLBACK_OBJECT_MAX_DEPTH} levels` });
+    } else if (Buffer.byteLength(JSON.stringify(value)) > CALLBACK_OBJECT_MAX_BYTES) {
+      ctx.addIssue({ code: 'custom', message: `${what} is larger than ${CALLBACK_OBJECT_MAX_BYTES} bytes as JSON` });
+    }
+  });
+
+/**
+ * The callback body the control plane accepts (README "Runs"). A worker host may run a gate of another
+ * implementation, so only what the control plane acts on is validated strictly: the top-level fields and their types.
+ * `telemetry`, `process_tracking` and `evidence` are bounded JSON objects, stored as sent; the evidence fields a run
+ * needs are read defensively by `readRunEvidence`. Unknown top-level fields are refused.
+ */
+export const WorkerCallbackSchema = z.strictObject({
+  ...GateCallbackPayloadSchema.shape,
+  telemetry: boundedJsonObject('telemetry'),
+  process_tracking: boundedJsonObject('process_tracking'),
+  evidence: boundedJsonObject('evidence').nullable().optional(),
+});
 export type WorkerCallback = z.infer<typeof WorkerCallbackSchema>;
+
+/**
+ * The evidence a run acts on, read from whatever a gate reported: a field of the wrong type counts as absent, and
+ * `sufficient_for_paper` is derived from the files when the gate did not say it as a boolean.
+ */
+export function readRunEvidence(reported: Record<string, unknown> | null | undefined): RunEvidence | null {
+  if (!reported) return null;
+  const flag = (value: unknown) => value === true;
+  const text = (value: unknown) => (typeof value === 'string' ? value : null);
+  const count = reported.results_json_files;
+  const files = {
+    run_notes: flag(reported.run_notes),
+    decision_file: flag(reported.decision_file),
+    results_json_files: typeof count === 'number' && Number.isSafeInteger(count) && count > 0 ? count : 0,
+  };
+  const sufficient = reported.sufficient_for_paper;
+  return {
+    ...files,
+    decision: text(reported.decision),
+    decision_summary: text(reported.decision_summary),
+    sufficient_for_paper: typeof sufficient === 'boolean' ? sufficient : hasPaperEvidence(files),
+  };
+}
 
 /** The control plane's answer to a callback; a redelivery answers the first answer. */
 export const WorkerCallbackResponseSchema = openObject({

@@ -1,5 +1,5 @@
 import { isRunFinished } from '../domain/run-state.ts';
-import type { WorkerCallback } from '../contracts/worker-callback.ts';
+import { readRunEvidence, type WorkerCallback } from '../contracts/worker-callback.ts';
 import { payloadHash } from '../http/payload-hash.ts';
 import { IdempotencyConflictError } from '../store/idempotency-keys.ts';
 import { getQueueItem } from '../store/queue-items.ts';
@@ -48,7 +48,7 @@ const signalOf = (body: WorkerCallback): RunCallback => ({
   reason: body.reason,
   seen_at: body.seen_at,
   question: body.question ?? null,
-  evidence: body.evidence ?? null,
+  evidence: readRunEvidence(body.evidence),
 });
 
 /** Stores the callback by its idempotency key, then signals it to its run workflow; answers what was stored. */

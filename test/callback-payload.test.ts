@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WorkerCallbackSchema, type RunEvidence } from '../contracts/worker-callback.ts';
+import { GateCallbackPayloadSchema, readRunEvidence, WorkerCallbackSchema, type RunEvidence } from '../contracts/worker-callback.ts';
 import type { TelemetrySample } from '../domain/gate.ts';
 import { startingRun, type CallbackIntent, type GateRun } from '../domain/gate-run.ts';
 import { buildCallbackPayload } from '../worker-gate/callback-payload.ts';
@@ -80,6 +80,7 @@ const SEEN_AT = '2026-11-22T12:06:01.000Z';
 describe('the callback payload', () => {
   it('is a valid WorkerCallback keyed by run, event type and observation time', () => {
     const payload = buildCallbackPayload({ run: RUN, callback: READY, sample: SAMPLE, evidence: EVIDENCE, seenAt: SEEN_AT });
+    expect(GateCallbackPayloadSchema.parse(payload)).toEqual(payload);
     expect(WorkerCallbackSchema.parse(payload)).toEqual(payload);
     expect(payload).toMatchObject({
       event_type: 'session_finished_ready',
@@ -134,5 +135,27 @@ describe('the callback payload', () => {
       quiet_window: null,
     });
     expect(payload).toMatchObject({ question: 'Which split?', evidence: null, idempotency_key: 'run-7:question_pending:2026-11-22T12:01:00.000Z' });
+  });
+});
+
+describe('reading the evidence a gate reported', () => {
+  it('reads our gate\'s evidence as it is', () => {
+    expect(readRunEvidence(EVIDENCE)).toEqual(EVIDENCE);
+    expect(readRunEvidence(null)).toBeNull();
+    expect(readRunEvidence(undefined)).toBeNull();
+  });
+
+  it('counts a field of the wrong type as absent and derives sufficiency from the files when not given as a boolean', () => {
+    expect(readRunEvidence({ run_notes: 'yes', decision_file: 1, results_json_files: -3, decision: 7, sufficient_for_paper: 'true' })).toEqual({
+      run_notes: false,
+      decision_file: false,
+      decision: null,
+      decision_summary: null,
+      results_json_files: 0,
+      sufficient_for_paper: false,
+    });
+    expect(readRunEvidence({ run_notes: true, results_json_files: 2.5 })).toMatchObject({ results_json_files: 0, sufficient_for_paper: false });
+    expect(readRunEvidence({ run_notes: true, decision_file: true })).toMatchObject({ sufficient_for_paper: true });
+    expect(readRunEvidence({ run_notes: true, decision_file: true, sufficient_for_paper: false })).toMatchObject({ sufficient_for_paper: false });
   });
 });

@@ -1,4 +1,6 @@
+import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CALLBACK_OBJECT_MAX_BYTES, CALLBACK_OBJECT_MAX_DEPTH } from '../contracts/worker-callback.ts';
 import { CALLBACK_TOKEN, CONTROL_TOKEN, GATE_TOKEN, waitUntil } from './support/gate.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
@@ -17,7 +19,7 @@ const { queueItem, runRow, count } = ledgerReads(() => stack.store);
 beforeAll(async () => {
   stack = await startRunStack({
     defaultLane: false,
-    controlPlaneOverrides: (gate) => ({ worker_targets: { replay: gateTarget(gate), stale: gateTarget(gate), burst: gateTarget(gate) } }),
+    controlPlaneOverrides: (gate) => ({ worker_targets: { replay: gateTarget(gate), stale: gateTarget(gate), burst: gateTarget(gate), foreign: gateTarget(gate), contest: gateTarget(gate) } }),
   });
 }, RUN_STACK_START_MS);
 
@@ -104,6 +106,28 @@ async function postCallback(body: unknown, bearer: string | null = CALLBACK_TOKE
   return { status: response.status, headers: response.headers, text, body: (text ? JSON.parse(text) : null) as Record<string, any> };
 }
 
+/** Many deliveries at once share a bounded pool of keep-alive connections, as a gate's outbox retries would. */
+const burstAgent = new Agent({ keepAlive: true, maxSockets: 64 });
+afterAll(() => burstAgent.destroy());
+
+function postCallbackPooled(body: unknown): Promise<{ status: number; text: string }> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      `${stack.cpFixture.url}${CALLBACK_PATH}`,
+      { method: 'POST', agent: burstAgent, headers: { 'content-type': 'application/json', authorization: `Bearer ${CALLBACK_TOKEN}`, 'content-length': Buffer.byteLength(payload) } },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+      },
+    );
+    request.on('error', reject);
+    request.end(payload);
+  });
+}
+
 describe('worker callback: authentication and validation', () => {
   it('takes the completion callback token alone, and refuses the control token, the gate token or none', async () => {
     const viaCallbackToken = await postCallback(callback('auth-one-20300101T000000Z', 'auth-one', 'session_started', 'auth:callback-token'), CALLBACK_TOKEN);
@@ -135,7 +159,12 @@ describe('worker callback: authentication and validation', () => {
       [{ ...valid, event_type: 'session_exploded' }, ['body', 'event_type']],
       [{ ...valid, gate_state: 'sleeping' }, ['body', 'gate_state']],
       [{ ...valid, surprise: true }, ['body', 'surprise']],
-      [{ ...valid, telemetry: { ...valid.telemetry, cpu_pct: 'busy' } }, ['body', 'telemetry', 'cpu_pct']],
+      [{ ...valid, run_id: 42 }, ['body', 'run_id']],
+      [{ ...valid, telemetry: 'busy' }, ['body', 'telemetry']],
+      [{ ...valid, process_tracking: [4242] }, ['body', 'process_tracking']],
+      [{ ...valid, evidence: true }, ['body', 'evidence']],
+      [{ ...valid, telemetry: { log: 'x'.repeat(CALLBACK_OBJECT_MAX_BYTES) } }, ['body', 'telemetry']],
+      [{ ...valid, process_tracking: nested(CALLBACK_OBJECT_MAX_DEPTH + 1) }, ['body', 'process_tracking']],
     ];
     for (const [body, loc] of cases) {
       const refused = await postCallback(body);
@@ -145,6 +174,36 @@ describe('worker callback: authentication and validation', () => {
     }
     expect(await count('SELECT 1 FROM worker_callbacks')).toBe(before);
     expect(await storedCallback('invalid:key')).toEqual([]);
+  });
+});
+
+/** `{a: {a: ... {}}}`, `depth` objects deep. */
+const nested = (depth: number): Record<string, unknown> => (depth <= 1 ? {} : { a: nested(depth - 1) });
+
+describe('worker callback: a gate of another implementation', () => {
+  it('acts on a callback whose telemetry, process tracking and evidence have another shape, storing them as sent', { timeout: 60_000 }, async () => {
+    await seed('foreign-one', 'foreign', { scenario: 'slow', work_sec: 120 });
+    const runId = await startRun('foreign-one');
+    const key = `${runId}:session_finished_ready:foreign`;
+    const telemetry = { cpu_pct_avg: 1.5, cpu_pct_peak: 3.0, gpu_pct_avg: 0, gpu_pct_peak: 0 };
+    const processTracking = { process_alive: false, descendants_alive: false };
+    // Wrong types count as absent; fields this control plane does not know are kept in the stored payload only.
+    const evidence = { run_notes: true, decision_file: 'yes', results_json_files: 2, decision: 'finalize_positive', notebook: { cells: 3 } };
+    const body = callback(runId, 'foreign-one', 'session_finished_ready', key, { gate_state: 'finished_ready', telemetry, process_tracking: processTracking, evidence });
+
+    const answer = await postCallback(body);
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.body).toEqual({ ok: true, idempotency_key: key, run_id: runId, event_type: 'session_finished_ready', ignored: false });
+    await waitUntil('the item to complete', async () => ((await queueItem('foreign-one')).status === 'completed' ? true : undefined), 20_000, 200);
+
+    const stored = await stack.store.query<{ payload: Record<string, unknown> }>('SELECT payload FROM worker_callbacks WHERE idempotency_key = $1', [key]);
+    expect(stored.rows[0]!.payload).toMatchObject({ telemetry, process_tracking: processTracking, evidence });
+    const run = await stack.store.query<{ decision: string | null; evidence: Record<string, unknown> }>('SELECT decision, evidence FROM runs WHERE run_id = $1', [runId]);
+    expect(run.rows[0]).toEqual({
+      decision: 'finalize_positive',
+      evidence: { run_notes: true, decision_file: false, results_json_files: 2, decision: 'finalize_positive', decision_summary: null, sufficient_for_paper: true },
+    });
+    await stack.killRunAgent(runId);
   });
 });
 
@@ -224,16 +283,16 @@ describe('worker callback: which callbacks act', () => {
     await stopRun(runId);
   });
 
-  it('acts once on 200 concurrent deliveries of one callback, then ignores callbacks for the finished run', { timeout: 90_000 }, async () => {
+  it('acts once on 1,000 concurrent deliveries of one callback, then ignores callbacks for the finished run', { timeout: 90_000 }, async () => {
     await seed('burst-one', 'burst', { scenario: 'slow', work_sec: 120 });
     const runId = await startRun('burst-one');
     const key = `${runId}:gate_error:2030-01-01T00:00:00.000Z`;
     const body = callback(runId, 'burst-one', 'gate_error', key, { reason: 'synthetic gate error' });
 
-    const answers = await Promise.all(Array.from({ length: 200 }, () => postCallback(body)));
+    const answers = await Promise.all(Array.from({ length: 1000 }, () => postCallbackPooled(body)));
     expect(answers.filter((answer) => answer.status !== 200).map((answer) => `${answer.status} ${answer.text}`)).toEqual([]);
     const expected = { ok: true, idempotency_key: key, run_id: runId, event_type: 'gate_error', ignored: false };
-    for (const answer of answers) expect(answer.body).toEqual(expected);
+    for (const answer of answers) expect(JSON.parse(answer.text)).toEqual(expected);
 
     await waitUntil('the item to be blocked', async () => ((await queueItem('burst-one')).status === 'blocked' ? true : undefined), 20_000, 200);
     const item = await queueItem('burst-one');
@@ -259,5 +318,26 @@ describe('worker callback: which callbacks act', () => {
     expect(await runFootprint(runId, 'burst-one')).toEqual(before);
 
     await stack.killRunAgent(runId);
+  });
+
+  it('answers 100 concurrent deliveries of one key with 100 different payloads: one stored, every other one 409', { timeout: 60_000 }, async () => {
+    await seed('contest-one', 'contest', { scenario: 'slow', work_sec: 120 });
+    const runId = await startRun('contest-one');
+    const key = `${runId}:session_started:contest`;
+    const bodies = Array.from({ length: 100 }, (_, index) => callback(runId, 'contest-one', 'session_started', key, { reason: `variant ${index}` }));
+
+    const answers = await Promise.all(bodies.map((body) => postCallbackPooled(body)));
+    const accepted = answers.flatMap((answer, index) => (answer.status === 200 ? [index] : []));
+    expect(accepted).toHaveLength(1);
+    const conflicts = answers.filter((answer) => answer.status === 409);
+    expect(conflicts).toHaveLength(99);
+    for (const conflict of conflicts) expect(JSON.parse(conflict.text)).toEqual({ detail: `idempotency key '${key}' was reused with different payload` });
+
+    const stored = await stack.store.query<{ payload: Record<string, unknown> }>('SELECT payload FROM worker_callbacks WHERE idempotency_key = $1', [key]);
+    expect(stored.rows.map((row) => row.payload.reason)).toEqual([`variant ${accepted[0]}`]);
+    // The stored one wins for good: a redelivery of it is answered, any other variant still conflicts.
+    expect((await postCallbackPooled(bodies[accepted[0]!])).status).toBe(200);
+    expect((await postCallbackPooled(bodies[(accepted[0]! + 1) % 100])).status).toBe(409);
+    await stopRun(runId);
   });
 });

@@ -2,17 +2,17 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { sha256Hex } from '../http/tokens.ts';
-import type { WorkerCallback } from '../contracts/worker-callback.ts';
+import type { GateCallbackPayload } from '../contracts/worker-callback.ts';
 import { createJsonExclusive, readJsonDir, writeJsonAtomic } from './json-files.ts';
 
 /** A callback as written to disk before the first attempt to send it. */
 export interface OutboxEntry {
   idempotency_key: string;
   run_id: string;
-  event_type: WorkerCallback['event_type'];
+  event_type: GateCallbackPayload['event_type'];
   /** Order of creation; callbacks of one run are delivered in this order. */
   seq: number;
-  payload: WorkerCallback;
+  payload: GateCallbackPayload;
   created_at: string;
   attempts: number;
   next_attempt_at: string;
@@ -84,7 +84,7 @@ export class CallbackOutbox {
   }
 
   /** Writes the callback to disk, then sends it. Returns false when an entry with the same key already exists. */
-  enqueue(payload: WorkerCallback): boolean {
+  enqueue(payload: GateCallbackPayload): boolean {
     const key = payload.idempotency_key;
     if (this.entries.has(key)) return false;
     const now = new Date().toISOString();

@@ -1,4 +1,4 @@
-import type { RunEvidence, WorkerCallback } from '../contracts/worker-callback.ts';
+import type { GateCallbackPayload, RunEvidence } from '../contracts/worker-callback.ts';
 import { callbackIdempotencyKey, type TelemetrySample } from '../domain/gate.ts';
 import type { CallbackIntent, GateRun } from '../domain/gate-run.ts';
 
@@ -17,7 +17,7 @@ export interface CallbackPayloadInput {
  * The body the gate posts to the control plane for one callback of a run (README "Worker gate"): the
  * run's state after the transition that asked for it, the machine's latest telemetry and the run's processes. Pure.
  */
-export function buildCallbackPayload({ run, callback, sample, evidence, seenAt }: CallbackPayloadInput): WorkerCallback {
+export function buildCallbackPayload({ run, callback, sample, evidence, seenAt }: CallbackPayloadInput): GateCallbackPayload {
   const quietWindow = callback.quiet_window;
   return {
     event_type: callback.event_type,

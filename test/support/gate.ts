@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../bin/runtime/temporal-dev-server.ts';
-import type { WorkerCallback } from '../../contracts/worker-callback.ts';
+import type { GateCallbackPayload } from '../../contracts/worker-callback.ts';
 import { START_COMMAND_ARGS } from './process.ts';
 
 export const GATE_TOKEN = 'gate-test-token-0123456789abcdef';
@@ -27,7 +27,7 @@ export async function waitUntil<T>(what: string, probe: () => T | undefined | Pr
 }
 
 export interface ReceivedCallback {
-  body: WorkerCallback;
+  body: GateCallbackPayload;
   headers: IncomingHttpHeaders;
   at: number;
 }
@@ -59,7 +59,7 @@ export class CallbackReceiver {
       request.setEncoding('utf8');
       request.on('data', (chunk: string) => (text += chunk));
       request.on('end', () => {
-        this.received.push({ body: JSON.parse(text) as WorkerCallback, headers: request.headers, at: Date.now() });
+        this.received.push({ body: JSON.parse(text) as GateCallbackPayload, headers: request.headers, at: Date.now() });
         response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
       });
     });
