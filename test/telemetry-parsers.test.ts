@@ -265,6 +265,17 @@ describe('TelemetrySampler', () => {
     expect(second.notes).toEqual([]);
   });
 
+  it('reports CPU on the first sample once the counters were primed', async () => {
+    const root = fakeProcRoot('cpu  100 0 100 800 0 0 0 0\n', fixture('meminfo.txt'));
+    const sampler = new TelemetrySampler({ procRoot: root, gpuProbe: null });
+    expect(sampler.primeCpu()).toBe(true);
+    writeFileSync(join(root, 'stat'), 'cpu  150 0 100 850 0 0 0 0\n');
+    const first = await sampler.sample();
+    expect(first.cpu_pct).toBe(50);
+    expect(first.notes).not.toContain(FIRST_CPU_READING_NOTE);
+    expect(new TelemetrySampler({ procRoot: makeTmpDir(), gpuProbe: null }).primeCpu()).toBe(false);
+  });
+
   it('treats a machine without nvidia-smi as GPU-idle and says so', async () => {
     const root = fakeProcRoot(fixture('proc-stat.txt'), fixture('meminfo.txt'));
     const sampler = new TelemetrySampler({

@@ -27,6 +27,8 @@ let receiver: CallbackReceiver;
 let fixture: GateFixture;
 let gate: GateProcess;
 let client: ReturnType<typeof gateClient>;
+/** `/dashboard/api` as the first request after `/healthz` said ready. */
+let firstSnapshot: Awaited<ReturnType<ReturnType<typeof gateClient>['dashboard']>>;
 
 beforeAll(async () => {
   receiver = await CallbackReceiver.start();
@@ -34,6 +36,7 @@ beforeAll(async () => {
   // A fake nvidia-smi on the PATH: the GPU figures, the VRAM baseline and the GPU side of the window are exercised.
   gate = await startGateProcess(fixture, { PATH: `${FAKE_GPU_BIN}:${process.env.PATH ?? ''}` });
   client = gateClient(fixture);
+  firstSnapshot = await client.dashboard();
 });
 
 afterAll(async () => {
@@ -260,6 +263,11 @@ describe('authentication and the event hook', () => {
     const events = (await client.dashboard()).body.events as { kind: string; run_id: string }[];
     expect(events).toContainEqual(expect.objectContaining({ kind: 'lifecycle_event', run_id: 'lima-run', ignored: true }));
     expect(receiver.forRun('lima-run')).toHaveLength(0);
+  });
+
+  it('reports CPU, memory and GPU figures from the first request after it is ready', () => {
+    expect(firstSnapshot.status).toBe(200);
+    expect(firstSnapshot.body.telemetry).toMatchObject({ cpu_pct: expect.any(Number), memory_available_mib: expect.any(Number), gpu_pct: 3 });
   });
 
   it('shows the service, totals, telemetry and the callback-token fingerprint on /dashboard/api', async () => {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { RunEvidence } from '../contracts/worker-callback.ts';
 import type { ControlPlaneEvent } from '../contracts/worker-gate.ts';
@@ -51,6 +52,9 @@ export interface RunMonitorOptions {
   outbox: CallbackOutbox;
 }
 
+
+/** Between the CPU counters read at start-up and the first sample: long enough for a meaningful percentage. */
+const FIRST_CPU_INTERVAL_MS = 250;
 /** How the sampling loop is doing, for /dashboard/api. */
 export interface SamplingHealth {
   lastTickError: string | null;
@@ -90,8 +94,12 @@ export class RunMonitor {
     this.maxSamplesKept = Math.ceil(longestSustain / options.config.sample_interval_sec) + 10;
   }
 
-  /** Takes the first sample, then samples every `sample_interval_sec`. */
+  /**
+   * Takes the first sample, then samples every `sample_interval_sec`. The CPU counters are read a moment before the
+   * first sample, so the first snapshot after the gate reports ready already carries a CPU figure.
+   */
   async start(): Promise<void> {
+    if (this.sampler.primeCpu()) await delay(FIRST_CPU_INTERVAL_MS);
     await this.tick();
     this.timer = setInterval(() => void this.tick(), this.options.config.sample_interval_sec * 1000);
   }

@@ -35,6 +35,17 @@ export class TelemetrySampler {
     this.#now = options.now ?? Date.now;
   }
 
+  /**
+   * Reads the CPU counters without taking a sample, so the next `sample()` can report `cpu_pct` (a percentage
+   * needs two readings). True when the counters could be read.
+   */
+  primeCpu(): boolean {
+    const text = this.#readProcFile('stat', []);
+    const stat = text === null ? null : parseProcStat(text);
+    if (stat) this.#previousCpu = stat.cpu;
+    return stat !== null;
+  }
+
   async sample(): Promise<TelemetrySample> {
     const at_ms = this.#now();
     const notes: string[] = [];
