@@ -1,4 +1,5 @@
 import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CallbackReceiver,
@@ -33,13 +34,17 @@ afterAll(async () => {
   if (fixture) await rm(fixture.dir, { recursive: true, force: true });
 });
 
-async function restartGate(): Promise<void> {
+/** Kills the gate with SIGKILL and starts it again after `downMs`. */
+async function restartGate(downMs = 0): Promise<void> {
   await gate.kill('SIGKILL');
+  await new Promise((resolve) => setTimeout(resolve, downMs));
   gate = await startGateProcess(fixture, SLOW_AGENT_ENV);
 }
 
+const agentLog = (projectId: string) => readFile(join(fixture.projectRoot, projectId, '.research', 'agent.log'), 'utf8');
+
 describe('a worker gate killed with SIGKILL and restarted', () => {
-  it('resumes tracking live runs by pid and still sends exactly one callback of each kind', { timeout: 150_000 }, async () => {
+  it('resumes tracking live runs by pid and still sends exactly one callback of each kind', { timeout: 160_000 }, async () => {
     // One run is inside its quiet window when the gate dies, the other still has its agent working.
     expect((await client.launch('mike-run', 'normal')).status).toBe(200);
     expect((await client.launch('november-run', 'slow')).status).toBe(200);
@@ -48,7 +53,8 @@ describe('a worker gate killed with SIGKILL and restarted', () => {
     const beforeKill = await client.runView('november-run');
     expect(beforeKill!.processes_alive).toBe(true);
 
-    await restartGate();
+    // Down until well after the slow agent has finished working: its idle and end posts wait for the gate.
+    await restartGate(12_000);
 
     const afterRestart = await client.runView('november-run');
     expect(afterRestart!.root_pid).toBe(beforeKill!.root_pid);
@@ -63,6 +69,10 @@ describe('a worker gate killed with SIGKILL and restarted', () => {
       expect(receiver.forRun(runId).map((c) => c.body.event_type)).toEqual(['session_started', 'session_finished_ready']);
       expect(await dispatchCount(fixture, runId)).toBe(1);
     }
+    const log = await agentLog('november');
+    expect(log).toMatch(/post session-idle failed \(.+\); retrying in \d+ ms/);
+    expect(log).toMatch(/posted session-end \(HTTP 200/);
+    expect(log).not.toMatch(/could not post/);
   });
 });
 

@@ -129,17 +129,33 @@ export interface EventPoster {
 }
 
 const POST_TIMEOUT_MS = 3_000;
-const POST_ATTEMPTS = 4;
+const FIRST_RETRY_MS = 250;
+const LONGEST_RETRY_MS = 10_000;
+
+/**
+ * How long an agent keeps retrying a lifecycle post while the gate cannot take it (README "Worker gate", agent
+ * contract): `AGENT_EVENT_RETRY_SEC` in the gate's environment, which its agents inherit; 10 minutes by default.
+ */
+export const eventRetryEnvSchema = z.object({
+  AGENT_EVENT_RETRY_SEC: z.coerce.number().min(0).max(86_400).default(600),
+});
 
 function log(line: string): void {
   process.stdout.write(`${new Date().toISOString()} ${line}\n`);
 }
 
+/** Exponential backoff with jitter: about 250 ms, 500 ms, 1 s, … up to 10 s between attempts. */
+function retryDelayMs(attempt: number): number {
+  const ceiling = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** (attempt - 1));
+  return Math.round(ceiling * (0.5 + Math.random() / 2));
+}
+
 /**
- * Posts lifecycle events to GATE_EVENT_URL with the bearer token: short timeout, a few retries on
- * network errors, 429 and 5xx. A post that finally fails is logged and reported as false; it never throws.
+ * Posts lifecycle events to GATE_EVENT_URL with the bearer token. Network errors, timeouts, 429 and 5xx are
+ * retried with backoff for `retryForSec` (the gate may be restarting, and a lost event would end the run in
+ * `gate_error`); any other answer is final. A post that finally fails is logged and reported as false; it never throws.
  */
-export function createEventPoster(env: DispatchEnv, sessionId: string): EventPoster {
+export function createEventPoster(env: DispatchEnv, sessionId: string, retryForSec = parseEnvOrExit(eventRetryEnvSchema, process.env, 'agent').AGENT_EVENT_RETRY_SEC): EventPoster {
   return {
     sessionId,
     async post(event, message, extra = {}) {
@@ -154,8 +170,9 @@ export function createEventPoster(env: DispatchEnv, sessionId: string): EventPos
         message,
         ...extra,
       });
-      let lastProblem = '';
-      for (let attempt = 1; attempt <= POST_ATTEMPTS; attempt += 1) {
+      const giveUpAt = Date.now() + retryForSec * 1000;
+      for (let attempt = 1; ; attempt += 1) {
+        let problem: string;
         try {
           const response = await fetch(env.GATE_EVENT_URL, {
             method: 'POST',
@@ -165,18 +182,25 @@ export function createEventPoster(env: DispatchEnv, sessionId: string): EventPos
           });
           await response.text().catch(() => '');
           if (response.ok) {
-            log(`posted ${event} (HTTP ${response.status})`);
+            log(`posted ${event} (HTTP ${response.status}${attempt > 1 ? `, attempt ${attempt}` : ''})`);
             return true;
           }
-          lastProblem = `HTTP ${response.status}`;
-          if (response.status !== 429 && response.status < 500) break;
+          problem = `HTTP ${response.status}`;
+          if (response.status !== 429 && response.status < 500) {
+            log(`could not post ${event}: ${problem}`);
+            return false;
+          }
         } catch (error) {
-          lastProblem = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+          problem = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
         }
-        if (attempt < POST_ATTEMPTS) await sleep(250 * 2 ** (attempt - 1));
+        const wait = retryDelayMs(attempt);
+        if (Date.now() + wait > giveUpAt) {
+          log(`could not post ${event} within ${retryForSec} s: ${problem}`);
+          return false;
+        }
+        log(`post ${event} failed (${problem}); retrying in ${wait} ms`);
+        await sleep(wait);
       }
-      log(`could not post ${event}: ${lastProblem}`);
-      return false;
     },
   };
 }
