@@ -6,7 +6,7 @@ import { httpApp, type HttpAppOptions, type WorkerGateRole } from './app.ts';
 import type { AuthKind } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { answerClientError } from '../http/client-errors.ts';
-import { BODY_LIMIT_BYTES } from '../http/errors.ts';
+import { answerRoutingError, BODY_LIMIT_BYTES } from '../http/errors.ts';
 import type { OperationalTrace } from '../http/operational-trace.ts';
 import { ServiceMetrics } from '../http/metrics.ts';
 import type { RouteObservability } from '../http/route-observability.ts';
@@ -77,6 +77,7 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
     requestTimeout,
     http: { requestTimeout, headersTimeout: requestTimeout, connectionsCheckingInterval },
     clientErrorHandler: answerClientError,
+    frameworkErrors: answerRoutingError,
     // One log line per request (in onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     // Path ids (project, run, candidate) may be up to 200 characters; their own schemas answer 422 beyond that.

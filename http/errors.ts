@@ -1,4 +1,5 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { SECURITY_HEADERS } from './security-headers.ts';
 import { problemsFromValidation } from './validation.ts';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -60,4 +61,26 @@ export function registerErrorHandling(app: FastifyInstance, mapError: ErrorMappe
     request.log.error({ err: error }, 'unhandled error');
     return reply.code(500).send({ detail: 'internal error', request_id: request.id });
   });
+}
+
+/** What the client is told for errors Fastify raises while routing; never the URL itself. */
+const ROUTING_ERROR_DETAIL: Readonly<Record<string, string>> = {
+  FST_ERR_BAD_URL: 'the request URL is not valid percent-encoding',
+  FST_ERR_MAX_PARAM_LENGTH: 'a path parameter is too long',
+};
+
+/**
+ * Fastify's `frameworkErrors`: a URL it cannot decode, or a path parameter over the router's limit, fails before any
+ * hook runs. It gets the answer every other error gets: `{"detail": ...}`, `X-Request-Id` and the security headers.
+ * Authentication comes before routing, so a request that carries no credential at all is answered 401, as it would be
+ * for any other path.
+ */
+export function answerRoutingError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  reply.headers({ 'x-request-id': request.id, ...SECURITY_HEADERS });
+  if (!request.headers.authorization && !request.headers.cookie) {
+    void reply.code(401).headers(unauthorized().headers).send({ detail: 'invalid bearer token' });
+    return;
+  }
+  const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400;
+  void reply.code(status).send({ detail: ROUTING_ERROR_DETAIL[error.code] ?? 'the request could not be routed' });
 }

@@ -77,6 +77,23 @@ describe('error shapes', () => {
     expect(response.json()).toEqual({ detail: expect.any(String) });
   });
 
+  it('400 and 414 in the same shape and headers for a URL the router cannot take, 401 first without credentials', async () => {
+    const badEncoding = await t.app.inject({ method: 'GET', url: '/control/api/v1/runs/%zz', headers: t.auth });
+    expect(badEncoding.statusCode).toBe(400);
+    expect(badEncoding.json()).toEqual({ detail: 'the request URL is not valid percent-encoding' });
+    const longParameter = await t.app.inject({ method: 'GET', url: `/control/api/v1/runs/${'r'.repeat(600)}`, headers: t.auth });
+    expect(longParameter.statusCode).toBe(414);
+    expect(longParameter.json()).toEqual({ detail: 'a path parameter is too long' });
+    for (const response of [badEncoding, longParameter]) {
+      expect(response.headers['x-request-id']).toEqual(expect.any(String));
+      expect(response.headers['x-content-type-options']).toBe('nosniff');
+    }
+    const anonymous = await t.app.inject({ method: 'GET', url: '/control/api/v1/runs/%zz' });
+    expect(anonymous.statusCode).toBe(401);
+    expect(anonymous.json()).toEqual({ detail: 'invalid bearer token' });
+    expect(anonymous.headers['www-authenticate']).toBe('Bearer');
+  });
+
   it('500 with a request id and no internals when something unexpected breaks', async () => {
     const failing: Store = {
       ...t.store,

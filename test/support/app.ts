@@ -101,12 +101,18 @@ async function startTestGate(logger: ReturnType<typeof createLogger>) {
  */
 export async function startTestApp(
   overrides: Partial<AppDeps> = {},
-  options: { workerGate?: boolean; allowedHosts?: string[]; server?: Pick<CreateServerOptions, 'routeObservability' | 'memoryWarnRssMib'> } = {},
+  options: {
+    workerGate?: boolean;
+    allowedHosts?: string[];
+    server?: Pick<CreateServerOptions, 'routeObservability' | 'memoryWarnRssMib'>;
+    /** 'debug' unless given: a test sending thousands of requests keeps only what matters in memory. */
+    logLevel?: string;
+  } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
   const store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
   const logs = new LogCapture();
-  const logger = createLogger({ level: 'debug', secretConfigFields: SECRET_FIELDS, destination: logs });
+  const logger = createLogger({ level: options.logLevel ?? 'debug', secretConfigFields: SECRET_FIELDS, destination: logs });
   const routes: RegisteredRoute[] = [];
   const testGate = options.workerGate ? await startTestGate(logger) : undefined;
   const app = await createServer(
