@@ -1,9 +1,18 @@
 import { defineConfig } from 'vitest/config';
+import LongestFilesFirst from './test/support/sequencer.ts';
+
+/**
+ * Most test files spend their time waiting on real processes (quiet windows, restarts, timeouts), not on the CPU, so
+ * they run several at a time even on two cores (README "Tests"). RCP_TEST_WORKERS overrides how many.
+ */
+const workers = Number(process.env.RCP_TEST_WORKERS ?? 4);
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',
+    maxWorkers: workers,
+    sequence: { sequencer: LongestFilesFirst },
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { WorkerTarget } from '../domain/lanes.ts';
@@ -65,6 +66,24 @@ function ledgerFailure(error: unknown): unknown {
   return error;
 }
 
+/** Well inside the heartbeat timeout the workflow gives these activities (workflows/run.ts). */
+const HEARTBEAT_EVERY_MS = 1_000;
+
+/**
+ * Heartbeats while `work` runs: a worker that dies mid-call stops heartbeating, so the server gives the call to a
+ * live worker after the heartbeat timeout instead of after the whole start-to-close timeout.
+ */
+async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+  const context = Context.current();
+  context.heartbeat();
+  const timer = setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 export function createRunActivities(deps: RunActivityDeps) {
   const { store, settings } = deps;
 
@@ -118,7 +137,7 @@ export function createRunActivities(deps: RunActivityDeps) {
 
     async preflightRun(input: { run_id: string; lane: string }): Promise<PreflightResult> {
       const target = targetOf(input.lane);
-      return dispatchPreflight(deps, target, { run_id: input.run_id });
+      return heartbeating(() => dispatchPreflight(deps, target, { run_id: input.run_id }));
     },
 
     async prepareRun(input: GateCallInput): Promise<Record<string, unknown>> {
@@ -133,7 +152,7 @@ export function createRunActivities(deps: RunActivityDeps) {
       // overwrite: the prompt file is per run, so a retried prepare rewrites identical content.
       const body = { ...fields, prompt_text: promptText, overwrite: true };
       try {
-        return await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).prepareProject(body);
+        return await heartbeating(() => workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).prepareProject(body));
       } catch (error) {
         throw gateFailure(error);
       }
@@ -145,7 +164,7 @@ export function createRunActivities(deps: RunActivityDeps) {
       const { workload_class, machine_target, ...rest } = fields;
       const body = { ...rest, ...input.agent, workload_class, machine_target };
       try {
-        return await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).dispatch(body);
+        return await heartbeating(() => workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).dispatch(body));
       } catch (error) {
         throw gateFailure(error);
       }
@@ -156,7 +175,7 @@ export function createRunActivities(deps: RunActivityDeps) {
       const run = await requireRun(input.run_id);
       let response;
       try {
-        response = await workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).cancelRun(run.run_id);
+        response = await heartbeating(() => workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).cancelRun(run.run_id));
       } catch (error) {
         throw gateFailure(error);
       }

@@ -29,6 +29,13 @@ export interface RunLauncherSettings {
 
 type RunHandle = WorkflowHandle<typeof runWorkflow>;
 
+/**
+ * A workflow task whose worker died is handed out again after this (Temporal's default is 10 s), so a run interrupted
+ * by a crash moves on within seconds of the worker being back (README "Runs", crash recovery). A run's tasks take
+ * milliseconds, and the SDK extends a task while a ledger step (a local activity) is still running.
+ */
+const RUN_WORKFLOW_TASK_TIMEOUT = '4 seconds';
+
 /** The wait ran out: the deadline passed, or the call was given up on its way. */
 const isWaitOver = (error: unknown) => isGrpcDeadlineError(error) || isGrpcCancelledError(error);
 
@@ -63,6 +70,7 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
         workflowId,
         args: [input],
         workflowIdConflictPolicy: 'FAIL',
+        workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         typedSearchAttributes: [
           { key: PROJECT_ID_ATTRIBUTE, value: input.project_id },

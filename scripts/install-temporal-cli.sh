@@ -76,8 +76,9 @@ GOBIN="$build_dir" go install -ldflags "-X github.com/temporalio/cli/temporalcli
   "$MODULE@v$VERSION" </dev/null &
 go_pid=$!
 # Compiling prints nothing for minutes; a steady line tells a new user the build has not hung.
+progress_every="${RCP_PROGRESS_EVERY_SEC:-15}"
 (
-  while sleep 15; do
+  while sleep "$progress_every"; do
     kill -0 "$go_pid" 2>/dev/null || exit 0
     log "still building temporal v$VERSION ($((SECONDS - started))s so far)"
   done

@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { dispatchRouteOf } from '../domain/lanes.ts';
 import { runIdFor } from '../domain/run-state.ts';
 import { countActiveItems, nextDispatchCandidate } from '../store/dispatch-candidates.ts';
 import { readFlags } from '../store/flags.ts';
+import { leasedLanes, releaseLaneLease, takeLaneLease } from '../store/lane-leases.ts';
 import type { QueueItemRow } from '../store/queue-items.ts';
 import { getRun } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
@@ -44,6 +46,9 @@ export function runTimingsFrom(settings: DispatchSettings): RunTimings {
   };
 }
 
+/** A lane lease outlives the wait for the outcome by this much, so it never lapses while its call still waits. */
+const LEASE_SLACK_MS = 5_000;
+
 /** How long the HTTP call waits for the run workflow's dispatch outcome: preflight plus two gate calls. */
 const outcomeWaitMs = (settings: DispatchSettings) => (2 * (settings.dispatchTimeoutSec + GATE_CALL_SLACK_SEC) + 15) * 1000;
 
@@ -69,6 +74,33 @@ async function freshRunId(store: Store, projectId: string): Promise<string> {
   return runIdFor(projectId, new Date(at));
 }
 
+type Candidate = NonNullable<Awaited<ReturnType<typeof nextDispatchCandidate>>>;
+
+/**
+ * The candidate of a live call, with its lane leased to this call (store/lane-leases.ts). A lane another call holds
+ * is passed over for the next idle one. Once leased, the lane's first item is read again: the one seen before the
+ * lease may have been dispatched (and even finished) by the call that held the lane meanwhile. Null when no idle lane
+ * has an item.
+ */
+async function leaseCandidate(deps: DispatchDeps, first: Candidate | null): Promise<{ next: Candidate; holder: string } | null> {
+  const { store, settings } = deps;
+  const lanes = [...settings.routing.targets.keys()];
+  const holder = randomUUID();
+  const skip = new Set<string>();
+  let seen = first;
+  for (let tries = 0; seen && tries <= lanes.length; tries += 1) {
+    const lane = seen.lane;
+    if (await takeLaneLease(store, lane, holder, outcomeWaitMs(settings) + LEASE_SLACK_MS)) {
+      const fresh = await nextDispatchCandidate(store, settings.routing, new Set(lanes.filter((other) => other !== lane)));
+      if (fresh) return { next: fresh, holder };
+      await releaseLaneLease(store, lane, holder);
+    }
+    skip.add(lane);
+    seen = await nextDispatchCandidate(store, settings.routing, new Set([...skip, ...(await leasedLanes(store))]));
+  }
+  return null;
+}
+
 /** Dispatch-next: a dry run, or a live dispatch answered once the worker accepted the run or the attempt failed. */
 export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest) {
   const { settings } = deps;
@@ -90,7 +122,10 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
   if (flags.maintenance_mode) return answer('dispatch_blocked', 'maintenance mode is on', { candidate: null, dispatch_route: null });
   if (flags.queue_paused) return answer('paused', 'the queue is paused', { candidate: null, dispatch_route: null });
 
-  const next = await nextDispatchCandidate(deps.store, settings.routing);
+  const first = await nextDispatchCandidate(deps.store, settings.routing, await leasedLanes(deps.store));
+  // A dry run only looks; a live call leases the lane it will dispatch to (and may move on to another idle one).
+  const leased = body.dry_run ? { next: first, holder: null } : await leaseCandidate(deps, first);
+  const next = leased?.next;
   if (!next) {
     const reason = settings.routing.targets.size > 0 ? 'no queued item is eligible on an idle lane' : 'no worker target is configured';
     return answer('noop', reason, { candidate: null, dispatch_route: null });
@@ -99,7 +134,8 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
   const candidate = candidateView(next.item);
   const route = dispatchRouteOf(target);
 
-  if (body.dry_run) {
+  const { holder } = leased;
+  if (holder === null) {
     const preflight = body.force_preflight ? await dispatchPreflight(deps, target, { cache: false }) : undefined;
     const reason = !settings.liveDispatchEnabled
       ? `would dispatch ${candidate.project_id} to ${target.name}, but live dispatch is disabled`
@@ -118,7 +154,12 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
     agent: { mode: 'exec', model: '', reasoning_effort: 'medium', sandbox: '' },
     timings: runTimingsFrom(settings),
   };
-  const started = await deps.runs.startRun(input, outcomeWaitMs(settings));
+  let started: Awaited<ReturnType<RunLauncher['startRun']>>;
+  try {
+    started = await deps.runs.startRun(input, outcomeWaitMs(settings));
+  } finally {
+    await releaseLaneLease(deps.store, target.name, holder);
+  }
   if (!started.started) return answer('dispatch_blocked', `claim lost: ${started.reason}`, { candidate, dispatch_route: route });
   const outcome = started.outcome;
   const ids = { run_id: runId, workflow_id: started.workflow_id };

@@ -35,8 +35,17 @@ function laneBranches(selector: LaneSelector, { bind }: SqlParams): string[] {
   return branches;
 }
 
-export async function nextDispatchCandidate(q: Queryable, routing: WorkerRouting): Promise<{ item: QueueItemRow; lane: string } | null> {
+/**
+ * The next item to dispatch and its lane. Lanes in `skip` (leased by another dispatch call, or just found taken) count
+ * as busy.
+ */
+export async function nextDispatchCandidate(
+  q: Queryable,
+  routing: WorkerRouting,
+  skip: ReadonlySet<string> = new Set(),
+): Promise<{ item: QueueItemRow; lane: string } | null> {
   const busy = await busyLanes(q);
+  for (const lane of skip) busy.add(lane);
   const idle = [...routing.targets.keys()].filter((lane) => !busy.has(lane));
   if (idle.length === 0) return null;
 

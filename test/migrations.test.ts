@@ -7,6 +7,8 @@ import { createPgStore } from '../store/pg-store.ts';
 import type { Queryable, Store } from '../store/store.ts';
 import { createEmptyTestDatabase } from './support/database.ts';
 
+// expected duration: ~14 s
+
 const FIXTURES = new URL('./fixtures/migrations/', import.meta.url);
 const fileName = (migration: Migration) => `${String(migration.version).padStart(4, '0')}_${migration.name}.sql`;
 

@@ -11,6 +11,8 @@ import { isProcessAlive, isProcessRunning, START_COMMAND_ARGS } from './support/
 import { sampleValue, scrape } from './support/prometheus.ts';
 import { acceptsConnections, rawConnection, stalledBodyRequest } from './support/raw-socket.ts';
 
+// expected duration: ~70 s
+
 const TOKEN = 'process-test-token-0123456789abcdef';
 const GATE_TOKEN = 'process-test-gate-token-0123456789';
 
@@ -57,7 +59,8 @@ const processConfig = (extra: Record<string, unknown>): Record<string, unknown> 
   ...extra,
 });
 
-describe('the real entry point', () => {
+// Its tests start their own processes on their own ports and state folders, so they run side by side.
+describe.concurrent('the real entry point', () => {
   let dir: string;
   let configPath: string;
 
@@ -114,6 +117,7 @@ describe('the real entry point', () => {
         ...base,
         control_plane_store_backend: 'pg',
         pg_database_url: database.url,
+        state_dir: './state-pg',
         roles: ['control_plane', 'worker_gate'],
         worker_wake_gate_bearer_token: GATE_TOKEN,
         completion_callback_url: receiver.url,

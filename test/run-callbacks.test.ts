@@ -4,6 +4,8 @@ import { CALLBACK_OBJECT_MAX_BYTES, CALLBACK_OBJECT_MAX_DEPTH } from '../contrac
 import { CALLBACK_TOKEN, CONTROL_TOKEN, GATE_TOKEN, waitUntil } from './support/gate.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
+// expected duration: ~15 s
+
 /**
  * POST /control/api/worker-callback against real runs (README "Runs"): a control plane (HTTP + Temporal worker on
  * Postgres) and a worker gate running the fake agent. Each test dispatches its own project on its own lane; the

@@ -11,6 +11,8 @@ import { tableCounts } from './support/ledgers.ts';
 import { isProcessRunning } from './support/process.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
 
+// expected duration: ~15 s
+
 /**
  * POST /control/dispatch-next and the run commands through real processes (README "Runs"): one control plane
  * (HTTP + Temporal worker on Postgres) and one worker gate whose dispatch script is the fake agent. Every test seeds
@@ -25,6 +27,8 @@ let store: Store;
 let gateFixture: GateFixture;
 let api: ControlApi;
 let downUrl: string;
+/** Lanes for parallel callers to spread over. */
+const SPREAD_LANES = ['spread1', 'spread2', 'spread3', 'spread4', 'spread5', 'spread6'];
 const { queueItem, runRow, count } = ledgerReads(() => store);
 
 beforeAll(async () => {
@@ -44,6 +48,7 @@ beforeAll(async () => {
           fail: onGate(),
           cancel: onGate(),
           question: onGate(),
+          ...Object.fromEntries(SPREAD_LANES.map((lane) => [lane, onGate()])),
           down: { wake_gate_url: downUrl, bearer_token: GATE_TOKEN, role: 'cpu_worker' },
         },
       };
@@ -256,9 +261,10 @@ describe('live dispatch', () => {
     expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
     const winners = answers.filter((answer) => answer.body.action === 'live_dispatch');
     expect(winners).toHaveLength(1);
+    // The winner leased the item's lane: the others find no idle lane with an item and start no run at all.
     const losers = answers.filter((answer) => answer.body.action !== 'live_dispatch');
-    expect(losers.map((answer) => answer.body.action)).toEqual(Array(19).fill('dispatch_blocked'));
-    for (const loser of losers) expect(loser.body.reason).toMatch(/claim lost/);
+    expect(losers.map((answer) => answer.body.action)).toEqual(Array(19).fill('noop'));
+    for (const loser of losers) expect(loser.body.reason).toBe('no queued item is eligible on an idle lane');
 
     const runId = winners[0]!.body.run_id as string;
     const runs = await store.query<{ run_id: string }>(`SELECT run_id FROM runs WHERE project_id = 'conc-one'`);
@@ -269,6 +275,22 @@ describe('live dispatch', () => {
     const item = await queueItem('conc-one');
     expect(item.current_run_id).toBe(runId);
     expect(['awaiting_wake', 'running', 'needs_review']).toContain(item.status);
+  });
+
+  it('spreads parallel calls over the idle lanes: each dispatches a different item and none loses a claim', { timeout: 90_000 }, async () => {
+    for (const [index, lane] of SPREAD_LANES.entries()) await seed(`spread-${index + 1}`, lane, { scenario: 'slow', work_sec: 120, priority: 10 + index });
+    const answers = await Promise.all(SPREAD_LANES.map(() => dispatchNext({ dry_run: false })));
+    for (const answer of answers) stack.agents.remember(answer.body);
+
+    expect(answers.map((answer) => `${answer.status} ${answer.body.action}`)).toEqual(SPREAD_LANES.map(() => '200 live_dispatch'));
+    const dispatched = answers.map((answer) => answer.body.candidate.project_id as string).sort();
+    expect(dispatched).toEqual(SPREAD_LANES.map((_, index) => `spread-${index + 1}`));
+    expect(await count(`SELECT 1 FROM runs WHERE project_id LIKE 'spread-%'`)).toBe(SPREAD_LANES.length);
+    expect(await count('SELECT 1 FROM dispatch_lane_leases')).toBe(0);
+    for (const answer of answers) {
+      await api('POST', `/control/api/runs/${answer.body.run_id as string}/cancel`, { requested_by: 'dispatch-test' });
+      await stack.killRunAgent(answer.body.run_id as string);
+    }
   });
 
   it('runs items on two lanes at once and skips an item whose lane is busy', { timeout: 90_000 }, async () => {

@@ -8,6 +8,8 @@ import { dispatchCount, waitUntil } from './support/gate.ts';
 import { isProcessRunning } from './support/process.ts';
 import { startRunStack, type RunStack } from './support/run-stack.ts';
 
+// expected duration: ~120 s
+
 /**
  * Exactly-once dispatch and completion across crashes, with real processes: a control plane (HTTP + Temporal worker)
  * and a worker gate whose dispatch script is the fake agent (which counts its invocations). The control plane is

@@ -9,6 +9,8 @@ import { candidate } from './support/research.ts';
 import { RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
 import { sampleValue, scrape } from './support/prometheus.ts';
 
+// expected duration: ~40 s
+
 /**
  * The whole path with real processes: a control plane (HTTP + Temporal worker) on the shared dev server and Postgres,
  * and a worker gate whose dispatch script is the fake agent. Intake → promote → dry run → live dispatch → gate

@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isProcessAlive } from './support/process.ts';
 
+// expected duration: ~15 s
+
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SIMULATED_AGENT = join(REPO_ROOT, 'worker-gate', 'simulated-agent.sh');
 const FAKE_AGENT = join(REPO_ROOT, 'test', 'fixtures', 'agents', 'fake-agent.sh');

@@ -12,6 +12,8 @@ import type { TemporalDevServer, TemporalDevServerOptions } from '../bin/runtime
 import { isProcessAlive, isProcessRunning } from './support/process.ts';
 import { acceptsConnections } from './support/raw-socket.ts';
 
+// expected duration: ~12 s
+
 const NAMESPACE = 'rcp-test';
 const workDir = mkdtempSync(join(tmpdir(), 'rcp-temporal-dev-server-'));
 const started: TemporalDevServer[] = [];

@@ -1,6 +1,6 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   CallbackReceiver,
   dispatchCount,
@@ -12,39 +12,56 @@ import {
   type GateProcess,
 } from './support/gate.ts';
 
+// expected duration: ~80 s
+
 const WINDOW_MS = 80_000;
 // The 'slow' fake agent keeps working this long, so the gate can be killed while it is alive.
 const SLOW_AGENT_ENV = { FAKE_AGENT_WORK_SEC: '8' };
 
-let receiver: CallbackReceiver;
-let fixture: GateFixture;
-let gate: GateProcess;
-let client: ReturnType<typeof gateClient>;
+/** One test's own callback receiver and gate, so the tests (each waits out quiet windows) run side by side. */
+class Rig {
+  receiver!: CallbackReceiver;
+  fixture!: GateFixture;
+  gate!: GateProcess;
+  client!: ReturnType<typeof gateClient>;
 
-beforeAll(async () => {
-  receiver = await CallbackReceiver.start();
-  fixture = await writeGateConfig({ callbackUrl: receiver.url });
-  gate = await startGateProcess(fixture, SLOW_AGENT_ENV);
-  client = gateClient(fixture);
-});
+  static async start(): Promise<Rig> {
+    const rig = new Rig();
+    rig.receiver = await CallbackReceiver.start();
+    rig.fixture = await writeGateConfig({ callbackUrl: rig.receiver.url });
+    rig.gate = await startGateProcess(rig.fixture, SLOW_AGENT_ENV);
+    rig.client = gateClient(rig.fixture);
+    rigs.push(rig);
+    return rig;
+  }
 
-afterAll(async () => {
-  await gate?.kill('SIGTERM');
-  await receiver?.down();
-  if (fixture) await rm(fixture.dir, { recursive: true, force: true });
-});
+  /** Kills the gate with SIGKILL and starts it again after `downMs`. */
+  async restartGate(downMs = 0): Promise<void> {
+    await this.gate.kill('SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    this.gate = await startGateProcess(this.fixture, SLOW_AGENT_ENV);
+  }
 
-/** Kills the gate with SIGKILL and starts it again after `downMs`. */
-async function restartGate(downMs = 0): Promise<void> {
-  await gate.kill('SIGKILL');
-  await new Promise((resolve) => setTimeout(resolve, downMs));
-  gate = await startGateProcess(fixture, SLOW_AGENT_ENV);
+  agentLog(projectId: string): Promise<string> {
+    return readFile(join(this.fixture.projectRoot, projectId, '.research', 'agent.log'), 'utf8');
+  }
+
+  async close(): Promise<void> {
+    await this.gate?.kill('SIGTERM');
+    await this.receiver?.down();
+    if (this.fixture) await rm(this.fixture.dir, { recursive: true, force: true });
+  }
 }
 
-const agentLog = (projectId: string) => readFile(join(fixture.projectRoot, projectId, '.research', 'agent.log'), 'utf8');
+const rigs: Rig[] = [];
+afterAll(async () => {
+  await Promise.all(rigs.map((rig) => rig.close()));
+});
 
-describe('a worker gate killed with SIGKILL and restarted', () => {
+describe.concurrent('a worker gate killed with SIGKILL and restarted', () => {
   it('resumes tracking live runs by pid and still sends exactly one callback of each kind', { timeout: 160_000 }, async () => {
+    const rig = await Rig.start();
+    const { receiver, client, fixture } = rig;
     // One run is inside its quiet window when the gate dies, the other still has its agent working.
     expect((await client.launch('mike-run', 'normal')).status).toBe(200);
     expect((await client.launch('november-run', 'slow')).status).toBe(200);
@@ -54,7 +71,7 @@ describe('a worker gate killed with SIGKILL and restarted', () => {
     expect(beforeKill!.processes_alive).toBe(true);
 
     // Down until well after the slow agent has finished working: its idle and end posts wait for the gate.
-    await restartGate(12_000);
+    await rig.restartGate(12_000);
 
     const afterRestart = await client.runView('november-run');
     expect(afterRestart!.root_pid).toBe(beforeKill!.root_pid);
@@ -69,15 +86,15 @@ describe('a worker gate killed with SIGKILL and restarted', () => {
       expect(receiver.forRun(runId).map((c) => c.body.event_type)).toEqual(['session_started', 'session_finished_ready']);
       expect(await dispatchCount(fixture, runId)).toBe(1);
     }
-    const log = await agentLog('november');
+    const log = await rig.agentLog('november');
     expect(log).toMatch(/post session-idle failed \(.+\); retrying in \d+ ms/);
     expect(log).toMatch(/posted session-end \(HTTP 200/);
     expect(log).not.toMatch(/could not post/);
   });
-});
 
-describe('callbacks while the receiver is down', () => {
-  it('keeps them in the outbox, across a gate restart, and delivers each once when the receiver is back', { timeout: 150_000 }, async () => {
+  it('keeps callbacks in the outbox while the receiver is down, across a gate restart, and delivers each once when it is back', { timeout: 150_000 }, async () => {
+    const rig = await Rig.start();
+    const { receiver, client } = rig;
     await receiver.down();
     expect((await client.launch('oscar-run', 'normal')).status).toBe(200);
     const pending = await waitUntil(
@@ -92,7 +109,7 @@ describe('callbacks while the receiver is down', () => {
     expect(pending.delivered_at).toBeNull();
     expect(pending.last_error).toEqual(expect.any(String));
 
-    await restartGate();
+    await rig.restartGate();
     expect((await client.dashboard()).body.totals.callback_pending).toBeGreaterThanOrEqual(1);
     await receiver.up();
 
@@ -102,10 +119,10 @@ describe('callbacks while the receiver is down', () => {
     await new Promise((resolve) => setTimeout(resolve, 2000));
     expect(receiver.forRun('oscar-run').map((c) => c.body.event_type)).toEqual(['session_started', 'session_finished_ready']);
   });
-});
 
-describe('a gate killed while its dispatch script runs', () => {
-  it('never starts that run a second time: after the restart the run is in error and a repeated dispatch is 409', { timeout: 90_000 }, async () => {
+  it('never starts a run whose dispatch script was running when it died a second time: the run is in error and a repeated dispatch is 409', { timeout: 90_000 }, async () => {
+    const rig = await Rig.start();
+    const { client, fixture } = rig;
     const launched = client.launch('quebec-run', 'hang').catch((error: Error) => error);
     const scriptPid = await waitUntil(
       'the dispatch script to start',
@@ -116,7 +133,7 @@ describe('a gate killed while its dispatch script runs', () => {
       20_000,
     );
     try {
-      await restartGate();
+      await rig.restartGate();
       expect(await launched).toBeInstanceOf(Error);
 
       const again = await client.dispatch(client.dispatchBody('quebec-run'));

@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CallbackReceiver, gateClient, startGateProcess, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
 import { isProcessRunning } from './support/process.ts';
 
+// expected duration: ~65 s
+
 // The reaper is off, so the 'linger' agent's child keeps the run waiting for its processes to exit until
 // max_wait_after_idle_sec (its minimum, 60 s) runs out.
 let receiver: CallbackReceiver;

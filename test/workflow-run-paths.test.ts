@@ -28,6 +28,8 @@ import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';
 import { AgentGroups, ledgerReads } from './support/run-stack.ts';
 import { quietTemporalLogs } from './support/temporal.ts';
 
+// expected duration: ~18 s
+
 /**
  * Every path of the run workflow, in seconds: the workflow runs on a worker inside this process, on the shared dev
  * server of the test run, with the real activities on a test database and a real worker gate whose dispatch script is

@@ -57,8 +57,15 @@ const ledger = proxyLocalActivities<LedgerActivities>({
   },
 });
 
+/**
+ * The gate calls and the preflight heartbeat every second (activities/runs.ts): a worker that dies mid-call is noticed
+ * after this, not after the call's whole start-to-close timeout, and the call goes to the restarted worker.
+ */
+const ACTIVITY_HEARTBEAT_TIMEOUT = '3 seconds';
+
 const PREFLIGHT_OPTIONS = {
   startToCloseTimeout: '60 seconds',
+  heartbeatTimeout: ACTIVITY_HEARTBEAT_TIMEOUT,
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: [PERMANENT_FAILURE_TYPES.unknownLane] },
 };
 const preflight = proxyActivities<PreflightActivities>(PREFLIGHT_OPTIONS);
@@ -72,6 +79,7 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   const workflowId = workflowInfo().workflowId;
   const gate = proxyActivities<GateActivities>({
     startToCloseTimeout: `${timings.gate_call_timeout_sec + 5} seconds`,
+    heartbeatTimeout: ACTIVITY_HEARTBEAT_TIMEOUT,
     retry: {
       maximumAttempts: timings.gate_call_attempts,
       initialInterval: `${timings.gate_retry_initial_sec} seconds`,

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { callbackTokenFingerprint } from '../../http/tokens.ts';
 
 /**
  * A worker gate whose agent finishes at once, for benchmarks of the control plane's run path. It answers what the
@@ -218,7 +218,7 @@ export class InstantGate {
       ok: true,
       service: {
         name: 'bench-instant-gate',
-        completion_callback_token_fingerprint: createHash('sha256').update(this.options.callbackToken, 'utf8').digest('hex'),
+        completion_callback_token_fingerprint: callbackTokenFingerprint(this.options.callbackToken),
       },
       totals: { active_or_waiting: 0, live: 0, callback_pending: this.pending.size },
       telemetry: {

@@ -15,6 +15,13 @@ import { loadWorkflowBundle } from './workflow-bundle.ts';
 
 const INSTALL_SCRIPT = fileURLToPath(new URL('../../scripts/install-temporal-cli.sh', import.meta.url));
 const WORKER_SHUTDOWN_GRACE = '10s';
+/**
+ * A workflow task handed to this worker's own (sticky) queue goes to the shared queue when no one takes it within
+ * this time. The default is 10 s: after a crash, a run's next step would wait that long for the dead worker
+ * (README "Runs", crash recovery). A live worker takes its tasks within milliseconds; one that misses this under load
+ * only replays the run's history once more.
+ */
+const STICKY_QUEUE_TIMEOUT = '3s';
 
 export interface TemporalSettings {
   /** Empty: start the embedded dev server with its SQLite file under stateDir. */
@@ -130,6 +137,7 @@ export async function startTemporalRuntime(
       workflowBundle: await loadWorkflowBundle(progress),
       activities: createActivities({ store: deps.store, settings: deps.settings }),
       shutdownGraceTime: WORKER_SHUTDOWN_GRACE,
+      stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
       ...WORKFLOWS_ON_MAIN_THREAD,
     });
     const running = worker.run();
