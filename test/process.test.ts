@@ -11,7 +11,7 @@ import { isProcessAlive, isProcessRunning, START_COMMAND_ARGS } from './support/
 import { sampleValue, scrape } from './support/prometheus.ts';
 import { acceptsConnections, rawConnection, stalledBodyRequest } from './support/raw-socket.ts';
 
-// expected duration: ~70 s
+// expected duration: ~85 s
 
 const TOKEN = 'process-test-token-0123456789abcdef';
 const GATE_TOKEN = 'process-test-gate-token-0123456789';
@@ -59,8 +59,7 @@ const processConfig = (extra: Record<string, unknown>): Record<string, unknown> 
   ...extra,
 });
 
-// Its tests start their own processes on their own ports and state folders, so they run side by side.
-describe.concurrent('the real entry point', () => {
+describe('the real entry point', () => {
   let dir: string;
   let configPath: string;
 
