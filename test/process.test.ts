@@ -22,11 +22,18 @@ interface StartedProcess {
   exited: Promise<number | null>;
 }
 
+/** Every entry point a test started: a test that fails half-way must not leave a control plane running. */
+const entryPoints: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of entryPoints) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
 function startEntryPoint(configPath: string, env: Record<string, string> = {}): StartedProcess {
   const child = spawn(process.execPath, [...START_COMMAND_ARGS], {
     env: { ...process.env, SVC_CONFIG: configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  entryPoints.push(child);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
