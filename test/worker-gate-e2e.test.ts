@@ -49,6 +49,13 @@ afterAll(async () => {
   if (fixture) await rm(fixture.dir, { recursive: true, force: true });
 });
 
+/** Launches a run that the gate must accept; a refusal fails with the gate's answer (exit code, stderr) in view. */
+async function launchedRun(runId: string, scenario: string) {
+  const answer = await client.launch(runId, scenario);
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return answer;
+}
+
 const postEvent = (body: unknown, token = CONTROL_TOKEN) => client.call('POST', '/legacy-agent/event', body, token);
 
 describe.concurrent('a run on the real gate process', () => {
@@ -97,7 +104,7 @@ describe.concurrent('a run on the real gate process', () => {
 
   it('reaps a lingering marker process in the project, then reports readiness', { timeout: 120_000 }, async () => {
     const runId = 'bravo-run';
-    expect((await client.launch(runId, 'linger')).status).toBe(200);
+    await launchedRun(runId, 'linger');
     await receiver.waitFor(runId, 'session_started', 20_000);
     const reaped = await waitUntil('the lingering process to be reaped', async () => (await client.runView(runId))?.reaped?.[0], 30_000);
     expect(['terminated', 'killed']).toContain(reaped.outcome);
@@ -111,7 +118,7 @@ describe.concurrent('a run on the real gate process', () => {
 
   it('reports wake_ready when the agent goes idle without ending its session', { timeout: 120_000 }, async () => {
     const runId = 'papa-run';
-    expect((await client.launch(runId, 'idle-only')).status).toBe(200);
+    await launchedRun(runId, 'idle-only');
     const ready = await receiver.waitFor(runId, 'wake_ready', WINDOW_MS);
     expect(ready.body).toMatchObject({ gate_state: 'wake_ready', evidence: { run_notes: true, decision: 'inconclusive' } });
     expect(ready.body.idempotency_key).toBe(`${runId}:wake_ready:${ready.body.idle_seen_at}`);
@@ -124,7 +131,7 @@ describe.concurrent('a run on the real gate process', () => {
 
   it('reports a question once and then stays settled', { timeout: 60_000 }, async () => {
     const runId = 'charlie-run';
-    expect((await client.launch(runId, 'question')).status).toBe(200);
+    await launchedRun(runId, 'question');
     const question = await receiver.waitFor(runId, 'question_pending', 20_000);
     expect(question.body.gate_state).toBe('question_pending');
     expect(question.body.question).toEqual(expect.any(String));
@@ -135,8 +142,7 @@ describe.concurrent('a run on the real gate process', () => {
 
   it('cancels a run on request: its processes are stopped and no callback follows', { timeout: 60_000 }, async () => {
     const runId = 'cancel-gate-run';
-    const launched = await client.launch(runId, 'slow');
-    expect(launched.status).toBe(200);
+    const launched = await launchedRun(runId, 'slow');
     await receiver.waitFor(runId, 'session_started', 20_000);
     const rootPid = launched.body.root_pid as number;
     expect(isProcessRunning(rootPid)).toBe(true);
@@ -157,7 +163,7 @@ describe.concurrent('a run on the real gate process', () => {
 
   it('reports gate_error when the agent exits without any lifecycle event', { timeout: 60_000 }, async () => {
     const runId = 'delta-run';
-    expect((await client.launch(runId, 'silent-exit')).status).toBe(200);
+    await launchedRun(runId, 'silent-exit');
     const error = await receiver.waitFor(runId, 'gate_error', 30_000);
     expect(error.body.gate_state).toBe('error');
     expect(error.body.reason).toMatch(/exited before the agent reported/);

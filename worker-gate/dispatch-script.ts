@@ -17,8 +17,10 @@ export interface DispatchScriptOptions {
 
 const STDOUT_LIMIT = 64 * 1024;
 const STDERR_TAIL = 2000;
-// The agent the script backgrounds may inherit its stdout; after the script exits, wait only briefly for the pipe.
-const DRAIN_AFTER_EXIT_MS = 250;
+// After the script exits, its last output may still be in the pipe: on a loaded machine this process can take well
+// over a second to read it. The agent the script backgrounds may also have inherited stdout, keeping the pipe open for
+// good; so the wait ends as soon as the output holds the JSON object, and after this long at most.
+const DRAIN_AFTER_EXIT_MS = 5_000;
 
 /** Environment variables of this service that an agent must never see. */
 const WITHHELD_ENV = ['SVC_CONFIG', 'SVC_CONTROL_PLANE_CONFIG', 'RESEARCH_PROVIDER_API_KEY', 'PAPER_WRITER_API_KEY'];
@@ -100,12 +102,14 @@ export function runDispatchScript(options: DispatchScriptOptions): Promise<Dispa
         if (!output) return fail('dispatch script did not print one JSON object', code, signal);
         finish({ ok: true, output, duration_ms: Date.now() - started });
       };
-      if (child.stdout.readableEnded) return conclude();
+      if (child.stdout.readableEnded || (code === 0 && parseOutput(stdout))) return conclude();
       const drained = setTimeout(conclude, DRAIN_AFTER_EXIT_MS);
-      child.stdout.once('end', () => {
+      const concludeNow = () => {
         clearTimeout(drained);
         conclude();
-      });
+      };
+      child.stdout.once('end', concludeNow);
+      if (code === 0) child.stdout.on('data', () => (parseOutput(stdout) ? concludeNow() : undefined));
     });
   });
 }
