@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ServiceMetrics } from '../http/metrics.ts';
 import { errorResponses, openObject } from '../http/responses.ts';
-import { rssMib, type RouteObservability } from '../http/route-observability.ts';
+import { mib, rssMib, type RouteObservability } from '../http/route-observability.ts';
 import type { AuthKind } from './auth.ts';
 
 /** `GET /metrics` and the v1 observability reads (README "Metrics and observability"). */
@@ -65,8 +65,6 @@ const MemorySchema = openObject({
   warn_rss_mib: z.number().describe('route_observability_memory_warn_rss_mib; 0 when no warning is set'),
   warning: z.boolean().describe('True when warn_rss_mib is set and RSS is above it'),
 });
-
-const mib = (bytes: number) => Math.round((bytes / (1024 * 1024)) * 10) / 10;
 
 export async function observabilityRoutes(instance: FastifyInstance, options: ObservabilityRoutesOptions): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();

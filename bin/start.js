@@ -87,7 +87,10 @@ function typeScriptFiles(dir) {
   });
 }
 
-/** Where the Temporal CLI and the workflow bundle are cached too (bin/runtime/temporal-cli.ts). */
+/**
+ * Where the Temporal CLI and the workflow bundle are cached too (bin/runtime/temporal-cli.ts). A copy, because this
+ * file runs before any TypeScript module can be loaded.
+ */
 function cacheRoot() {
   const env = process.env;
   if (env.RCP_CACHE_DIR) return env.RCP_CACHE_DIR;

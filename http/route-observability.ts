@@ -36,7 +36,10 @@ export interface RouteObservabilityHealth {
   started_at: string;
 }
 
-export const rssMib = () => Math.round((process.memoryUsage.rss() / MIB) * 10) / 10;
+/** Bytes in MiB, to one decimal. */
+export const mib = (bytes: number) => Math.round((bytes / MIB) * 10) / 10;
+
+export const rssMib = () => mib(process.memoryUsage.rss());
 
 export class RouteObservability {
   readonly options: RouteObservabilityOptions;

@@ -52,9 +52,9 @@ export interface RunMonitorOptions {
   outbox: CallbackOutbox;
 }
 
-
 /** Between the CPU counters read at start-up and the first sample: long enough for a meaningful percentage. */
 const FIRST_CPU_INTERVAL_MS = 250;
+
 /** How the sampling loop is doing, for /dashboard/api. */
 export interface SamplingHealth {
   lastTickError: string | null;
