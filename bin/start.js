@@ -5,7 +5,8 @@ import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:
 import * as nodeModule from 'node:module';
 import { homedir } from 'node:os';
 import { join, relative } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { initialize, load } from './stripped-sources-hook.js';
 
 const SUPPORTED_MAJOR = 24;
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -18,57 +19,78 @@ if (Number(process.versions.node.split('.')[0]) < SUPPORTED_MAJOR) {
   );
 }
 
-if (process.features.typescript && typeof nodeModule.registerHooks === 'function') {
-  loadStrippedSources();
-} else {
-  // tsx is a development dependency: production installs (`npm ci --omit=dev`, the image) run on Node 24 only.
-  const tsx = await import('tsx/esm/api').catch(() => undefined);
-  if (!tsx) {
-    console.error(`research-control-plane: Node ${process.version} needs the tsx loader, a development dependency: run "npm ci" (not --omit=dev), or use Node ${SUPPORTED_MAJOR}.`);
-    process.exit(1);
-  }
-  tsx.register();
-}
+const nodeStripsTypes = Boolean(process.features.typescript) && typeof nodeModule.registerHooks === 'function';
+loadStrippedSources(nodeStripsTypes ? nodeStripper() : esbuildStripper());
 await import('./control-plane.ts');
 
 /**
- * Node strips TypeScript types itself, but the stripper it loads for that stays in memory (about 17 MiB, README
- * "Memory"). So the sources are stripped once per change by a short-lived child process into a cache, and this
- * process loads them from there; its modules keep their own URLs, so paths, `import.meta.url` and stack traces are
- * those of the sources.
+ * Neither loads a TypeScript loader into this process: Node's own stripper stays in memory once loaded (about
+ * 17 MiB), and tsx cost about 25 MiB and a second and a half of CPU at every start (README "Memory"). So a short-lived
+ * child process strips the sources once per change into a cache, and this process loads them from there through a
+ * module hook; modules keep their sources' URLs, so paths and `import.meta.url` are those of the sources. Node 24
+ * strips in place (line and column numbers unchanged); older Node has esbuild, a development dependency, transpile.
  */
-function loadStrippedSources() {
+function loadStrippedSources(stripper) {
   const files = SOURCE_FOLDERS.flatMap((folder) => typeScriptFiles(join(REPO_ROOT, folder)));
-  const hash = createHash('sha256').update(process.version);
+  const hash = createHash('sha256').update(`${process.version}\0${stripper.name}`);
   for (const file of files) hash.update(`\0${relative(REPO_ROOT, file)}\0`).update(readFileSync(file));
   const dir = join(cacheRoot(), 'stripped-sources', hash.digest('hex').slice(0, 32));
-  if (!existsSync(dir)) stripInto(dir, files);
+  if (!existsSync(dir)) stripInto(dir, files, stripper);
 
-  const rootUrl = pathToFileURL(REPO_ROOT).href;
-  nodeModule.registerHooks({
-    load(url, context, nextLoad) {
-      if (url.startsWith(rootUrl) && url.endsWith('.ts')) {
-        const stripped = join(dir, relative(REPO_ROOT, fileURLToPath(url)));
-        if (existsSync(stripped)) return { format: 'module', source: readFileSync(stripped, 'utf8'), shortCircuit: true };
-      }
-      return nextLoad(url, context);
-    },
-  });
+  const data = { root: REPO_ROOT, dir };
+  if (nodeStripsTypes) {
+    initialize(data);
+    nodeModule.registerHooks({ load });
+  } else {
+    // Older Node has only the asynchronous hooks, which run on a thread of their own and get their state as data.
+    nodeModule.register('./stripped-sources-hook.js', import.meta.url, { data });
+  }
 }
 
-function stripInto(dir, files) {
+function nodeStripper() {
+  return {
+    name: 'node',
+    args: ['--no-warnings', '--input-type=module', '-e', `
+      import { stripTypeScriptTypes } from 'node:module';
+      import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+      import { dirname, join, relative } from 'node:path';
+      const [root, out, ...files] = process.argv.slice(1);
+      for (const file of files) {
+        const target = join(out, relative(root, file));
+        mkdirSync(dirname(target), { recursive: true });
+        writeFileSync(target, stripTypeScriptTypes(readFileSync(file, 'utf8'), { mode: 'strip' }));
+      }`],
+  };
+}
+
+function esbuildStripper() {
+  let esbuildPath;
+  try {
+    esbuildPath = nodeModule.createRequire(import.meta.url).resolve('esbuild');
+  } catch {
+    // esbuild is a development dependency: production installs (`npm ci --omit=dev`, the image) run on Node 24 only.
+    console.error(`research-control-plane: Node ${process.version} needs esbuild, a development dependency: run "npm ci" (not --omit=dev), or use Node ${SUPPORTED_MAJOR}.`);
+    process.exit(1);
+  }
+  return {
+    name: 'esbuild',
+    args: ['-e', `
+      const { transformSync } = require(${JSON.stringify(esbuildPath)});
+      const { mkdirSync, readFileSync, writeFileSync } = require('node:fs');
+      const { dirname, join, relative } = require('node:path');
+      const [root, out, ...files] = process.argv.slice(1);
+      for (const file of files) {
+        const target = join(out, relative(root, file));
+        mkdirSync(dirname(target), { recursive: true });
+        const { code } = transformSync(readFileSync(file, 'utf8'), { loader: 'ts', format: 'esm', target: 'node20', sourcefile: file });
+        writeFileSync(target, code);
+      }`],
+  };
+}
+
+function stripInto(dir, files, stripper) {
   const temporary = `${dir}.${process.pid}.tmp`;
-  const script = `
-    import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-    import { stripTypeScriptTypes } from 'node:module';
-    import { dirname, join, relative } from 'node:path';
-    const [root, out, ...files] = process.argv.slice(1);
-    for (const file of files) {
-      const target = join(out, relative(root, file));
-      mkdirSync(dirname(target), { recursive: true });
-      writeFileSync(target, stripTypeScriptTypes(readFileSync(file, 'utf8'), { mode: 'strip' }));
-    }`;
-  const result = spawnSync(process.execPath, ['--no-warnings', '--input-type=module', '-e', script, REPO_ROOT, temporary, ...files], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const result = spawnSync(process.execPath, [...stripper.args, REPO_ROOT, temporary, ...files], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (result.status !== 0) throw new Error(`stripping the TypeScript sources failed (exit ${result.status ?? result.signal})`);
   try {
     renameSync(temporary, dir);

@@ -5,6 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { locateTemporalCli, temporalCliInstallHint } from '../bin/runtime/temporal-cli.ts';
 import { startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
 import { openStore } from '../store/open-store.ts';
+import { buildFakeAgentBundle } from './support/fake-agent-bundle.ts';
 import { databaseUrl, quoteIdent, withAdminClient } from './support/postgres.ts';
 
 declare module 'vitest' {
@@ -46,7 +47,7 @@ export default async function setup(project: TestProject) {
   if (!temporalCliPath) {
     throw new Error(`The Temporal CLI was not found. Run "bash scripts/install-temporal-cli.sh" (npm test does it for you). ${temporalCliInstallHint()}`);
   }
-  await prepareTemplateDatabase(template);
+  await Promise.all([prepareTemplateDatabase(template), buildFakeAgentBundle()]);
 
   const temporalDir = await mkdtemp(join(tmpdir(), 'rcp-test-temporal-'));
   let server: Awaited<ReturnType<typeof startTemporalDevServer>>;

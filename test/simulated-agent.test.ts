@@ -97,7 +97,7 @@ const startedAgents: number[] = [];
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'rcp-sim-agent-'));
-  // No node_modules above the project dir: the .sh launchers resolve tsx from the repository.
+  // No node_modules above the project dir: the .sh launchers find their code (and tsx) from the repository.
   receiver = await EventReceiver.start();
 });
 

@@ -35,7 +35,7 @@ let firstSnapshot: Awaited<ReturnType<ReturnType<typeof gateClient>['dashboard']
 
 beforeAll(async () => {
   receiver = await CallbackReceiver.start();
-  // Four test files at a time on two cores: starting the fake agent through the tsx loader can take several seconds.
+  // Four test files at a time on two cores: starting the fake agent can take several seconds.
   fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { dispatch_timeout_sec: DISPATCH_TIMEOUT_SEC } });
   // A fake nvidia-smi on the PATH: the GPU figures, the VRAM baseline and the GPU side of the window are exercised.
   gate = await startGateProcess(fixture, { PATH: `${FAKE_GPU_BIN}:${process.env.PATH ?? ''}` });
