@@ -14,7 +14,7 @@ const StatusSchema = openObject({
   dispatch_blockers: z.array(z.unknown()),
   flags: FlagsSchema,
   live_dispatch_enabled: z.boolean(),
-  counts: anyObject().describe('Queue items by status, plus papers and queue_total'),
+  counts: anyObject().describe('Queue items by status, plus papers (every paper), paper_pipeline (the five paper-pipeline counts) and queue_total'),
   active_items: z.array(anyObject()),
   source_freshness: z.array(anyObject()),
   warnings: z.array(z.unknown()),

@@ -10,6 +10,7 @@ import {
   recentWorkerCallbacks,
   type QueueCounts,
 } from '../store/status-reads.ts';
+import { paperCounts } from '../store/paper-counts.ts';
 import type { Store } from '../store/store.ts';
 import { latestWorkerObservations } from '../store/worker-observations.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
@@ -31,8 +32,6 @@ export interface RefreshOptions {
 }
 
 const RECENT_CALLBACKS = 20;
-/** There is no papers ledger yet; the snapshot keeps the field so clients can rely on its shape. */
-const PAPER_COUNT = 0;
 
 interface WorkerView extends LatestObservation {
   summary: string;
@@ -77,9 +76,10 @@ export async function statusSnapshot(deps: StatusDeps, query: RefreshOptions) {
   const targets = [...routing.targets.values()];
   const refreshed = query.refresh_worker ? await refreshWorkers(deps, targets) : [];
   const refreshedAt = new Date();
-  const [flags, counts, active, groups, observations, callbacksAt] = await Promise.all([
+  const [flags, counts, papers, active, groups, observations, callbacksAt] = await Promise.all([
     readFlagDetails(deps.store),
     queueCounts(deps.store),
+    paperCounts(deps.store),
     listActiveItems(deps.store),
     queuedGroups(deps.store),
     latestObservations(deps, refreshed, refreshedAt),
@@ -109,7 +109,7 @@ export async function statusSnapshot(deps: StatusDeps, query: RefreshOptions) {
     dispatch_blockers: safety.dispatch_blockers,
     flags: { queue_paused: flags.queue_paused, maintenance_mode: flags.maintenance_mode },
     live_dispatch_enabled: deps.settings.liveDispatchEnabled,
-    counts: { ...counts.by_status, papers: PAPER_COUNT, queue_total: counts.total },
+    counts: { ...counts.by_status, papers: papers.total, paper_pipeline: papers.pipeline, queue_total: counts.total },
     active_items: active.map(({ run, last_callback: _lastCallback, ...item }) => ({ ...item, run_state: run?.state ?? null })),
     source_freshness: [
       ...safety.worker_freshness.map(({ target: _target, ...entry }) => entry),

@@ -5,6 +5,7 @@ import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import { createLogger } from '../bin/runtime/logger.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { workerRoutingFrom, type RoutingConfig } from '../domain/lanes.ts';
+import { emptyPaperPipelineCounts } from '../domain/paper-candidacy.ts';
 import { QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
 import type { RunState } from '../domain/run-state.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
@@ -119,7 +120,7 @@ describe('without dispatch settings', () => {
       warnings: [],
       conflicts: [],
     });
-    expect(body.counts).toEqual({ ...Object.fromEntries(QUEUE_STATUSES.map((s) => [s, 0])), papers: 0, queue_total: 0 });
+    expect(body.counts).toEqual({ ...Object.fromEntries(QUEUE_STATUSES.map((s) => [s, 0])), papers: 0, paper_pipeline: emptyPaperPipelineCounts(), queue_total: 0 });
     expect(body.source_freshness).toEqual([
       { source: 'queue', observed_at: null, age_sec: null, stale: false, ok: null },
       { source: 'worker_callbacks', observed_at: null, age_sec: null, stale: false, ok: null },
@@ -217,6 +218,7 @@ describe('a seeded queue', () => {
       blocked: 1,
       needs_review: 1,
       papers: 0,
+      paper_pipeline: emptyPaperPipelineCounts(),
       queue_total: 13,
     });
     expect(body.flags).toEqual({ queue_paused: true, maintenance_mode: false });
