@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
 import { anyObject, openObject } from '../http/responses.ts';
 
 /** Rows several control-plane answers share; open, since the ledgers may add columns. */
@@ -22,3 +23,14 @@ export const QueueItemSchema = openObject({
 });
 
 export const FlagsSchema = openObject({ queue_paused: z.boolean(), maintenance_mode: z.boolean() });
+
+/** A paper as the paper lists, project detail and run detail show it (README "Papers"). */
+export const PaperSchema = openObject({
+  paper_id: z.string(),
+  project_id: z.string(),
+  run_id: z.string(),
+  paper_status: z.enum(PAPER_STATUSES),
+  review_status: z.enum(REVIEW_STATUSES),
+  rank_score: z.number(),
+  updated_at: z.string(),
+});

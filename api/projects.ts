@@ -8,7 +8,7 @@ import type { AppDeps } from './deps.ts';
 import { HttpError } from '../http/errors.ts';
 import { anyObject, errorResponses, openObject } from '../http/responses.ts';
 import { queryInt } from '../http/validation.ts';
-import { AuditEventSchema, QueueItemSchema } from './answers.ts';
+import { AuditEventSchema, PaperSchema, QueueItemSchema } from './answers.ts';
 
 const ProjectParams = z.strictObject({ project_id: z.string().min(1).max(200) });
 const ProjectQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
@@ -17,7 +17,7 @@ const ProjectDetailAnswer = openObject({
   project: anyObject().nullable(),
   queue_item: QueueItemSchema.nullable(),
   runs: z.array(anyObject()),
-  papers: z.array(z.unknown()),
+  papers: z.array(PaperSchema),
   events: z.array(AuditEventSchema),
   worker_observations: z.array(anyObject()),
   lineage: z.array(anyObject()),

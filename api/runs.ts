@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { anyObject, errorResponses, openObject } from '../http/responses.ts';
 import { queryInt } from '../http/validation.ts';
-import { AuditEventSchema } from './answers.ts';
+import { AuditEventSchema, PaperSchema } from './answers.ts';
 import { cancelRun, runDetail } from '../services/runs.ts';
 import type { AppDeps } from './deps.ts';
 
@@ -20,7 +20,7 @@ const RunDetailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200
 const RunDetailAnswer = openObject({
   run: openObject({ run_id: z.string(), project_id: z.string(), state: z.string(), transitions: z.array(anyObject()) }),
   project: anyObject().nullable(),
-  papers: z.array(z.unknown()),
+  papers: z.array(PaperSchema),
   events: z.array(AuditEventSchema),
   temporal: openObject({ workflow_id: z.string(), ui_url: z.string().nullable() }),
 });

@@ -1,5 +1,6 @@
 import { isRunFinished, workflowIdForRun } from '../domain/run-state.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
+import { listPapersOf } from '../store/papers.ts';
 import { listEventsForEntities, listProjectRuns } from '../store/project-reads.ts';
 import { getProject } from '../store/projects.ts';
 import { getQueueItem } from '../store/queue-items.ts';
@@ -34,15 +35,16 @@ async function requireRun(store: Store, runId: string) {
 /** One run with its transitions, its project, bounded events and where to see it in Temporal. */
 export async function runDetail(deps: RunServiceDeps, runId: string, eventLimit: number) {
   const run = await requireRun(deps.store, runId);
-  const [runs, project, events] = await Promise.all([
+  const [runs, project, papers, events] = await Promise.all([
     listProjectRuns(deps.store, run.project_id),
     getProject(deps.store, run.project_id),
+    listPapersOf(deps.store, { run_id: runId }),
     listEventsForEntities(deps.store, [runId], eventLimit),
   ]);
   return {
     run: runs.find((candidate) => candidate.run_id === runId) ?? { ...run, transitions: [] },
     project: project ?? null,
-    papers: [],
+    papers,
     events,
     temporal: { workflow_id: run.workflow_id, ui_url: deps.runs.workflowUiUrl(runId) },
   };

@@ -3,6 +3,7 @@ import { AUDIT_EVENT_COLUMNS, type AuditEvent } from './audit-events.ts';
 import { getProject, type ProjectRow } from './projects.ts';
 import { getQueueItem, type QueueItemRow } from './queue-items.ts';
 import { lineageOf, type LineageRow } from './research-lineage.ts';
+import { listPapersOf, type PaperRow } from './papers.ts';
 import { isoTimestampSql } from './row-parsers.ts';
 import { RUN_COLUMNS, type RunRow } from './runs.ts';
 import type { Queryable } from './store.ts';
@@ -76,8 +77,8 @@ export interface ProjectDetail {
   project: ProjectRow | null;
   queue_item: QueueItemRow | null;
   runs: ProjectRun[];
-  /** No papers ledger exists yet: always empty. */
-  papers: never[];
+  /** Newest first, at most DETAIL_PAPER_LIMIT. */
+  papers: PaperRow[];
   events: AuditEvent[];
   worker_observations: WorkerObservation[];
   lineage: LineageRow[];
@@ -95,10 +96,11 @@ export async function readProjectDetail(
   projectId: string,
   options: ProjectDetailOptions,
 ): Promise<ProjectDetail | undefined> {
-  const [project, queueItem, runs] = await Promise.all([
+  const [project, queueItem, runs, papers] = await Promise.all([
     getProject(q, projectId),
     getQueueItem(q, projectId),
     listProjectRuns(q, projectId),
+    listPapersOf(q, { project_id: projectId }),
   ]);
   if (!project && !queueItem) return undefined;
 
@@ -113,7 +115,7 @@ export async function readProjectDetail(
     project: project ?? null,
     queue_item: queueItem ?? null,
     runs,
-    papers: [],
+    papers,
     events,
     worker_observations: observations,
     lineage,
