@@ -24,8 +24,8 @@ loadStrippedSources(nodeStripsTypes ? nodeStripper() : esbuildStripper());
 await import('./control-plane.ts');
 
 /**
- * Neither loads a TypeScript loader into this process: Node's own stripper stays in memory once loaded (about
- * 17 MiB), and tsx cost about 25 MiB and a second and a half of CPU at every start (README "Memory"). So a short-lived
+ * Neither path loads a TypeScript loader into this process: Node's own stripper stays in memory once loaded (about
+ * 17 MiB), and tsx cost about 25 MiB and close to a second of CPU at every start (README "Memory"). So a short-lived
  * child process strips the sources once per change into a cache, and this process loads them from there through a
  * module hook; modules keep their sources' URLs, so paths and `import.meta.url` are those of the sources. Node 24
  * strips in place (line and column numbers unchanged); older Node has esbuild, a development dependency, transpile.

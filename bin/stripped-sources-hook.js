@@ -1,6 +1,6 @@
 // The module hook of `npm start` (bin/start.js): a TypeScript source of the service loads from its stripped copy.
 import { existsSync, readFileSync } from 'node:fs';
-import { relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 let root = '';
@@ -16,7 +16,7 @@ export function initialize(data) {
 
 export function load(url, context, nextLoad) {
   if (url.startsWith(rootUrl) && url.endsWith('.ts')) {
-    const stripped = `${dir}/${relative(root, fileURLToPath(url))}`;
+    const stripped = join(dir, relative(root, fileURLToPath(url)));
     if (existsSync(stripped)) return { format: 'module', source: readFileSync(stripped, 'utf8'), shortCircuit: true };
   }
   return nextLoad(url, context);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { locateTemporalCli, temporalCliInstallHint } from '../bin/runtime/temporal-cli.ts';
 import { startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
+import { loadWorkflowBundle } from '../bin/runtime/workflow-bundle.ts';
 import { openStore } from '../store/open-store.ts';
 import { buildFakeAgentBundle } from './support/fake-agent-bundle.ts';
 import { databaseUrl, quoteIdent, withAdminClient } from './support/postgres.ts';
@@ -47,7 +48,9 @@ export default async function setup(project: TestProject) {
   if (!temporalCliPath) {
     throw new Error(`The Temporal CLI was not found. Run "bash scripts/install-temporal-cli.sh" (npm test does it for you). ${temporalCliInstallHint()}`);
   }
-  await Promise.all([prepareTemplateDatabase(template), buildFakeAgentBundle()]);
+  // The workflow bundle is cached by its sources; built here once, so the control planes that the first test files
+  // start together do not each bundle the same code at the same time.
+  await Promise.all([prepareTemplateDatabase(template), buildFakeAgentBundle(), loadWorkflowBundle()]);
 
   const temporalDir = await mkdtemp(join(tmpdir(), 'rcp-test-temporal-'));
   let server: Awaited<ReturnType<typeof startTemporalDevServer>>;
