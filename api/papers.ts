@@ -8,6 +8,7 @@ import { pageOf, queryBool, queryInt, queryOptional, queryText } from '../http/v
 import { createPaperReviews } from '../services/paper-reviews.ts';
 import { listPapers, PAPER_SORT_COLUMNS, type PaperRow } from '../store/papers.ts';
 import { PaperSchema } from './answers.ts';
+import { idempotencyKey, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 
 /**
@@ -15,10 +16,8 @@ import type { AppDeps } from './deps.ts';
  * `/control/api/publication-automation` (preferred) and `/control/api/paper-reviews`, and answer the same.
  */
 
-export const REVIEW_MOUNTS = ['/control/api/publication-automation', '/control/api/paper-reviews'] as const;
+const REVIEW_MOUNTS = ['/control/api/publication-automation', '/control/api/paper-reviews'] as const;
 
-const requestedBy = z.string().trim().min(1).max(200);
-const idempotencyKey = z.string().min(1).max(256);
 const note = z.string().max(10_000);
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits');
 

@@ -14,6 +14,7 @@ import { latestAdmissions } from '../store/research-admissions.ts';
 import { getCandidate, listCandidates } from '../store/research-candidates.ts';
 import { facilityCounts } from '../store/research-facility-counts.ts';
 import { lineageOf } from '../store/research-lineage.ts';
+import { idempotencyKey, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from '../http/errors.ts';
 import { anyObject, errorResponses, openObject, pageBody } from '../http/responses.ts';
@@ -22,8 +23,6 @@ import { pageOf, queryInt, queryOptional, queryText } from '../http/validation.t
 /** Research Facility endpoints (README "Research Facility intake"): reads of the intake ledgers, and the commands that write them. */
 
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
-const requestedBy = z.string().trim().min(1).max(200);
-const idempotencyKey = z.string().min(1).max(256);
 
 const SourceInputSchema = z.strictObject({
   source_id: z.string().regex(ID_PATTERN, 'must be 1–200 letters, digits, ".", "_", ":" or "-"'),

@@ -61,7 +61,7 @@ const escapeCell = (text: string) => text.replace(/\|/g, '\\|').replace(/`/g, "'
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
 
 function titleOf(evidence: DraftEvidence): string {
-  const outcome = evidence.decision === 'finalize_positive' ? 'a positive result' : `an ${evidence.decision ?? 'undecided'} outcome`;
+  const outcome = evidence.decision === 'finalize_positive' ? 'a positive result' : `decision ${evidence.decision ?? 'none'}`;
   return `${oneLine(evidence.project_name)}: ${outcome}`;
 }
 

@@ -1,3 +1,4 @@
+import { readRunEvidence } from '../contracts/worker-callback.ts';
 import { rankPaper } from '../domain/paper-rank.ts';
 import {
   canMovePaper,
@@ -81,15 +82,14 @@ export function createPaperReviews(store: Store, clock: () => Date = () => new D
   async function recomputeRank(tx: Queryable, paperId: string): Promise<void> {
     const inputs = await readRankInputs(tx, paperId);
     if (!inputs) return;
-    const evidence = inputs.evidence ?? {};
-    const files = evidence.results_json_files;
+    const evidence = readRunEvidence(inputs.evidence);
     await setRank(
       tx,
       paperId,
       rankPaper({
-        run_notes: evidence.run_notes === true,
-        decision_file: evidence.decision_file === true,
-        results_json_files: typeof files === 'number' && Number.isSafeInteger(files) && files > 0 ? files : 0,
+        run_notes: evidence?.run_notes ?? false,
+        decision_file: evidence?.decision_file ?? false,
+        results_json_files: evidence?.results_json_files ?? 0,
         decision: inputs.decision,
         review_status: inputs.review_status,
         failed_checklist_items: inputs.failed_checklist_items,
