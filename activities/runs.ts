@@ -1,4 +1,3 @@
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { WorkerTarget } from '../domain/lanes.ts';
@@ -11,6 +10,7 @@ import { StoreReadOnlyError, type Store } from '../store/store.ts';
 import type { AgentSettings } from '../workflows/messages.ts';
 import { dispatchPreflight } from '../services/worker-preflight.ts';
 import { WorkerGateError, workerGateClient } from '../clients/worker-gate-client.ts';
+import { heartbeating } from './heartbeat.ts';
 import { GATE_CALL_FAILED, GATE_UNAVAILABLE, isRejectedWrite, PERMANENT_FAILURE_TYPES, type GateFailureDetails } from '../domain/run-failures.ts';
 
 /**
@@ -64,24 +64,6 @@ function ledgerFailure(error: unknown): unknown {
     return ApplicationFailure.nonRetryable(`the ledger refused the write: ${(error as Error).message}`, PERMANENT_FAILURE_TYPES.ledgerRejected);
   }
   return error;
-}
-
-/** Well inside the heartbeat timeout the workflow gives these activities (workflows/run.ts). */
-const HEARTBEAT_EVERY_MS = 1_000;
-
-/**
- * Heartbeats while `work` runs: a worker that dies mid-call stops heartbeating, so the server gives the call to a
- * live worker after the heartbeat timeout instead of after the whole start-to-close timeout.
- */
-async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
-  const context = Context.current();
-  context.heartbeat();
-  const timer = setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
-  try {
-    return await work();
-  } finally {
-    clearInterval(timer);
-  }
 }
 
 export function createRunActivities(deps: RunActivityDeps) {

@@ -13,6 +13,7 @@ import { healthRoutes } from './health.ts';
 import { operatorRoutes } from './operator.ts';
 import { preflightRoutes } from './preflight.ts';
 import { projectRoutes } from './projects.ts';
+import { paperDraftingRoutes } from './paper-drafting.ts';
 import { paperRoutes } from './papers.ts';
 import { queueRoutes } from './queues.ts';
 import { researchRoutes } from './research.ts';
@@ -107,6 +108,7 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
     await app.register(runRoutes, controlPlane);
     await app.register(projectRoutes, controlPlane);
     await app.register(paperRoutes, controlPlane);
+    await app.register(paperDraftingRoutes, controlPlane);
     await app.register(dashboardRoutes);
   }
   if (workerGate) await app.register(workerGateRoutes, { gate: workerGate.gate, serveHealthz: !controlPlane });

@@ -1,5 +1,7 @@
 import type { WorkloadClass } from '../domain/workload.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
+import type { PaperLauncher } from '../services/paper-launcher.ts';
+import type { PaperSettings } from '../services/paper-settings.ts';
 import type { RunLauncher } from '../services/run-launcher.ts';
 import type { Store } from '../store/store.ts';
 import type { ServiceMetrics } from '../http/metrics.ts';
@@ -29,6 +31,8 @@ export interface AppDeps {
   dispatch: DispatchSettings;
   /** Starts, signals and cancels run workflows. */
   runs: RunLauncher;
+  /** Paper drafting: where drafts go, the writer, evidence sync, and the paper workflows. */
+  papers: { settings: PaperSettings; launcher: PaperLauncher };
   /** This process's Prometheus registry (GET /metrics); the callback and dispatch routes count their outcomes in it. */
   metrics: ServiceMetrics;
 }

@@ -16,7 +16,7 @@ import type { AppDeps } from './deps.ts';
  * `/control/api/publication-automation` (preferred) and `/control/api/paper-reviews`, and answer the same.
  */
 
-const REVIEW_MOUNTS = ['/control/api/publication-automation', '/control/api/paper-reviews'] as const;
+export const REVIEW_MOUNTS = ['/control/api/publication-automation', '/control/api/paper-reviews'] as const;
 
 const note = z.string().max(10_000);
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits');

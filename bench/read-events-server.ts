@@ -3,6 +3,7 @@
  * running the same SQL on the same kind of pool. Prints `listening <port>` when ready.
  */
 import { createServer as createHttpServer } from 'node:http';
+import { tmpdir } from 'node:os';
 import pino from 'pino';
 import { createServer } from '../api/create-server.ts';
 import { createLogger } from '../bin/runtime/logger.ts';
@@ -30,6 +31,10 @@ if (mode === 'fastify') {
       dispatch: { liveDispatchEnabled: false, routing: NO_ROUTING, completionCallbackToken: token, dispatchTimeoutSec: 30, maxWaitAfterIdleSec: 60 },
       // The event reads never reach Temporal.
       runs: { startRun: noTemporal, deliverCallback: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
+      papers: {
+        settings: { stateDir: tmpdir(), projectRoot: tmpdir(), writer: { provider: 'deterministic', hosted: null, fallback: true }, evidenceSync: null },
+        launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal },
+      },
       metrics: new ServiceMetrics(),
     },
     logger,

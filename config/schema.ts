@@ -282,41 +282,33 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   paper_writer_provider: doc(z.enum(PAPER_WRITER_PROVIDERS).default('deterministic'), {
     description: 'Paper writer; openai_compatible requires paper_writer_base_url and paper_writer_model.',
-    notImplemented: true,
   }),
-  paper_writer_base_url: doc(optionalHttpUrl(), { description: 'Base URL of the hosted paper writer.', notImplemented: true }),
-  paper_writer_model: doc(text().optional(), { description: 'Model name for the hosted paper writer.', notImplemented: true }),
+  paper_writer_base_url: doc(optionalHttpUrl(), { description: 'Base URL of the hosted paper writer.' }),
+  paper_writer_model: doc(text().optional(), { description: 'Model name for the hosted paper writer.' }),
   paper_writer_api_key: doc(text().default(''), {
     description: 'API key for the hosted paper writer; prefer the environment variable.',
     secret: true,
     env: 'PAPER_WRITER_API_KEY',
-    notImplemented: true,
   }),
   paper_writer_timeout_sec: doc(z.number().positive().default(180), {
     description: 'Timeout of one paper writer request.',
-    notImplemented: true,
   }),
-  paper_writer_temperature: doc(z.number().min(0).max(2).default(0.2), { description: 'Sampling temperature.', notImplemented: true }),
+  paper_writer_temperature: doc(z.number().min(0).max(2).default(0.2), { description: 'Sampling temperature.' }),
   paper_writer_max_tokens: doc(z.number().int().min(1).default(12000), {
     description: 'Maximum tokens per paper writer response.',
-    notImplemented: true,
   }),
   paper_writer_fallback_enabled: doc(z.boolean().default(true), {
     description: 'Fall back to the deterministic writer when the hosted one fails.',
-    notImplemented: true,
   }),
   paper_evidence_sync_enabled: doc(z.boolean().default(false), {
     description: 'Copy paper evidence from the worker over SSH; requires the host and remote root.',
-    notImplemented: true,
   }),
-  paper_evidence_sync_ssh_host: doc(text().optional(), { description: 'SSH host to copy evidence from.', notImplemented: true }),
+  paper_evidence_sync_ssh_host: doc(text().optional(), { description: 'SSH host to copy evidence from.' }),
   paper_evidence_sync_remote_root: doc(text().optional(), {
     description: 'Project root on the remote host.',
-    notImplemented: true,
   }),
   paper_evidence_sync_timeout_sec: doc(z.number().positive().default(120), {
     description: 'Timeout of one evidence sync.',
-    notImplemented: true,
   }),
   route_observability_enabled: doc(z.boolean().default(false), {
     description: 'Write one JSON line per request (route template, status, duration, RSS) to the route log, rotated at 10 MiB.',

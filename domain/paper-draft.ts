@@ -66,9 +66,9 @@ function titleOf(evidence: DraftEvidence): string {
 }
 
 function abstractOf(evidence: DraftEvidence, values: ResultValue[]): string {
-  const summary = evidence.decision_summary ? oneLine(evidence.decision_summary) : 'The agent left no summary of its decision.';
   const measured = values.length === 0 ? 'It recorded no numeric results.' : 'Its numeric results are tabulated under Results.';
-  return `This paper reports run \`${evidence.run_id}\` of project \`${evidence.project_id}\`. ${summary} ${measured}`;
+  const summary = evidence.decision_summary ? " The agent's own summary is quoted under Decision." : '';
+  return `This paper reports run \`${evidence.run_id}\` of project \`${evidence.project_id}\`, which ended with the decision \`${evidence.decision ?? 'none'}\`. ${measured}${summary}`;
 }
 
 function resultsSection(values: ResultValue[]): string[] {
@@ -105,7 +105,9 @@ export function deterministicDraft(evidence: DraftEvidence): Draft {
     '',
     '## Decision',
     '',
-    `The agent's decision is \`${evidence.decision ?? 'none'}\`.${evidence.decision_summary ? ` ${oneLine(evidence.decision_summary)}` : ''}`,
+    `The agent's decision is \`${evidence.decision ?? 'none'}\`.`,
+    // The summary is the agent's words, quoted like the notes: its numbers are its claims, not the paper's.
+    ...(evidence.decision_summary ? ['', `> ${oneLine(evidence.decision_summary)}`] : []),
     '',
     '## Limitations',
     '',

@@ -33,6 +33,12 @@ export class ServiceMetrics {
     labelNames: ['action'] as const,
     registers: [this.registry],
   });
+  readonly paperStepOutcomes = new Counter({
+    name: 'rcp_paper_step_outcomes_total',
+    help: 'Answers of the paper drafting commands (draft-next, rewrite-draft, rewrite-batch, prepare-finalization-package), by command and outcome',
+    labelNames: ['command', 'outcome'] as const,
+    registers: [this.registry],
+  });
   readonly liveDispatchDuration = new Histogram({
     name: 'rcp_live_dispatch_duration_seconds',
     help: 'Duration of live dispatches, from the request to the worker accepting the run or the attempt failing',

@@ -20,7 +20,7 @@ export const ErrorBodySchema = openObject({
   request_id: z.string().optional(),
 });
 
-type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 422 | 429 | 501 | 502 | 503 | 504;
+type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 422 | 424 | 429 | 501 | 502 | 503 | 504;
 
 const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'The request cannot be carried out as asked',
@@ -29,9 +29,10 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   404: 'Unknown resource',
   409: 'Conflicting state, or an idempotency key reused with a different payload',
   422: 'Request failed validation: one {loc, msg, type} entry per problem',
+  424: 'The evidence a paper needs is missing (detail.evidence_sync says what was tried and what is missing)',
   429: 'Too many requests from this client address; Retry-After says when to try again',
   501: 'Not available in this configuration (feature switched off, or a read-only store)',
-  502: 'A worker gate or agent failed',
+  502: 'A worker gate, agent or hosted paper writer failed',
   503: 'Not ready',
   504: 'A worker gate or workflow did not answer in time',
 };

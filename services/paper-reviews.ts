@@ -1,5 +1,3 @@
-import { readRunEvidence } from '../contracts/worker-callback.ts';
-import { rankPaper } from '../domain/paper-rank.ts';
 import {
   canMovePaper,
   canMoveReview,
@@ -19,9 +17,7 @@ import {
   hasFinalizationPackage,
   insertCorpusImport,
   insertReviewHistory,
-  readRankInputs,
   setPaperStatus,
-  setRank,
   setReviewStatus,
   upsertChecklistItem,
   type ChecklistItemRow,
@@ -29,6 +25,7 @@ import {
 } from '../store/papers.ts';
 import type { Queryable, Store } from '../store/store.ts';
 import { CommandRefusedError } from './command-errors.ts';
+import { recomputePaperRank } from './paper-rank.ts';
 
 /**
  * The review commands on a paper (README "Papers"): move its review_status, set a checklist item, the compatibility
@@ -79,25 +76,7 @@ export async function paperWithChecklist(q: Queryable, paper: PaperRow): Promise
 }
 
 export function createPaperReviews(store: Store, clock: () => Date = () => new Date()) {
-  async function recomputeRank(tx: Queryable, paperId: string): Promise<void> {
-    const inputs = await readRankInputs(tx, paperId);
-    if (!inputs) return;
-    const evidence = readRunEvidence(inputs.evidence);
-    await setRank(
-      tx,
-      paperId,
-      rankPaper({
-        run_notes: evidence?.run_notes ?? false,
-        decision_file: evidence?.decision_file ?? false,
-        results_json_files: evidence?.results_json_files ?? 0,
-        decision: inputs.decision,
-        review_status: inputs.review_status,
-        failed_checklist_items: inputs.failed_checklist_items,
-        finished_at: inputs.finished_at,
-        now: clock().toISOString(),
-      }),
-    );
-  }
+  const recomputeRank = (tx: Queryable, paperId: string) => recomputePaperRank(tx, paperId, clock());
 
   /** Runs `body` on the locked paper, once per idempotency key of this command. */
   async function command<T>(
@@ -143,7 +122,7 @@ export function createPaperReviews(store: Store, clock: () => Date = () => new D
     if (archived) await setPaperStatus(tx, paper.paper_id, 'archived');
     await recomputeRank(tx, paper.paper_id);
     await appendAuditEvent(tx, {
-      entity_type: 'paper',
+      entity_type: 'paper_review',
       entity_id: paper.paper_id,
       event_type: move.event_type,
       payload: { from, to: move.to, note: move.note, blocker: move.blocker, ...(archived ? { paper_status: { from: paper.paper_status, to: 'archived' } } : {}) },
@@ -206,7 +185,7 @@ export function createPaperReviews(store: Store, clock: () => Date = () => new D
         const item = await upsertChecklistItem(tx, paperId, { item_id: itemId, status: request.status, note, judged_by: request.requested_by });
         await recomputeRank(tx, paperId);
         await appendAuditEvent(tx, {
-          entity_type: 'paper',
+          entity_type: 'paper_review',
           entity_id: paperId,
           event_type: 'paper_review.checklist_item_set',
           payload: { item_id: itemId, from: before?.status ?? 'pending', to: request.status, note },

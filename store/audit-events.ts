@@ -119,3 +119,9 @@ export async function listAuditEventsBefore(
   );
   return result.rows;
 }
+
+/** The event of this type appended with this idempotency key, if any: a step's record that it already happened. */
+export async function findAuditEventByKey(q: Queryable, eventType: string, key: string): Promise<AuditEvent | undefined> {
+  const result = await q.query<AuditEvent>(`SELECT ${COLUMNS} FROM audit_events WHERE event_type = $1 AND idempotency_key = $2`, [eventType, key]);
+  return result.rows[0];
+}

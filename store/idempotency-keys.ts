@@ -49,3 +49,48 @@ export async function runIdempotent<T>(
   );
   return { response, replayed: false };
 }
+
+/** A long command's key: claimed before the command runs, completed (or released) once it has an answer. */
+export type KeyClaim<P> =
+  | { state: 'claimed' }
+  | { state: 'pending'; pending: P | null }
+  | { state: 'done'; response: unknown; status_code: number };
+
+/**
+ * Claims (scope, key) for a command too long to hold a transaction open over (a workflow the request waits on). The
+ * same key with the same payload finds the claim: done with its answer, or pending with what the first call noted
+ * to find its work again (`notePending`); a different payload throws IdempotencyConflictError.
+ */
+export async function claimKey<P>(q: Queryable, request: { scope: string; key: string; payload: unknown }): Promise<KeyClaim<P>> {
+  const hash = payloadHash(request.payload);
+  const claimed = await q.query(
+    `INSERT INTO idempotency_keys (scope, key, payload_hash) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING RETURNING key`,
+    [request.scope, request.key, hash],
+  );
+  if (claimed.rowCount > 0) return { state: 'claimed' };
+  const stored = await q.query<{ payload_hash: string; response: unknown; status_code: number | null; completed_at: string | null }>(
+    'SELECT payload_hash, response, status_code, completed_at FROM idempotency_keys WHERE scope = $1 AND key = $2',
+    [request.scope, request.key],
+  );
+  const row = stored.rows[0];
+  if (!row) return claimKey(q, request);
+  if (row.payload_hash !== hash) throw new IdempotencyConflictError(request.key);
+  if (row.completed_at === null) return { state: 'pending', pending: (row.response as { pending?: P } | null)?.pending ?? null };
+  return { state: 'done', response: row.response, status_code: row.status_code ?? 200 };
+}
+
+export async function notePending(q: Queryable, scope: string, key: string, pending: unknown): Promise<void> {
+  await q.query('UPDATE idempotency_keys SET response = $3::jsonb WHERE scope = $1 AND key = $2 AND completed_at IS NULL', [scope, key, JSON.stringify({ pending })]);
+}
+
+export async function completeKey(q: Queryable, scope: string, key: string, answer: { response: unknown; status_code: number }): Promise<void> {
+  await q.query(
+    'UPDATE idempotency_keys SET response = $3::jsonb, status_code = $4, completed_at = clock_timestamp() WHERE scope = $1 AND key = $2',
+    [scope, key, JSON.stringify(answer.response ?? null), answer.status_code],
+  );
+}
+
+/** Gives a claimed key up: the command was refused, so the same key may be sent again once it would succeed. */
+export async function releaseKey(q: Queryable, scope: string, key: string): Promise<void> {
+  await q.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key]);
+}

@@ -6,7 +6,7 @@ import type { Queryable } from './store.ts';
 /** The paper ledgers (migration 0006): reads and the single-row writes the paper services compose into transactions. */
 
 export const PAPER_COLUMNS =
-  'paper_id, project_id, run_id, paper_status, review_status, rank_score, rank_reasons, title, writer, writer_fallback_reason, draft_dir, draft_artifacts, evidence_summary, draft_count, drafted_at, created_at, updated_at';
+  'paper_id, project_id, run_id, paper_status, review_status, rank_score, rank_reasons, title, writer, writer_fallback_reason, draft_dir, draft_artifacts, evidence_summary, draft_count, drafted_at, rewrite_count, rewritten_at, created_at, updated_at';
 
 export interface PaperRow {
   paper_id: string;
@@ -24,6 +24,8 @@ export interface PaperRow {
   evidence_summary: Record<string, unknown> | null;
   draft_count: number;
   drafted_at: string | null;
+  rewrite_count: number;
+  rewritten_at: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -205,4 +207,48 @@ export async function listPapersOf(q: Queryable, of: { project_id: string } | { 
     [value, DETAIL_PAPER_LIMIT],
   );
   return result.rows;
+}
+
+/** Where a rewrite may start (domain/paper-steps.ts STEP_STARTS_FROM.rewrite). */
+const REWRITABLE_STATUSES: readonly PaperStatus[] = ['draft_review', 'publication_draft', 'human_review_required'];
+
+/** rewrite-batch's selection: rewritable papers matching the filters, highest rank first. */
+export async function listRewriteSelection(
+  q: Queryable,
+  query: {
+    paper_status?: string | undefined;
+    review_status?: string | undefined;
+    search?: string | undefined;
+    limit: number;
+    skip_rewritten: boolean;
+    exclude_review_statuses: readonly string[];
+  },
+): Promise<PaperRow[]> {
+  const sql = sqlParams();
+  const conditions = [`paper_status = ANY(${sql.bind([...REWRITABLE_STATUSES])}::text[])`];
+  if (query.paper_status) conditions.push(`paper_status = ${sql.bind(query.paper_status)}`);
+  if (query.review_status) conditions.push(`review_status = ${sql.bind(query.review_status)}`);
+  if (query.exclude_review_statuses.length > 0) conditions.push(`NOT (review_status = ANY(${sql.bind([...query.exclude_review_statuses])}::text[]))`);
+  if (query.skip_rewritten) conditions.push('rewrite_count = 0');
+  if (query.search) {
+    const pattern = sql.bind(containsPattern(query.search));
+    conditions.push(`(${SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
+  }
+  const result = await q.query<PaperRow>(
+    `SELECT ${PAPER_COLUMNS} FROM papers WHERE ${conditions.join(' AND ')} ORDER BY rank_score DESC, paper_id LIMIT ${sql.bind(query.limit)}`,
+    sql.params,
+  );
+  return result.rows;
+}
+
+/** Records a package written for the paper; the same manifest twice is one package. */
+export async function insertFinalizationPackage(
+  tx: Queryable,
+  entry: { paper_id: string; target_label: string; package_dir: string; manifest: unknown; manifest_sha256: string; requested_by: string },
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO paper_finalization_packages (paper_id, target_label, package_dir, manifest, manifest_sha256, requested_by)
+     VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (paper_id, manifest_sha256) DO NOTHING`,
+    [entry.paper_id, entry.target_label, entry.package_dir, JSON.stringify(entry.manifest), entry.manifest_sha256, entry.requested_by],
+  );
 }

@@ -48,18 +48,6 @@ const NON_DEFAULT: Record<string, unknown> = {
   queue_pump_enabled: true,
   queue_pump_followup_launch_enabled: true,
   queue_pump_paper_draft_enabled: true,
-  paper_writer_provider: 'openai_compatible',
-  paper_writer_base_url: 'https://llm.example.org/v1',
-  paper_writer_model: 'some-model',
-  paper_writer_api_key: 'paper-writer-key-value',
-  paper_writer_timeout_sec: 60,
-  paper_writer_temperature: 1,
-  paper_writer_max_tokens: 100,
-  paper_writer_fallback_enabled: false,
-  paper_evidence_sync_enabled: true,
-  paper_evidence_sync_ssh_host: 'worker.lab',
-  paper_evidence_sync_remote_root: '/srv/projects',
-  paper_evidence_sync_timeout_sec: 30,
   legacy_notes_api_enabled: true,
   research_provider_base_url: 'https://provider.example.org',
   research_provider_model: 'provider-model',
@@ -71,7 +59,7 @@ const NON_DEFAULT: Record<string, unknown> = {
 const notImplementedWarnings = (warnings: string[]) => warnings.filter((w) => w.includes('not implemented yet'));
 
 describe('fields whose feature is not built yet', () => {
-  it('are the alert, queue-pump, paper, evidence-sync, research-provider, /svc-core and legacy-notes fields, and nothing observability-related', () => {
+  it('are the alert, queue-pump, research-provider, /svc-core and legacy-notes fields, and nothing observability-related', () => {
     expect([...NOT_IMPLEMENTED_FIELDS].sort()).toEqual([...Object.keys(NON_DEFAULT), 'core_store_backend'].sort());
     expect(NOT_IMPLEMENTED_FIELDS.some((field) => field.startsWith('route_observability_') || field.startsWith('operational_trace_'))).toBe(false);
   });
@@ -81,8 +69,6 @@ describe('fields whose feature is not built yet', () => {
     // Fields that require companions get them, and those companions warn too; only this field's line is counted.
     if (field === 'push_alerts_enabled') Object.assign(extra, { push_app_token: 'a-token-value-1', push_user_key: 'a-user-key-1', push_api_url: 'https://p.example.org' });
     if (field === 'chat_alert_webhook_enabled') Object.assign(extra, { chat_alert_webhook_url: 'https://c.example.org' });
-    if (field === 'paper_evidence_sync_enabled') Object.assign(extra, { paper_evidence_sync_ssh_host: 'h', paper_evidence_sync_remote_root: '/r' });
-    if (field === 'paper_writer_provider') Object.assign(extra, { paper_writer_base_url: 'https://w.example.org', paper_writer_model: 'm' });
     const warnings = notImplementedWarnings(await warningsOf(extra));
     const naming = warnings.filter((w) => w.startsWith(`${field}:`));
     expect(naming).toEqual([`${field}: not implemented yet; the value set has no effect (README "Configuration reference")`]);
@@ -105,13 +91,10 @@ describe('fields whose feature is not built yet', () => {
     expect(notImplementedWarnings(await warningsOf(defaults))).toEqual([]);
   });
 
-  it('set through the environment warn too: PAPER_WRITER_API_KEY and RESEARCH_PROVIDER_API_KEY', async () => {
+  it('set through the environment warn too: RESEARCH_PROVIDER_API_KEY (PAPER_WRITER_API_KEY, whose writer is built, does not)', async () => {
     const warnings = notImplementedWarnings(await warningsOf({}, { PAPER_WRITER_API_KEY: 'env-paper-key-0123', RESEARCH_PROVIDER_API_KEY: 'env-research-key-0123' }));
-    expect(warnings).toEqual([
-      'paper_writer_api_key: not implemented yet; the value set has no effect (README "Configuration reference")',
-      'research_provider_api_key: not implemented yet; environment variable RESEARCH_PROVIDER_API_KEY has no effect',
-    ]);
-    expect(warnings.join('\n')).not.toContain('env-paper-key-0123');
+    expect(warnings).toEqual(['research_provider_api_key: not implemented yet; environment variable RESEARCH_PROVIDER_API_KEY has no effect']);
+    expect(warnings.join('\n')).not.toContain('env-research-key-0123');
   });
 
   it('are marked in the generated configuration reference, and no other field is', () => {

@@ -89,9 +89,15 @@ describe('the automated checklist', () => {
   it('fails claim alignment on a number no results file holds, naming it', () => {
     const items = judge(evidence(), (markdown) => markdown.replace('| 0.915 |', '| 0.95 |'));
     expect(items.claim_evidence_alignment).toMatchObject({ status: 'fail', note: expect.stringContaining('0.95') });
-    const summary = judge(evidence({ decision_summary: 'Accuracy rose by 12 points.' }));
-    expect(summary.claim_evidence_alignment).toMatchObject({ status: 'fail', note: expect.stringContaining('12') });
-    expect(automatedChecklistPassed(Object.values(summary))).toBe(false);
+    const prose = judge(evidence(), (markdown) => markdown.replace('Its numeric results are tabulated', 'Accuracy rose by 12 points. Its numeric results are tabulated'));
+    expect(prose.claim_evidence_alignment).toMatchObject({ status: 'fail', note: expect.stringContaining('12') });
+    expect(automatedChecklistPassed(Object.values(prose))).toBe(false);
+  });
+
+  it("quotes the agent's summary as its words: a number in it is not the paper's claim", () => {
+    const markdown = deterministicDraft(evidence({ decision_summary: 'Accuracy rose by 12 points.' })).markdown;
+    expect(markdown).toContain('> Accuracy rose by 12 points.');
+    expect(judge(evidence({ decision_summary: 'Accuracy rose by 12 points.' })).claim_evidence_alignment!.status).toBe('pass');
   });
 
   it('fails formatting, reproducibility and limitations when sections are missing or out of order', () => {

@@ -48,7 +48,7 @@ const path = (paperId: string) => encodeURIComponent(paperId);
 
 async function paperEvents(paperId: string) {
   const result = await t.store.query<{ event_type: string; payload: Record<string, unknown> }>(
-    `SELECT event_type, payload FROM audit_events WHERE entity_type = 'paper' AND entity_id = $1 ORDER BY id`,
+    `SELECT event_type, payload FROM audit_events WHERE entity_type IN ('paper', 'paper_review') AND entity_id = $1 ORDER BY id`,
     [paperId],
   );
   return result.rows;

@@ -3,6 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createActivities } from '../activities/index.ts';
+import { deterministicPaperSettings } from './support/paper-settings.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { listAuditEventsPage } from '../store/audit-events.ts';
 import { openStore } from '../store/open-store.ts';
@@ -46,6 +47,7 @@ describe('audit activities on the real Temporal dev server', () => {
             dispatchTimeoutSec: 30,
             maxWaitAfterIdleSec: 60,
           },
+          papers: deterministicPaperSettings(),
         }),
       });
       const client = new Client({ connection: clientConnection });

@@ -5,6 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createActivities } from '../activities/index.ts';
+import { deterministicPaperSettings } from './support/paper-settings.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { ensureSearchAttributes } from '../bin/runtime/search-attributes.ts';
 import { loadWorkflowBundle } from '../bin/runtime/workflow-bundle.ts';
@@ -91,7 +92,7 @@ beforeAll(async () => {
     connection: workerConnection,
     taskQueue: TASK_QUEUE,
     workflowBundle: await loadWorkflowBundle(),
-    activities: createActivities({ store, settings }),
+    activities: createActivities({ store, settings, papers: deterministicPaperSettings() }),
     ...WORKFLOWS_ON_MAIN_THREAD,
   });
   running = worker.run();
@@ -286,7 +287,7 @@ describe('a ledger that refuses every write', () => {
         connection: workerConnection,
         taskQueue,
         workflowBundle: await loadWorkflowBundle(),
-        activities: createActivities({ store: readOnlyStore, settings }),
+        activities: createActivities({ store: readOnlyStore, settings, papers: deterministicPaperSettings() }),
       });
       const started = readOnlyWorker.runUntil(temporalRunLauncher(client, { taskQueue, namespace: 'default' }).startRun(input, 30_000));
       const failure = await started.then(() => undefined, (error: unknown) => error as { cause?: unknown });

@@ -10,6 +10,10 @@
  * SIMULATED_AGENT_WORK_SEC seconds (default 3), writes `run_notes.md`,
  * `results/simulated/metrics.json` and `.research/decision.json`, posts session-end and exits.
  *
+ * Its decision is `inconclusive` unless the prompt asks for another with a `simulate:<decision>` token (README "The
+ * simulated agent"): the prompt carries the project's title and hypothesis, so a project named
+ * "… simulate:finalize_positive" ends positive, and its run can be taken through the paper pipeline.
+ *
  * Missing or invalid environment: a message on stderr, exit 2. The event token is never printed.
  */
 import { createHash } from 'node:crypto';
@@ -35,6 +39,16 @@ import {
 const simulatedEnvSchema = z.object({
   SIMULATED_AGENT_WORK_SEC: z.coerce.number().min(0).max(3600).default(3),
 });
+
+/** Decisions a prompt may ask the simulated agent for. */
+export const SIMULATED_DECISIONS = ['finalize_positive', 'negative', 'inconclusive'] as const;
+type SimulatedDecision = (typeof SIMULATED_DECISIONS)[number];
+
+/** The decision the prompt asks for with `simulate:<decision>`, or inconclusive. */
+export function simulatedDecisionOf(prompt: string): SimulatedDecision {
+  const asked = /\bsimulate:([a-z_]+)/.exec(prompt)?.[1];
+  return SIMULATED_DECISIONS.find((decision) => decision === asked) ?? 'inconclusive';
+}
 
 /** A deterministic "score" in [0, 1) seeded by the run id, so a run's metrics are reproducible. */
 function seededScore(runId: string): number {
@@ -71,12 +85,15 @@ async function runAgent(env: DispatchEnv, workSec: number): Promise<void> {
   }
 
   const score = Number(seededScore(env.RUN_ID).toFixed(4));
+  const decided = simulatedDecisionOf(prompt);
   const metrics = {
     simulated: true,
     run_id: env.RUN_ID,
     project_id: env.PROJECT_ID,
     dispatch_mode: env.DISPATCH_MODE,
     score,
+    // A made-up baseline below the score, so a positive simulated run has something to beat.
+    baseline_score: Number((score * 0.9).toFixed(4)),
     steps,
     work_sec: workSec,
   };
@@ -100,7 +117,9 @@ async function runAgent(env: DispatchEnv, workSec: number): Promise<void> {
       : `- Prompt, first line: ${firstLine || '(empty prompt)'}`,
     `- Work: ${steps} simulated step(s) over ${workSec} s; no real experiment was run.`,
     `- Results: results/simulated/metrics.json (score ${score}, deterministic from the run id).`,
-    '- Decision: inconclusive, since this is a simulation (.research/decision.json).',
+    decided === 'inconclusive'
+      ? '- Decision: inconclusive, since this is a simulation (.research/decision.json).'
+      : `- Decision: ${decided}, as the prompt asked (simulate:${decided}); this is a simulation (.research/decision.json).`,
     '',
   ].join('\n');
   let previousNotes = '';
@@ -108,12 +127,12 @@ async function runAgent(env: DispatchEnv, workSec: number): Promise<void> {
   await writeFileAtomic(notesPath, previousNotes ? `${previousNotes.replace(/\n*$/, '\n\n')}${section}` : section);
 
   const decision = {
-    decision: 'inconclusive',
-    summary: `Simulated run ${env.RUN_ID}${resumed ? ' (resumed)' : ''}: no real agent ran; simulated score ${score}.`,
+    decision: decided,
+    summary: `Simulated run ${env.RUN_ID}${resumed ? ' (resumed)' : ''}: no real agent ran; simulated score ${score} against baseline ${metrics.baseline_score}.`,
   };
   await writeFileAtomic(join(env.PROJECT_DIR, '.research', 'decision.json'), `${JSON.stringify(decision, null, 2)}\n`);
 
-  await poster.post('session-end', `simulated agent finished: decision inconclusive, score ${score}`);
+  await poster.post('session-end', `simulated agent finished: decision ${decided}, score ${score}`);
   log('done');
 }
 

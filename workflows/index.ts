@@ -1,2 +1,4 @@
 /** Every workflow the control-plane worker runs (the bundle's entry point). */
 export { runWorkflow } from './run.ts';
+export { paperWorkflow } from './paper.ts';
+export { paperRewriteBatchWorkflow } from './paper-rewrite-batch.ts';

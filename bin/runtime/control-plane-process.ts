@@ -3,9 +3,11 @@ import type { Logger } from 'pino';
 import type { WorkerGateRole } from '../../api/app.ts';
 import { createServer } from '../../api/create-server.ts';
 import { dispatchSettingsFrom } from '../../services/dispatch-settings.ts';
+import { paperSettingsFrom } from '../../services/paper-settings.ts';
 import type { Config } from '../../config/schema.ts';
 import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
+import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { temporalRunLauncher } from '../../clients/run-workflows.ts';
 import { httpLimitsFrom } from './http-limits.ts';
 import { operationalTraceFrom } from './operational-trace.ts';
@@ -50,6 +52,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
     });
     const trace = operationalTraceFrom(config);
     const dispatch = dispatchSettingsFrom(config, trace);
+    const papers = paperSettingsFrom(config);
     const metrics = new ServiceMetrics();
     temporal = await startTemporalRuntime(
       {
@@ -60,7 +63,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         uiPort: config.temporal_ui_port,
         stateDir: config.state_dir,
       },
-      { store, settings: dispatch, logger, onProgress: progress },
+      { store, settings: dispatch, papers, logger, onProgress: progress },
     );
     metrics.addScrapeSource(temporal.metricsUrl);
     app = await createServer(
@@ -77,6 +80,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
           namespace: config.temporal_namespace,
           uiUrl: temporal.uiUrl,
         }),
+        papers: { settings: papers, launcher: temporalPaperLauncher(temporal.client, { taskQueue: config.temporal_task_queue }) },
         metrics,
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },

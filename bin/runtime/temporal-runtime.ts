@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { createActivities } from '../../activities/index.ts';
 import type { TemporalHealth } from '../../api/deps.ts';
 import type { DispatchSettings } from '../../services/dispatch-settings.ts';
+import type { PaperSettings } from '../../services/paper-settings.ts';
 import type { Store } from '../../store/store.ts';
 import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
 import { ensureSearchAttributes } from './search-attributes.ts';
@@ -115,7 +116,7 @@ export const WORKFLOWS_ON_MAIN_THREAD: Pick<WorkerOptions, 'debugMode'> & { isol
 
 export async function startTemporalRuntime(
   settings: TemporalSettings,
-  deps: { store: Store; settings: DispatchSettings; logger: Logger; onProgress?: (message: string) => void },
+  deps: { store: Store; settings: DispatchSettings; papers: PaperSettings; logger: Logger; onProgress?: (message: string) => void },
 ): Promise<TemporalRuntime> {
   const progress = deps.onProgress ?? (() => undefined);
   const metricsUrl = await installTemporalRuntime(deps.logger);
@@ -135,7 +136,7 @@ export async function startTemporalRuntime(
       namespace: settings.namespace,
       taskQueue: settings.taskQueue,
       workflowBundle: await loadWorkflowBundle(progress),
-      activities: createActivities({ store: deps.store, settings: deps.settings }),
+      activities: createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers }),
       shutdownGraceTime: WORKER_SHUTDOWN_GRACE,
       stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
       ...WORKFLOWS_ON_MAIN_THREAD,

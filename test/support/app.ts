@@ -1,3 +1,5 @@
+import type { PaperLauncher } from '../../services/paper-launcher.ts';
+import { deterministicPaperSettings } from './paper-settings.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,6 +58,13 @@ export const UNREACHABLE_TEMPORAL: RunLauncher = {
   workflowUiUrl: () => null,
 };
 
+/** Paper workflows in tests of the HTTP layer alone: every call fails as an unreachable Temporal would. */
+export const UNREACHABLE_PAPER_WORKFLOWS: PaperLauncher = {
+  startStep: () => Promise.reject(new Error('this test app has no Temporal connection')),
+  stepResult: () => Promise.reject(new Error('this test app has no Temporal connection')),
+  runRewriteBatch: () => Promise.reject(new Error('this test app has no Temporal connection')),
+};
+
 /** The deps of the HTTP layer alone on `store`: no workers, no Temporal. */
 export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): AppDeps {
   return {
@@ -66,6 +75,7 @@ export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): Ap
     defaultWorkloadClass: 'inference_eval',
     dispatch: NO_WORKERS,
     runs: UNREACHABLE_TEMPORAL,
+    papers: { settings: deterministicPaperSettings(), launcher: UNREACHABLE_PAPER_WORKFLOWS },
     metrics: new ServiceMetrics(),
     ...overrides,
   };

@@ -1,0 +1,125 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { syncEvidence } from '../clients/evidence-sync.ts';
+import { automatedChecklistPassed, judgeDraft, type ChecklistJudgement } from '../domain/paper-checklist.ts';
+import { resultValues } from '../domain/paper-draft.ts';
+import { draftEvidenceOf, readEvidence } from '../services/paper-evidence.ts';
+import { createPaperDrafts, type DraftOutcome, type StepRef } from '../services/paper-drafts.ts';
+import type { PaperSettings } from '../services/paper-settings.ts';
+import { DRAFT_FILES, PaperWriterFailedError, readDraftArtifact, storeDraft, writePaper, type DraftArtifact, type WriterName } from '../services/paper-writing.ts';
+import { getProject } from '../store/projects.ts';
+import { getRun } from '../store/runs.ts';
+import type { Store } from '../store/store.ts';
+import type { PaperStatus } from '../domain/paper-status.ts';
+import { PAPER_FAILURE_TYPES } from '../domain/paper-steps.ts';
+import type { EvidenceSyncDetail } from '../workflows/paper-messages.ts';
+import { heartbeating } from './heartbeat.ts';
+
+/**
+ * Activities of the paper workflow (workflows/paper.ts). Each is idempotent by business key: the ledger steps by the
+ * step's key (services/paper-drafts.ts), the draft's files by paper_id (a retry rewrites them whole).
+ */
+
+export interface PaperRef {
+  paper_id: string;
+  project_id: string;
+  run_id: string;
+}
+
+export interface GatheredEvidence {
+  complete: boolean;
+  project_path: string;
+  missing: string[];
+  evidence_sync: EvidenceSyncDetail | null;
+}
+
+export interface WrittenDraftRecord {
+  title: string;
+  abstract: string;
+  writer: WriterName;
+  writer_fallback_reason: string | null;
+  draft_dir: string;
+  draft_artifacts: DraftArtifact[];
+  evidence_summary: Record<string, unknown>;
+}
+
+export function createPaperActivities(deps: { store: Store; papers: PaperSettings }) {
+  const { store, papers: settings } = deps;
+  const drafts = createPaperDrafts(store);
+
+  /** The run and its project, as the writers need them. */
+  async function subjectOf(ref: PaperRef) {
+    const [run, project] = await Promise.all([getRun(store, ref.run_id), getProject(store, ref.project_id)]);
+    if (!run || !project) throw ApplicationFailure.nonRetryable(`paper '${ref.paper_id}' names a run or project that does not exist`, PAPER_FAILURE_TYPES.unknownPaper);
+    return { run, project };
+  }
+
+  return {
+    /** Copies the evidence from the worker when evidence sync is on, then checks the control plane's copy of it. */
+    async gatherPaperEvidence(ref: PaperRef): Promise<GatheredEvidence> {
+      const { project } = await subjectOf(ref);
+      const target = { project_root: settings.projectRoot, project_dir: project.project_dir };
+      const sync = settings.evidenceSync ? await heartbeating(() => syncEvidence(settings.evidenceSync!, target)) : null;
+      const read = await readEvidence(settings.projectRoot, project.project_dir);
+      return { complete: read.complete, project_path: read.project_path, missing: read.missing, evidence_sync: sync };
+    },
+
+    /** Writes the draft with the configured writer and stores its files. A hosted writer's failure without fallback is final. */
+    async writePaperDraft(ref: PaperRef): Promise<WrittenDraftRecord> {
+      const { run, project } = await subjectOf(ref);
+      const read = await readEvidence(settings.projectRoot, project.project_dir);
+      if (!read.complete) throw ApplicationFailure.nonRetryable(`the evidence is incomplete: ${read.missing.join('; ')}`, PAPER_FAILURE_TYPES.evidenceMissing);
+      const evidence = draftEvidenceOf(read, { ...run, project_name: project.project_name });
+      const written = await heartbeating(async () => {
+        try {
+          return await writePaper(settings.writer, evidence, Context.current().cancellationSignal);
+        } catch (error) {
+          if (error instanceof PaperWriterFailedError) throw ApplicationFailure.nonRetryable(error.message, PAPER_FAILURE_TYPES.writerFailed);
+          throw error;
+        }
+      });
+      const evidenceSummary = { sha256: read.sha256, files: read.found, decision: evidence.decision };
+      const stored = await storeDraft(settings.stateDir, ref.paper_id, written, evidenceSummary);
+      return {
+        title: written.draft.title,
+        abstract: written.draft.abstract,
+        writer: written.writer,
+        writer_fallback_reason: written.fallback_reason,
+        draft_dir: stored.draft_dir,
+        draft_artifacts: stored.artifacts,
+        evidence_summary: evidenceSummary,
+      };
+    },
+
+    /** The automated checklist, judged on the draft as stored (read back from disk) against the results files. */
+    async judgePaperDraft(input: PaperRef & { draft: WrittenDraftRecord }): Promise<{ judgements: ChecklistJudgement[]; passed: boolean }> {
+      const { project } = await subjectOf(input);
+      const paper = input.draft.draft_artifacts.find((artifact) => artifact.path.endsWith(`/${DRAFT_FILES.paper}`));
+      const markdown = paper ? await readDraftArtifact(settings.stateDir, paper) : null;
+      const read = await readEvidence(settings.projectRoot, project.project_dir);
+      const judgements = judgeDraft({ markdown, title: input.draft.title, abstract: input.draft.abstract, results: resultValues(read.files.results) });
+      return { judgements, passed: automatedChecklistPassed(judgements) };
+    },
+
+    startPaperStep: (step: StepRef) => drafts.startStep(step),
+
+    finishPaperStep(step: StepRef, draft: WrittenDraftRecord, checklist: { judgements: ChecklistJudgement[]; passed: boolean }) {
+      const { title, writer, writer_fallback_reason, draft_dir, draft_artifacts, evidence_summary } = draft;
+      const outcome: DraftOutcome = {
+        title,
+        writer,
+        writer_fallback_reason,
+        draft_dir,
+        draft_artifacts,
+        evidence_summary,
+        judgements: checklist.judgements,
+        checklist_passed: checklist.passed,
+      };
+      return drafts.finishStep(step, outcome);
+    },
+
+    abandonPaperStep: (step: StepRef, from: PaperStatus, error: string) => drafts.abandonStep(step, from, error),
+  };
+}
+
+export type PaperActivities = ReturnType<typeof createPaperActivities>;

@@ -1,0 +1,146 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
+import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { CommandRefusedError } from '../services/command-errors.ts';
+import { createPaperDrafting } from '../services/paper-drafting.ts';
+import { createPaperPackages } from '../services/paper-packages.ts';
+import { idempotencyKey, requestedBy } from './command-fields.ts';
+import type { AppDeps } from './deps.ts';
+import { REVIEW_MOUNTS } from './papers.ts';
+
+/**
+ * Drafting and finalizing papers (README "Papers"): draft-next, and under both review mounts rewrite-draft,
+ * rewrite-batch and prepare-finalization-package. The live calls wait for the paper workflows they start.
+ */
+
+/** The most papers one rewrite-batch rewrites. */
+export const REWRITE_BATCH_MAX = 200;
+
+const DraftNextBody = z.strictObject({
+  dry_run: z.boolean().default(true),
+  requested_by: requestedBy,
+  force: z.boolean().default(false).describe('Also redraft papers already drafted (draft_review, human_review_required)'),
+});
+
+const RewriteBody = z.strictObject({
+  idempotency_key: idempotencyKey,
+  requested_by: requestedBy,
+  force: z.boolean().default(false).describe('Rewrite even a draft whose review is in_review or approved_for_finalization'),
+});
+
+const RewriteBatchBody = z.strictObject({
+  idempotency_key: idempotencyKey,
+  requested_by: requestedBy,
+  paper_status: z.enum(PAPER_STATUSES).optional(),
+  review_status: z.enum(REVIEW_STATUSES).optional(),
+  search: z.string().max(200).optional(),
+  limit: z.number().int().min(1).max(REWRITE_BATCH_MAX).default(10),
+  force: z.boolean().default(false),
+  dry_run: z.boolean().default(false),
+  skip_rewritten: z.boolean().default(false).describe('Leave out papers rewritten before'),
+});
+
+const PackageBody = z.strictObject({
+  idempotency_key: idempotencyKey,
+  requested_by: requestedBy,
+  target_label: z.string().trim().min(1).max(200),
+  dry_run: z.boolean().default(false),
+});
+
+const PaperParams = z.strictObject({ paper_id: z.string().min(1).max(400) });
+
+const DraftNextAnswer = openObject({
+  action: z.enum(['noop', 'dry_run_draft', 'drafted']),
+  paper_id: z.string().optional(),
+  reason: z.string().optional(),
+  skipped: z.array(anyObject()).describe('Candidates passed over, each with its reason (missing_evidence, in_progress, refused)'),
+  evidence: anyObject().optional().describe('The dry run\'s evidence check of the paper it would draft'),
+  paper: anyObject().nullable().optional(),
+});
+
+const CommandAnswer = openObject({ ok: z.literal(true), paper_id: z.string(), paper: anyObject().nullable() });
+const BatchAnswer = openObject({ ok: z.literal(true), dry_run: z.boolean(), count: z.number().int() });
+const PackageAnswer = openObject({ ok: z.literal(true), dry_run: z.boolean(), paper_id: z.string(), manifest: anyObject(), manifest_sha256: z.string() });
+
+export async function paperDraftingRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const drafting = createPaperDrafting({ store: deps.store, settings: deps.papers.settings, launcher: deps.papers.launcher });
+  const packages = createPaperPackages(deps.store, deps.papers.settings);
+  const config = { auth: 'control' } as const;
+
+  /** Counts each answer by command and outcome (an action, `replied`, or the refusal's status). */
+  async function observed<T>(command: string, outcomeOf: (answer: T) => string, work: () => Promise<T>): Promise<T> {
+    try {
+      const answer = await work();
+      deps.metrics.paperStepOutcomes.inc({ command, outcome: outcomeOf(answer) });
+      return answer;
+    } catch (error) {
+      deps.metrics.paperStepOutcomes.inc({ command, outcome: error instanceof CommandRefusedError ? String(error.status) : 'failed' });
+      throw error;
+    }
+  }
+
+  app.post(
+    '/control/papers/draft-next',
+    {
+      config,
+      schema: {
+        tags: ['papers'],
+        summary: 'Which paper would be drafted next and its evidence check (dry run, the default), or draft it: candidates lacking evidence are skipped (noop), never a 424',
+        body: DraftNextBody,
+        response: { 200: DraftNextAnswer, ...errorResponses(401, 403, 422, 502) },
+      },
+    },
+    async (request) => observed('draft-next', (answer) => answer.action, () => drafting.draftNext(request.body)),
+  );
+
+  for (const mount of REVIEW_MOUNTS) {
+    const tags = ['paper reviews'];
+    app.post(
+      `${mount}/:paper_id/rewrite-draft`,
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Rewrite the draft with the configured writer (evidence synced first when evidence sync is on); 424 when the evidence is still missing',
+          params: PaperParams,
+          body: RewriteBody,
+          response: { 200: CommandAnswer, ...errorResponses(401, 403, 404, 409, 422, 424, 502) },
+        },
+      },
+      async (request) => observed('rewrite-draft', () => 'drafted', () => drafting.rewriteDraft(request.params.paper_id, request.body) as Promise<z.infer<typeof CommandAnswer>>),
+    );
+
+    app.post(
+      `${mount}/rewrite-batch`,
+      {
+        config,
+        schema: {
+          tags,
+          summary: `Rewrite up to limit (default 10, at most ${REWRITE_BATCH_MAX}) papers, highest rank first; synchronous, may take minutes; dry_run previews the selection`,
+          body: RewriteBatchBody,
+          response: { 200: BatchAnswer, ...errorResponses(401, 403, 409, 422) },
+        },
+      },
+      async (request) => observed('rewrite-batch', (answer) => (answer.dry_run ? 'dry_run' : 'rewritten'), () => drafting.rewriteBatch(request.body) as Promise<z.infer<typeof BatchAnswer>>),
+    );
+
+    app.post(
+      `${mount}/:paper_id/prepare-finalization-package`,
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Once the automated checklist has passed: the package manifest (dry run), or, once final_human_approval passed, write the package and finalize the review',
+          params: PaperParams,
+          body: PackageBody,
+          response: { 200: PackageAnswer, ...errorResponses(401, 403, 404, 409, 422) },
+        },
+      },
+      async (request) =>
+        observed('prepare-finalization-package', (answer) => (answer.dry_run ? 'dry_run' : 'prepared'), () => packages.prepare(request.params.paper_id, request.body, { request_id: request.id })),
+    );
+  }
+}

@@ -1,0 +1,390 @@
+import { spawn } from 'node:child_process';
+import { lstatSync, realpathSync } from 'node:fs';
+import { lstat, mkdir, readdir, rmdir } from 'node:fs/promises';
+import { dirname, isAbsolute, join, posix, relative, resolve, sep } from 'node:path';
+
+/**
+ * Copies a run's paper evidence from a worker machine into the control plane's copy of the project, with rsync over
+ * ssh. Evidence is exactly `run_notes.md`, `.research/decision.json` and everything under `results/`; nothing else is
+ * copied, and nothing is written outside `<project_root>/<project_dir>`. rsync and ssh are run with argument arrays,
+ * never through a shell: the host and the paths come from config and from the database.
+ */
+
+export interface EvidenceSyncSettings {
+  /** '[user@]host', '[user@]host:port', 'ssh://[user@]host[:port]', or an alias from the user's ssh config. */
+  ssh_host: string;
+  /** Absolute path on the worker; the remote project is `<remote_root>/<project_dir>`. */
+  remote_root: string;
+  /** The whole command (connect and copy) is killed after this long. */
+  timeout_ms: number;
+  /** The control plane's own known_hosts file (host keys accepted on first use); its directory is created 0700. */
+  known_hosts_file?: string;
+  /** Variables laid over process.env for rsync and ssh (e.g. SSH_AUTH_SOCK of the agent holding the key). */
+  env?: Record<string, string | undefined>;
+}
+
+export interface EvidenceSyncReport {
+  ok: boolean;
+  /** Where the evidence came from, e.g. 'root@127.0.0.1:2222:/srv/projects/p1' (no secrets). */
+  source: string;
+  /** The local project directory. */
+  destination: string;
+  /** The command line that was run, for the operator (program and arguments, quoted where needed); '' when none ran. */
+  command: string;
+  exit_code: number | null;
+  timed_out: boolean;
+  /** Evidence files present locally after the sync, relative to the project directory, sorted. */
+  copied: string[];
+  /**
+   * Why it failed (a reason, or the tail of rsync's and ssh's stderr); null on a clean success. On a partial
+   * transfer that still counts as ok (rsync exit 23/24 after connecting), the stderr tail as a warning.
+   */
+  error: string | null;
+  duration_ms: number;
+}
+
+export const RSYNC_PROGRAM = 'rsync';
+export const SSH_PROGRAM = 'ssh';
+
+/** rsync filter rules selecting exactly the evidence files (matched against the project directory's root). */
+export const EVIDENCE_FILTERS: readonly string[] = [
+  '--include=/run_notes.md',
+  '--include=/.research/',
+  '--include=/.research/decision.json',
+  '--include=/results/',
+  '--include=/results/**',
+  '--exclude=*',
+];
+
+const STDERR_TAIL_CHARS = 500;
+/** After timeout_ms the process group gets SIGTERM, and SIGKILL this long after if it is still there. */
+const KILL_GRACE_MS = 500;
+
+// rsync exit codes: 23 partial transfer due to error, 24 some source files vanished. Both mean it connected.
+const PARTIAL_TRANSFER = new Set([23, 24]);
+
+interface SshTarget {
+  user: string | undefined;
+  host: string;
+  port: number | undefined;
+}
+
+const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+const USER = /^[A-Za-z0-9._][A-Za-z0-9._-]*$/;
+// A DNS name, an IPv4 address, or an ssh-config alias; never starting with '-' (ssh would read an option).
+const HOST = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
+const IPV6 = /^[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?$/;
+
+function parsePort(text: string): number | undefined {
+  if (!/^\d{1,5}$/.test(text)) return undefined;
+  const port = Number(text);
+  return port >= 1 && port <= 65535 ? port : undefined;
+}
+
+/** Parses ssh_host; a string naming an error when it is not one of the accepted forms. */
+export function parseSshHost(text: string): SshTarget | string {
+  let rest = text.trim();
+  if (rest === '' || CONTROL_CHARS.test(rest) || /\s/.test(rest)) return 'ssh_host is empty or holds whitespace';
+  if (rest.startsWith('ssh://')) rest = rest.slice('ssh://'.length).replace(/\/$/, '');
+  let user: string | undefined;
+  const at = rest.lastIndexOf('@');
+  if (at >= 0) {
+    user = rest.slice(0, at);
+    rest = rest.slice(at + 1);
+    // Not echoed: a 'user:password@' here would otherwise land in logs.
+    if (!USER.test(user)) return 'ssh_host has an unusable user name (letters, digits, ".", "_" and "-" only)';
+  }
+  let host = rest;
+  let port: number | undefined;
+  const bracketed = /^\[([^\]]+)\](?::(.*))?$/.exec(rest);
+  if (bracketed) {
+    host = bracketed[1] ?? '';
+    if (!IPV6.test(host)) return `ssh_host has an unusable address: ${JSON.stringify(host)}`;
+    if (bracketed[2] !== undefined) {
+      port = parsePort(bracketed[2]);
+      if (port === undefined) return `ssh_host has an unusable port: ${JSON.stringify(bracketed[2])}`;
+    }
+    return { user, host, port };
+  }
+  const colons = rest.split(':').length - 1;
+  if (colons === 1) {
+    const [name, portText] = rest.split(':') as [string, string];
+    host = name;
+    port = parsePort(portText);
+    if (port === undefined) return `ssh_host has an unusable port: ${JSON.stringify(portText)}`;
+  } else if (colons > 1) {
+    if (!IPV6.test(rest)) return `ssh_host has an unusable address: ${JSON.stringify(rest)}`;
+    return { user, host: rest, port: undefined };
+  }
+  if (!HOST.test(host)) return `ssh_host has an unusable host name: ${JSON.stringify(host)}`;
+  return { user, host, port };
+}
+
+const describeTarget = (target: SshTarget) => {
+  const host = target.host.includes(':') ? `[${target.host}]` : target.host;
+  return `${target.user ? `${target.user}@` : ''}${host}${target.port ? `:${target.port}` : ''}`;
+};
+
+/** A project_dir is relative, has no '.' or '..' segments and no control characters. */
+function projectDirProblem(projectDir: string): string | undefined {
+  if (projectDir.trim() === '') return 'project_dir is empty';
+  if (CONTROL_CHARS.test(projectDir)) return 'project_dir holds control characters';
+  if (isAbsolute(projectDir) || projectDir.startsWith('/') || projectDir.startsWith('\\')) return 'project_dir must be relative';
+  const segments = projectDir.split(/[/\\]+/).filter((segment) => segment !== '');
+  if (segments.some((segment) => segment === '..')) return "project_dir must not hold '..' segments";
+  if (segments.every((segment) => segment === '.')) return 'project_dir names project_root itself';
+  return undefined;
+}
+
+const isStrictlyInside = (parent: string, child: string) => {
+  const rel = relative(parent, child);
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
+};
+
+const lexists = (path: string) => {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** `path` with symbolic links followed on the part of it that exists; undefined when a link there points nowhere. */
+function realpathOfExistingPrefix(path: string): string | undefined {
+  let existing = path;
+  const rest: string[] = [];
+  while (!lexists(existing)) {
+    const parent = dirname(existing);
+    if (parent === existing) break;
+    rest.unshift(existing.slice(parent.length).replace(/^[/\\]/, ''));
+    existing = parent;
+  }
+  try {
+    return resolve(realpathSync(existing), ...rest);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Shows an argument as a POSIX shell would need it (for the operator's eyes; nothing runs it through a shell). */
+const shellQuote = (arg: string) => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`);
+
+/**
+ * One argument of rsync's `-e` string. rsync splits that string on spaces, honouring single quotes; ssh reads
+ * UserKnownHostsFile as a space-separated list with %-tokens, hence the double quotes and '%%' inside.
+ */
+function knownHostsOption(file: string): string | undefined {
+  if (CONTROL_CHARS.test(file) || /['"\\]/.test(file)) return undefined;
+  const value = file.replace(/%/g, '%%');
+  return /\s/.test(value) ? `'UserKnownHostsFile="${value}"'` : `UserKnownHostsFile=${value}`;
+}
+
+/** Evidence files under `dir` (regular files only; links are not followed), relative and sorted. */
+async function listEvidence(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  const isFile = async (path: string) => (await lstat(path).catch(() => undefined))?.isFile() ?? false;
+  for (const file of ['run_notes.md', '.research/decision.json']) {
+    if (await isFile(join(dir, file))) found.push(file);
+  }
+  const walk = async (relDir: string): Promise<void> => {
+    const entries = await readdir(join(dir, relDir), { withFileTypes: true }).catch(() => []);
+    for (const entry of entries) {
+      const rel = `${relDir}/${entry.name}`;
+      if (entry.isDirectory()) await walk(rel);
+      else if (entry.isFile()) found.push(rel);
+    }
+  };
+  if ((await lstat(join(dir, 'results')).catch(() => undefined))?.isDirectory()) await walk('results');
+  return found.sort();
+}
+
+interface Outcome {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  stderr: string;
+  spawnError: string | null;
+}
+
+/** Runs `program` in its own process group; after timeoutMs the whole group is killed. */
+function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Outcome> {
+  return new Promise((resolveOutcome) => {
+    let stderr = '';
+    let timedOut = false;
+    let spawnError: string | null = null;
+    let signal: NodeJS.Signals | null = null;
+    let settled = false;
+    const child = spawn(program, args, { env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4 * STDERR_TAIL_CHARS)));
+    const signalGroup = (signal: NodeJS.Signals) => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // The group is gone already.
+      }
+    };
+    const timers: NodeJS.Timeout[] = [];
+    const finish = (exitCode: number | null) => {
+      if (settled) return;
+      settled = true;
+      timers.forEach(clearTimeout);
+      // After a timeout, nothing rsync started in its group (an ssh still closing) outlives the sync.
+      if (timedOut) signalGroup('SIGKILL');
+      resolveOutcome({ exitCode, signal, timedOut, stderr, spawnError });
+    };
+    timers.push(
+      setTimeout(() => {
+        timedOut = true;
+        signalGroup('SIGTERM');
+        timers.push(setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS));
+        // Should the pipes never close (a grandchild that left the group holding them), stop waiting anyway.
+        timers.push(setTimeout(() => finish(null), KILL_GRACE_MS + 1000));
+      }, Math.min(Math.max(1, timeoutMs), 2_147_483_647)),
+    );
+    child.once('error', (error) => {
+      spawnError = `${program} could not be started: ${error.message}`;
+      finish(null);
+    });
+    child.once('close', (code, closedBy) => {
+      signal = closedBy;
+      finish(timedOut ? null : code);
+    });
+  });
+}
+
+const tail = (text: string) => {
+  const trimmed = text.trim();
+  return trimmed.length > STDERR_TAIL_CHARS ? `…${trimmed.slice(-STDERR_TAIL_CHARS)}` : trimmed;
+};
+
+/** Copies the evidence of `<remote_root>/<project_dir>` on ssh_host into `<project_root>/<project_dir>`. */
+export async function syncEvidence(
+  settings: EvidenceSyncSettings,
+  target: { project_root: string; project_dir: string },
+): Promise<EvidenceSyncReport> {
+  const started = performance.now();
+  const root = realpathOfExistingPrefix(resolve(target.project_root)) ?? resolve(target.project_root);
+  const destination = resolve(root, target.project_dir);
+  const parsed = parseSshHost(settings.ssh_host);
+  const remoteDir = posix.join(settings.remote_root, target.project_dir);
+  const shownHost = typeof parsed === 'string' ? settings.ssh_host.trim().replace(/^(ssh:\/\/)?[^@]*@/, '$1…@') : describeTarget(parsed);
+  const source = `${shownHost}:${remoteDir}`;
+  const report = (fields: Partial<EvidenceSyncReport> & { ok: boolean }): EvidenceSyncReport => ({
+    source,
+    destination,
+    command: '',
+    exit_code: null,
+    timed_out: false,
+    copied: [],
+    error: null,
+    duration_ms: Math.round(performance.now() - started),
+    ...fields,
+  });
+  const refuse = (error: string) => report({ ok: false, error });
+
+  if (typeof parsed === 'string') return refuse(parsed);
+  const dirProblem = projectDirProblem(target.project_dir);
+  if (dirProblem) return refuse(dirProblem);
+  if (!isStrictlyInside(root, destination)) return refuse(`project_dir escapes project_root (${root})`);
+  const realDestination = realpathOfExistingPrefix(destination);
+  if (realDestination === undefined || !isStrictlyInside(root, realDestination)) {
+    return refuse('project_dir escapes project_root through a symbolic link');
+  }
+  if (!posix.isAbsolute(settings.remote_root) || CONTROL_CHARS.test(settings.remote_root)) {
+    return refuse('remote_root must be an absolute path without control characters');
+  }
+  if (!Number.isFinite(settings.timeout_ms) || settings.timeout_ms <= 0) return refuse('timeout_ms must be a positive number');
+
+  const connectTimeoutS = Math.min(30, Math.max(1, Math.ceil(settings.timeout_ms / 1000)));
+  const sshArgs = [
+    SSH_PROGRAM,
+    '-o', 'BatchMode=yes',
+    '-o', `ConnectTimeout=${connectTimeoutS}`,
+    '-o', 'StrictHostKeyChecking=accept-new',
+    '-o', 'LogLevel=ERROR',
+  ];
+  if (settings.known_hosts_file) {
+    const option = knownHostsOption(resolve(settings.known_hosts_file));
+    if (!option) return refuse('known_hosts_file must not hold quotes, backslashes or control characters');
+    try {
+      await mkdir(dirname(resolve(settings.known_hosts_file)), { recursive: true, mode: 0o700 });
+    } catch (error) {
+      return refuse(`cannot create the directory of known_hosts_file: ${(error as Error).message}`);
+    }
+    sshArgs.push('-o', option);
+  }
+  if (parsed.port) sshArgs.push('-p', String(parsed.port));
+  if (parsed.user) sshArgs.push('-l', parsed.user);
+
+  const remoteHost = parsed.host.includes(':') ? `[${parsed.host}]` : parsed.host;
+  const args = [
+    '-a',
+    '--prune-empty-dirs',
+    // Paths travel inside rsync's protocol, not through the remote shell (no word splitting, no globbing there).
+    '--protect-args',
+    // Evidence is plain files: no links (one could point the paper at a file of the control plane's), no devices,
+    // no ownership taken from the worker, ordinary modes.
+    '--no-links',
+    '--no-devices',
+    '--no-specials',
+    '--no-owner',
+    '--no-group',
+    '--chmod=Du=rwx,Dgo=rx,Fu=rw,Fgo=r',
+    ...EVIDENCE_FILTERS,
+    '-e', sshArgs.join(' '),
+    `${remoteHost}:${remoteDir.endsWith('/') ? remoteDir : `${remoteDir}/`}`,
+    `${destination}/`,
+  ];
+  const command = [RSYNC_PROGRAM, ...args].map(shellQuote).join(' ');
+
+  // rsync creates the project directory itself but not its parents; created ones are removed again on failure.
+  let firstCreated: string | undefined;
+  try {
+    firstCreated = await mkdir(dirname(destination), { recursive: true });
+  } catch (error) {
+    return refuse(`cannot create ${dirname(destination)}: ${(error as Error).message}`);
+  }
+  const destinationExisted = lexists(destination);
+  const undoCreated = async () => {
+    // rmdir removes only empty directories: anything rsync did write stays.
+    if (!destinationExisted) await rmdir(destination).catch(() => undefined);
+    if (!firstCreated) return;
+    for (let dir = dirname(destination); isStrictlyInside(dirname(firstCreated), dir); dir = dirname(dir)) {
+      if (!(await rmdir(dir).then(() => true, () => false))) break;
+    }
+  };
+
+  const outcome = await runBounded(RSYNC_PROGRAM, args, { ...process.env, ...settings.env }, settings.timeout_ms);
+  const stderrTail = tail(outcome.stderr);
+  let ok = false;
+  let error: string | null = null;
+  if (outcome.spawnError) {
+    error = outcome.spawnError;
+  } else if (outcome.timedOut) {
+    error = `timed out after ${settings.timeout_ms} ms${stderrTail ? `: ${stderrTail}` : ''}`;
+  } else if (outcome.exitCode === 0) {
+    ok = true;
+  } else if (outcome.exitCode !== null && PARTIAL_TRANSFER.has(outcome.exitCode)) {
+    // Connected, but something could not be read. A missing project directory is a misconfiguration, not a
+    // project without results: rsync says `change_dir "<dir>" failed` for it.
+    const missingDir = /change_dir .* failed: No such file or directory/.test(outcome.stderr);
+    ok = !missingDir;
+    error = missingDir ? `remote project directory ${remoteDir} does not exist on ${describeTarget(parsed)}` : stderrTail || null;
+  } else {
+    error = stderrTail || (outcome.signal ? `rsync was killed by ${outcome.signal}` : `rsync exited with code ${outcome.exitCode}`);
+    if (outcome.exitCode === 255 || outcome.exitCode === 12 || outcome.exitCode === 5) {
+      error = `could not connect to ${describeTarget(parsed)} over ssh (rsync exit ${outcome.exitCode}): ${error}`;
+    }
+  }
+  if (!ok) await undoCreated();
+  return report({
+    ok,
+    command,
+    exit_code: outcome.exitCode,
+    timed_out: outcome.timedOut,
+    copied: await listEvidence(destination),
+    error,
+  });
+}

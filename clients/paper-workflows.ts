@@ -1,0 +1,62 @@
+import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
+import type { PaperLauncher } from '../services/paper-launcher.ts';
+import {
+  PAPER_WORKFLOW_TYPE,
+  paperWorkflowId,
+  REWRITE_BATCH_WORKFLOW_TYPE,
+  rewriteBatchWorkflowId,
+  type PaperWorkflowResult,
+  type RewriteBatchResult,
+} from '../workflows/paper-messages.ts';
+
+/** See clients/run-workflows.ts: a task whose worker died is handed out again after this, not after 10 s. */
+const PAPER_WORKFLOW_TASK_TIMEOUT = '4 seconds';
+
+/** Paper workflows through the Temporal client: the services' PaperLauncher. */
+export function temporalPaperLauncher(client: Client, settings: { taskQueue: string }): PaperLauncher {
+  return {
+    async startStep(input) {
+      const workflowId = paperWorkflowId(input.paper_id);
+      try {
+        const handle = await client.workflow.start(PAPER_WORKFLOW_TYPE, {
+          taskQueue: settings.taskQueue,
+          workflowId,
+          args: [input],
+          workflowTaskTimeout: PAPER_WORKFLOW_TASK_TIMEOUT,
+          // One step of a paper at a time; a finished step's id is reused by the paper's next one.
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        });
+        return { started: true, workflow_run_id: handle.firstExecutionRunId };
+      } catch (error) {
+        if (error instanceof WorkflowExecutionAlreadyStartedError) {
+          return { started: false, reason: `a draft or rewrite of '${input.paper_id}' is running now (workflow ${workflowId})` };
+        }
+        throw error;
+      }
+    },
+
+    stepResult(paperId, workflowRunId) {
+      return client.workflow.getHandle(paperWorkflowId(paperId), workflowRunId).result() as Promise<PaperWorkflowResult>;
+    },
+
+    async runRewriteBatch(input) {
+      const workflowId = rewriteBatchWorkflowId(input.request_key);
+      try {
+        await client.workflow.start(REWRITE_BATCH_WORKFLOW_TYPE, {
+          taskQueue: settings.taskQueue,
+          workflowId,
+          args: [input],
+          workflowTaskTimeout: PAPER_WORKFLOW_TASK_TIMEOUT,
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        });
+      } catch (error) {
+        // The batch of this key ran already: its result is the answer.
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      }
+      return client.workflow.getHandle(workflowId).result() as Promise<RewriteBatchResult>;
+    },
+  };
+}

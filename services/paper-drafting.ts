@@ -1,0 +1,235 @@
+import { paperIdFor } from '../domain/paper-status.ts';
+import { FINAL_REVIEW_STATUSES, startStep, type DraftPurpose } from '../domain/paper-steps.ts';
+import { claimKey, completeKey, notePending, releaseKey } from '../store/idempotency-keys.ts';
+import { listDraftCandidates, type DraftCandidateRow } from '../store/paper-drafts.ts';
+import { getPaper, listRewriteSelection, type PaperRow } from '../store/papers.ts';
+import type { Store } from '../store/store.ts';
+import type { PaperWorkflowResult } from '../workflows/paper-messages.ts';
+import { CommandRefusedError } from './command-errors.ts';
+import { readEvidence } from './paper-evidence.ts';
+import type { PaperLauncher } from './paper-launcher.ts';
+import { paperWithChecklist } from './paper-reviews.ts';
+import type { PaperSettings } from './paper-settings.ts';
+
+/**
+ * Drafting commands (README "Papers"): draft-next, rewrite-draft and rewrite-batch. Each live call runs paper
+ * workflows and waits for them; a dry run reads and writes nothing but its answer.
+ */
+
+export interface DraftNextRequest {
+  dry_run: boolean;
+  requested_by: string;
+  force: boolean;
+}
+
+export interface RewriteRequest {
+  idempotency_key: string;
+  requested_by: string;
+  force: boolean;
+}
+
+export interface RewriteBatchRequest extends RewriteRequest {
+  paper_status?: string | undefined;
+  review_status?: string | undefined;
+  search?: string | undefined;
+  limit: number;
+  dry_run: boolean;
+  skip_rewritten: boolean;
+}
+
+/** Candidates draft-next looks at in one call: the skipped ones are reported, so the answer stays bounded. */
+export const DRAFT_NEXT_CANDIDATES = 20;
+
+/** Reviews a person is in the middle of: their draft is rewritten only with `force`. */
+const REVIEWS_UNDER_WAY = ['in_review', 'approved_for_finalization'];
+
+export interface SkippedCandidate {
+  paper_id: string;
+  project_id: string;
+  run_id: string;
+  reason: 'missing_evidence' | 'in_progress' | 'refused';
+  detail: string;
+  missing?: string[];
+  evidence_sync?: unknown;
+}
+
+const candidateRef = (candidate: DraftCandidateRow) => ({
+  paper_id: candidate.paper_id ?? paperIdFor(candidate.project_id, candidate.run_id),
+  project_id: candidate.project_id,
+  run_id: candidate.run_id,
+});
+
+/** The 424 of a step whose evidence is missing: what sync tried, what is still missing. */
+function evidenceMissingError(result: Extract<PaperWorkflowResult, { outcome: 'evidence_missing' }>, syncEnabled: boolean): CommandRefusedError {
+  return new CommandRefusedError(424, {
+    message: `the evidence of '${result.paper_id}' is missing: ${result.missing.join('; ')}`,
+    evidence_sync: {
+      enabled: syncEnabled,
+      ...(result.evidence_sync ?? {}),
+      project_path: result.project_path,
+      missing: result.missing,
+    },
+  });
+}
+
+export function createPaperDrafting(deps: { store: Store; settings: PaperSettings; launcher: PaperLauncher }) {
+  const { store, settings, launcher } = deps;
+  const syncEnabled = settings.evidenceSync !== null;
+
+  async function paperAnswer(paperId: string) {
+    const paper = await getPaper(store, paperId);
+    return paper ? paperWithChecklist(store, paper) : null;
+  }
+
+  /** Starts a step and waits for it; a key, when given, is noted as pending with the step's run id. */
+  async function runStep(ref: { paper_id: string; project_id: string; run_id: string }, purpose: DraftPurpose, request: { requested_by: string; key: { scope: string; key: string } | null }) {
+    const started = await launcher.startStep({ ...ref, purpose, requested_by: request.requested_by, request_key: request.key?.key ?? null });
+    if (!started.started) return { started: false as const, reason: started.reason };
+    if (request.key) await notePending(store, request.key.scope, request.key.key, { paper_id: ref.paper_id, workflow_run_id: started.workflow_run_id });
+    return { started: true as const, result: await launcher.stepResult(ref.paper_id, started.workflow_run_id) };
+  }
+
+  async function dryRunDraft(candidate: DraftCandidateRow, skipped: SkippedCandidate[]) {
+    const ref = candidateRef(candidate);
+    const evidence = await readEvidence(settings.projectRoot, candidate.project_dir);
+    return {
+      action: 'dry_run_draft' as const,
+      ...ref,
+      project_name: candidate.project_name,
+      redraft: candidate.paper_status !== null && candidate.paper_status !== 'eligible',
+      writer: settings.writer.provider,
+      evidence: {
+        complete: evidence.complete,
+        project_path: evidence.project_path,
+        found: evidence.found,
+        missing: evidence.missing,
+        sync: syncEnabled ? `copied from ${settings.evidenceSync!.ssh_host}:${settings.evidenceSync!.remote_root}/${candidate.project_dir} before a live draft` : 'off',
+      },
+      skipped,
+    };
+  }
+
+  return {
+    /**
+     * Drafts the next paper: the writable run that finished first among those without a draft (with `force`, drafted
+     * papers may be redrafted). Candidates whose evidence is missing are skipped and reported, never a 424.
+     */
+    async draftNext(request: DraftNextRequest) {
+      const candidates = await listDraftCandidates(store, { force: request.force, limit: DRAFT_NEXT_CANDIDATES });
+      const skipped: SkippedCandidate[] = [];
+      for (const candidate of candidates) {
+        const ref = candidateRef(candidate);
+        if (!syncEnabled) {
+          const evidence = await readEvidence(settings.projectRoot, candidate.project_dir);
+          if (!evidence.complete) {
+            skipped.push({ ...ref, reason: 'missing_evidence', detail: `evidence missing in ${evidence.project_path}`, missing: evidence.missing });
+            continue;
+          }
+        }
+        if (request.dry_run) return dryRunDraft(candidate, skipped);
+        const step = await runStep(ref, 'draft', { requested_by: request.requested_by, key: null });
+        if (!step.started) {
+          skipped.push({ ...ref, reason: 'in_progress', detail: step.reason });
+          continue;
+        }
+        const result = step.result;
+        if (result.outcome === 'drafted') return { action: 'drafted' as const, ...ref, result, paper: await paperAnswer(ref.paper_id), skipped };
+        if (result.outcome === 'evidence_missing') {
+          skipped.push({ ...ref, reason: 'missing_evidence', detail: `evidence missing in ${result.project_path}`, missing: result.missing, evidence_sync: result.evidence_sync });
+          continue;
+        }
+        if (result.outcome === 'refused') {
+          skipped.push({ ...ref, reason: 'refused', detail: result.reason });
+          continue;
+        }
+        throw new CommandRefusedError(502, { message: `drafting '${ref.paper_id}' failed: ${result.error}`, paper_id: ref.paper_id, paper: await paperAnswer(ref.paper_id) });
+      }
+      const reason =
+        candidates.length === 0
+          ? `no completed run with a positive decision and paper evidence is waiting for a draft${request.force ? ' or may be redrafted' : ''}`
+          : `every candidate looked at (${candidates.length}) was skipped`;
+      return { action: 'noop' as const, reason, skipped };
+    },
+
+    /** Rewrites one paper's draft with the configured writer; replay-safe by idempotency key. */
+    async rewriteDraft(paperId: string, request: RewriteRequest) {
+      const paper = await getPaper(store, paperId);
+      if (!paper) throw new CommandRefusedError(404, `paper '${paperId}' does not exist`);
+      const key = { scope: 'paper-review.rewrite-draft', key: request.idempotency_key };
+      const claim = await claimKey<{ paper_id: string; workflow_run_id: string }>(store, { ...key, payload: { paper_id: paperId, requested_by: request.requested_by, force: request.force } });
+      if (claim.state === 'done') return claim.response;
+      let result: PaperWorkflowResult;
+      if (claim.state === 'pending') {
+        if (!claim.pending) throw new CommandRefusedError(409, `a request with idempotency key '${request.idempotency_key}' is still being carried out`);
+        result = await launcher.stepResult(paperId, claim.pending.workflow_run_id);
+      } else {
+        const refusal = rewriteRefusal(paper, request.force);
+        if (refusal) {
+          await releaseKey(store, key.scope, key.key);
+          throw new CommandRefusedError(409, refusal);
+        }
+        const step = await runStep(paper, 'rewrite', { requested_by: request.requested_by, key }).catch(async (error: unknown) => {
+          await releaseKey(store, key.scope, key.key);
+          throw error;
+        });
+        if (!step.started) {
+          await releaseKey(store, key.scope, key.key);
+          throw new CommandRefusedError(409, step.reason);
+        }
+        result = step.result;
+      }
+      if (result.outcome !== 'drafted') {
+        await releaseKey(store, key.scope, key.key);
+        if (result.outcome === 'evidence_missing') throw evidenceMissingError(result, syncEnabled);
+        if (result.outcome === 'refused') throw new CommandRefusedError(409, result.reason);
+        throw new CommandRefusedError(502, { message: `rewriting '${paperId}' failed: ${result.error}`, paper_id: paperId, paper: await paperAnswer(paperId) });
+      }
+      const response = { ok: true as const, paper_id: paperId, changed: true, result, paper: await paperAnswer(paperId) };
+      await completeKey(store, key.scope, key.key, { response, status_code: 200 });
+      return response;
+    },
+
+    /** Rewrites up to `limit` papers, highest rank first, as one batch workflow the call waits on. */
+    async rewriteBatch(request: RewriteBatchRequest) {
+      const selection = await listRewriteSelection(store, {
+        paper_status: request.paper_status,
+        review_status: request.review_status,
+        search: request.search,
+        limit: request.limit,
+        skip_rewritten: request.skip_rewritten,
+        exclude_review_statuses: [...FINAL_REVIEW_STATUSES, ...(request.force ? [] : REVIEWS_UNDER_WAY)],
+      });
+      const selected = selection.map((paper) => ({ paper_id: paper.paper_id, project_id: paper.project_id, run_id: paper.run_id, paper_status: paper.paper_status, review_status: paper.review_status, rank_score: paper.rank_score, title: paper.title }));
+      if (request.dry_run) return { ok: true as const, dry_run: true, selected, count: selected.length, limit: request.limit };
+      const key = { scope: 'paper-review.rewrite-batch', key: request.idempotency_key };
+      const { idempotency_key: _key, ...payload } = request;
+      const claim = await claimKey(store, { ...key, payload });
+      if (claim.state === 'done') return claim.response;
+      // A pending claim is the same batch still running: the batch workflow is named by the key, so this finds it and
+      // the selection passed here is not used.
+      const papers = selected.map(({ paper_id, project_id, run_id }) => ({ paper_id, project_id, run_id }));
+      const batch = await launcher.runRewriteBatch({ papers, requested_by: request.requested_by, request_key: request.idempotency_key });
+      const response = {
+        ok: true as const,
+        dry_run: false,
+        count: batch.results.length,
+        rewritten: batch.results.filter((result) => result.outcome === 'drafted').length,
+        results: batch.results,
+      };
+      await completeKey(store, key.scope, key.key, { response, status_code: 200 });
+      return response;
+    },
+  };
+}
+
+/** Why a rewrite of this paper is refused now, or null. */
+function rewriteRefusal(paper: PaperRow, force: boolean): string | null {
+  const start = startStep('rewrite', paper);
+  if (!start.ok) return start.reason;
+  if (!force && REVIEWS_UNDER_WAY.includes(paper.review_status)) {
+    return `the review of '${paper.paper_id}' is ${paper.review_status}: a person is reading this draft; send force to rewrite it anyway`;
+  }
+  return null;
+}
+
+export type PaperDrafting = ReturnType<typeof createPaperDrafting>;

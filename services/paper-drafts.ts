@@ -1,0 +1,107 @@
+import type { ChecklistJudgement } from '../domain/paper-checklist.ts';
+import { finishStep, startStep, type DraftPurpose } from '../domain/paper-steps.ts';
+import { HUMAN_CHECKLIST_ITEM_IDS, type PaperStatus } from '../domain/paper-status.ts';
+import { appendAuditEvent, findAuditEventByKey } from '../store/audit-events.ts';
+import { ensurePaper, recordDraft, type StoredDraft } from '../store/paper-drafts.ts';
+import { getChecklist, getPaper, setPaperStatus, upsertChecklistItem } from '../store/papers.ts';
+import type { Store } from '../store/store.ts';
+import { recomputePaperRank } from './paper-rank.ts';
+
+/**
+ * The ledger side of one drafting step of a paper (README "Papers"): start it, record its draft, or give it up. Each
+ * is one transaction with its audit event, and happens once per step: a step is named by `step_key` (the workflow
+ * execution), and its audit events carry that key, so a retried call finds its own event and changes nothing again.
+ */
+
+export interface StepRef {
+  paper_id: string;
+  project_id: string;
+  run_id: string;
+  purpose: DraftPurpose;
+  requested_by: string;
+  /** Unique per step: `<workflow id>/<run id>` of the paper workflow. */
+  step_key: string;
+  /** The request's idempotency key, when it had one. */
+  request_key: string | null;
+}
+
+export type StepStarted = { started: true; from: PaperStatus } | { started: false; reason: string };
+
+const STARTED_EVENT: Record<DraftPurpose, string> = { draft: 'paper.draft_started', rewrite: 'paper_review.rewrite_started' };
+const FINISHED_EVENT: Record<DraftPurpose, string> = { draft: 'paper.drafted', rewrite: 'paper_review.draft_rewritten' };
+const FAILED_EVENT: Record<DraftPurpose, string> = { draft: 'paper.draft_failed', rewrite: 'paper_review.rewrite_failed' };
+/** Events are named `<entity>.<action>`, and carry that entity as their entity_type. */
+const entityOf = (eventType: string) => eventType.slice(0, eventType.indexOf('.'));
+
+export interface DraftOutcome extends Omit<StoredDraft, 'paper_status' | 'rewrite'> {
+  judgements: ChecklistJudgement[];
+  checklist_passed: boolean;
+}
+
+export function createPaperDrafts(store: Store, clock: () => Date = () => new Date()) {
+  const audit = (tx: Parameters<typeof appendAuditEvent>[0], step: StepRef, eventType: string, payload: Record<string, unknown>) =>
+    appendAuditEvent(tx, {
+      entity_type: entityOf(eventType),
+      entity_id: step.paper_id,
+      event_type: eventType,
+      payload: { ...payload, request_key: step.request_key },
+      idempotency_key: step.step_key,
+      actor: step.requested_by,
+    });
+
+  return {
+    /** Moves the paper to draft_generating or publication_generating; a draft creates the paper when the run has none. */
+    startStep(step: StepRef): Promise<StepStarted> {
+      return store.transaction(async (tx) => {
+        const earlier = await findAuditEventByKey(tx, STARTED_EVENT[step.purpose], step.step_key);
+        if (earlier) return { started: true, from: earlier.payload.from as PaperStatus };
+        const paper = step.purpose === 'draft' ? await ensurePaper(tx, step) : await getPaper(tx, step.paper_id, { forUpdate: true });
+        if (!paper) return { started: false, reason: `paper '${step.paper_id}' does not exist` };
+        const start = startStep(step.purpose, paper);
+        if (!start.ok) return { started: false, reason: start.reason };
+        await setPaperStatus(tx, step.paper_id, start.to);
+        await audit(tx, step, STARTED_EVENT[step.purpose], { from: paper.paper_status, to: start.to });
+        return { started: true, from: paper.paper_status };
+      });
+    },
+
+    /** Records the stored draft and the automated checklist's judgements, and moves the paper on. */
+    finishStep(step: StepRef, outcome: DraftOutcome): Promise<{ paper_status: PaperStatus }> {
+      return store.transaction(async (tx) => {
+        const earlier = await findAuditEventByKey(tx, FINISHED_EVENT[step.purpose], step.step_key);
+        if (earlier) return { paper_status: earlier.payload.to as PaperStatus };
+        const paper = (await getPaper(tx, step.paper_id, { forUpdate: true }))!;
+        const to = finishStep(step.purpose, outcome.checklist_passed);
+        const { judgements, checklist_passed: _passed, ...draft } = outcome;
+        await recordDraft(tx, step.paper_id, { ...draft, paper_status: to, rewrite: step.purpose === 'rewrite' });
+        for (const judgement of judgements) {
+          // Items only a person judges are left as they are: a redraft does not undo a person's verdict.
+          if ((HUMAN_CHECKLIST_ITEM_IDS as readonly string[]).includes(judgement.item_id)) continue;
+          await upsertChecklistItem(tx, step.paper_id, { ...judgement, judged_by: 'automated' });
+        }
+        await recomputePaperRank(tx, step.paper_id, clock());
+        await audit(tx, step, FINISHED_EVENT[step.purpose], {
+          from: paper.paper_status,
+          to,
+          writer: outcome.writer,
+          writer_fallback_reason: outcome.writer_fallback_reason,
+          artifacts: outcome.draft_artifacts,
+          checklist: Object.fromEntries(judgements.map((judgement) => [judgement.item_id, judgement.status])),
+        });
+        return { paper_status: to };
+      });
+    },
+
+    /** A step that could not write its draft returns the paper to where it was, and says why in the audit log. */
+    abandonStep(step: StepRef, from: PaperStatus, error: string): Promise<void> {
+      return store.transaction(async (tx) => {
+        if (await findAuditEventByKey(tx, FAILED_EVENT[step.purpose], step.step_key)) return;
+        const paper = (await getPaper(tx, step.paper_id, { forUpdate: true }))!;
+        await setPaperStatus(tx, step.paper_id, from);
+        await audit(tx, step, FAILED_EVENT[step.purpose], { from: paper.paper_status, to: from, error });
+      });
+    },
+  };
+}
+
+export type PaperDrafts = ReturnType<typeof createPaperDrafts>;

@@ -1,0 +1,10 @@
+import { tmpdir } from 'node:os';
+import type { PaperSettings } from '../../services/paper-settings.ts';
+
+/** Paper settings for a worker whose test drafts no papers, or drafts them with the deterministic writer. */
+export const deterministicPaperSettings = (dir: string = tmpdir()): PaperSettings => ({
+  stateDir: dir,
+  projectRoot: dir,
+  writer: { provider: 'deterministic', hosted: null, fallback: true },
+  evidenceSync: null,
+});

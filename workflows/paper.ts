@@ -1,0 +1,88 @@
+import { ActivityFailure, ApplicationFailure, isCancellation, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import type { PaperActivities } from '../activities/papers.ts';
+import { PAPER_FAILURE_TYPES } from '../domain/paper-steps.ts';
+import type { StepRef } from '../services/paper-drafts.ts';
+import type { PaperWorkflowInput, PaperWorkflowResult } from './paper-messages.ts';
+
+/**
+ * One draft or rewrite of a paper (README "Papers"), as workflow `paper:<paper_id>`: gather the evidence (synced from
+ * the worker first when evidence sync is on) → start the step (the paper moves to draft_generating or
+ * publication_generating) → write the draft with the configured writer and store it → judge the automated checklist on
+ * the stored draft → record it all and move the paper on. Missing evidence stops it before anything is written; a
+ * step that fails for good (a hosted writer failing without fallback) returns the paper to where it was.
+ *
+ * Histories of these workflows replay against this code: a change to the commands it records goes behind `patched()`
+ * (README "Changing a workflow").
+ */
+
+type LedgerSteps = Pick<PaperActivities, 'startPaperStep' | 'finishPaperStep' | 'abandonPaperStep'>;
+type FileSteps = Pick<PaperActivities, 'gatherPaperEvidence' | 'writePaperDraft' | 'judgePaperDraft'>;
+
+const ledger = proxyLocalActivities<LedgerSteps>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+
+const NON_RETRYABLE = Object.values(PAPER_FAILURE_TYPES);
+
+/** Evidence sync and the checklist: bounded by the sync's own timeout, and heartbeating while they run. */
+const files = proxyActivities<Pick<FileSteps, 'gatherPaperEvidence' | 'judgePaperDraft'>>({
+  startToCloseTimeout: '15 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE },
+});
+
+/**
+ * The writer: a hosted one may take minutes (paper_writer_timeout_sec), and heartbeats every second meanwhile, so a
+ * worker that dies mid-call is noticed within the heartbeat timeout and the call goes to the restarted worker.
+ */
+const writer = proxyActivities<Pick<FileSteps, 'writePaperDraft'>>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE },
+});
+
+/** Why an activity failed for good (its retries spent, or a failure no retry can mend); null for anything else. */
+function activityFailure(error: unknown): string | null {
+  if (isCancellation(error)) return null;
+  // A local activity's failure may arrive as the activity's own ApplicationFailure, without an ActivityFailure around it.
+  if (error instanceof ApplicationFailure) return error.message;
+  if (!(error instanceof ActivityFailure)) return null;
+  return error.cause instanceof ApplicationFailure || error.cause instanceof Error ? error.cause.message : error.message;
+}
+
+export async function paperWorkflow(input: PaperWorkflowInput): Promise<PaperWorkflowResult> {
+  const info = workflowInfo();
+  const step: StepRef = { ...input, step_key: `${info.workflowId}/${info.runId}` };
+  const ref = { paper_id: input.paper_id, project_id: input.project_id, run_id: input.run_id };
+
+  const evidence = await files.gatherPaperEvidence(ref);
+  if (!evidence.complete) {
+    return { outcome: 'evidence_missing', paper_id: input.paper_id, project_path: evidence.project_path, missing: evidence.missing, evidence_sync: evidence.evidence_sync };
+  }
+
+  const started = await ledger.startPaperStep(step);
+  if (!started.started) return { outcome: 'refused', paper_id: input.paper_id, reason: started.reason };
+
+  let draft, checklist, finished;
+  try {
+    draft = await writer.writePaperDraft(ref);
+    checklist = await files.judgePaperDraft({ ...ref, draft });
+    finished = await ledger.finishPaperStep(step, draft, checklist);
+  } catch (error) {
+    const reason = activityFailure(error);
+    if (reason === null) throw error;
+    await ledger.abandonPaperStep(step, started.from, reason);
+    return { outcome: 'failed', paper_id: input.paper_id, error: reason };
+  }
+  return {
+    outcome: 'drafted',
+    paper_id: input.paper_id,
+    purpose: input.purpose,
+    paper_status: finished.paper_status,
+    writer: draft.writer,
+    writer_fallback_reason: draft.writer_fallback_reason,
+    checklist_passed: checklist.passed,
+    evidence_sync: evidence.evidence_sync,
+  };
+}
