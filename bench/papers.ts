@@ -189,10 +189,10 @@ function evidenceFiles(projectName: string): { notes: string; decision: unknown;
     '',
   ].join('\n');
   const main = {
-    model: { params_m: 124, layers: 12, heads: 12 },
-    dense: { val_loss: 3.2871, val_ppl: 26.77, tokens_per_s: 41230.5, attn_gflops: 18.4 },
-    sparse: { val_loss: 3.2914, val_ppl: 26.88, tokens_per_s: 74112.25, attn_gflops: 9.1 },
-    delta: { val_loss: 0.0043, speedup: 1.7975, flops_ratio: 0.4946 },
+    model: { params_m: 124, layers: 12, heads: 12, context: 4096 },
+    dense: { val_loss: 3.2871, val_ppl: 26.77, tokens_per_s: 41230.5, attn_gflops: 18.4, peak_mem_gb: 21.3, wall_h: 3.92 },
+    sparse: { val_loss: 3.2914, val_ppl: 26.88, tokens_per_s: 74112.25, attn_gflops: 9.1, peak_mem_gb: 14.85, wall_h: 2.21 },
+    delta: { val_loss: 0.0043, speedup: 1.7975, flops_ratio: 0.4946, mem_ratio: 0.6972 },
     steps: 2000,
     seed: 17,
   };

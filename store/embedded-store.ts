@@ -22,7 +22,8 @@ const scope = (db: PgliteLike): Queryable => ({
 
 const run = async <Row>(db: PgliteLike, sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> => {
   const result = await db.query<Row>(sql, params as unknown[] | undefined);
-  return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+  // PGlite counts only written rows (0 for a SELECT); pg's rowCount is the rows a SELECT returned too.
+  return { rows: result.rows, rowCount: Math.max(result.affectedRows ?? 0, result.rows.length) };
 };
 
 /**

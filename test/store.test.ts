@@ -50,6 +50,19 @@ describe.each(ENGINES)('store on $name', (engine) => {
     });
   });
 
+  describe('row counts', () => {
+    it('count the rows a SELECT returned and the rows a write touched, as pg does', async () => {
+      expect((await store.query('SELECT generate_series(1, 3) AS n')).rowCount).toBe(3);
+      expect((await store.query('SELECT 1 WHERE false')).rowCount).toBe(0);
+      // One transaction: one connection, so the temporary table is there for every statement.
+      const counts = await store.transaction(async (tx) => {
+        await tx.query('CREATE TEMP TABLE counted (n int) ON COMMIT DROP');
+        return [(await tx.query('INSERT INTO counted SELECT generate_series(1, 4)')).rowCount, (await tx.query('UPDATE counted SET n = n + 1 WHERE n > 2')).rowCount];
+      });
+      expect(counts).toEqual([4, 2]);
+    });
+  });
+
   describe('row values', () => {
     const sql = `SELECT 7::int8 AS id, 12.5::numeric AS score, '2026-01-02 03:04:05.678+02'::timestamptz AS at,
       NULL::timestamptz AS never`;
