@@ -2,6 +2,7 @@
  * Paper benchmark.
  *   (1) GET /control/api/paper-reviews (-rank_score) and GET /control/api/papers (-updated_at), 50 a page, over 10k
  *       papers: the real app beside a bare node:http server running the same SQL.  targets: ratio >= 0.6, p99 <= 20 ms
+ *       (then each side again with one connection, for a request's latency without queueing behind the others)
  *   (2) dry-run POST /control/papers/draft-next over 10k completed runs, 9,990 of them with a drafted paper; the
  *       dry run reads the evidence files of the undrafted runs' projects from a temp project_root.  target: p99 <= 25 ms
  *   (3) the deterministic draft of one paper (deterministicDraft) and its automated checklist (judgeDraft), in process.
@@ -30,6 +31,7 @@ const PROJECT_COUNT = Math.max(10, Math.floor(PAPER_COUNT / 5));
 const UNDRAFTED = 10;
 const DURATION_SEC = Number(process.env.BENCH_DURATION_SEC ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const ALONE_SEC = Math.max(1, Math.round(DURATION_SEC / 2));
 const DRAFT_CALLS = Number(process.env.BENCH_DRAFT_CALLS ?? 2000);
 const DRAFTS = Number(process.env.BENCH_DRAFTS ?? 2000);
 const TARGET = { ratio: 0.6, listP99: 20, draftNextP99: 25 } as const;
@@ -256,8 +258,8 @@ interface LoadFigures {
   requests: number;
 }
 
-async function load(port: number, path: string, durationSec: number): Promise<LoadFigures> {
-  const result = await autocannon({ url: `http://127.0.0.1:${port}${path}`, headers: auth, connections: CONNECTIONS, duration: durationSec });
+async function load(port: number, path: string, durationSec: number, connections = CONNECTIONS): Promise<LoadFigures> {
+  const result = await autocannon({ url: `http://127.0.0.1:${port}${path}`, headers: auth, connections, duration: durationSec });
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${path}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, requests: result.requests.total };
 }
@@ -286,6 +288,9 @@ interface ListFigures {
   path: string;
   app: LoadFigures;
   bare: LoadFigures;
+  /** One connection at a time: the latency of a request on its own, without queueing behind the others. */
+  appAlone: LoadFigures;
+  bareAlone: LoadFigures;
 }
 
 async function benchLists(fastifyPort: number, barePort: number): Promise<ListFigures[]> {
@@ -298,8 +303,10 @@ async function benchLists(fastifyPort: number, barePort: number): Promise<ListFi
     log(`(1) ${path}: ${DURATION_SEC} s each side, ${CONNECTIONS} connections`);
     const app = await load(fastifyPort, path, DURATION_SEC);
     const bare = await load(barePort, path, DURATION_SEC);
-    figures.push({ path, app, bare });
     log(`(1) ${path}: app ${app.rps.toFixed(0)} req/s p99 ${app.p99} ms, bare ${bare.rps.toFixed(0)} req/s p99 ${bare.p99} ms`);
+    const appAlone = await load(fastifyPort, path, ALONE_SEC, 1);
+    const bareAlone = await load(barePort, path, ALONE_SEC, 1);
+    figures.push({ path, app, bare, appAlone, bareAlone });
   }
   return figures;
 }
@@ -508,6 +515,24 @@ function printReport(lists: ListFigures[], draftNext: DraftNextFigures, draft: D
         [`p99 <= ${TARGET.listP99} ms`]: yes(app.p99 <= TARGET.listP99),
       })),
     ),
+  );
+
+  console.log(`\n    the same with one connection (${ALONE_SEC} s per side): what a request costs without queueing behind the others`);
+  console.log(
+    percentileTable(
+      lists.map(({ path, appAlone, bareAlone }) => ({
+        endpoint: path,
+        'app req/s': appAlone.rps.toFixed(0),
+        'app p50 ms': appAlone.p50,
+        'app p99 ms': appAlone.p99,
+        'bare req/s': bareAlone.rps.toFixed(0),
+        'bare p50 ms': bareAlone.p50,
+        'bare p99 ms': bareAlone.p99,
+      })),
+    )
+      .split('\n')
+      .map((line) => `    ${line}`)
+      .join('\n'),
   );
 
   console.log(`\n(2) dry-run POST /control/papers/draft-next over ${PAPER_COUNT} completed runs, ${PAPER_COUNT - draftNext.candidates} with a drafted paper`);

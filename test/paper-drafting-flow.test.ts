@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';
 import { evidenceFiles, startPaperHarness, type PaperHarness } from './support/paper-harness.ts';
 
 // expected duration: ~20 s
@@ -97,6 +98,7 @@ describe('draft-next', () => {
     expect(artifact.sha256).toBe(createHash('sha256').update(stored).digest('hex'));
     const events = await h.t.store.query<{ event_type: string }>('SELECT event_type FROM audit_events WHERE entity_id = $1 ORDER BY id', [good]);
     expect(events.rows.map((row) => row.event_type)).toEqual(['paper.draft_started', 'paper.drafted']);
+    maybeSaveHistory('paper-drafted', await fetchRunHistory(`paper:${good}`));
 
     const noop = await draftNext({ dry_run: false });
     expect(noop.status).toBe(200);
@@ -129,6 +131,7 @@ describe('rewrites', () => {
     expect(first.body).toMatchObject({ ok: true, changed: true, paper: { paper_status: 'publication_draft', rewrite_count: 1, draft_count: 2 } });
     const replay = await h.call('POST', `/control/api/paper-reviews/${path(paperId)}/rewrite-draft`, body);
     expect(replay).toEqual(first);
+    maybeSaveHistory('paper-rewritten', await fetchRunHistory(`paper:${paperId}`));
     const conflict = await h.call('POST', `/control/api/paper-reviews/${path(paperId)}/rewrite-draft`, { ...body, force: true });
     expect(conflict.status).toBe(409);
     const events = await h.t.store.query<{ event_type: string; entity_type: string }>('SELECT event_type, entity_type FROM audit_events WHERE entity_id = $1 ORDER BY id', [paperId]);
@@ -169,6 +172,7 @@ describe('rewrites', () => {
     const rewritten = new Set((batch.body.results as { paper_id: string }[]).map((result) => result.paper_id));
     expect(rewritten).toEqual(new Set((preview.body.selected as { paper_id: string }[]).map((paper) => paper.paper_id)));
     expect((await h.call('POST', '/control/api/paper-reviews/rewrite-batch', { ...filters, limit: 10 })).body).toEqual(batch.body);
+    maybeSaveHistory('paper-rewrite-batch', await fetchRunHistory('paper-rewrite-batch:batch-1'));
 
     const rest = await h.call('POST', '/control/api/paper-reviews/rewrite-batch', { ...filters, idempotency_key: 'batch-2', skip_rewritten: true, dry_run: true });
     expect((rest.body.selected as { paper_id: string }[]).map((paper) => paper.paper_id).sort()).toEqual(ids.filter((id) => !rewritten.has(id)).sort());

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';
 import { evidenceFiles, startPaperHarness, type PaperHarness } from './support/paper-harness.ts';
 import { startSshd, type TestSshd } from './support/sshd.ts';
 
@@ -170,6 +171,7 @@ describe('the hosted writer', () => {
     expect(await readFile(join(h.settings.stateDir, 'papers', paperId, 'paper.md'), 'utf8')).toBe(draft);
     const failed = await h.t.store.query(`SELECT 1 FROM audit_events WHERE entity_id = $1 AND event_type = 'paper_review.rewrite_failed'`, [paperId]);
     expect(failed.rowCount).toBe(1);
+    maybeSaveHistory('paper-writer-failed', await fetchRunHistory(`paper:${paperId}`));
     // The refused key was given up: the same request succeeds once the writer is back.
     writer.mode = 'ok';
     const retried = await h.call('POST', `/control/api/paper-reviews/${encodeURIComponent(paperId)}/rewrite-draft`, { idempotency_key: 'strict-1', requested_by: 'writer-test' });
@@ -240,6 +242,7 @@ describe('evidence sync over ssh', () => {
     });
     expect(await counts()).toBe(before.events);
     expect((await h.call('GET', '/control/api/papers?search=unsynced')).body.items[0]).toEqual(before.paper);
+    maybeSaveHistory('paper-evidence-missing', await fetchRunHistory(`paper:${paperId}`));
     const keys = await h.t.store.query(`SELECT 1 FROM idempotency_keys WHERE key = 'sync-1'`);
     expect(keys.rowCount).toBe(0);
   });

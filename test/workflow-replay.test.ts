@@ -9,8 +9,13 @@ import { quietTemporalLogs } from './support/temporal.ts';
  * added, never re-captured or removed, so the list below only grows: a fixture that disappears fails here.
  */
 
-/** Captured before any patch, then once more after each patch (named after it). */
+/** Run histories: captured before any patch, then once more after each patch (named after it). Paper histories: one per path. */
 const FIXTURES = [
+  'paper-drafted',
+  'paper-evidence-missing',
+  'paper-rewrite-batch',
+  'paper-rewritten',
+  'paper-writer-failed',
   'run-canceled',
   'run-canceled.preflight-as-activity',
   'run-claim-lost',
@@ -31,10 +36,10 @@ const FIXTURES = [
 
 const LEADING_TIMER_WORKFLOW = fileURLToPath(new URL('./fixtures/workflows/run-with-leading-timer.ts', import.meta.url));
 
-describe('stored run workflow histories', () => {
+describe('stored workflow histories', () => {
   const histories = storedHistories();
 
-  it('are all there, one per run path', () => {
+  it('are all there, one per path', () => {
     expect(histories.map((entry) => entry.name)).toEqual(FIXTURES);
   });
 
