@@ -22,7 +22,13 @@ const RESULTS = { accuracy: 0.934, loss: 0.208 };
 class SlowWriter {
   delayMs = 0;
   requests = 0;
-  private constructor(readonly server: Server, readonly url: string) {}
+  readonly server: Server;
+  readonly url: string;
+
+  private constructor(server: Server, url: string) {
+    this.server = server;
+    this.url = url;
+  }
 
   static async start(): Promise<SlowWriter> {
     let writer: SlowWriter;

@@ -21,7 +21,13 @@ type Mode = 'ok' | 'hang' | 'error500' | 'malformed';
 class FakeWriter {
   mode: Mode = 'ok';
   readonly authorizations: string[] = [];
-  private constructor(readonly server: Server, readonly url: string) {}
+  readonly server: Server;
+  readonly url: string;
+
+  private constructor(server: Server, url: string) {
+    this.server = server;
+    this.url = url;
+  }
 
   static async start(): Promise<FakeWriter> {
     let writer: FakeWriter;
