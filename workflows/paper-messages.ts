@@ -1,3 +1,4 @@
+import type { EvidenceSyncReport } from '../clients/evidence-sync.ts';
 import type { DraftPurpose } from '../domain/paper-steps.ts';
 import type { PaperStatus } from '../domain/paper-status.ts';
 
@@ -22,18 +23,8 @@ export interface PaperWorkflowInput {
   request_key: string | null;
 }
 
-/** What evidence sync tried (clients/evidence-sync.ts): the detail of a 424. */
-export interface EvidenceSyncDetail {
-  ok: boolean;
-  source: string;
-  destination: string;
-  command: string;
-  exit_code: number | null;
-  timed_out: boolean;
-  copied: string[];
-  error: string | null;
-  duration_ms: number;
-}
+/** What evidence sync tried: the detail of a 424. */
+export type EvidenceSyncDetail = EvidenceSyncReport;
 
 export type PaperWorkflowResult =
   | {
