@@ -179,7 +179,7 @@ describe('operational trace', () => {
     expect(announce[0]).toContain(join(stack.cpFixture.dir, 'state', 'operational-trace.jsonl'));
     expect(announce[0]).toContain(`up to ${MAX_PAYLOAD} bytes`);
     expect(announce[0]).toContain('prompt_text redacted');
-    expect(output.split('\n').filter((line) => line.includes('paper_writer_api_key: not implemented yet'))).toHaveLength(1);
+    expect(output.split('\n').filter((line) => line.includes('research_provider_api_key: not implemented yet'))).toHaveLength(1);
     expect(output).not.toContain(PAPER_KEY);
     expect(output).not.toContain(RESEARCH_KEY);
   });
