@@ -9,7 +9,7 @@
  * One fresh Postgres database, dropped at the end; each HTTP side in its own process (bench/papers-server.ts).
  *   npm run bench:papers
  * Knobs (environment): BENCH_DURATION_SEC=10 BENCH_CONNECTIONS=10 BENCH_PAPERS=10000 BENCH_DRAFT_CALLS=2000
- *   BENCH_DRAFTS=2000
+ *   BENCH_DRAFTS=2000; BENCH_EXPLAIN=1 prints the candidate query's plan even when (2) meets its target.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -20,6 +20,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { automatedChecklistPassed, judgeDraft } from '../domain/paper-checklist.ts';
 import { deterministicDraft, resultValues, type DraftEvidence } from '../domain/paper-draft.ts';
+import { DRAFT_NEXT_CANDIDATES } from '../services/paper-drafting.ts';
 import { draftEvidenceOf, readEvidence } from '../services/paper-evidence.ts';
 import { openStore } from '../store/open-store.ts';
 import { listDraftCandidates } from '../store/paper-drafts.ts';
@@ -39,7 +40,6 @@ const TARGET = { ratio: 0.6, listP99: 20, draftNextP99: 25 } as const;
 const DATABASE = `rcp_bench_papers_${process.pid}`;
 const TOKEN = 'bench-token-0123456789abcdef0123';
 const SERVER_SCRIPT = fileURLToPath(new URL('./papers-server.ts', import.meta.url));
-const DRAFT_NEXT_CANDIDATES = 20;
 
 const loadNow = () => loadavg().map((value) => value.toFixed(1)).join(' ');
 const loadStart = loadNow();

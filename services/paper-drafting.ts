@@ -208,7 +208,13 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
       // A pending claim is the same batch still running: the batch workflow is named by the key, so this finds it and
       // the selection passed here is not used.
       const papers = selected.map(({ paper_id, project_id, run_id }) => ({ paper_id, project_id, run_id }));
-      const batch = await launcher.runRewriteBatch({ papers, requested_by: request.requested_by, request_key: request.idempotency_key });
+      const batch =
+        claim.state === 'claimed' && papers.length === 0
+          ? { results: [] }
+          : await launcher.runRewriteBatch({ papers, requested_by: request.requested_by, request_key: request.idempotency_key }).catch(async (error: unknown) => {
+              if (claim.state === 'claimed') await releaseKey(store, key.scope, key.key);
+              throw error;
+            });
       const response = {
         ok: true as const,
         dry_run: false,
