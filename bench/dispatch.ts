@@ -17,7 +17,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
-import pg from 'pg';
 import pino from 'pino';
 import { startControlPlane, type RunningControlPlane } from '../bin/runtime/control-plane-process.ts';
 import { locateTemporalCli, temporalCliInstallHint } from '../bin/runtime/temporal-cli.ts';
@@ -27,7 +26,7 @@ import { workerRoutingFrom } from '../domain/lanes.ts';
 import { nextDispatchCandidate } from '../store/dispatch-candidates.ts';
 import { openStore } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
-import { BENCH_ADMIN_URL, benchDatabaseUrl, percentileTable } from './support.ts';
+import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase } from './support.ts';
 import { epochMs, InstantGate } from './support/instant-gate.ts';
 import { goSignal, readyQuery, type bareSignalWorkflow, type bareWorkflow } from './workflows/bare.ts';
 
@@ -80,26 +79,6 @@ const ratio = (value: number, baseline: number) => (baseline > 0 ? `${(value / b
 // ---------------------------------------------------------------------------------------------------------------
 // Database and control plane
 
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: BENCH_ADMIN_URL });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function createDatabase(): Promise<void> {
-  await admin(async (client) => {
-    await client.query(`DROP DATABASE IF EXISTS "${DATABASE}" WITH (FORCE)`);
-    await client.query(`CREATE DATABASE "${DATABASE}"`);
-  });
-}
-
-async function dropDatabase(): Promise<void> {
-  await admin((client) => client.query(`DROP DATABASE IF EXISTS "${DATABASE}" WITH (FORCE)`));
-}
 
 function benchConfig(dir: string, port: number, gate: InstantGate, temporalAddress: string): Config {
   const targets = Object.fromEntries(
@@ -492,7 +471,7 @@ async function main(): Promise<void> {
   try {
     log('starting a headless Temporal dev server');
     temporal = await startTemporalDevServer({ binaryPath, namespace: 'default', headless: true, logFile: join(dir, 'temporal.log') });
-    await createDatabase();
+    await recreateDatabase(DATABASE);
     databaseCreated = true;
     store = await openStore({ backend: 'pg', pgDatabaseUrl: benchDatabaseUrl(DATABASE) });
 
@@ -527,7 +506,7 @@ async function main(): Promise<void> {
     await baseline?.stop().catch(() => undefined);
     await gate?.stop().catch(() => undefined);
     await store?.close().catch(() => undefined);
-    if (databaseCreated) await dropDatabase().catch((error: unknown) => console.error('drop database:', error));
+    if (databaseCreated) await dropDatabase(DATABASE).catch((error: unknown) => console.error('drop database:', error));
     await temporal?.stop().catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
   }

@@ -11,13 +11,12 @@
  * Knobs (environment): BENCH_DURATION_SEC=10 BENCH_CONNECTIONS=10 BENCH_PAPERS=10000 BENCH_DRAFT_CALLS=2000
  *   BENCH_DRAFTS=2000; BENCH_EXPLAIN=1 prints the candidate query's plan even when (2) meets its target.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import { automatedChecklistPassed, judgeDraft } from '../domain/paper-checklist.ts';
 import { deterministicDraft, resultValues, type DraftEvidence } from '../domain/paper-draft.ts';
 import { DRAFT_NEXT_CANDIDATES } from '../services/paper-drafting.ts';
@@ -25,7 +24,7 @@ import { draftEvidenceOf, readEvidence } from '../services/paper-evidence.ts';
 import { openStore } from '../store/open-store.ts';
 import { listDraftCandidates } from '../store/paper-drafts.ts';
 import type { Store } from '../store/store.ts';
-import { BENCH_ADMIN_URL, benchDatabaseUrl, percentileTable } from './support.ts';
+import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase, startBenchServer } from './support.ts';
 
 const PAPER_COUNT = Number(process.env.BENCH_PAPERS ?? 10_000);
 const PROJECT_COUNT = Math.max(10, Math.floor(PAPER_COUNT / 5));
@@ -83,26 +82,6 @@ async function timeEach(iterations: number, fn: () => unknown): Promise<Stats> {
 // ---------------------------------------------------------------------------------------------------------------
 // Database
 
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: BENCH_ADMIN_URL });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function createDatabase(): Promise<void> {
-  await admin(async (client) => {
-    await client.query(`DROP DATABASE IF EXISTS "${DATABASE}" WITH (FORCE)`);
-    await client.query(`CREATE DATABASE "${DATABASE}"`);
-  });
-}
-
-async function dropDatabase(): Promise<void> {
-  await admin((client) => client.query(`DROP DATABASE IF EXISTS "${DATABASE}" WITH (FORCE)`));
-}
 
 const RUN_EVIDENCE = { run_notes: true, decision_file: true, results_json_files: 1, decision: 'finalize_positive', sufficient_for_paper: true };
 
@@ -230,17 +209,6 @@ async function writeProjectFiles(projectRoot: string, projectDir: string, projec
 // ---------------------------------------------------------------------------------------------------------------
 // Servers and load
 
-async function startServer(mode: 'fastify' | 'bare', url: string, stateDir: string, projectRoot: string): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVER_SCRIPT, mode, url, TOKEN, stateDir, projectRoot], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      const match = /listening (\d+)/.exec(chunk.toString());
-      if (match) resolve(Number(match[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
-  });
-  return { port, child };
-}
 
 async function stopServer(server: { child: ChildProcess } | undefined): Promise<void> {
   if (!server || server.child.exitCode !== null) return;
@@ -465,7 +433,7 @@ async function main(): Promise<void> {
   let bare: { port: number; child: ChildProcess } | undefined;
   let databaseCreated = false;
   try {
-    await createDatabase();
+    await recreateDatabase(DATABASE);
     databaseCreated = true;
     const url = benchDatabaseUrl(DATABASE);
     store = await openStore({ backend: 'pg', pgDatabaseUrl: url });
@@ -474,8 +442,8 @@ async function main(): Promise<void> {
     await seed(store);
     log(`seeded in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
 
-    fastify = await startServer('fastify', url, stateDir, projectRoot);
-    bare = await startServer('bare', url, stateDir, projectRoot);
+    fastify = await startBenchServer(SERVER_SCRIPT, ['fastify', url, TOKEN, stateDir, projectRoot]);
+    bare = await startBenchServer(SERVER_SCRIPT, ['bare', url, TOKEN, stateDir, projectRoot]);
     const lists = await benchLists(fastify.port, bare.port);
     await stopServer(bare);
     bare = undefined;
@@ -490,7 +458,7 @@ async function main(): Promise<void> {
     await stopServer(fastify);
     await stopServer(bare);
     await store?.close().catch(() => undefined);
-    if (databaseCreated) await dropDatabase().catch((error: unknown) => console.error('drop database:', error));
+    if (databaseCreated) await dropDatabase(DATABASE).catch((error: unknown) => console.error('drop database:', error));
     await rm(dir, { recursive: true, force: true });
   }
 }

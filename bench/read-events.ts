@@ -3,11 +3,10 @@
  * the real app beside a bare node:http server running the same SQL. Targets: ratio >= 0.6, p99 <= 15 ms.
  *   npm run bench            (BENCH_DURATION_SEC=10, BENCH_CONNECTIONS=10 by default)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { openStore } from '../store/open-store.ts';
-import { benchDatabaseUrl, ensureDatabase, percentileTable } from './support.ts';
+import { benchDatabaseUrl, ensureDatabase, percentileTable, startBenchServer } from './support.ts';
 
 const EVENT_COUNT = 100_000;
 const DATABASE = 'rcp_bench_read_events';
@@ -39,17 +38,6 @@ async function seed(url: string): Promise<void> {
   }
 }
 
-async function startServer(mode: 'fastify' | 'bare', url: string): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVER_SCRIPT, mode, url, TOKEN], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      const match = /listening (\d+)/.exec(chunk.toString());
-      if (match) resolve(Number(match[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
-  });
-  return { port, child };
-}
 
 async function measure(port: number, path: string) {
   const result = await autocannon({
@@ -67,8 +55,8 @@ async function main() {
   const url = benchDatabaseUrl(DATABASE);
   await seed(url);
 
-  const fastify = await startServer('fastify', url);
-  const bare = await startServer('bare', url);
+  const fastify = await startBenchServer(SERVER_SCRIPT, ['fastify', url, TOKEN]);
+  const bare = await startBenchServer(SERVER_SCRIPT, ['bare', url, TOKEN]);
   try {
     const rows = [];
     for (const path of ['/control/api/events?page_size=50', '/control/api/v1/events?page_size=50']) {
