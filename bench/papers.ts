@@ -297,13 +297,10 @@ SELECT r.run_id, r.project_id, pr.project_name, pr.project_dir, r.decision, r.de
   FROM runs r
   JOIN projects pr ON pr.project_id = r.project_id
   LEFT JOIN papers p ON p.run_id = r.run_id
- WHERE r.state = 'reconciled'
-   AND r.decision = ANY (ARRAY['finalize_positive'])
-   AND jsonb_typeof(r.evidence -> 'sufficient_for_paper') = 'boolean'
-   AND (r.evidence ->> 'sufficient_for_paper')::boolean
-   AND (p.paper_id IS NULL OR p.paper_status = 'eligible'
-        OR (false AND p.paper_status = ANY (ARRAY['draft_review', 'human_review_required']) AND p.review_status NOT IN ('finalized', 'rejected')))
- ORDER BY (p.paper_id IS NOT NULL AND p.paper_status <> 'eligible'), r.finished_at ASC NULLS LAST, r.run_id
+ WHERE r.state = 'reconciled' AND r.decision = ANY (ARRAY['finalize_positive'])
+   AND r.evidence -> 'sufficient_for_paper' = 'true'::jsonb
+   AND (r.paper_status IS NULL OR r.paper_status = 'eligible')
+ ORDER BY r.finished_at ASC NULLS LAST, r.run_id
  LIMIT ${DRAFT_NEXT_CANDIDATES}`;
 
 /**
@@ -319,7 +316,7 @@ async function prepareDraftNext(store: Store, projectRoot: string): Promise<numb
   );
   const deleted = await store.query('DELETE FROM papers WHERE run_id = ANY($1::text[])', [runs.rows.map((r) => r.run_id)]);
   if (deleted.rowCount !== UNDRAFTED) throw new Error(`expected to take away ${UNDRAFTED} papers, took ${deleted.rowCount}`);
-  await store.query('VACUUM ANALYZE papers');
+  for (const table of ['papers', 'runs']) await store.query(`VACUUM ANALYZE ${table}`);
   const candidates = await listDraftCandidates(store, { force: false, limit: DRAFT_NEXT_CANDIDATES });
   if (candidates.length !== UNDRAFTED || new Set(candidates.map((c) => c.project_dir)).size !== UNDRAFTED) {
     throw new Error(`expected ${UNDRAFTED} candidates in distinct projects, found ${candidates.length}`);

@@ -6,7 +6,7 @@ import { getPaper, listRewriteSelection, type PaperRow } from '../store/papers.t
 import type { Store } from '../store/store.ts';
 import type { PaperWorkflowResult } from '../workflows/paper-messages.ts';
 import { CommandRefusedError } from './command-errors.ts';
-import { readEvidence } from './paper-evidence.ts';
+import { readEvidence, type ReadEvidence } from './paper-evidence.ts';
 import type { PaperLauncher } from './paper-launcher.ts';
 import { paperWithChecklist } from './paper-reviews.ts';
 import type { PaperSettings } from './paper-settings.ts';
@@ -89,9 +89,10 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
     return { started: true as const, result: await launcher.stepResult(ref.paper_id, started.workflow_run_id) };
   }
 
-  async function dryRunDraft(candidate: DraftCandidateRow, skipped: SkippedCandidate[]) {
+  /** `alreadyRead`: the candidate's evidence when draft-next has just read it, so a dry run reads it once. */
+  async function dryRunDraft(candidate: DraftCandidateRow, skipped: SkippedCandidate[], alreadyRead: ReadEvidence | null) {
     const ref = candidateRef(candidate);
-    const evidence = await readEvidence(settings.projectRoot, candidate.project_dir);
+    const evidence = alreadyRead ?? (await readEvidence(settings.projectRoot, candidate.project_dir));
     return {
       action: 'dry_run_draft' as const,
       ...ref,
@@ -119,14 +120,13 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
       const skipped: SkippedCandidate[] = [];
       for (const candidate of candidates) {
         const ref = candidateRef(candidate);
-        if (!syncEnabled) {
-          const evidence = await readEvidence(settings.projectRoot, candidate.project_dir);
-          if (!evidence.complete) {
-            skipped.push({ ...ref, reason: 'missing_evidence', detail: `evidence missing in ${evidence.project_path}`, missing: evidence.missing });
-            continue;
-          }
+        // With sync on, the evidence on this machine is not final until the step has copied it.
+        const evidence = syncEnabled ? null : await readEvidence(settings.projectRoot, candidate.project_dir);
+        if (evidence && !evidence.complete) {
+          skipped.push({ ...ref, reason: 'missing_evidence', detail: `evidence missing in ${evidence.project_path}`, missing: evidence.missing });
+          continue;
         }
-        if (request.dry_run) return dryRunDraft(candidate, skipped);
+        if (request.dry_run) return dryRunDraft(candidate, skipped, evidence);
         const step = await runStep(ref, 'draft', { requested_by: request.requested_by, key: null });
         if (!step.started) {
           skipped.push({ ...ref, reason: 'in_progress', detail: step.reason });

@@ -22,29 +22,45 @@ export interface DraftCandidateRow {
 /** Statuses whose paper draft-next redrafts when asked with `force`: drafted, and not in a step or archived. */
 export const REDRAFTABLE_STATUSES: readonly PaperStatus[] = ['draft_review', 'human_review_required'];
 
+const CANDIDATE_COLUMNS = `r.run_id, r.project_id, pr.project_name, pr.project_dir, r.decision, r.decision_summary, r.evidence,
+       r.finished_at, p.paper_id, p.paper_status`;
+
+/** A completed run with a writable decision and enough evidence by the gate's summary. */
+const WRITABLE_RUN = `r.state = $1 AND r.decision = ANY ($2::text[]) AND r.evidence -> 'sufficient_for_paper' = 'true'::jsonb`;
+
 /**
- * Completed runs with a writable decision and enough evidence (by the gate's summary), whose paper is not drafted yet
- * (none, or one still `eligible`); with `force`, also runs whose paper may be redrafted. Undrafted runs come first,
- * then the run that finished first. Papers whose review is final are never redrafted.
+ * Completed runs with a writable decision and enough evidence, whose paper is not drafted yet (none, or one still
+ * `eligible`), the run that finished first first; with `force`, then papers that may be redrafted. Papers whose review
+ * is final are never redrafted.
+ *
+ * The first read walks the partial index runs_awaiting_draft (migration 0008), whose predicate this WHERE implies:
+ * runs.paper_status is the trigger-kept copy of the paper's status, so drafted runs are not in the index at all.
  */
 export async function listDraftCandidates(q: Queryable, options: { force: boolean; limit: number }): Promise<DraftCandidateRow[]> {
-  const result = await q.query<DraftCandidateRow>(
-    `SELECT r.run_id, r.project_id, pr.project_name, pr.project_dir, r.decision, r.decision_summary, r.evidence,
-            r.finished_at, p.paper_id, p.paper_status
+  const writable = [COMPLETED_RUN_STATE, [...WRITABLE_DECISIONS]];
+  const waiting = await q.query<DraftCandidateRow>(
+    `SELECT ${CANDIDATE_COLUMNS}
        FROM runs r
        JOIN projects pr ON pr.project_id = r.project_id
        LEFT JOIN papers p ON p.run_id = r.run_id
-      WHERE r.state = $1
-        AND r.decision = ANY ($2::text[])
-        AND jsonb_typeof(r.evidence -> 'sufficient_for_paper') = 'boolean'
-        AND (r.evidence ->> 'sufficient_for_paper')::boolean
-        AND (p.paper_id IS NULL OR p.paper_status = 'eligible'
-             OR ($3 AND p.paper_status = ANY ($4::text[]) AND p.review_status NOT IN ('finalized', 'rejected')))
-      ORDER BY (p.paper_id IS NOT NULL AND p.paper_status <> 'eligible'), r.finished_at ASC NULLS LAST, r.run_id
-      LIMIT $5`,
-    [COMPLETED_RUN_STATE, [...WRITABLE_DECISIONS], options.force, [...REDRAFTABLE_STATUSES], options.limit],
+      WHERE ${WRITABLE_RUN} AND (r.paper_status IS NULL OR r.paper_status = 'eligible')
+      ORDER BY r.finished_at ASC NULLS LAST, r.run_id
+      LIMIT $3`,
+    [...writable, options.limit],
   );
-  return result.rows;
+  const room = options.limit - waiting.rows.length;
+  if (!options.force || room <= 0) return waiting.rows;
+  const redraftable = await q.query<DraftCandidateRow>(
+    `SELECT ${CANDIDATE_COLUMNS}
+       FROM papers p
+       JOIN runs r ON r.run_id = p.run_id
+       JOIN projects pr ON pr.project_id = r.project_id
+      WHERE ${WRITABLE_RUN} AND p.paper_status = ANY ($3::text[]) AND p.review_status NOT IN ('finalized', 'rejected')
+      ORDER BY r.finished_at ASC NULLS LAST, r.run_id
+      LIMIT $4`,
+    [...writable, [...REDRAFTABLE_STATUSES], room],
+  );
+  return [...waiting.rows, ...redraftable.rows];
 }
 
 /** The run's paper, created `eligible` when it has none yet. */

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyPaperPipelineCounts, paperPipelineCount, type PaperPipelineCounts } from '../domain/paper-candidacy.ts';
+import { emptyPaperPipelineCounts, paperCandidacy, paperPipelineCount, type PaperPipelineCounts } from '../domain/paper-candidacy.ts';
 import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, paperIdFor, REVIEW_STATUSES, type ReviewStatus } from '../domain/paper-status.ts';
 import { paperCounts } from '../store/paper-counts.ts';
+import { listDraftCandidates, REDRAFTABLE_STATUSES } from '../store/paper-drafts.ts';
 import { insertProject } from '../store/projects.ts';
 import type { Queryable } from '../store/store.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
@@ -146,6 +147,70 @@ describe('the paper ledgers', () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+/** Where a seeded paper goes next: another status, deleted, or nowhere. */
+const paperMove = fc.option(fc.constantFrom<string>(...PAPER_STATUSES, 'deleted'), { nil: null });
+
+/** The draft candidates the domain rule names, in draft-next's order (these runs share finished_at, so by run id). */
+function expectedCandidates(runs: { run: SeedRun; run_id: string; paper_status: string | null }[], force: boolean): string[] {
+  const writable = runs.filter(({ run }) => {
+    const sufficient = run.evidence?.sufficient_for_paper === true;
+    return paperCandidacy({ state: run.state, decision: run.decision, sufficient_for_paper: sufficient }).writable;
+  });
+  const byRunId = (a: { run_id: string }, b: { run_id: string }) => (a.run_id < b.run_id ? -1 : 1);
+  const waiting = writable.filter((r) => r.paper_status === null || r.paper_status === 'eligible').sort(byRunId);
+  const redraftable = writable
+    .filter((r) => force && (REDRAFTABLE_STATUSES as readonly string[]).includes(r.paper_status ?? '') && !['finalized', 'rejected'].includes(r.run.paper!.review_status))
+    .sort(byRunId);
+  return [...waiting, ...redraftable].map((r) => r.run_id);
+}
+
+describe("draft-next's candidates", () => {
+  it('are the writable runs whose paper is not drafted (with force, then the redraftable ones), after any paper moves, and a paper move leaves its run untouched', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(seedRun, paperMove), { maxLength: 12 }), fc.boolean(), async (cases, force) => {
+        await inRolledBackTransaction(async (tx) => {
+          await seed(tx, cases.map(([run]) => run));
+          const before = await tx.query<{ run_id: string; updated_at: Date }>('SELECT run_id, updated_at FROM runs ORDER BY run_id');
+          const seeded: { run: SeedRun; run_id: string; paper_status: string | null }[] = [];
+          for (const [index, [run, move]] of cases.entries()) {
+            const projectId = `paper-count-${index}`;
+            const runId = `${projectId}-20261122T1000${String(index % 60).padStart(2, '0')}Z`;
+            let paperStatus = run.paper?.paper_status ?? null;
+            if (run.paper && move === 'deleted') {
+              await tx.query('DELETE FROM corpus_imports WHERE paper_id = $1', [paperIdFor(projectId, runId)]);
+              await tx.query('DELETE FROM papers WHERE run_id = $1', [runId]);
+              paperStatus = null;
+            } else if (run.paper && move !== null) {
+              await tx.query('UPDATE papers SET paper_status = $2 WHERE run_id = $1', [runId, move]);
+              paperStatus = move;
+            }
+            seeded.push({ run, run_id: runId, paper_status: paperStatus });
+          }
+          const candidates = await listDraftCandidates(tx, { force, limit: 100 });
+          expect(candidates.map((c) => c.run_id)).toEqual(expectedCandidates(seeded, force));
+          expect(candidates.map((c) => c.paper_status)).toEqual(expectedCandidates(seeded, force).map((id) => seeded.find((r) => r.run_id === id)!.paper_status));
+          expect((await tx.query('SELECT run_id, updated_at FROM runs ORDER BY run_id')).rows).toEqual(before.rows);
+        });
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('can be read from the awaiting-draft index, whatever the table size makes the planner prefer', async () => {
+    await inRolledBackTransaction(async (tx) => {
+      await tx.query('SET LOCAL enable_seqscan = off');
+      await tx.query('SET LOCAL enable_bitmapscan = off');
+      const plan = await tx.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN SELECT run_id FROM runs r
+          WHERE r.state = 'reconciled' AND r.decision = ANY (ARRAY['finalize_positive'])
+            AND r.evidence -> 'sufficient_for_paper' = 'true'::jsonb AND (r.paper_status IS NULL OR r.paper_status = 'eligible')
+          ORDER BY r.finished_at ASC NULLS LAST, r.run_id LIMIT 10`,
+      );
+      expect(plan.rows.map((row) => row['QUERY PLAN']).join('\n')).toMatch(/Index (Only )?Scan using runs_awaiting_draft/);
+    });
   });
 });
 
