@@ -3,35 +3,19 @@ import type { FastifyInstance } from 'fastify';
 import { workerGateRoutes } from '../worker-gate/routes.ts';
 import type { WorkerGate } from '../worker-gate/worker-gate.ts';
 import { auth } from './auth.ts';
-import { dashboardRoutes } from './dashboard.ts';
 import type { AppDeps } from './deps.ts';
-import { dispatchRoutes } from './dispatch.ts';
 import { registerErrorHandling } from '../http/errors.ts';
 import { controlPlaneErrorAnswers } from './error-answers.ts';
-import { eventRoutes } from './events.ts';
-import { healthRoutes } from './health.ts';
-import { operatorRoutes } from './operator.ts';
-import { preflightRoutes } from './preflight.ts';
-import { projectRoutes } from './projects.ts';
-import { paperDraftingRoutes } from './paper-drafting.ts';
-import { paperRoutes } from './papers.ts';
-import { queueRoutes } from './queues.ts';
-import { researchRoutes } from './research.ts';
-import { runRoutes } from './runs.ts';
 import { securityHeaders } from '../http/security-headers.ts';
-import { sessionRoutes } from './session.ts';
-import { statusRoutes } from './status.ts';
 import { refuseNulCharacters, useZodTypeProvider } from '../http/validation.ts';
 import { allowedHosts } from '../http/allowed-hosts.ts';
 import { registerRateLimits } from '../http/rate-limit.ts';
 import { recordRequestDurations, type ServiceMetrics } from '../http/metrics.ts';
 import { observeRoutes, type RouteObservability } from '../http/route-observability.ts';
-import { registerControlPlaneMetrics } from '../services/service-metrics.ts';
 import { registerGateMetrics } from '../worker-gate/gate-metrics.ts';
-import { metricsRoute, observabilityRoutes } from './observability.ts';
+import { metricsRoute } from './observability.ts';
 import { operationalTraceHooks, type OperationalTrace } from '../http/operational-trace.ts';
 import { openApiDocument } from './openapi.ts';
-import { workerCallbackRoutes } from './worker-callback.ts';
 
 /** The worker gate role served from this process (both roles may share one port, README "Worker gate"). */
 export interface WorkerGateRole {
@@ -90,26 +74,14 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
   if (workerGate) registerGateMetrics(options.metrics, workerGate.gate);
 
   if (controlPlane) {
-    registerControlPlaneMetrics(options.metrics, controlPlane.store);
-    await app.register(observabilityRoutes, {
-      ...(options.routeObservability ? { routes: options.routeObservability } : {}),
+    // Loaded only here, so a gate-only process never loads the control plane's routes and services.
+    const { controlPlaneRoutes } = await import('./control-plane-routes.ts');
+    await controlPlaneRoutes(app, {
+      deps: controlPlane,
+      metrics: options.metrics,
+      ...(options.routeObservability ? { routeObservability: options.routeObservability } : {}),
       memoryWarnRssMib: options.memoryWarnRssMib ?? 0,
     });
-    await app.register(healthRoutes, controlPlane);
-    await app.register(eventRoutes, controlPlane);
-    await app.register(sessionRoutes, controlPlane);
-    await app.register(researchRoutes, controlPlane);
-    await app.register(queueRoutes, controlPlane);
-    await app.register(statusRoutes, controlPlane);
-    await app.register(operatorRoutes, controlPlane);
-    await app.register(preflightRoutes, controlPlane);
-    await app.register(dispatchRoutes, controlPlane);
-    await app.register(workerCallbackRoutes, controlPlane);
-    await app.register(runRoutes, controlPlane);
-    await app.register(projectRoutes, controlPlane);
-    await app.register(paperRoutes, controlPlane);
-    await app.register(paperDraftingRoutes, controlPlane);
-    await app.register(dashboardRoutes);
   }
   if (workerGate) await app.register(workerGateRoutes, { gate: workerGate.gate, serveHealthz: !controlPlane });
 }

@@ -7,7 +7,6 @@ import { loadConfig, formatProblems } from '../config/load.ts';
 import { redactConfig, SECRET_FIELDS } from '../config/schema.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
-import { startControlPlane } from './runtime/control-plane-process.ts';
 import { createLogger } from './runtime/logger.ts';
 import { createWorkerGateRole, startWorkerGateOnly } from './runtime/worker-gate-process.ts';
 
@@ -67,6 +66,8 @@ async function main(): Promise<void> {
 
 async function startBothOrControlPlane(config: Config, logger: Logger): Promise<{ stop(): Promise<void> }> {
   const workerGate = config.roles.includes('worker_gate') ? createWorkerGateRole(config, logger) : undefined;
+  // Loaded here, not at the top, so a gate-only process never loads the store, Temporal or the control API.
+  const { startControlPlane } = await import('./runtime/control-plane-process.ts');
   const running = await startControlPlane(config, logger, workerGate?.role);
   if (workerGate) {
     workerGate.bindPort(running.port);

@@ -14,6 +14,7 @@ import { operationalTraceFrom } from './operational-trace.ts';
 import { routeObservabilityFrom } from './route-observability.ts';
 import { ServiceMetrics } from '../../http/metrics.ts';
 import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
+import { browsableHost } from './browsable-host.ts';
 
 export interface RunningControlPlane {
   url: string;
@@ -25,8 +26,6 @@ export interface RunningControlPlane {
   /** Stop accepting, drain requests, shut the worker down with its grace period, stop Temporal, close the store. */
   stop(): Promise<void>;
 }
-
-export const browsableHost = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host);
 
 /**
  * Starts the control-plane role: store, Temporal (embedded or remote) with its worker, then the HTTP server, which

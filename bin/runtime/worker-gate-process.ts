@@ -4,7 +4,7 @@ import type { WorkerGateRole } from '../../api/app.ts';
 import { createWorkerGateServer } from '../../api/create-server.ts';
 import type { Config } from '../../config/schema.ts';
 import { WorkerGate } from '../../worker-gate/worker-gate.ts';
-import { browsableHost } from './control-plane-process.ts';
+import { browsableHost } from './browsable-host.ts';
 import { httpLimitsFrom } from './http-limits.ts';
 import { operationalTraceFrom } from './operational-trace.ts';
 import { routeObservabilityFrom } from './route-observability.ts';

@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+import type { ServiceMetrics } from '../http/metrics.ts';
+import type { RouteObservability } from '../http/route-observability.ts';
+import { registerControlPlaneMetrics } from '../services/service-metrics.ts';
+import { dashboardRoutes } from './dashboard.ts';
+import type { AppDeps } from './deps.ts';
+import { dispatchRoutes } from './dispatch.ts';
+import { eventRoutes } from './events.ts';
+import { healthRoutes } from './health.ts';
+import { observabilityRoutes } from './observability.ts';
+import { operatorRoutes } from './operator.ts';
+import { paperDraftingRoutes } from './paper-drafting.ts';
+import { paperRoutes } from './papers.ts';
+import { preflightRoutes } from './preflight.ts';
+import { projectRoutes } from './projects.ts';
+import { queueRoutes } from './queues.ts';
+import { researchRoutes } from './research.ts';
+import { runRoutes } from './runs.ts';
+import { sessionRoutes } from './session.ts';
+import { statusRoutes } from './status.ts';
+import { workerCallbackRoutes } from './worker-callback.ts';
+
+export interface ControlPlaneRouteOptions {
+  deps: AppDeps;
+  metrics: ServiceMetrics;
+  routeObservability?: RouteObservability;
+  memoryWarnRssMib: number;
+}
+
+/** Every route of the control-plane role, and its metrics. */
+export async function controlPlaneRoutes(app: FastifyInstance, options: ControlPlaneRouteOptions): Promise<void> {
+  const { deps } = options;
+  registerControlPlaneMetrics(options.metrics, deps.store);
+  await app.register(observabilityRoutes, {
+    ...(options.routeObservability ? { routes: options.routeObservability } : {}),
+    memoryWarnRssMib: options.memoryWarnRssMib,
+  });
+  await app.register(healthRoutes, deps);
+  await app.register(eventRoutes, deps);
+  await app.register(sessionRoutes, deps);
+  await app.register(researchRoutes, deps);
+  await app.register(queueRoutes, deps);
+  await app.register(statusRoutes, deps);
+  await app.register(operatorRoutes, deps);
+  await app.register(preflightRoutes, deps);
+  await app.register(dispatchRoutes, deps);
+  await app.register(workerCallbackRoutes, deps);
+  await app.register(runRoutes, deps);
+  await app.register(projectRoutes, deps);
+  await app.register(paperRoutes, deps);
+  await app.register(paperDraftingRoutes, deps);
+  await app.register(dashboardRoutes);
+}
