@@ -18,6 +18,7 @@ import { researchRoutes } from './research.ts';
 import { runRoutes } from './runs.ts';
 import { sessionRoutes } from './session.ts';
 import { statusRoutes } from './status.ts';
+import { v1ListRoutes } from './v1-lists.ts';
 import { workerCallbackRoutes } from './worker-callback.ts';
 
 export interface ControlPlaneRouteOptions {
@@ -49,5 +50,6 @@ export async function controlPlaneRoutes(app: FastifyInstance, options: ControlP
   await app.register(projectRoutes, deps);
   await app.register(paperRoutes, deps);
   await app.register(paperDraftingRoutes, deps);
+  await app.register(v1ListRoutes, deps);
   await app.register(dashboardRoutes);
 }

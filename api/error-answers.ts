@@ -1,12 +1,21 @@
 import type { ErrorMapper } from '../http/errors.ts';
 import { CommandRefusedError } from '../services/command-errors.ts';
 import { IdempotencyConflictError } from '../store/idempotency-keys.ts';
-import { StoreReadOnlyError } from '../store/store.ts';
+import { STATEMENT_TIMEOUT_CODE, StoreReadOnlyError } from '../store/store.ts';
 
-/** The control plane's own refusals as HTTP answers: a refused command, a reused idempotency key, a read-only store. */
+const isStatementTimeout = (error: unknown) =>
+  typeof error === 'object' && error !== null && (error as { code?: unknown }).code === STATEMENT_TIMEOUT_CODE;
+
+/**
+ * The control plane's own refusals as HTTP answers: a refused command, a reused idempotency key, a read-only store,
+ * and a read model whose statement ran out of time.
+ */
 export const controlPlaneErrorAnswers: ErrorMapper = (error) => {
   if (error instanceof CommandRefusedError) return { status: error.status, detail: error.detail };
   if (error instanceof IdempotencyConflictError) return { status: 409, detail: error.message };
   if (error instanceof StoreReadOnlyError) return { status: 501, detail: error.message };
+  if (isStatementTimeout(error)) {
+    return { status: 503, detail: 'the read ran past the read-model statement timeout and was cancelled; narrow it with filters or a smaller page_size' };
+  }
   return undefined;
 };

@@ -1,7 +1,7 @@
 import { isRunFinished, workflowIdForRun } from '../domain/run-state.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { listPapersOf } from '../store/papers.ts';
-import { listEventsForEntities, listProjectRuns } from '../store/project-reads.ts';
+import { listEventsForEntities, getRunWithTransitions } from '../store/project-reads.ts';
 import { getProject } from '../store/projects.ts';
 import { getQueueItem } from '../store/queue-items.ts';
 import { applyRunTransition, getRun } from '../store/runs.ts';
@@ -35,14 +35,14 @@ async function requireRun(store: Store, runId: string) {
 /** One run with its transitions, its project, bounded events and where to see it in Temporal. */
 export async function runDetail(deps: RunServiceDeps, runId: string, eventLimit: number) {
   const run = await requireRun(deps.store, runId);
-  const [runs, project, papers, events] = await Promise.all([
-    listProjectRuns(deps.store, run.project_id),
+  const [withTransitions, project, papers, events] = await Promise.all([
+    getRunWithTransitions(deps.store, runId),
     getProject(deps.store, run.project_id),
     listPapersOf(deps.store, { run_id: runId }),
     listEventsForEntities(deps.store, [runId], eventLimit),
   ]);
   return {
-    run: runs.find((candidate) => candidate.run_id === runId) ?? { ...run, transitions: [] },
+    run: withTransitions ?? { ...run, transitions: [] },
     project: project ?? null,
     papers,
     events,

@@ -56,6 +56,7 @@ export async function createEmbeddedStore(dataDir?: string): Promise<Store> {
     location: dataDir ?? 'memory://',
     readOnly: false,
     ...scope(db),
+    reads: scope(db),
     transaction: (fn) => db.transaction((tx) => fn(scope(tx))),
     async ping() {
       await db.query('SELECT 1');

@@ -11,6 +11,8 @@ export interface OpenStoreOptions {
   /** Embedded files go to `<stateDir>/pgdata`; without it the embedded store lives in memory. */
   stateDir?: string;
   onProgress?: (message: string) => void;
+  /** Postgres only: the read-model statement timeout, READ_STATEMENT_TIMEOUT_MS when absent (tests shorten it). */
+  readStatementTimeoutMs?: number;
 }
 
 /** Opens the configured engine and brings its schema up to date (or checks it, when read-only). */
@@ -35,5 +37,9 @@ async function createEngine(options: OpenStoreOptions): Promise<Store> {
     return createEmbeddedStore(options.stateDir ? join(options.stateDir, 'pgdata') : undefined);
   }
   if (!options.pgDatabaseUrl) throw new Error(`control_plane_store_backend "${options.backend}" needs pg_database_url`);
-  return createPgStore({ connectionString: options.pgDatabaseUrl, readOnly: options.backend === 'pg_readonly' });
+  return createPgStore({
+    connectionString: options.pgDatabaseUrl,
+    readOnly: options.backend === 'pg_readonly',
+    ...(options.readStatementTimeoutMs !== undefined ? { readStatementTimeoutMs: options.readStatementTimeoutMs } : {}),
+  });
 }

@@ -152,7 +152,7 @@ export async function readRankInputs(q: Queryable, paperId: string): Promise<Ran
 
 /** Columns a paper list may be sorted by: any of these, `-` for descending; paper_id breaks ties. */
 export const PAPER_SORT_COLUMNS = ['rank_score', 'updated_at', 'created_at', 'paper_id', 'project_id', 'paper_status', 'review_status', 'title'] as const;
-const SEARCHED_COLUMNS = ['paper_id', 'project_id', 'run_id', 'title', 'paper_status', 'review_status'];
+export const PAPER_SEARCHED_COLUMNS = ['paper_id', 'project_id', 'run_id', 'title', 'paper_status', 'review_status'];
 
 export interface PaperListQuery {
   page: number;
@@ -181,7 +181,7 @@ export async function listPapers(q: Queryable, query: PaperListQuery): Promise<{
   if (query.exclude_review_statuses?.length) conditions.push(`NOT (review_status = ANY(${sql.bind([...query.exclude_review_statuses])}::text[]))`);
   if (query.search) {
     const pattern = sql.bind(containsPattern(query.search));
-    conditions.push(`(${SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
+    conditions.push(`(${PAPER_SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
   }
   const where = conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '';
   return selectPage<PaperRow>(q, {
@@ -232,7 +232,7 @@ export async function listRewriteSelection(
   if (query.skip_rewritten) conditions.push('rewrite_count = 0');
   if (query.search) {
     const pattern = sql.bind(containsPattern(query.search));
-    conditions.push(`(${SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
+    conditions.push(`(${PAPER_SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
   }
   const result = await q.query<PaperRow>(
     `SELECT ${PAPER_COLUMNS} FROM papers WHERE ${conditions.join(' AND ')} ORDER BY rank_score DESC, paper_id LIMIT ${sql.bind(query.limit)}`,

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { ROW_PARSERS } from './row-parsers.ts';
 import type { Queryable, QueryResult, Store } from './store.ts';
-import { StoreReadOnlyError } from './store.ts';
+import { READ_STATEMENT_TIMEOUT_MS, StoreReadOnlyError } from './store.ts';
 
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
@@ -13,7 +13,12 @@ export interface PgStoreOptions {
   connectionString: string;
   readOnly?: boolean;
   maxConnections?: number;
+  /** statement_timeout of `reads` (READ_STATEMENT_TIMEOUT_MS when absent). */
+  readStatementTimeoutMs?: number;
 }
+
+/** Connections of the read-model pool: reads are short, and they should not starve commands of connections. */
+const READ_POOL_CONNECTIONS = 4;
 
 export function describePgLocation(connectionString: string): string {
   try {
@@ -33,9 +38,18 @@ export function createPgStore(options: PgStoreOptions): Store {
     // Belt and braces for pg_readonly: the database itself refuses writes too.
     ...(readOnly ? { options: '-c default_transaction_read_only=on' } : {}),
   });
-  pool.on('error', () => {
-    // An idle client lost its connection; the pool replaces it on next use.
+  const readPool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: READ_POOL_CONNECTIONS,
+    types,
+    statement_timeout: options.readStatementTimeoutMs ?? READ_STATEMENT_TIMEOUT_MS,
+    ...(readOnly ? { options: '-c default_transaction_read_only=on' } : {}),
   });
+  for (const each of [pool, readPool]) {
+    each.on('error', () => {
+      // An idle client lost its connection; the pool replaces it on next use.
+    });
+  }
 
   const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> => {
     const result = await client.query(sql, params as unknown[] | undefined);
@@ -47,6 +61,12 @@ export function createPgStore(options: PgStoreOptions): Store {
     location: describePgLocation(options.connectionString),
     readOnly,
     query: (sql, params) => run(pool, sql, params),
+    reads: {
+      query: (sql, params) => run(readPool, sql, params),
+      async exec() {
+        throw new Error('the read-model pool runs queries only');
+      },
+    },
     async exec(sql) {
       if (readOnly) throw new StoreReadOnlyError();
       await pool.query(sql);
@@ -76,7 +96,7 @@ export function createPgStore(options: PgStoreOptions): Store {
       await pool.query('SELECT 1');
     },
     async close() {
-      await pool.end();
+      await Promise.all([pool.end(), readPool.end()]);
     },
   };
 }

@@ -4,7 +4,9 @@ import { getProject, type ProjectRow } from './projects.ts';
 import { getQueueItem, type QueueItemRow } from './queue-items.ts';
 import { lineageOf, type LineageRow } from './research-lineage.ts';
 import { listPapersOf, type PaperRow } from './papers.ts';
+import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from './keyset.ts';
 import { isoTimestampSql } from './row-parsers.ts';
+import { containsPattern, sqlParams } from './sql-params.ts';
 import { RUN_COLUMNS, type RunRow } from './runs.ts';
 import type { Queryable } from './store.ts';
 import { listWorkerObservations, type WorkerObservation } from './worker-observations.ts';
@@ -33,8 +35,10 @@ export interface ProjectRun extends RunRow {
   transitions: AppliedTransition[];
 }
 
-/** A project's runs, newest first, each with its applied transitions (one round trip). */
-export async function listProjectRuns(q: Queryable, projectId: string): Promise<ProjectRun[]> {
+/** Most runs a project detail lists, newest first. */
+export const PROJECT_RUN_LIMIT = 100;
+
+async function runsWithTransitions(q: Queryable, by: 'project_id' | 'run_id', id: string, limit: number): Promise<ProjectRun[]> {
   const result = await q.query<ProjectRun>(
     `SELECT ${RUN_COLUMNS}, coalesce(applied.transitions, '[]'::json) AS transitions
        FROM runs r
@@ -46,11 +50,21 @@ export async function listProjectRuns(q: Queryable, projectId: string): Promise<
            FROM run_transitions t
           WHERE t.run_id = r.run_id
        ) AS applied ON true
-      WHERE r.project_id = $1
-      ORDER BY r.created_at DESC, r.run_id DESC`,
-    [projectId],
+      WHERE r.${by} = $1
+      ORDER BY r.created_at DESC, r.run_id DESC
+      LIMIT $2`,
+    [id, limit],
   );
   return result.rows;
+}
+
+/** A project's newest runs (at most PROJECT_RUN_LIMIT), each with its applied transitions (one round trip). */
+export const listProjectRuns = (q: Queryable, projectId: string): Promise<ProjectRun[]> =>
+  runsWithTransitions(q, 'project_id', projectId, PROJECT_RUN_LIMIT);
+
+/** One run with its applied transitions. */
+export async function getRunWithTransitions(q: Queryable, runId: string): Promise<ProjectRun | undefined> {
+  return (await runsWithTransitions(q, 'run_id', runId, 1))[0];
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -120,4 +134,44 @@ export async function readProjectDetail(
     worker_observations: observations,
     lineage,
   };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The project list (`GET /control/api/v1/projects`)
+
+export interface ProjectListRow extends ProjectRow {
+  /** The project's queue item's status; null when it has none. */
+  queue_status: QueueStatus | null;
+  current_run_id: string | null;
+}
+
+export const PROJECT_ORDERS: readonly KeysetOrder[] = [
+  { name: '-created_at', columns: [descending('created_at', 'timestamptz'), descending('project_id', 'text')] },
+  { name: 'created_at', columns: [ascending('created_at', 'timestamptz'), ascending('project_id', 'text')] },
+  { name: 'project_id', columns: [ascending('project_id', 'text')] },
+];
+
+const PROJECT_SEARCHED_COLUMNS = ['p.project_id', 'p.project_name', 'p.project_dir'];
+
+export async function walkProjects(
+  q: Queryable,
+  query: { search?: string | undefined; order: KeysetOrder; after: string[] | null; limit: number },
+): Promise<KeysetPage<ProjectListRow>> {
+  const sql = sqlParams();
+  const where: string[] = [];
+  if (query.search) {
+    const pattern = sql.bind(containsPattern(query.search));
+    where.push(`(${PROJECT_SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
+  }
+  return selectKeysetPage<ProjectListRow>(q, {
+    select: `p.project_id, p.project_name, p.project_dir, p.idea_id, p.candidate_id, p.workload_class, p.machine_target,
+             p.created_at, p.updated_at, qi.status AS queue_status, qi.current_run_id`,
+    from: 'FROM projects p LEFT JOIN queue_items qi ON qi.project_id = p.project_id',
+    table: 'p',
+    where,
+    sql,
+    order: query.order,
+    after: query.after,
+    limit: query.limit,
+  });
 }

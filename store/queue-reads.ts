@@ -1,4 +1,5 @@
 import { QUEUE_GROUP_STATUSES, type QueueGroup, type QueueStatus } from '../domain/queue-status.ts';
+import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from './keyset.ts';
 import { pageWindow, selectPage } from './paging.ts';
 import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
 import { containsPattern, sqlParams, type SqlParams } from './sql-params.ts';
@@ -48,16 +49,20 @@ function orderBy(sort: string | undefined): string {
   return `${column} ${descending ? 'DESC' : 'ASC'}${column === 'project_id' ? '' : ', project_id ASC'}`;
 }
 
-/** One page of a logical queue group with its total, in one round trip. */
-export async function listQueueItems(q: Queryable, query: QueueListQuery): Promise<{ items: QueueItemRow[]; total: number }> {
-  const sql = sqlParams();
+function queueConditions(query: { group: QueueGroup; status?: QueueStatus | undefined; search?: string | undefined }, sql: SqlParams): string[] {
   const conditions = [groupCondition(query.group, sql)];
   if (query.status) conditions.push(`status = ${sql.bind(query.status)}`);
   if (query.search) {
     const pattern = sql.bind(containsPattern(query.search));
     conditions.push(`(${SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
   }
-  const present = conditions.filter((c): c is string => c !== null);
+  return conditions.filter((c): c is string => c !== null);
+}
+
+/** One page of a logical queue group with its total, in one round trip. */
+export async function listQueueItems(q: Queryable, query: QueueListQuery): Promise<{ items: QueueItemRow[]; total: number }> {
+  const sql = sqlParams();
+  const present = queueConditions(query, sql);
   const where = present.length > 0 ? `WHERE ${present.join(' AND ')}` : '';
   return selectPage<QueueItemRow>(q, {
     select: `SELECT ${QUEUE_ITEM_COLUMNS} FROM queue_items ${where} ORDER BY ${orderBy(query.sort)}`,
@@ -65,5 +70,35 @@ export async function listQueueItems(q: Queryable, query: QueueListQuery): Promi
     key: 'project_id',
     sql,
     window: pageWindow(query.page, query.page_size),
+  });
+}
+
+/** The sorts of `GET /control/api/v1/queue`, the dispatch order first (each has an index of its own, migration 0009). */
+export const QUEUE_ORDERS: readonly KeysetOrder[] = [
+  {
+    name: 'dispatch',
+    columns: [ascending('dispatch_priority', 'integer'), ascending('selection_rank', 'integer'), ascending('updated_at', 'timestamptz'), ascending('project_id', 'text')],
+  },
+  { name: '-updated_at', columns: [descending('updated_at', 'timestamptz'), descending('project_id', 'text')] },
+  { name: 'updated_at', columns: [ascending('updated_at', 'timestamptz'), ascending('project_id', 'text')] },
+  { name: '-created_at', columns: [descending('created_at', 'timestamptz'), descending('project_id', 'text')] },
+  { name: 'project_id', columns: [ascending('project_id', 'text')] },
+];
+
+/** One page of a keyset walk over the queue, filtered as the paged list is. */
+export async function walkQueueItems(
+  q: Queryable,
+  query: { group: QueueGroup; status?: QueueStatus | undefined; search?: string | undefined; order: KeysetOrder; after: string[] | null; limit: number },
+): Promise<KeysetPage<QueueItemRow>> {
+  const sql = sqlParams();
+  return selectKeysetPage<QueueItemRow>(q, {
+    select: QUEUE_ITEM_COLUMNS,
+    from: 'FROM queue_items',
+    table: 'queue_items',
+    where: queueConditions(query, sql),
+    sql,
+    order: query.order,
+    after: query.after,
+    limit: query.limit,
   });
 }

@@ -44,13 +44,17 @@ export async function recordLineage(tx: Queryable, link: LineageLink): Promise<b
   return result.rows.length > 0;
 }
 
-/** Every link from or to the given thing, oldest first. */
+/** Most links lineageOf returns: a detail view shows the first ones, never an unbounded list. */
+export const LINEAGE_LIMIT = 200;
+
+/** The links from or to the given thing, oldest first, at most LINEAGE_LIMIT. */
 export async function lineageOf(q: Queryable, kind: LineageKind, id: string): Promise<LineageRow[]> {
   const result = await q.query<LineageRow>(
     `SELECT ${LINEAGE_COLUMNS} FROM research_lineage
      WHERE (from_kind = $1 AND from_id = $2) OR (to_kind = $1 AND to_id = $2)
-     ORDER BY lineage_id`,
-    [kind, id],
+     ORDER BY lineage_id
+     LIMIT $3`,
+    [kind, id, LINEAGE_LIMIT],
   );
   return result.rows;
 }

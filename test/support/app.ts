@@ -117,10 +117,15 @@ export async function startTestApp(
     server?: Pick<CreateServerOptions, 'routeObservability' | 'memoryWarnRssMib'>;
     /** 'debug' unless given: a test sending thousands of requests keeps only what matters in memory. */
     logLevel?: string;
+    readStatementTimeoutMs?: number;
   } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
-  const store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
+  const store = await openStore({
+    backend: 'pg',
+    pgDatabaseUrl: database.url,
+    ...(options.readStatementTimeoutMs !== undefined ? { readStatementTimeoutMs: options.readStatementTimeoutMs } : {}),
+  });
   const logs = new LogCapture();
   const logger = createLogger({ level: options.logLevel ?? 'debug', secretConfigFields: SECRET_FIELDS, destination: logs });
   const routes: RegisteredRoute[] = [];

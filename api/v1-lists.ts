@@ -1,0 +1,163 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { resolveLane } from '../domain/lanes.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
+import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
+import { RUN_STATES } from '../domain/run-state.ts';
+import { HttpError } from '../http/errors.ts';
+import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { queryInt, queryOptional, queryText } from '../http/validation.ts';
+import { paperDetail } from '../services/paper-detail.ts';
+import { PAPER_ORDERS, walkPapers } from '../store/paper-reads.ts';
+import { PROJECT_ORDERS, readProjectDetail, walkProjects } from '../store/project-reads.ts';
+import type { QueueItemRow } from '../store/queue-items.ts';
+import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
+import { RUN_ORDERS, walkRuns } from '../store/run-reads.ts';
+import { AuditEventSchema, PaperSchema, QueueItemSchema } from './answers.ts';
+import type { AppDeps } from './deps.ts';
+import { v1ListQuery, v1Page, v1PageBody, walkFrom } from './v1-paging.ts';
+
+/**
+ * The bounded v1 lists and details (README "Read models"): keyset cursors, page_size 1–200, every nested list
+ * capped, every statement on the store's read pool (cut off after its statement timeout).
+ */
+
+const QueueQuery = v1ListQuery(QUEUE_ORDERS, {
+  group: queryOptional(z.enum(QUEUE_GROUPS)).describe('A queue tab (README "Queue"); every row when absent'),
+  status: queryOptional(z.enum(QUEUE_STATUSES)),
+  search: queryText(),
+});
+
+const RunsQuery = v1ListQuery(RUN_ORDERS, {
+  state: queryOptional(z.enum(RUN_STATES)),
+  project: queryText(200).describe('Only the runs of this project_id'),
+  search: queryText(),
+});
+
+const ProjectsQuery = v1ListQuery(PROJECT_ORDERS, { search: queryText() });
+
+const PapersQuery = v1ListQuery(PAPER_ORDERS, {
+  status: queryOptional(z.enum(PAPER_STATUSES)).describe('paper_status'),
+  review_status: queryOptional(z.enum(REVIEW_STATUSES)),
+  search: queryText(),
+});
+
+const RunRowSchema = openObject({ run_id: z.string(), project_id: z.string(), state: z.string(), created_at: z.string() });
+const ProjectRowSchema = openObject({ project_id: z.string(), project_name: z.string(), project_dir: z.string(), queue_status: z.string().nullable() });
+
+const detailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
+const ProjectParams = z.strictObject({ project_id: z.string().min(1).max(200) });
+const PaperParams = z.strictObject({ paper_id: z.string().min(1).max(500) });
+
+const ProjectDetailAnswer = openObject({
+  project: anyObject().nullable(),
+  queue_item: QueueItemSchema.nullable(),
+  runs: z.array(anyObject()),
+  papers: z.array(PaperSchema),
+  events: z.array(AuditEventSchema),
+  worker_observations: z.array(anyObject()),
+  lineage: z.array(anyObject()),
+});
+
+const PaperDetailAnswer = openObject({
+  paper: PaperSchema,
+  project: anyObject().nullable(),
+  run: anyObject().nullable(),
+  review_history: z.array(anyObject()),
+  finalization_packages: z.array(anyObject()),
+  corpus_import: anyObject().nullable(),
+  events: z.array(AuditEventSchema),
+});
+
+const tags = ['read models'];
+const config = { auth: 'control' } as const;
+const listErrors = errorResponses(401, 422, 503);
+
+export async function v1ListRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const reads = deps.store.reads;
+  const laneOf = (item: QueueItemRow): string | null => {
+    const lane = resolveLane(item, deps.dispatch.routing);
+    return lane.ok ? lane.target.name : null;
+  };
+
+  app.get(
+    '/control/api/v1/queue',
+    { config, schema: { tags, summary: 'Queue items by cursor (default: the dispatch order)', querystring: QueueQuery, response: { 200: v1PageBody(QueueItemSchema), ...listErrors } } },
+    async (request) => {
+      const { group, status, search } = request.query;
+      const walk = walkFrom(QUEUE_ORDERS, request.query);
+      return v1Page(await walkQueueItems(reads, { group: group ?? 'all', status, search, ...walk }), walk.order, walk.limit);
+    },
+  );
+
+  app.get(
+    '/control/api/v1/runs',
+    { config, schema: { tags, summary: 'Runs by cursor, newest first by default, without the gate\'s large answers', querystring: RunsQuery, response: { 200: v1PageBody(RunRowSchema), ...listErrors } } },
+    async (request) => {
+      const { state, project, search } = request.query;
+      const walk = walkFrom(RUN_ORDERS, request.query);
+      return v1Page(await walkRuns(reads, { state, project_id: project, search, ...walk }), walk.order, walk.limit);
+    },
+  );
+
+  app.get(
+    '/control/api/v1/projects',
+    { config, schema: { tags, summary: 'Projects by cursor with their queue status, newest first by default', querystring: ProjectsQuery, response: { 200: v1PageBody(ProjectRowSchema), ...listErrors } } },
+    async (request) => {
+      const walk = walkFrom(PROJECT_ORDERS, request.query);
+      return v1Page(await walkProjects(reads, { search: request.query.search, ...walk }), walk.order, walk.limit);
+    },
+  );
+
+  app.get(
+    '/control/api/v1/papers',
+    { config, schema: { tags, summary: 'Papers by cursor, highest rank first by default', querystring: PapersQuery, response: { 200: v1PageBody(PaperSchema), ...listErrors } } },
+    async (request) => {
+      const { status, review_status, search } = request.query;
+      const walk = walkFrom(PAPER_ORDERS, request.query);
+      return v1Page(await walkPapers(reads, { paper_status: status, review_status, search, ...walk }), walk.order, walk.limit);
+    },
+  );
+
+  app.get(
+    '/control/api/v1/projects/:project_id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'One project: its queue item, newest runs and papers, recent events, worker observations and lineage, each capped',
+        params: ProjectParams,
+        querystring: detailQuery,
+        response: { 200: ProjectDetailAnswer, ...errorResponses(401, 404, 422, 503) },
+      },
+    },
+    async (request) => {
+      const { project_id } = request.params;
+      const detail = await readProjectDetail(reads, project_id, { eventLimit: request.query.event_limit, resolveLane: laneOf });
+      if (!detail) throw new HttpError(404, `unknown project '${project_id}'`);
+      return detail;
+    },
+  );
+
+  app.get(
+    '/control/api/v1/papers/:paper_id',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'One paper with its checklist: its project, its run, review moves, packages, import and recent events, each capped',
+        params: PaperParams,
+        querystring: detailQuery,
+        response: { 200: PaperDetailAnswer, ...errorResponses(401, 404, 422, 503) },
+      },
+    },
+    async (request) => {
+      const { paper_id } = request.params;
+      const detail = await paperDetail(reads, paper_id, request.query.event_limit);
+      if (!detail) throw new HttpError(404, `unknown paper '${paper_id}'`);
+      return detail;
+    },
+  );
+}
