@@ -19,6 +19,7 @@ import { runRoutes } from './runs.ts';
 import { sessionRoutes } from './session.ts';
 import { statusRoutes } from './status.ts';
 import { v1ListRoutes } from './v1-lists.ts';
+import { v1OverviewRoutes } from './v1-overview.ts';
 import { workerCallbackRoutes } from './worker-callback.ts';
 
 export interface ControlPlaneRouteOptions {
@@ -51,5 +52,6 @@ export async function controlPlaneRoutes(app: FastifyInstance, options: ControlP
   await app.register(paperRoutes, deps);
   await app.register(paperDraftingRoutes, deps);
   await app.register(v1ListRoutes, deps);
+  await app.register(v1OverviewRoutes, deps);
   await app.register(dashboardRoutes);
 }

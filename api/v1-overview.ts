@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { OPERATOR_LANES } from '../domain/operator-lanes.ts';
+import { PAPER_PIPELINE_COUNTS } from '../domain/paper-candidacy.ts';
+import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { queryInt } from '../http/validation.ts';
+import { readOverview } from '../services/overview.ts';
+import { AuditEventSchema } from './answers.ts';
+import type { AppDeps } from './deps.ts';
+
+const OverviewQuery = z.strictObject({
+  active_limit: queryInt({ min: 1, max: 100, default: 10 }),
+  event_limit: queryInt({ min: 1, max: 100, default: 20 }),
+});
+
+const counts = (names: readonly string[]) => openObject(Object.fromEntries(names.map((name) => [name, z.number().int()])));
+
+const OverviewAnswer = openObject({
+  operator_counts: counts(OPERATOR_LANES),
+  operator_detail_counts: anyObject(),
+  paper_pipeline: counts(PAPER_PIPELINE_COUNTS),
+  actionable_items: z.array(openObject({ kind: z.enum(['queue_item', 'paper']), reason: z.string(), hint: z.string(), since: z.string() })),
+  active_items: z.array(anyObject()),
+  recent_events: z.array(AuditEventSchema),
+  links: openObject({ observability_health: z.string(), observability_memory: z.string() }),
+});
+
+export async function v1OverviewRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  app.get(
+    '/control/api/v1/overview',
+    {
+      config: { auth: 'control' },
+      schema: {
+        tags: ['read models'],
+        summary: 'Operator overview: the five lane counts and their drill-down, the paper pipeline, what needs a person first, active items, recent events',
+        querystring: OverviewQuery,
+        response: { 200: OverviewAnswer, ...errorResponses(401, 422, 503) },
+      },
+    },
+    async (request) => readOverview(deps.store.reads, request.query),
+  );
+}

@@ -1,0 +1,102 @@
+import {
+  ACTION_HINTS,
+  byUrgency,
+  operatorLaneCounts,
+  queueItemAction,
+  queueItemLane,
+  type ActionReason,
+} from '../domain/operator-lanes.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES, type PaperStatus, type ReviewStatus } from '../domain/paper-status.ts';
+import { QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
+import { listAuditEventsBefore } from '../store/audit-events.ts';
+import {
+  activeQueueItems,
+  attentionQueueItems,
+  paperStatusGroups,
+  papersAwaitingImport,
+  papersNeedingReview,
+  queueFactGroups,
+  type OverviewPaper,
+  type OverviewQueueItem,
+} from '../store/overview-reads.ts';
+import { paperCounts } from '../store/paper-counts.ts';
+import { runCountsByState } from '../store/status-reads.ts';
+import type { Queryable } from '../store/store.ts';
+
+/** `GET /control/api/v1/overview` (README "Read models"): lane counts, their drill-down, and what needs a person. */
+
+export interface OverviewLimits {
+  /** Most actionable and most active items listed. */
+  active_limit: number;
+  /** Most recent audit events listed. */
+  event_limit: number;
+}
+
+export type ActionableItem =
+  | ({ kind: 'queue_item'; reason: ActionReason; hint: string; since: string } & OverviewQueueItem)
+  | ({ kind: 'paper'; reason: ActionReason; hint: string; since: string } & OverviewPaper);
+
+const zeroed = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((key) => [key, 0])) as Record<K, number>;
+
+function actionableItems(attention: OverviewQueueItem[], review: OverviewPaper[], awaitingImport: OverviewPaper[], limit: number): ActionableItem[] {
+  const items: ActionableItem[] = [];
+  for (const item of attention) {
+    const reason = queueItemAction(item);
+    if (reason) items.push({ kind: 'queue_item', reason, hint: ACTION_HINTS[reason], since: item.updated_at, ...item });
+  }
+  for (const paper of review) items.push({ kind: 'paper', reason: 'paper_human_review', hint: ACTION_HINTS.paper_human_review, since: paper.updated_at, ...paper });
+  for (const paper of awaitingImport) items.push({ kind: 'paper', reason: 'paper_import', hint: ACTION_HINTS.paper_import, since: paper.updated_at, ...paper });
+  return items.sort(byUrgency).slice(0, limit);
+}
+
+export async function readOverview(q: Queryable, limits: OverviewLimits) {
+  const [queueGroups, paperGroups, pipeline, runsByState, attention, review, awaitingImport, active, events] = await Promise.all([
+    queueFactGroups(q),
+    paperStatusGroups(q),
+    paperCounts(q),
+    runCountsByState(q),
+    attentionQueueItems(q, limits.active_limit),
+    papersNeedingReview(q, limits.active_limit),
+    papersAwaitingImport(q, limits.active_limit),
+    activeQueueItems(q, limits.active_limit),
+    listAuditEventsBefore(q, {}, { limit: limits.event_limit }),
+  ]);
+
+  const queueByStatus = zeroed<QueueStatus>(QUEUE_STATUSES);
+  const attentionDetail = { agent_question: 0, dispatch_error: 0, blocked: 0, manual_review: 0, paper_human_review: 0 };
+  const runningDetail: Partial<Record<QueueStatus, number>> = {};
+  let flagged = 0;
+  for (const group of queueGroups) {
+    queueByStatus[group.status] += group.n;
+    if (group.manual_review_required) flagged += group.n;
+    const lane = queueItemLane(group);
+    if (lane === 'attention') attentionDetail[queueItemAction(group) as keyof typeof attentionDetail] += group.n;
+    if (lane === 'running') runningDetail[group.status] = (runningDetail[group.status] ?? 0) + group.n;
+  }
+  const papersByStatus = zeroed<PaperStatus>(PAPER_STATUSES);
+  const reviewsByStatus = zeroed<ReviewStatus>(REVIEW_STATUSES);
+  for (const group of paperGroups) {
+    papersByStatus[group.paper_status] += group.n;
+    reviewsByStatus[group.review_status] += group.n;
+  }
+  attentionDetail.paper_human_review = papersByStatus.human_review_required;
+
+  return {
+    operator_counts: operatorLaneCounts(queueGroups, papersByStatus, pipeline.pipeline),
+    operator_detail_counts: {
+      attention: attentionDetail,
+      running: runningDetail,
+      queue: { by_status: queueByStatus, manual_review_required: flagged },
+      runs: { by_state: runsByState },
+      papers: { total: pipeline.total, by_paper_status: papersByStatus, by_review_status: reviewsByStatus },
+    },
+    paper_pipeline: pipeline.pipeline,
+    actionable_items: actionableItems(attention, review, awaitingImport, limits.active_limit),
+    active_items: active,
+    recent_events: events,
+    links: {
+      observability_health: '/control/api/v1/observability/health',
+      observability_memory: '/control/api/v1/observability/memory',
+    },
+  };
+}

@@ -1,0 +1,102 @@
+import type { PaperStatus, ReviewStatus } from '../domain/paper-status.ts';
+import { ACTIVE_QUEUE_STATUSES, QUEUE_GROUP_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
+import type { Queryable } from './store.ts';
+
+/**
+ * The reads behind `GET /control/api/v1/overview`: rows counted by the columns the lane rules look at
+ * (domain/operator-lanes.ts), and the few rows a person should see first. Every list is LIMITed.
+ */
+
+export interface QueueFactGroup {
+  status: QueueStatus;
+  manual_review_required: boolean;
+  n: number;
+}
+
+export async function queueFactGroups(q: Queryable): Promise<QueueFactGroup[]> {
+  const result = await q.query<QueueFactGroup>(
+    'SELECT status, manual_review_required, count(*)::int AS n FROM queue_items GROUP BY status, manual_review_required',
+  );
+  return result.rows;
+}
+
+export interface PaperStatusGroup {
+  paper_status: PaperStatus;
+  review_status: ReviewStatus;
+  n: number;
+}
+
+export async function paperStatusGroups(q: Queryable): Promise<PaperStatusGroup[]> {
+  const result = await q.query<PaperStatusGroup>(
+    'SELECT paper_status, review_status, count(*)::int AS n FROM papers GROUP BY paper_status, review_status',
+  );
+  return result.rows;
+}
+
+export interface OverviewQueueItem {
+  project_id: string;
+  project_name: string;
+  status: QueueStatus;
+  manual_review_required: boolean;
+  current_run_id: string | null;
+  lane: string | null;
+  last_error: string | null;
+  updated_at: string;
+}
+
+const OVERVIEW_QUEUE_COLUMNS = 'project_id, project_name, status, manual_review_required, current_run_id, lane, last_error, updated_at';
+
+/** Queue items in the attention lane, the longest waiting first within each status, at most `limit`. */
+export async function attentionQueueItems(q: Queryable, limit: number): Promise<OverviewQueueItem[]> {
+  const result = await q.query<OverviewQueueItem>(
+    `SELECT ${OVERVIEW_QUEUE_COLUMNS} FROM queue_items
+      WHERE status = ANY ($1::text[]) OR manual_review_required
+      ORDER BY array_position($2::text[], status) NULLS LAST, updated_at, project_id
+      LIMIT $3`,
+    [[...QUEUE_GROUP_STATUSES.blocked], ['needs_review', 'dispatch_error', 'blocked'], limit],
+  );
+  return result.rows;
+}
+
+/** Queue items in flight, the most recently moved first, at most `limit`. */
+export async function activeQueueItems(q: Queryable, limit: number): Promise<OverviewQueueItem[]> {
+  const result = await q.query<OverviewQueueItem>(
+    `SELECT ${OVERVIEW_QUEUE_COLUMNS} FROM queue_items WHERE status = ANY ($1::text[]) ORDER BY updated_at DESC, project_id LIMIT $2`,
+    [[...ACTIVE_QUEUE_STATUSES], limit],
+  );
+  return result.rows;
+}
+
+export interface OverviewPaper {
+  paper_id: string;
+  project_id: string;
+  run_id: string;
+  title: string | null;
+  paper_status: PaperStatus;
+  review_status: ReviewStatus;
+  rank_score: number;
+  updated_at: string;
+}
+
+const OVERVIEW_PAPER_COLUMNS = 'p.paper_id, p.project_id, p.run_id, p.title, p.paper_status, p.review_status, p.rank_score, p.updated_at';
+
+/** Papers whose automated checklist failed, the longest waiting first, at most `limit`. */
+export async function papersNeedingReview(q: Queryable, limit: number): Promise<OverviewPaper[]> {
+  const result = await q.query<OverviewPaper>(
+    `SELECT ${OVERVIEW_PAPER_COLUMNS} FROM papers p WHERE p.paper_status = 'human_review_required'
+      ORDER BY p.updated_at, p.paper_id LIMIT $1`,
+    [limit],
+  );
+  return result.rows;
+}
+
+/** Finalized papers with no corpus import yet, the longest waiting first, at most `limit`. */
+export async function papersAwaitingImport(q: Queryable, limit: number): Promise<OverviewPaper[]> {
+  const result = await q.query<OverviewPaper>(
+    `SELECT ${OVERVIEW_PAPER_COLUMNS} FROM papers p
+      WHERE p.review_status = 'finalized' AND NOT EXISTS (SELECT 1 FROM corpus_imports ci WHERE ci.paper_id = p.paper_id)
+      ORDER BY p.updated_at, p.paper_id LIMIT $1`,
+    [limit],
+  );
+  return result.rows;
+}
