@@ -5,6 +5,7 @@ import { OPERATOR_LANES } from '../domain/operator-lanes.ts';
 import { PAPER_PIPELINE_COUNTS } from '../domain/paper-candidacy.ts';
 import { anyObject, errorResponses, openObject } from '../http/responses.ts';
 import { queryInt } from '../http/validation.ts';
+import { readLanes } from '../services/lanes.ts';
 import { readOverview } from '../services/overview.ts';
 import { AuditEventSchema } from './answers.ts';
 import type { AppDeps } from './deps.ts';
@@ -26,6 +27,22 @@ const OverviewAnswer = openObject({
   links: openObject({ observability_health: z.string(), observability_memory: z.string() }),
 });
 
+const LanesAnswer = openObject({
+  dispatch: openObject({ queue_paused: z.boolean(), maintenance_mode: z.boolean(), live_dispatch_enabled: z.boolean() }),
+  lanes: z.array(
+    openObject({
+      lane: z.string(),
+      configured: z.boolean(),
+      route: anyObject().nullable(),
+      idle: z.boolean(),
+      active: anyObject().nullable(),
+      next_candidate: anyObject().nullable(),
+      counts: openObject({ claimed_by_status: anyObject(), eligible_queued: z.number().int() }),
+    }),
+  ),
+  truncated: z.boolean(),
+});
+
 export async function v1OverviewRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   app.get(
@@ -40,5 +57,19 @@ export async function v1OverviewRoutes(instance: FastifyInstance, deps: AppDeps)
       },
     },
     async (request) => readOverview(deps.store.reads, request.query),
+  );
+
+  app.get(
+    '/control/api/v1/lanes',
+    {
+      config: { auth: 'control' },
+      schema: {
+        tags: ['read models'],
+        summary: 'One entry per worker lane: its route, the item in flight and its run, the item dispatch-next would pick for it next, counts',
+        querystring: z.strictObject({}),
+        response: { 200: LanesAnswer, ...errorResponses(401, 422, 503) },
+      },
+    },
+    async () => readLanes(deps.store.reads, deps.dispatch),
   );
 }

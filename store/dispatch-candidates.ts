@@ -24,15 +24,40 @@ export async function busyLanes(q: Queryable): Promise<Set<string>> {
   return new Set(result.rows.map((row) => row.lane));
 }
 
+/** The conditions that route an item to the lane, one per routing rule. */
+function laneConditions(selector: LaneSelector, { bind }: SqlParams): string[] {
+  const conditions = [`machine_target = ${bind(selector.machineTarget)}`];
+  for (const workloadClass of selector.workloadClasses) conditions.push(`machine_target IS NULL AND workload_class = ${bind(workloadClass)}`);
+  if (selector.unmappedExcept) conditions.push(`machine_target IS NULL AND workload_class <> ALL(${bind(selector.unmappedExcept)}::text[])`);
+  return conditions;
+}
+
 /** One `LIMIT 1` read per routing rule of the lane. */
-function laneBranches(selector: LaneSelector, { bind }: SqlParams): string[] {
-  const branch = (condition: string) =>
-    `(SELECT ${QUEUE_ITEM_COLUMNS}, ${bind(selector.lane)}::text AS resolved_lane FROM queue_items
-       WHERE ${ELIGIBLE} AND ${condition} ORDER BY ${DISPATCH_ORDER} LIMIT 1)`;
-  const branches = [branch(`machine_target = ${bind(selector.machineTarget)}`)];
-  for (const workloadClass of selector.workloadClasses) branches.push(branch(`machine_target IS NULL AND workload_class = ${bind(workloadClass)}`));
-  if (selector.unmappedExcept) branches.push(branch(`machine_target IS NULL AND workload_class <> ALL(${bind(selector.unmappedExcept)}::text[])`));
-  return branches;
+function laneBranches(selector: LaneSelector, sql: SqlParams): string[] {
+  return laneConditions(selector, sql).map(
+    (condition) =>
+      `(SELECT ${QUEUE_ITEM_COLUMNS}, ${sql.bind(selector.lane)}::text AS resolved_lane FROM queue_items
+         WHERE ${ELIGIBLE} AND ${condition} ORDER BY ${DISPATCH_ORDER} LIMIT 1)`,
+  );
+}
+
+/**
+ * The item dispatch-next would pick for this lane once the lane is idle, and how many eligible items route to it
+ * (v1/lanes). Each routing rule is read from its partial index.
+ */
+export async function laneQueueHead(q: Queryable, selector: LaneSelector): Promise<{ next: QueueItemRow | null; eligible: number }> {
+  const sql = sqlParams();
+  const branches = laneBranches(selector, sql);
+  const counts = laneConditions(selector, sql).map((condition) => `(SELECT count(*) FROM queue_items WHERE ${ELIGIBLE} AND ${condition})`);
+  const result = await q.query<QueueItemRow & { resolved_lane: string; eligible: number }>(
+    `SELECT candidates.*, ${counts.join(' + ')} AS eligible
+       FROM (SELECT 1) AS one
+       LEFT JOIN LATERAL (SELECT * FROM (${branches.join(' UNION ALL ')}) AS b ORDER BY ${DISPATCH_ORDER} LIMIT 1) AS candidates ON true`,
+    sql.params,
+  );
+  const row = result.rows[0]!;
+  const { resolved_lane: _lane, eligible, ...item } = row;
+  return { next: item.project_id ? (item as QueueItemRow) : null, eligible: Number(eligible) };
 }
 
 /**

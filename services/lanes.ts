@@ -1,0 +1,50 @@
+import { dispatchRouteOf, laneSelector, type WorkerRouting } from '../domain/lanes.ts';
+import type { QueueStatus } from '../domain/queue-status.ts';
+import { laneQueueHead } from '../store/dispatch-candidates.ts';
+import { readFlags } from '../store/flags.ts';
+import { leasedLanes } from '../store/lane-leases.ts';
+import { activeLaneItems, laneStatusCounts, type ActiveLaneItem } from '../store/lane-reads.ts';
+import type { Queryable } from '../store/store.ts';
+
+function activeView({ run_state, run_created_at, ...item }: ActiveLaneItem) {
+  return { item, run: item.current_run_id ? { run_id: item.current_run_id, state: run_state, created_at: run_created_at } : null };
+}
+
+/** Most lanes v1/lanes lists: every configured target, then lanes found only on queue rows, by name. */
+export const MAX_LANES = 100;
+
+/**
+ * `GET /control/api/v1/lanes` (README "Read models"): one entry per worker lane, the configured targets first, then
+ * any other lane a queue item was claimed on (a target since removed from config).
+ */
+export async function readLanes(q: Queryable, settings: { routing: WorkerRouting; liveDispatchEnabled: boolean }) {
+  const { routing } = settings;
+  const [counts, active, leased, flags] = await Promise.all([laneStatusCounts(q), activeLaneItems(q), leasedLanes(q), readFlags(q)]);
+  const configured = [...routing.targets.keys()];
+  const others = [...new Set([...counts.map((row) => row.lane), ...active.map((item) => item.lane)])].filter((lane) => !routing.targets.has(lane)).sort();
+  const names = [...configured, ...others].slice(0, MAX_LANES);
+
+  const lanes = await Promise.all(
+    names.map(async (lane) => {
+      const target = routing.targets.get(lane);
+      const activeItem = active.find((item) => item.lane === lane) ?? null;
+      const head = target ? await laneQueueHead(q, laneSelector(lane, routing)) : { next: null, eligible: 0 };
+      const byStatus: Partial<Record<QueueStatus, number>> = {};
+      for (const row of counts) if (row.lane === lane) byStatus[row.status] = row.n;
+      return {
+        lane,
+        configured: target !== undefined,
+        route: target ? dispatchRouteOf(target) : null,
+        idle: activeItem === null && !leased.has(lane),
+        active: activeItem ? activeView(activeItem) : null,
+        next_candidate: head.next,
+        counts: { claimed_by_status: byStatus, eligible_queued: head.eligible },
+      };
+    }),
+  );
+  return {
+    dispatch: { queue_paused: flags.queue_paused, maintenance_mode: flags.maintenance_mode, live_dispatch_enabled: settings.liveDispatchEnabled },
+    lanes,
+    truncated: configured.length + others.length > names.length,
+  };
+}

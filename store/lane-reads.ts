@@ -1,0 +1,37 @@
+import { ACTIVE_QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
+import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
+import type { Queryable } from './store.ts';
+
+/** The per-lane reads of `GET /control/api/v1/lanes`; the queue head of a lane is in dispatch-candidates.ts. */
+
+export interface LaneStatusCount {
+  lane: string;
+  status: QueueStatus;
+  n: number;
+}
+
+/** Queue items claimed on each lane (their `lane` column), by status. */
+export async function laneStatusCounts(q: Queryable): Promise<LaneStatusCount[]> {
+  const result = await q.query<LaneStatusCount>(
+    'SELECT lane, status, count(*)::int AS n FROM queue_items WHERE lane IS NOT NULL GROUP BY lane, status',
+  );
+  return result.rows;
+}
+
+export interface ActiveLaneItem extends QueueItemRow {
+  lane: string;
+  run_state: string | null;
+  run_created_at: string | null;
+}
+
+/** The item in flight on each lane (at most one per lane, by queue_items_one_active_per_lane) with its run's state. */
+export async function activeLaneItems(q: Queryable): Promise<ActiveLaneItem[]> {
+  const columns = QUEUE_ITEM_COLUMNS.split(',').map((column) => `qi.${column.trim()}`).join(', ');
+  const result = await q.query<ActiveLaneItem>(
+    `SELECT ${columns}, r.state AS run_state, r.created_at AS run_created_at
+       FROM queue_items qi LEFT JOIN runs r ON r.run_id = qi.current_run_id
+      WHERE qi.status = ANY ($1::text[]) AND qi.lane IS NOT NULL`,
+    [[...ACTIVE_QUEUE_STATUSES]],
+  );
+  return result.rows;
+}
