@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { READINESS_CRITERIA } from '../domain/automation-readiness.ts';
 import { OPERATOR_LANES } from '../domain/operator-lanes.ts';
 import { PAPER_PIPELINE_COUNTS } from '../domain/paper-candidacy.ts';
 import { anyObject, errorResponses, openObject } from '../http/responses.ts';
-import { queryInt } from '../http/validation.ts';
+import { queryBool, queryInt } from '../http/validation.ts';
+import { readAutomationReadiness } from '../services/automation-readiness.ts';
 import { readLanes } from '../services/lanes.ts';
 import { readOverview } from '../services/overview.ts';
 import { AuditEventSchema } from './answers.ts';
@@ -43,6 +45,14 @@ const LanesAnswer = openObject({
   truncated: z.boolean(),
 });
 
+const CriterionSchema = openObject({ criterion: z.enum(READINESS_CRITERIA), ok: z.boolean(), checked: z.boolean(), detail: z.string() });
+const ReadinessAnswer = openObject({
+  status: z.enum(['READY', 'BLOCKED']),
+  first_failing: CriterionSchema.nullable(),
+  criteria: z.array(CriterionSchema),
+  checked_at: z.string(),
+});
+
 export async function v1OverviewRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   app.get(
@@ -71,5 +81,23 @@ export async function v1OverviewRoutes(instance: FastifyInstance, deps: AppDeps)
       },
     },
     async () => readLanes(deps.store.reads, deps.dispatch),
+  );
+
+  app.get(
+    '/control/api/v1/automation-readiness',
+    {
+      config: { auth: 'control' },
+      schema: {
+        tags: ['read models'],
+        summary: 'READY, or BLOCKED with the first failing criterion, and every criterion checked; refresh_worker=true preflights every worker first',
+        querystring: z.strictObject({ refresh_worker: queryBool(false) }),
+        response: { 200: ReadinessAnswer, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) =>
+      readAutomationReadiness(
+        { store: deps.store, settings: deps.dispatch, ...(deps.temporalHealth ? { temporalHealth: deps.temporalHealth } : {}) },
+        request.query,
+      ),
   );
 }
