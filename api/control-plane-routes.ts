@@ -20,6 +20,7 @@ import { sessionRoutes } from './session.ts';
 import { statusRoutes } from './status.ts';
 import { v1ListRoutes } from './v1-lists.ts';
 import { v1OverviewRoutes } from './v1-overview.ts';
+import { v1ResearchRoutes } from './v1-research.ts';
 import { workerCallbackRoutes } from './worker-callback.ts';
 
 export interface ControlPlaneRouteOptions {
@@ -53,5 +54,6 @@ export async function controlPlaneRoutes(app: FastifyInstance, options: ControlP
   await app.register(paperDraftingRoutes, deps);
   await app.register(v1ListRoutes, deps);
   await app.register(v1OverviewRoutes, deps);
+  await app.register(v1ResearchRoutes, deps);
   await app.register(dashboardRoutes);
 }
