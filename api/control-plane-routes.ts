@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServiceMetrics } from '../http/metrics.ts';
 import type { RouteObservability } from '../http/route-observability.ts';
 import { registerControlPlaneMetrics } from '../services/service-metrics.ts';
+import { coreRoutes } from './core.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import type { AppDeps } from './deps.ts';
 import { dispatchRoutes } from './dispatch.ts';
@@ -55,5 +56,6 @@ export async function controlPlaneRoutes(app: FastifyInstance, options: ControlP
   await app.register(v1ListRoutes, deps);
   await app.register(v1OverviewRoutes, deps);
   await app.register(v1ResearchRoutes, deps);
+  await app.register(coreRoutes, deps);
   await app.register(dashboardRoutes);
 }

@@ -1,4 +1,5 @@
 import type { WorkloadClass } from '../domain/workload.ts';
+import type { CoreSettings } from '../services/core.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { PaperLauncher } from '../services/paper-launcher.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
@@ -33,6 +34,10 @@ export interface AppDeps {
   runs: RunLauncher;
   /** Paper drafting: where drafts go, the writer, evidence sync, and the paper workflows. */
   papers: { settings: PaperSettings; launcher: PaperLauncher };
+  /** Core (/svc-core): core_mode and core_enforce_enabled. */
+  core: CoreSettings;
+  /** legacy_notes_api_enabled: serve GET /control/api/intake/legacy-notes. */
+  legacyNotesApiEnabled: boolean;
   /** This process's Prometheus registry (GET /metrics); the callback and dispatch routes count their outcomes in it. */
   metrics: ServiceMetrics;
 }

@@ -36,6 +36,8 @@ if (mode === 'fastify') {
         launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal },
       },
       metrics: new ServiceMetrics(),
+      core: { mode: 'shadow', enforceEnabled: false },
+      legacyNotesApiEnabled: false,
     },
     logger,
   );

@@ -339,8 +339,13 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'embedded: in-process Postgres files under state_dir (sqlite is an alias); pg: Postgres at pg_database_url; pg_readonly: reads only, writes answer 501.',
   }),
   core_store_backend: doc(z.enum(['control_plane']).default('control_plane'), {
-    description: 'Store of the /svc-core sub-service (same database as the control plane).',
-    notImplemented: true,
+    description: 'Store of the /svc-core sub-service: control_plane, the only value, keeps Core snapshots in the control plane\'s own database.',
+  }),
+  core_mode: doc(z.enum(['off', 'shadow', 'compare', 'enforce']).default('shadow'), {
+    description: 'Mode of a Core snapshot that names none, and the mode /svc-core/health reports: off records nothing, shadow records, compare also warns where the snapshot disagrees with the live queue, enforce also applies its queue rows.',
+  }),
+  core_enforce_enabled: doc(z.boolean().default(false), {
+    description: 'Allow Core snapshots in enforce mode, which write queue rows (never one in flight); without it an enforce snapshot answers 403.',
   }),
   pg_database_url: doc(
     text()
@@ -349,7 +354,9 @@ export const ConfigFieldsSchema = z.strictObject({
       .default(''),
     { description: 'Postgres URL; required for pg and pg_readonly.', secret: true },
   ),
-  legacy_notes_api_enabled: doc(z.boolean().default(false), { description: 'Serve the legacy notes API.', notImplemented: true }),
+  legacy_notes_api_enabled: doc(z.boolean().default(false), {
+    description: 'Serve GET /control/api/intake/legacy-notes: the latest Core snapshot from source legacy_notes, its queued projects and skipped rows; 404 when false.',
+  }),
   session_cookie_secure: doc(z.boolean().default(false), {
     description: 'Mark the dashboard session cookie Secure (set when served over HTTPS).',
   }),

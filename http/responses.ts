@@ -25,7 +25,7 @@ type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 422 | 424 | 429 | 501 | 502 | 5
 const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'The request cannot be carried out as asked',
   401: 'Missing or invalid credentials (WWW-Authenticate: Bearer)',
-  403: 'Missing or invalid CSRF token on a dashboard session',
+  403: 'Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow',
   404: 'Unknown resource',
   409: 'Conflicting state, or an idempotency key reused with a different payload',
   422: 'Request failed validation: one {loc, msg, type} entry per problem',

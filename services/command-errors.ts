@@ -1,4 +1,4 @@
-export type CommandRefusedStatus = 400 | 404 | 409 | 422 | 424 | 501 | 502 | 503 | 504;
+export type CommandRefusedStatus = 400 | 403 | 404 | 409 | 422 | 424 | 501 | 502 | 503 | 504;
 
 /**
  * A command refused, or not carried out, for a reason the caller can act on (unknown id, wrong state, a worker that

@@ -48,7 +48,6 @@ const NON_DEFAULT: Record<string, unknown> = {
   queue_pump_enabled: true,
   queue_pump_followup_launch_enabled: true,
   queue_pump_paper_draft_enabled: true,
-  legacy_notes_api_enabled: true,
   research_provider_base_url: 'https://provider.example.org',
   research_provider_model: 'provider-model',
   research_provider_quota_url: 'https://provider.example.org/quota',
@@ -59,8 +58,8 @@ const NON_DEFAULT: Record<string, unknown> = {
 const notImplementedWarnings = (warnings: string[]) => warnings.filter((w) => w.includes('not implemented yet'));
 
 describe('fields whose feature is not built yet', () => {
-  it('are the alert, queue-pump, research-provider, /svc-core and legacy-notes fields, and nothing observability-related', () => {
-    expect([...NOT_IMPLEMENTED_FIELDS].sort()).toEqual([...Object.keys(NON_DEFAULT), 'core_store_backend'].sort());
+  it('are the alert, queue-pump and research-provider fields, and nothing observability-related', () => {
+    expect([...NOT_IMPLEMENTED_FIELDS].sort()).toEqual([...Object.keys(NON_DEFAULT)].sort());
     expect(NOT_IMPLEMENTED_FIELDS.some((field) => field.startsWith('route_observability_') || field.startsWith('operational_trace_'))).toBe(false);
   });
 

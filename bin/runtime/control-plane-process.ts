@@ -81,6 +81,8 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         }),
         papers: { settings: papers, launcher: temporalPaperLauncher(temporal.client, { taskQueue: config.temporal_task_queue }) },
         metrics,
+        core: { mode: config.core_mode, enforceEnabled: config.core_enforce_enabled },
+        legacyNotesApiEnabled: config.legacy_notes_api_enabled,
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },
       logger,

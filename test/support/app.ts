@@ -77,6 +77,8 @@ export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): Ap
     runs: UNREACHABLE_TEMPORAL,
     papers: { settings: deterministicPaperSettings(), launcher: UNREACHABLE_PAPER_WORKFLOWS },
     metrics: new ServiceMetrics(),
+    core: { mode: 'shadow', enforceEnabled: false },
+    legacyNotesApiEnabled: false,
     ...overrides,
   };
 }

@@ -1,0 +1,144 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { CORE_MODES } from '../domain/core-snapshot.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
+import { QUEUE_STATUSES } from '../domain/queue-status.ts';
+import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { HttpError } from '../http/errors.ts';
+import { queryText } from '../http/validation.ts';
+import { createCore } from '../services/core.ts';
+import { readLegacyNotes } from '../services/legacy-notes.ts';
+import { AuditEventSchema } from './answers.ts';
+import type { AppDeps } from './deps.ts';
+
+/** Most rows of each kind one snapshot may carry, and the body size that allows (README "Core"). */
+export const CORE_SNAPSHOT_LIMITS = { rows: 20_000, body_bytes: 8 * 1024 * 1024 } as const;
+
+const id = z.string().min(1).max(200);
+const QueueRow = z.strictObject({
+  project_id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,127}$/, 'must be a project id: lowercase letters, digits, . _ -'),
+  project_name: z.string().min(1).max(300).optional(),
+  status: z.enum(QUEUE_STATUSES),
+  manual_review_required: z.boolean().optional(),
+  dispatch_priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
+  selection_rank: z.number().int().min(-1_000_000).max(1_000_000).optional(),
+  machine_target: id.nullable().optional(),
+  workload_class: z.enum(WORKLOAD_CLASSES).optional(),
+  current_run_id: id.nullable().optional(),
+});
+const PaperRow = z.strictObject({
+  paper_id: z.string().min(1).max(500),
+  project_id: id.optional(),
+  run_id: id.optional(),
+  paper_status: z.enum(PAPER_STATUSES),
+  review_status: z.enum(REVIEW_STATUSES).optional(),
+  rank_score: z.number().int().min(-1_000_000).max(1_000_000).optional(),
+});
+
+// No defaults here: the idempotency hash covers the body as sent, so the parsed body must be exactly that.
+const SnapshotBody = z.strictObject({
+  idempotency_key: id,
+  source: id.optional(),
+  mode: z.enum(CORE_MODES).optional(),
+  queue_rows: z.array(QueueRow).max(CORE_SNAPSHOT_LIMITS.rows).optional(),
+  paper_rows: z.array(PaperRow).max(CORE_SNAPSHOT_LIMITS.rows).optional(),
+  captured_at: z.iso.datetime({ offset: true }).optional(),
+});
+
+const HealthAnswer = openObject({ ok: z.boolean(), service: z.string(), mode: z.enum(CORE_MODES), db_path: z.string(), timestamp: z.string() });
+const IngestAnswer = openObject({
+  ok: z.boolean(),
+  mode: z.enum(CORE_MODES),
+  inserted: z.boolean(),
+  event_id: z.number().int().describe('The audit event of the ingest; 0 when nothing was recorded (mode off)'),
+  snapshot_id: z.number().int().describe('0 when nothing was recorded (mode off)'),
+  queue_rows: z.number().int(),
+  paper_rows: z.number().int(),
+  would_apply: z.boolean(),
+  message: z.string(),
+});
+const ProjectionAnswer = openObject({
+  ok: z.boolean(),
+  mode: z.enum(CORE_MODES),
+  projection_version: z.string(),
+  snapshot: anyObject().nullable(),
+  total_queue_rows: z.number().int(),
+  total_paper_rows: z.number().int(),
+  status_counts: anyObject(),
+  active_rows: z.array(anyObject()),
+  draft_candidate_count: z.number().int(),
+  polish_candidate_count: z.number().int(),
+  warnings: z.array(z.string()),
+});
+
+const LegacyNotesAnswer = openObject({
+  ok: z.boolean(),
+  source: z.string(),
+  latest_ingest: anyObject().nullable(),
+  queued_projects: openObject({ count: z.number().int(), items: z.array(anyObject()) }),
+  skipped_reasons: anyObject(),
+  recent_events: z.array(AuditEventSchema),
+});
+
+const tags = ['core'];
+const config = { auth: 'control' } as const;
+
+/** Core, under `/svc-core` (README "Core"). */
+export async function coreRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const core = createCore(deps.store, deps.core);
+
+  app.get(
+    '/svc-core/health',
+    { config, schema: { tags, summary: 'Core health: its mode and store', response: { 200: HealthAnswer, ...errorResponses(401, 503) } } },
+    async () => core.health(deps.dbPath),
+  );
+
+  app.post(
+    '/svc-core/snapshots/workflow-queue',
+    {
+      config,
+      bodyLimit: CORE_SNAPSHOT_LIMITS.body_bytes,
+      schema: {
+        tags,
+        summary: 'Ingest a queue and paper snapshot (mode off, shadow, compare or enforce); replay-safe by idempotency_key',
+        body: SnapshotBody,
+        response: { 200: IngestAnswer, ...errorResponses(401, 403, 409, 422, 501) },
+      },
+    },
+    async (request) => core.ingest(request.body, request.id),
+  );
+
+  app.get(
+    '/svc-core/projections/queue',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'The queue projection of the latest recorded snapshot',
+        querystring: z.strictObject({ source: queryText(200) }),
+        response: { 200: ProjectionAnswer, ...errorResponses(401, 422, 503) },
+      },
+    },
+    async (request) => core.projection(request.query.source),
+  );
+
+  app.get(
+    '/control/api/intake/legacy-notes',
+    {
+      config,
+      schema: {
+        tags: ['research'],
+        summary: 'The legacy notes sync as Core saw it: latest ingest, queued projects, skipped rows by reason, recent ingests; 404 unless legacy_notes_api_enabled',
+        querystring: z.strictObject({}),
+        response: { 200: LegacyNotesAnswer, ...errorResponses(401, 404, 422, 503) },
+      },
+    },
+    async () => {
+      if (!deps.legacyNotesApiEnabled) throw new HttpError(404, 'the legacy notes API is off (legacy_notes_api_enabled is false)');
+      return readLegacyNotes(deps.store.reads);
+    },
+  );
+}
