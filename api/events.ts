@@ -3,9 +3,11 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { listAuditEventsBefore, listAuditEventsPage, type AuditEventFilters } from '../store/audit-events.ts';
 import type { AppDeps } from './deps.ts';
-import { errorResponses, openObject, pageBody } from '../http/responses.ts';
+import { errorResponses, pageBody } from '../http/responses.ts';
 import { pageOf, queryInt, queryText } from '../http/validation.ts';
 import { AuditEventSchema } from './answers.ts';
+import { v1ListQuery, v1Page, v1PageBody, walkFrom } from './v1-paging.ts';
+import { descending, type KeysetOrder } from '../store/keyset.ts';
 
 const filterFields = {
   entity_type: queryText(),
@@ -38,42 +40,10 @@ const payloadFilter = z.preprocess(
     .optional(),
 );
 
-/** Opaque to clients: base64url of the last id they saw. */
-const cursorField = z.preprocess(
-  (value) => (value === '' ? undefined : value),
-  z
-    .string()
-    .max(200)
-    .transform((text, ctx) => {
-      const decoded = decodeCursor(text);
-      if (decoded === undefined) {
-        ctx.addIssue({ code: 'custom', message: 'invalid cursor; pass next_cursor from a previous page' });
-        return z.NEVER;
-      }
-      return decoded;
-    })
-    .optional(),
-);
+/** The audit log has one order in v1: newest first, by id. */
+const EVENT_ORDERS: readonly KeysetOrder[] = [{ name: '-id', columns: [descending('id', 'bigint')] }];
 
-const cursorQuery = z.object({
-  cursor: cursorField,
-  page_size: queryInt({ min: 1, max: 200, default: 50 }),
-  payload: payloadFilter,
-  ...filterFields,
-});
-
-export function encodeCursor(id: number): string {
-  return Buffer.from(JSON.stringify({ before: id })).toString('base64url');
-}
-
-function decodeCursor(text: string): number | undefined {
-  try {
-    const parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as { before?: unknown };
-    return Number.isSafeInteger(parsed.before) && (parsed.before as number) > 0 ? (parsed.before as number) : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const cursorQuery = v1ListQuery(EVENT_ORDERS, { payload: payloadFilter, ...filterFields });
 
 const filtersOf = (query: AuditEventFilters): AuditEventFilters => ({
   entity_type: query.entity_type,
@@ -81,16 +51,6 @@ const filtersOf = (query: AuditEventFilters): AuditEventFilters => ({
   event_type: query.event_type,
   search: query.search,
   payload: query.payload,
-});
-
-const CursorPageSchema = openObject({
-  items: z.array(AuditEventSchema),
-  page: openObject({
-    page_size: z.number().int(),
-    returned: z.number().int(),
-    next_cursor: z.string().nullable().describe('Pass as cursor for the next (older) page; null on the last page'),
-    has_more: z.boolean(),
-  }),
 });
 
 const tags = ['events'];
@@ -116,25 +76,17 @@ export async function eventRoutes(instance: FastifyInstance, deps: AppDeps): Pro
     tags,
     summary: 'Audit log, newest first, by cursor, with a payload containment filter',
     querystring: cursorQuery,
-    response: { 200: CursorPageSchema, ...errorResponses(401, 422) },
+    response: { 200: v1PageBody(AuditEventSchema), ...errorResponses(401, 422, 503) },
   };
   app.get('/control/api/v1/events', { config: { auth: 'control' }, schema: byCursor }, async (request) => {
     const query = request.query;
-    const rows = await listAuditEventsBefore(deps.store, filtersOf(query), {
-      beforeId: query.cursor,
-      limit: query.page_size + 1,
+    const walk = walkFrom(EVENT_ORDERS, query);
+    const rows = await listAuditEventsBefore(deps.store.reads, filtersOf(query), {
+      ...(walk.after ? { beforeId: Number(walk.after[0]) } : {}),
+      limit: walk.limit + 1,
     });
-    const hasMore = rows.length > query.page_size;
-    const items = hasMore ? rows.slice(0, query.page_size) : rows;
-    const last = items.at(-1);
-    return {
-      items,
-      page: {
-        page_size: query.page_size,
-        returned: items.length,
-        next_cursor: hasMore && last ? encodeCursor(last.id) : null,
-        has_more: hasMore,
-      },
-    };
+    const items = rows.slice(0, walk.limit);
+    const next = rows.length > walk.limit ? [String(items.at(-1)!.id)] : null;
+    return v1Page({ items, next }, walk.order, walk.limit);
   });
 }

@@ -9,7 +9,7 @@ import type { Queryable } from './store.ts';
  * their microseconds); the comparison casts it back to the column's type.
  */
 
-export type KeyType = 'text' | 'integer' | 'timestamptz';
+export type KeyType = 'text' | 'integer' | 'bigint' | 'timestamptz';
 
 export interface KeyColumn {
   /** A column of the listed table, never NULL. */
@@ -31,6 +31,7 @@ const MAX_TEXT_KEY = 512;
 const KEY_PATTERNS: Record<KeyType, RegExp> = {
   text: /^[\s\S]*$/,
   integer: /^-?\d{1,10}$/,
+  bigint: /^-?\d{1,16}$/,
   timestamptz: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/,
 };
 
@@ -42,6 +43,7 @@ export function isKeyOf(order: KeysetOrder, key: readonly unknown[]): key is str
       const { type } = order.columns[index]!;
       if (typeof part !== 'string' || part.length > MAX_TEXT_KEY || !KEY_PATTERNS[type].test(part)) return false;
       if (type === 'integer') return Math.abs(Number(part)) <= 2 ** 31 - 1;
+      if (type === 'bigint') return Number.isSafeInteger(Number(part));
       if (type === 'timestamptz') return !Number.isNaN(Date.parse(part));
       return true;
     })

@@ -118,8 +118,10 @@ describe('GET /control/api/v1/events', () => {
     expect(search.body.page).toMatchObject({ returned: 3, has_more: true });
   });
 
-  it('refuses a malformed cursor or payload filter with 422', async () => {
-    for (const query of ['cursor=not-a-cursor', `cursor=${Buffer.from('{"before":-1}').toString('base64url')}`, 'payload=[1]', 'payload={oops']) {
+  it('refuses a malformed or edited cursor, or a malformed payload filter, with 422', async () => {
+    const cursor: string = (await get('/control/api/v1/events?page_size=2')).body.page.next_cursor;
+    const edited = `${cursor.slice(0, 4)}${cursor[4] === 'A' ? 'B' : 'A'}${cursor.slice(5)}`;
+    for (const query of ['cursor=not-a-cursor', `cursor=${Buffer.from('{"before":-1}').toString('base64url')}`, `cursor=${edited}`, 'payload=[1]', 'payload={oops']) {
       const { status, body } = await get(`/control/api/v1/events?${query}`);
       expect(status, query).toBe(422);
       expect(body.detail[0].loc).toEqual(['query', query.split('=')[0]]);

@@ -270,7 +270,7 @@ describe('every route under generated requests', () => {
     // Still healthy: the health routes answer, and an ordinary read still works.
     expect((await t.app.inject({ method: 'GET', url: '/control/health', headers: t.auth })).statusCode).toBe(200);
     expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
-    const events = await t.app.inject({ method: 'GET', url: '/control/api/v1/events?limit=5', headers: t.auth });
+    const events = await t.app.inject({ method: 'GET', url: '/control/api/v1/events?page_size=5', headers: t.auth });
     expect(events.statusCode).toBe(200);
     // And the write count sees an accepted command, so an unchanged count above meant nothing was written.
     const before = await ledgerWrites(t.store);
