@@ -26,6 +26,7 @@ import { workerRoutingFrom } from '../domain/lanes.ts';
 import { nextDispatchCandidate } from '../store/dispatch-candidates.ts';
 import { openStore } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
+import { ms, stats, type Stats } from './figures.ts';
 import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase } from './support.ts';
 import { epochMs, InstantGate } from './support/instant-gate.ts';
 import { goSignal, readyQuery, type bareSignalWorkflow, type bareWorkflow } from './workflows/bare.ts';
@@ -58,22 +59,6 @@ const log = (message: string) => console.log(`[${new Date().toISOString().slice(
 // ---------------------------------------------------------------------------------------------------------------
 // Figures
 
-interface Stats {
-  n: number;
-  p50: number;
-  p99: number;
-  mean: number;
-  max: number;
-}
-
-function stats(samples: readonly number[]): Stats {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
-  const mean = sorted.reduce((sum, value) => sum + value, 0) / Math.max(1, sorted.length);
-  return { n: sorted.length, p50: at(0.5), p99: at(0.99), mean, max: sorted.at(-1) ?? NaN };
-}
-
-const ms = (value: number) => (Number.isFinite(value) ? value.toFixed(value < 10 ? 2 : 1) : '-');
 const ratio = (value: number, baseline: number) => (baseline > 0 ? `${(value / baseline).toFixed(2)}x` : '-');
 
 // ---------------------------------------------------------------------------------------------------------------

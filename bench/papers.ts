@@ -13,10 +13,9 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 import { automatedChecklistPassed, judgeDraft } from '../domain/paper-checklist.ts';
 import { deterministicDraft, resultValues, type DraftEvidence } from '../domain/paper-draft.ts';
 import { DRAFT_NEXT_CANDIDATES } from '../services/paper-drafting.ts';
@@ -24,6 +23,7 @@ import { draftEvidenceOf, readEvidence } from '../services/paper-evidence.ts';
 import { openStore } from '../store/open-store.ts';
 import { listDraftCandidates } from '../store/paper-drafts.ts';
 import type { Store } from '../store/store.ts';
+import { httpLoad, log, loadNow, ms, stopBenchServer, timeEach, yes, type LoadFigures, type Stats } from './figures.ts';
 import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase, startBenchServer } from './support.ts';
 
 const PAPER_COUNT = Number(process.env.BENCH_PAPERS ?? 10_000);
@@ -40,43 +40,13 @@ const DATABASE = `rcp_bench_papers_${process.pid}`;
 const TOKEN = 'bench-token-0123456789abcdef0123';
 const SERVER_SCRIPT = fileURLToPath(new URL('./papers-server.ts', import.meta.url));
 
-const loadNow = () => loadavg().map((value) => value.toFixed(1)).join(' ');
 const loadStart = loadNow();
-const log = (message: string) => console.log(`[${new Date().toISOString().slice(11, 23)}] ${message}`);
-const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
 
 // ---------------------------------------------------------------------------------------------------------------
 // Figures
 
-interface Stats {
-  n: number;
-  p50: number;
-  p99: number;
-  mean: number;
-  max: number;
-}
-
-function stats(samples: readonly number[]): Stats {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
-  const mean = sorted.reduce((sum, value) => sum + value, 0) / Math.max(1, sorted.length);
-  return { n: sorted.length, p50: at(0.5), p99: at(0.99), mean, max: sorted.at(-1) ?? NaN };
-}
-
-const ms = (value: number) => (Number.isFinite(value) ? value.toFixed(value < 1 ? 3 : value < 10 ? 2 : 1) : '-');
-
 function row(measure: string, figures: Stats): Record<string, string> {
   return { measure, calls: String(figures.n), 'p50 ms': ms(figures.p50), 'p99 ms': ms(figures.p99), 'mean ms': ms(figures.mean), 'max ms': ms(figures.max) };
-}
-
-async function timeEach(iterations: number, fn: () => unknown): Promise<Stats> {
-  const samples: number[] = [];
-  for (let i = 0; i < iterations; i++) {
-    const started = performance.now();
-    await fn();
-    samples.push(performance.now() - started);
-  }
-  return stats(samples);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -210,27 +180,9 @@ async function writeProjectFiles(projectRoot: string, projectDir: string, projec
 // Servers and load
 
 
-async function stopServer(server: { child: ChildProcess } | undefined): Promise<void> {
-  if (!server || server.child.exitCode !== null) return;
-  const exited = new Promise((resolve) => server.child.once('exit', resolve));
-  server.child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]);
-}
-
 const auth = { authorization: `Bearer ${TOKEN}` };
+const load = (port: number, path: string, durationSec: number, connections = CONNECTIONS) => httpLoad(`http://127.0.0.1:${port}${path}`, auth, durationSec, connections);
 
-interface LoadFigures {
-  rps: number;
-  p50: number;
-  p99: number;
-  requests: number;
-}
-
-async function load(port: number, path: string, durationSec: number, connections = CONNECTIONS): Promise<LoadFigures> {
-  const result = await autocannon({ url: `http://127.0.0.1:${port}${path}`, headers: auth, connections, duration: durationSec });
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${path}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, requests: result.requests.total };
-}
 
 async function getJson(port: number, path: string): Promise<{ items: { paper_id: string; rank_score: number; updated_at: string }[]; total: number }> {
   const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers: auth });
@@ -442,18 +394,18 @@ async function main(): Promise<void> {
     fastify = await startBenchServer(SERVER_SCRIPT, ['fastify', url, TOKEN, stateDir, projectRoot]);
     bare = await startBenchServer(SERVER_SCRIPT, ['bare', url, TOKEN, stateDir, projectRoot]);
     const lists = await benchLists(fastify.port, bare.port);
-    await stopServer(bare);
+    await stopBenchServer(bare);
     bare = undefined;
 
     const draftNext = await benchDraftNext(store, fastify.port, projectRoot);
-    await stopServer(fastify);
+    await stopBenchServer(fastify);
     fastify = undefined;
 
     const draft = await benchDraft(projectRoot);
     printReport(lists, draftNext, draft, performance.now() - benchStart);
   } finally {
-    await stopServer(fastify);
-    await stopServer(bare);
+    await stopBenchServer(fastify);
+    await stopBenchServer(bare);
     await store?.close().catch(() => undefined);
     if (databaseCreated) await dropDatabase(DATABASE).catch((error: unknown) => console.error('drop database:', error));
     await rm(dir, { recursive: true, force: true });
