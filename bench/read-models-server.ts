@@ -1,0 +1,112 @@
+/**
+ * One side of bench/read-models.ts, run in its own process: either the real Fastify app or a bare node:http server
+ * calling the same read functions the v1 routes call (same SQL, same pool kind, same body), without validation,
+ * authentication or Fastify. Prints `listening <port>` when ready.
+ *   read-models-server.ts <fastify|bare> <database url> <token>
+ */
+import { createServer as createHttpServer } from 'node:http';
+import pino from 'pino';
+import { createServer } from '../api/create-server.ts';
+import { v1Page } from '../api/v1-paging.ts';
+import { createLogger } from '../bin/runtime/logger.ts';
+import { SECRET_FIELDS } from '../config/schema.ts';
+import { workerRoutingFrom } from '../domain/lanes.ts';
+import { decodeCursor } from '../http/cursor.ts';
+import { ServiceMetrics } from '../http/metrics.ts';
+import type { DispatchSettings } from '../services/dispatch-settings.ts';
+import { readLanes } from '../services/lanes.ts';
+import { readOverview } from '../services/overview.ts';
+import type { KeysetOrder, KeysetPage } from '../store/keyset.ts';
+import { PAPER_ORDERS, walkPapers } from '../store/paper-reads.ts';
+import { createPgStore } from '../store/pg-store.ts';
+import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
+import { RUN_ORDERS, walkRuns } from '../store/run-reads.ts';
+
+const [mode, databaseUrl, token] = process.argv.slice(2) as ['fastify' | 'bare', string, string];
+const store = createPgStore({ connectionString: databaseUrl });
+
+/** Two lanes, as the seed routes its items (bench/read-models.ts). */
+const BENCH_DISPATCH: DispatchSettings = {
+  liveDispatchEnabled: false,
+  routing: workerRoutingFrom({
+    worker_targets: {
+      gpu: { wake_gate_url: 'http://127.0.0.1:9/gpu', bearer_token: 'gpu-token-0123456789', role: 'gpu_worker' },
+      cpu: { wake_gate_url: 'http://127.0.0.1:9/cpu', bearer_token: 'cpu-token-0123456789', role: 'cpu_worker' },
+    },
+    workload_machine_targets: { gpu_required: 'gpu', cpu_only: 'cpu' },
+  }),
+  completionCallbackToken: 'bench-callback-token-0123456789',
+  dispatchTimeoutSec: 30,
+  maxWaitAfterIdleSec: 60,
+};
+
+const noTemporal = () => Promise.reject(new Error('the benchmark server has no Temporal connection'));
+
+if (mode === 'fastify') {
+  const logger = createLogger({ level: 'info', secretConfigFields: SECRET_FIELDS, destination: pino.destination('/dev/null') });
+  const app = await createServer(
+    {
+      store,
+      controlApiToken: token,
+      sessionCookieSecure: false,
+      dbPath: store.location,
+      defaultWorkloadClass: 'inference_eval',
+      dispatch: BENCH_DISPATCH,
+      runs: { startRun: noTemporal, deliverCallback: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
+      papers: {
+        settings: { stateDir: '/nonexistent', projectRoot: '/nonexistent', writer: { provider: 'deterministic', hosted: null, fallback: true }, evidenceSync: null },
+        launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal },
+      },
+      metrics: new ServiceMetrics(),
+      core: { mode: 'shadow', enforceEnabled: false },
+      legacyNotesApiEnabled: false,
+    },
+    logger,
+  );
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  console.log(`listening ${typeof address === 'object' && address ? address.port : 0}`);
+} else {
+  const reads = store.reads;
+  /** The route's defaults: the first sort, 50 a page, no filters; the cursor decoded as the route does. */
+  const walkOf = (url: URL, orders: readonly KeysetOrder[]) => {
+    const cursor = url.searchParams.get('cursor');
+    const order = orders[0]!;
+    return { order, after: cursor ? decodeCursor(cursor)!.key : null, limit: Number(url.searchParams.get('page_size') ?? 50) };
+  };
+  const page = async <Row>(url: URL, orders: readonly KeysetOrder[], read: (walk: ReturnType<typeof walkOf>) => Promise<KeysetPage<Row>>) => {
+    const walk = walkOf(url, orders);
+    return v1Page(await read(walk), walk.order, walk.limit);
+  };
+  const server = createHttpServer(async (request, response) => {
+    const url = new URL(request.url ?? '/', 'http://bench');
+    let body: unknown;
+    switch (url.pathname) {
+      case '/control/api/v1/overview':
+        body = await readOverview(reads, { active_limit: 10, event_limit: 20 });
+        break;
+      case '/control/api/v1/lanes':
+        body = await readLanes(reads, BENCH_DISPATCH);
+        break;
+      case '/control/api/v1/queue':
+        body = await page(url, QUEUE_ORDERS, (walk) => walkQueueItems(reads, { group: 'all', ...walk }));
+        break;
+      case '/control/api/v1/runs':
+        body = await page(url, RUN_ORDERS, (walk) => walkRuns(reads, walk));
+        break;
+      case '/control/api/v1/papers':
+        body = await page(url, PAPER_ORDERS, (walk) => walkPapers(reads, walk));
+        break;
+      default:
+        response.writeHead(404, { 'content-type': 'application/json' });
+        response.end('{"error":"not found"}');
+        return;
+    }
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(body));
+  });
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address();
+    console.log(`listening ${typeof address === 'object' && address ? address.port : 0}`);
+  });
+}
