@@ -34,3 +34,14 @@ export const PaperSchema = openObject({
   rank_score: z.number(),
   updated_at: z.string(),
 });
+
+/** A project's detail: `GET /control/api/projects/{project_id}` and its v1 twin answer the same body. */
+export const ProjectDetailAnswer = openObject({
+  project: anyObject().nullable(),
+  queue_item: QueueItemSchema.nullable(),
+  runs: z.array(anyObject()),
+  papers: z.array(PaperSchema),
+  events: z.array(AuditEventSchema),
+  worker_observations: z.array(anyObject()),
+  lineage: z.array(anyObject()),
+});

@@ -6,22 +6,13 @@ import { readProjectDetail } from '../store/project-reads.ts';
 import type { QueueItemRow } from '../store/queue-items.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from '../http/errors.ts';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses } from '../http/responses.ts';
 import { queryInt } from '../http/validation.ts';
-import { AuditEventSchema, PaperSchema, QueueItemSchema } from './answers.ts';
+import { ProjectDetailAnswer } from './answers.ts';
 
 const ProjectParams = z.strictObject({ project_id: z.string().min(1).max(200) });
 const ProjectQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
 
-const ProjectDetailAnswer = openObject({
-  project: anyObject().nullable(),
-  queue_item: QueueItemSchema.nullable(),
-  runs: z.array(anyObject()),
-  papers: z.array(PaperSchema),
-  events: z.array(AuditEventSchema),
-  worker_observations: z.array(anyObject()),
-  lineage: z.array(anyObject()),
-});
 
 /** Project detail: the record, its queue row, runs, events and worker observations. */
 export async function projectRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {

@@ -14,7 +14,7 @@ import { PROJECT_ORDERS, readProjectDetail, walkProjects } from '../store/projec
 import type { QueueItemRow } from '../store/queue-items.ts';
 import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
 import { RUN_ORDERS, walkRuns } from '../store/run-reads.ts';
-import { AuditEventSchema, PaperSchema, QueueItemSchema } from './answers.ts';
+import { AuditEventSchema, PaperSchema, ProjectDetailAnswer, QueueItemSchema } from './answers.ts';
 import type { AppDeps } from './deps.ts';
 import { v1ListQuery, v1Page, v1PageBody, walkFrom } from './v1-paging.ts';
 
@@ -50,15 +50,6 @@ const detailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, d
 const ProjectParams = z.strictObject({ project_id: z.string().min(1).max(200) });
 const PaperParams = z.strictObject({ paper_id: z.string().min(1).max(500) });
 
-const ProjectDetailAnswer = openObject({
-  project: anyObject().nullable(),
-  queue_item: QueueItemSchema.nullable(),
-  runs: z.array(anyObject()),
-  papers: z.array(PaperSchema),
-  events: z.array(AuditEventSchema),
-  worker_observations: z.array(anyObject()),
-  lineage: z.array(anyObject()),
-});
 
 const PaperDetailAnswer = openObject({
   paper: PaperSchema,

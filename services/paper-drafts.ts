@@ -3,7 +3,7 @@ import { finishStep, startStep, type DraftPurpose } from '../domain/paper-steps.
 import { HUMAN_CHECKLIST_ITEM_IDS, type PaperStatus } from '../domain/paper-status.ts';
 import { appendAuditEvent, findAuditEventByKey } from '../store/audit-events.ts';
 import { ensurePaper, recordDraft, type StoredDraft } from '../store/paper-drafts.ts';
-import { getChecklist, getPaper, setPaperStatus, upsertChecklistItem } from '../store/papers.ts';
+import { getPaper, setPaperStatus, upsertChecklistItem } from '../store/papers.ts';
 import type { Store } from '../store/store.ts';
 import { recomputePaperRank } from './paper-rank.ts';
 
