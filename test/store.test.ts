@@ -97,7 +97,8 @@ describe.each(ENGINES)('store on $name', (engine) => {
       );
       await expect(store.query(`UPDATE audit_events SET entity_id = 'x'`)).rejects.toThrow(/append-only/);
       await expect(store.query('DELETE FROM audit_events')).rejects.toThrow(/append-only/);
-      await expect(store.query('TRUNCATE audit_events')).rejects.toThrow(/append-only/);
+      // CASCADE: a plain TRUNCATE is refused already because core_snapshots refers to events; the trigger refuses both.
+      await expect(store.query('TRUNCATE audit_events CASCADE')).rejects.toThrow(/append-only/);
       const page = await listAuditEventsPage(store, { entity_id: 'beta' }, { offset: 0, limit: 10 });
       expect(page.items).toHaveLength(1);
     });
