@@ -10,10 +10,10 @@ export interface LaneStatusCount {
   n: number;
 }
 
-/** Queue items claimed on each lane (their `lane` column), by status. */
+/** Queue items claimed on each lane (their `lane` column), by status, from the counts kept by triggers. */
 export async function laneStatusCounts(q: Queryable): Promise<LaneStatusCount[]> {
   const result = await q.query<LaneStatusCount>(
-    'SELECT lane, status, count(*)::int AS n FROM queue_items WHERE lane IS NOT NULL GROUP BY lane, status',
+    `SELECT lane, status, sum(n)::int AS n FROM queue_item_counts WHERE lane <> '' AND n > 0 GROUP BY lane, status`,
   );
   return result.rows;
 }

@@ -1,5 +1,5 @@
 import type { PaperStatus, ReviewStatus } from '../domain/paper-status.ts';
-import { ACTIVE_QUEUE_STATUSES, QUEUE_GROUP_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
+import { ACTIVE_QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
 import type { Queryable } from './store.ts';
 
 /**
@@ -13,9 +13,11 @@ export interface QueueFactGroup {
   n: number;
 }
 
+/** From the counts kept by triggers (migration 0011). */
 export async function queueFactGroups(q: Queryable): Promise<QueueFactGroup[]> {
   const result = await q.query<QueueFactGroup>(
-    'SELECT status, manual_review_required, count(*)::int AS n FROM queue_items GROUP BY status, manual_review_required',
+    `SELECT status, manual_review_required, sum(n)::int AS n FROM queue_item_counts
+      WHERE n > 0 GROUP BY status, manual_review_required`,
   );
   return result.rows;
 }
@@ -44,18 +46,30 @@ export interface OverviewQueueItem {
   updated_at: string;
 }
 
+/** The attention statuses, most urgent first (domain/operator-lanes.ts ACTION_REASONS). */
+const ATTENTION_ORDER: readonly QueueStatus[] = ['needs_review', 'dispatch_error', 'blocked'];
+
 const OVERVIEW_QUEUE_COLUMNS = 'project_id, project_name, status, manual_review_required, current_run_id, lane, last_error, updated_at';
 
-/** Queue items in the attention lane, the longest waiting first within each status, at most `limit`. */
+/**
+ * Queue items in the attention lane, at most `limit`: needs_review, dispatch_error, blocked, then flagged items in
+ * any other status, the longest waiting first within each. One short index read per branch (migration 0011).
+ */
 export async function attentionQueueItems(q: Queryable, limit: number): Promise<OverviewQueueItem[]> {
-  const result = await q.query<OverviewQueueItem>(
-    `SELECT ${OVERVIEW_QUEUE_COLUMNS} FROM queue_items
-      WHERE status = ANY ($1::text[]) OR manual_review_required
-      ORDER BY array_position($2::text[], status) NULLS LAST, updated_at, project_id
-      LIMIT $3`,
-    [[...QUEUE_GROUP_STATUSES.blocked], ['needs_review', 'dispatch_error', 'blocked'], limit],
+  // The statuses are this module's constants, not input.
+  const byStatus = (status: QueueStatus, rank: number) =>
+    `(SELECT ${OVERVIEW_QUEUE_COLUMNS}, ${rank} AS rank FROM queue_items
+       WHERE status = '${status}' ORDER BY updated_at, project_id LIMIT $1)`;
+  const result = await q.query<OverviewQueueItem & { rank: number }>(
+    `SELECT * FROM (
+       ${ATTENTION_ORDER.map(byStatus).join(' UNION ALL ')}
+       UNION ALL
+       (SELECT ${OVERVIEW_QUEUE_COLUMNS}, ${ATTENTION_ORDER.length} AS rank FROM queue_items
+         WHERE manual_review_required AND NOT (status = ANY ($2::text[])) ORDER BY updated_at, project_id LIMIT $1)
+     ) AS waiting ORDER BY rank, updated_at, project_id LIMIT $1`,
+    [limit, [...ATTENTION_ORDER]],
   );
-  return result.rows;
+  return result.rows.map(({ rank: _rank, ...item }) => item);
 }
 
 /** Queue items in flight, the most recently moved first, at most `limit`. */

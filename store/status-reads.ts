@@ -54,28 +54,32 @@ export interface QueueCounts {
   latest_update: string | null;
 }
 
+/** From the counts kept by triggers (migration 0011), plus the newest updated_at (an index's last entry). */
 export async function queueCounts(q: Queryable): Promise<QueueCounts> {
-  const result = await q.query<{ status: QueueStatus; n: number; flagged: number; latest: string }>(
-    `SELECT status, count(*)::int AS n, count(*) FILTER (WHERE manual_review_required)::int AS flagged,
-            max(updated_at) AS latest
-       FROM queue_items GROUP BY status`,
+  const result = await q.query<{ status: QueueStatus | null; n: number; flagged: number; latest: string | null }>(
+    `SELECT status, sum(n)::int AS n, (sum(n) FILTER (WHERE manual_review_required))::int AS flagged, NULL::timestamptz AS latest
+       FROM queue_item_counts WHERE n > 0 GROUP BY status
+     UNION ALL SELECT NULL, 0, 0, max(updated_at) FROM queue_items`,
   );
   const byStatus = Object.fromEntries(QUEUE_STATUSES.map((status) => [status, 0])) as Record<QueueStatus, number>;
   const flagged: Partial<Record<QueueStatus, number>> = {};
   let total = 0;
   let latest: string | null = null;
   for (const row of result.rows) {
+    if (row.status === null) {
+      latest = row.latest;
+      continue;
+    }
     byStatus[row.status] = row.n;
     total += row.n;
     if (row.flagged > 0) flagged[row.status] = row.flagged;
-    if (latest === null || row.latest > latest) latest = row.latest;
   }
   return { by_status: byStatus, total, flagged_by_status: flagged, latest_update: latest };
 }
 
-/** Runs by state, over the whole ledger (one indexed GROUP BY). */
+/** Runs by state, from the counts kept by triggers (migration 0011). */
 export async function runCountsByState(q: Queryable): Promise<Partial<Record<RunState, number>>> {
-  const result = await q.query<{ state: RunState; n: number }>('SELECT state, count(*)::int AS n FROM runs GROUP BY state');
+  const result = await q.query<{ state: RunState; n: number }>('SELECT state, n::int AS n FROM run_state_counts WHERE n > 0');
   return Object.fromEntries(result.rows.map((row) => [row.state, row.n]));
 }
 

@@ -150,8 +150,9 @@ describe('the paper ledgers', () => {
   });
 });
 
-/** Where a seeded paper goes next: another status, deleted, or nowhere. */
+/** Where a seeded paper goes next: another status, deleted, or nowhere; and its review moves, and its import comes or goes. */
 const paperMove = fc.option(fc.constantFrom<string>(...PAPER_STATUSES, 'deleted'), { nil: null });
+const reviewMove = fc.record({ review_status: fc.option(fc.constantFrom(...REVIEW_STATUSES), { nil: null }), imported: fc.option(fc.boolean(), { nil: null }) });
 
 /** The draft candidates the domain rule names, in draft-next's order (these runs share finished_at, so by run id). */
 function expectedCandidates(runs: { run: SeedRun; run_id: string; paper_status: string | null }[], force: boolean): string[] {
@@ -168,34 +169,50 @@ function expectedCandidates(runs: { run: SeedRun; run_id: string; paper_status: 
 }
 
 describe("draft-next's candidates", () => {
-  it('are the writable runs whose paper is not drafted (with force, then the redraftable ones), after any paper moves, and a paper move leaves its run untouched', async () => {
+  it('are the writable runs whose paper is not drafted (with force, then the redraftable ones), after any paper moves; the pipeline counts follow, and a paper move leaves its run untouched', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(seedRun, paperMove), { maxLength: 12 }), fc.boolean(), async (cases, force) => {
+      fc.asyncProperty(fc.array(fc.tuple(seedRun, paperMove, reviewMove), { maxLength: 12 }), fc.boolean(), async (cases, force) => {
         await inRolledBackTransaction(async (tx) => {
           await seed(tx, cases.map(([run]) => run));
           const before = await tx.query<{ run_id: string; updated_at: Date }>('SELECT run_id, updated_at FROM runs ORDER BY run_id');
           const seeded: { run: SeedRun; run_id: string; paper_status: string | null }[] = [];
-          for (const [index, [run, move]] of cases.entries()) {
+          const moved: SeedRun[] = [];
+          for (const [index, [run, move, review]] of cases.entries()) {
             const projectId = `paper-count-${index}`;
             const runId = `${projectId}-20261122T1000${String(index % 60).padStart(2, '0')}Z`;
-            let paperStatus = run.paper?.paper_status ?? null;
-            if (run.paper && move === 'deleted') {
-              await tx.query('DELETE FROM corpus_imports WHERE paper_id = $1', [paperIdFor(projectId, runId)]);
+            const paperId = paperIdFor(projectId, runId);
+            let paper = run.paper ? { ...run.paper } : null;
+            if (paper && move === 'deleted') {
+              await tx.query('DELETE FROM corpus_imports WHERE paper_id = $1', [paperId]);
               await tx.query('DELETE FROM papers WHERE run_id = $1', [runId]);
-              paperStatus = null;
-            } else if (run.paper && move !== null) {
-              await tx.query('UPDATE papers SET paper_status = $2 WHERE run_id = $1', [runId, move]);
-              paperStatus = move;
+              paper = null;
+            } else if (paper) {
+              if (move !== null) await tx.query('UPDATE papers SET paper_status = $2 WHERE run_id = $1', [runId, move]);
+              if (review.review_status !== null) await tx.query('UPDATE papers SET review_status = $2 WHERE run_id = $1', [runId, review.review_status]);
+              if (review.imported === false) await tx.query('DELETE FROM corpus_imports WHERE paper_id = $1', [paperId]);
+              if (review.imported === true && !paper.imported) {
+                await tx.query(
+                  `INSERT INTO corpus_imports (paper_id, corpus_repo, commit_sha, manifest_sha256, requested_by) VALUES ($1, 'lab/corpus', 'abc1234', $2, 'test')`,
+                  [paperId, 'b'.repeat(64)],
+                );
+              }
+              paper = {
+                paper_status: move ?? paper.paper_status,
+                review_status: review.review_status ?? paper.review_status,
+                imported: review.imported ?? paper.imported,
+              };
             }
-            seeded.push({ run, run_id: runId, paper_status: paperStatus });
+            moved.push({ ...run, paper });
+            seeded.push({ run: moved.at(-1)!, run_id: runId, paper_status: paper?.paper_status ?? null });
           }
           const candidates = await listDraftCandidates(tx, { force, limit: 100 });
           expect(candidates.map((c) => c.run_id)).toEqual(expectedCandidates(seeded, force));
           expect(candidates.map((c) => c.paper_status)).toEqual(expectedCandidates(seeded, force).map((id) => seeded.find((r) => r.run_id === id)!.paper_status));
+          expect(await paperCounts(tx)).toEqual({ total: moved.filter((run) => run.paper).length, pipeline: expectedCounts(moved) });
           expect((await tx.query('SELECT run_id, updated_at FROM runs ORDER BY run_id')).rows).toEqual(before.rows);
         });
       }),
-      { numRuns: 60 },
+      { numRuns: 80 },
     );
   });
 
