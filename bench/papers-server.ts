@@ -5,47 +5,16 @@
  *   papers-server.ts <fastify|bare> <database url> <token> <state dir> <project root>
  */
 import { createServer as createHttpServer } from 'node:http';
-import pino from 'pino';
-import { createServer } from '../api/create-server.ts';
-import { createLogger } from '../bin/runtime/logger.ts';
-import { SECRET_FIELDS } from '../config/schema.ts';
 import { pageOf } from '../http/validation.ts';
-import { ServiceMetrics } from '../http/metrics.ts';
-import { NO_ROUTING } from '../services/dispatch-settings.ts';
 import { createPgStore } from '../store/pg-store.ts';
+import { announce, startBenchApp } from './bench-app.ts';
 import { listPapers } from '../store/papers.ts';
 
 const [mode, databaseUrl, token, stateDir, projectRoot] = process.argv.slice(2) as ['fastify' | 'bare', string, string, string, string];
 const store = createPgStore({ connectionString: databaseUrl });
 
-const noTemporal = () => Promise.reject(new Error('the benchmark server has no Temporal connection'));
-
 if (mode === 'fastify') {
-  // The production logger at its default level, writing where nothing reads it.
-  const logger = createLogger({ level: 'info', secretConfigFields: SECRET_FIELDS, destination: pino.destination('/dev/null') });
-  const app = await createServer(
-    {
-      store,
-      controlApiToken: token,
-      sessionCookieSecure: false,
-      dbPath: store.location,
-      defaultWorkloadClass: 'inference_eval',
-      dispatch: { liveDispatchEnabled: false, routing: NO_ROUTING, completionCallbackToken: token, dispatchTimeoutSec: 30, maxWaitAfterIdleSec: 60 },
-      // The paper reads and the draft-next dry run never reach Temporal.
-      runs: { startRun: noTemporal, deliverCallback: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
-      papers: {
-        settings: { stateDir, projectRoot, writer: { provider: 'deterministic', hosted: null, fallback: true }, evidenceSync: null },
-        launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal },
-      },
-      metrics: new ServiceMetrics(),
-      core: { mode: 'shadow', enforceEnabled: false },
-      legacyNotesApiEnabled: false,
-    },
-    logger,
-  );
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  console.log(`listening ${typeof address === 'object' && address ? address.port : 0}`);
+  await startBenchApp(store, token, { stateDir, projectRoot });
 } else {
   // The routes' defaults (api/papers.ts PapersQuery and ReviewsQuery): page 1, 50 a page, no filters.
   const server = createHttpServer(async (request, response) => {
@@ -69,8 +38,5 @@ if (mode === 'fastify') {
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify(body));
   });
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    console.log(`listening ${typeof address === 'object' && address ? address.port : 0}`);
-  });
+  server.listen(0, '127.0.0.1', () => announce(server));
 }

@@ -5,14 +5,9 @@
  *   read-models-server.ts <fastify|bare> <database url> <token>
  */
 import { createServer as createHttpServer } from 'node:http';
-import pino from 'pino';
-import { createServer } from '../api/create-server.ts';
 import { v1Page } from '../api/v1-paging.ts';
-import { createLogger } from '../bin/runtime/logger.ts';
-import { SECRET_FIELDS } from '../config/schema.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { decodeCursor } from '../http/cursor.ts';
-import { ServiceMetrics } from '../http/metrics.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import { readLanes } from '../services/lanes.ts';
 import { readOverview } from '../services/overview.ts';
@@ -21,6 +16,7 @@ import { PAPER_ORDERS, walkPapers } from '../store/paper-reads.ts';
 import { createPgStore } from '../store/pg-store.ts';
 import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
 import { RUN_ORDERS, walkRuns } from '../store/run-reads.ts';
+import { announce, startBenchApp } from './bench-app.ts';
 
 const [mode, databaseUrl, token] = process.argv.slice(2) as ['fastify' | 'bare', string, string];
 const store = createPgStore({ connectionString: databaseUrl });
@@ -40,32 +36,8 @@ const BENCH_DISPATCH: DispatchSettings = {
   maxWaitAfterIdleSec: 60,
 };
 
-const noTemporal = () => Promise.reject(new Error('the benchmark server has no Temporal connection'));
-
 if (mode === 'fastify') {
-  const logger = createLogger({ level: 'info', secretConfigFields: SECRET_FIELDS, destination: pino.destination('/dev/null') });
-  const app = await createServer(
-    {
-      store,
-      controlApiToken: token,
-      sessionCookieSecure: false,
-      dbPath: store.location,
-      defaultWorkloadClass: 'inference_eval',
-      dispatch: BENCH_DISPATCH,
-      runs: { startRun: noTemporal, deliverCallback: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
-      papers: {
-        settings: { stateDir: '/nonexistent', projectRoot: '/nonexistent', writer: { provider: 'deterministic', hosted: null, fallback: true }, evidenceSync: null },
-        launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal },
-      },
-      metrics: new ServiceMetrics(),
-      core: { mode: 'shadow', enforceEnabled: false },
-      legacyNotesApiEnabled: false,
-    },
-    logger,
-  );
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  console.log(`listening ${typeof address === 'object' && address ? address.port : 0}`);
+  await startBenchApp(store, token, { dispatch: BENCH_DISPATCH });
 } else {
   const reads = store.reads;
   /** The route's defaults: the first sort, 50 a page, no filters; the cursor decoded as the route does. */
@@ -105,8 +77,5 @@ if (mode === 'fastify') {
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify(body));
   });
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    console.log(`listening ${typeof address === 'object' && address ? address.port : 0}`);
-  });
+  server.listen(0, '127.0.0.1', () => announce(server));
 }

@@ -1,0 +1,55 @@
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import pino from 'pino';
+import { createServer } from '../api/create-server.ts';
+import { createLogger } from '../bin/runtime/logger.ts';
+import { SECRET_FIELDS } from '../config/schema.ts';
+import { ServiceMetrics } from '../http/metrics.ts';
+import { NO_ROUTING, type DispatchSettings } from '../services/dispatch-settings.ts';
+import type { Store } from '../store/store.ts';
+
+/** Prints the `listening <port>` line bench/support.ts startBenchServer waits for. */
+export function announce(server: Server): void {
+  const address = server.address();
+  console.log(`listening ${typeof address === 'object' && address ? address.port : 0}`);
+}
+
+const noTemporal = () => Promise.reject(new Error('the benchmark server has no Temporal connection'));
+
+/**
+ * The real app on a loopback port, for the app side of an HTTP bench: the production logger at its default level
+ * writing where nothing reads it, and no Temporal connection (the reads benched never reach it).
+ */
+export async function startBenchApp(
+  store: Store,
+  token: string,
+  options: { dispatch?: DispatchSettings; stateDir?: string; projectRoot?: string } = {},
+): Promise<void> {
+  const logger = createLogger({ level: 'info', secretConfigFields: SECRET_FIELDS, destination: pino.destination('/dev/null') });
+  const app = await createServer(
+    {
+      store,
+      controlApiToken: token,
+      sessionCookieSecure: false,
+      dbPath: store.location,
+      defaultWorkloadClass: 'inference_eval',
+      dispatch: options.dispatch ?? { liveDispatchEnabled: false, routing: NO_ROUTING, completionCallbackToken: token, dispatchTimeoutSec: 30, maxWaitAfterIdleSec: 60 },
+      runs: { startRun: noTemporal, deliverCallback: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
+      papers: {
+        settings: {
+          stateDir: options.stateDir ?? tmpdir(),
+          projectRoot: options.projectRoot ?? tmpdir(),
+          writer: { provider: 'deterministic', hosted: null, fallback: true },
+          evidenceSync: null,
+        },
+        launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal },
+      },
+      metrics: new ServiceMetrics(),
+      core: { mode: 'shadow', enforceEnabled: false },
+      legacyNotesApiEnabled: false,
+    },
+    logger,
+  );
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  announce(app.server);
+}
