@@ -47,7 +47,7 @@ const SnapshotBody = z.strictObject({
   captured_at: z.iso.datetime({ offset: true }).optional(),
 });
 
-const HealthAnswer = openObject({ ok: z.boolean(), service: z.string(), mode: z.enum(CORE_MODES), db_path: z.string(), timestamp: z.string() });
+const HealthAnswer = openObject({ ok: z.boolean(), service: z.string(), mode: z.enum(CORE_MODES), db_path: z.string(), timestamp: z.string(), error: z.string().optional() });
 const IngestAnswer = openObject({
   ok: z.boolean(),
   mode: z.enum(CORE_MODES),
@@ -92,8 +92,11 @@ export async function coreRoutes(instance: FastifyInstance, deps: AppDeps): Prom
 
   app.get(
     '/svc-core/health',
-    { config, schema: { tags, summary: 'Core health: its mode and store', response: { 200: HealthAnswer, ...errorResponses(401, 503) } } },
-    async () => core.health(deps.dbPath),
+    { config, schema: { tags, summary: 'Core health: its mode and store; 503 with ok false when the store does not answer', response: { 200: HealthAnswer, 503: HealthAnswer, ...errorResponses(401) } } },
+    async (_request, reply) => {
+      const health = await core.health(deps.dbPath);
+      return reply.code(health.ok ? 200 : 503).send(health);
+    },
   );
 
   app.post(

@@ -146,9 +146,15 @@ export function createCore(store: Store, settings: CoreSettings) {
       };
     },
 
+    /** ok is false, with the reason, when the store does not answer. */
     async health(dbPath: string) {
-      await store.ping();
-      return { ok: true as const, service: CORE_SERVICE_NAME, mode: settings.mode, db_path: dbPath, timestamp: new Date().toISOString() };
+      const answer = { service: CORE_SERVICE_NAME, mode: settings.mode, db_path: dbPath, timestamp: new Date().toISOString() };
+      try {
+        await store.ping();
+        return { ok: true, ...answer };
+      } catch (error) {
+        return { ok: false, ...answer, error: `the store does not answer: ${error instanceof Error ? error.message : String(error)}` };
+      }
     },
   };
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPgStore } from '../store/pg-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem, type QueueItemInsert } from '../store/queue-items.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
@@ -68,6 +69,19 @@ describe('/svc-core', () => {
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ ok: true, service: 'svc-core', mode: 'shadow', db_path: t.store.location });
     expect((await t.app.inject({ method: 'GET', url: '/svc-core/health' })).statusCode).toBe(401);
+  });
+
+  it('answers health 503 with ok false when its store does not answer', async () => {
+    const unreachable = createPgStore({ connectionString: 'postgres://postgres@127.0.0.1:1/test' });
+    const down = await startTestApp({ store: unreachable });
+    try {
+      const response = await get(down, '/svc-core/health');
+      expect(response.statusCode).toBe(503);
+      expect(response.json()).toMatchObject({ ok: false, service: 'svc-core', error: expect.stringMatching(/store does not answer/) });
+    } finally {
+      await down.close();
+      await unreachable.close();
+    }
   });
 
   it('records nothing in off mode, records only in shadow, and warns in compare, leaving the live queue alone', async () => {
