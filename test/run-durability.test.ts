@@ -231,7 +231,8 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
     const rig = await startRig('cp-after-dispatch');
     await withReport(rig, async (setRunId) => {
       const projectId = 'durable-after-dispatch';
-      await seedItem(rig, projectId, { scenario: 'slow', work_sec: 8 });
+      // Long enough that the agent is still at work when the gate's first delivery fails, even on a loaded machine.
+      await seedItem(rig, projectId, { scenario: 'slow', work_sec: 15 });
       const runId = await liveDispatch(rig, projectId);
       setRunId(runId);
       await rig.cp.kill('SIGKILL');
