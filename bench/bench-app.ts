@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import pino from 'pino';
 import { createServer } from '../api/create-server.ts';
@@ -52,4 +52,17 @@ export async function startBenchApp(
   );
   await app.listen({ host: '127.0.0.1', port: 0 });
   announce(app.server);
+}
+
+/**
+ * The bare side of an HTTP bench: `answer` gives the JSON body for a request's URL, or undefined for 404. No
+ * validation, authentication or framework: what is left is the read itself.
+ */
+export function startBareServer(answer: (url: URL) => Promise<unknown>): void {
+  const server = createHttpServer(async (request, response) => {
+    const body = await answer(new URL(request.url ?? '/', 'http://bench'));
+    response.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' });
+    response.end(body === undefined ? '{"error":"not found"}' : JSON.stringify(body));
+  });
+  server.listen(0, '127.0.0.1', () => announce(server));
 }

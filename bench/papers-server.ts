@@ -4,10 +4,9 @@
  * when ready.
  *   papers-server.ts <fastify|bare> <database url> <token> <state dir> <project root>
  */
-import { createServer as createHttpServer } from 'node:http';
 import { pageOf } from '../http/validation.ts';
 import { createPgStore } from '../store/pg-store.ts';
-import { announce, startBenchApp } from './bench-app.ts';
+import { startBareServer, startBenchApp } from './bench-app.ts';
 import { listPapers } from '../store/papers.ts';
 
 const [mode, databaseUrl, token, stateDir, projectRoot] = process.argv.slice(2) as ['fastify' | 'bare', string, string, string, string];
@@ -17,26 +16,19 @@ if (mode === 'fastify') {
   await startBenchApp(store, token, { stateDir, projectRoot });
 } else {
   // The routes' defaults (api/papers.ts PapersQuery and ReviewsQuery): page 1, 50 a page, no filters.
-  const server = createHttpServer(async (request, response) => {
-    const url = new URL(request.url ?? '/', 'http://bench');
+  startBareServer(async (url) => {
     const page = Number(url.searchParams.get('page') ?? 1);
     const pageSize = Number(url.searchParams.get('page_size') ?? 50);
-    let body: unknown;
     if (url.pathname === '/control/api/paper-reviews' || url.pathname === '/control/api/publication-automation') {
       const query = { page, page_size: pageSize, search: undefined, review_status: undefined, paper_status: undefined, sort: url.searchParams.get('sort') ?? '-rank_score' };
       const { items, total } = await listPapers(store, query);
-      body = pageOf(items, total, query);
-    } else if (url.pathname === '/control/api/papers') {
+      return pageOf(items, total, query);
+    }
+    if (url.pathname === '/control/api/papers') {
       const query = { page, page_size: pageSize, search: undefined, sort: url.searchParams.get('sort') ?? '-updated_at' };
       const { items, total } = await listPapers(store, { ...query, paper_status: undefined });
-      body = pageOf(items, total, query);
-    } else {
-      response.writeHead(404, { 'content-type': 'application/json' });
-      response.end('{"error":"not found"}');
-      return;
+      return pageOf(items, total, query);
     }
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify(body));
+    return undefined;
   });
-  server.listen(0, '127.0.0.1', () => announce(server));
 }

@@ -4,7 +4,6 @@
  * authentication or Fastify. Prints `listening <port>` when ready.
  *   read-models-server.ts <fastify|bare> <database url> <token>
  */
-import { createServer as createHttpServer } from 'node:http';
 import { v1Page } from '../api/v1-paging.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { decodeCursor } from '../http/cursor.ts';
@@ -16,7 +15,7 @@ import { PAPER_ORDERS, walkPapers } from '../store/paper-reads.ts';
 import { createPgStore } from '../store/pg-store.ts';
 import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
 import { RUN_ORDERS, walkRuns } from '../store/run-reads.ts';
-import { announce, startBenchApp } from './bench-app.ts';
+import { startBareServer, startBenchApp } from './bench-app.ts';
 
 const [mode, databaseUrl, token] = process.argv.slice(2) as ['fastify' | 'bare', string, string];
 const store = createPgStore({ connectionString: databaseUrl });
@@ -50,32 +49,20 @@ if (mode === 'fastify') {
     const walk = walkOf(url, orders);
     return v1Page(await read(walk), walk.order, walk.limit);
   };
-  const server = createHttpServer(async (request, response) => {
-    const url = new URL(request.url ?? '/', 'http://bench');
-    let body: unknown;
+  startBareServer(async (url) => {
     switch (url.pathname) {
       case '/control/api/v1/overview':
-        body = await readOverview(reads, { active_limit: 10, event_limit: 20 });
-        break;
+        return readOverview(reads, { active_limit: 10, event_limit: 20 });
       case '/control/api/v1/lanes':
-        body = await readLanes(reads, BENCH_DISPATCH);
-        break;
+        return readLanes(reads, BENCH_DISPATCH);
       case '/control/api/v1/queue':
-        body = await page(url, QUEUE_ORDERS, (walk) => walkQueueItems(reads, { group: 'all', ...walk }));
-        break;
+        return page(url, QUEUE_ORDERS, (walk) => walkQueueItems(reads, { group: 'all', ...walk }));
       case '/control/api/v1/runs':
-        body = await page(url, RUN_ORDERS, (walk) => walkRuns(reads, walk));
-        break;
+        return page(url, RUN_ORDERS, (walk) => walkRuns(reads, walk));
       case '/control/api/v1/papers':
-        body = await page(url, PAPER_ORDERS, (walk) => walkPapers(reads, walk));
-        break;
+        return page(url, PAPER_ORDERS, (walk) => walkPapers(reads, walk));
       default:
-        response.writeHead(404, { 'content-type': 'application/json' });
-        response.end('{"error":"not found"}');
-        return;
+        return undefined;
     }
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify(body));
   });
-  server.listen(0, '127.0.0.1', () => announce(server));
 }

@@ -1,23 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { automatedChecklistPassed, claimedNumbers, judgeDraft, type ChecklistJudgement } from '../domain/paper-checklist.ts';
+import { draftEvidence } from './support/draft-evidence.ts';
 import { DRAFT_SECTIONS, deterministicDraft, resultValues, type DraftEvidence } from '../domain/paper-draft.ts';
 import { CHECKLIST_ITEM_IDS, HUMAN_CHECKLIST_ITEM_IDS } from '../domain/paper-status.ts';
 
-const evidence = (overrides: Partial<DraftEvidence> = {}): DraftEvidence => ({
-  project_id: 'sparse-attention',
-  project_name: 'Sparse attention on a home GPU',
-  run_id: 'sparse-attention-20261122T100000Z',
-  finished_at: '2026-11-22T10:20:00Z',
-  decision: 'finalize_positive',
-  decision_summary: 'Sparse attention kept accuracy at 0.912 while halving memory.',
-  run_notes: '# Notes\nTried block sizes 32 and 64.\n\nBlock 64 won.',
-  results: [
-    { path: 'results/main/metrics.json', data: { accuracy: 0.912, memory_mib: 3120, runs: [{ loss: 0.31 }, { loss: 0.29 }] } },
-    { path: 'results/baseline.json', data: { accuracy: 0.915, memory_mib: 6240, note: 'dense' } },
-  ],
-  ...overrides,
-});
+const evidence = draftEvidence;
 
 const byItem = (judgements: ChecklistJudgement[]) => Object.fromEntries(judgements.map((j) => [j.item_id, j]));
 
