@@ -7,7 +7,7 @@ import type { AppDeps } from './deps.ts';
 import { registerErrorHandling } from '../http/errors.ts';
 import { controlPlaneErrorAnswers } from './error-answers.ts';
 import { securityHeaders } from '../http/security-headers.ts';
-import { refuseNulCharacters, useZodTypeProvider } from '../http/validation.ts';
+import { refuseUnstorableText, useZodTypeProvider } from '../http/validation.ts';
 import { allowedHosts } from '../http/allowed-hosts.ts';
 import { registerRateLimits } from '../http/rate-limit.ts';
 import { recordRequestDurations, type ServiceMetrics } from '../http/metrics.ts';
@@ -49,7 +49,7 @@ export interface HttpAppOptions {
 export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Promise<void> {
   const { controlPlane, workerGate } = options;
   useZodTypeProvider(app);
-  refuseNulCharacters(app);
+  refuseUnstorableText(app);
   // Command bodies are JSON only; anything else is 415 rather than a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
   registerErrorHandling(app, controlPlaneErrorAnswers);

@@ -16,6 +16,7 @@ import { preflightRoutes } from './preflight.ts';
 import { projectRoutes } from './projects.ts';
 import { queueRoutes } from './queues.ts';
 import { researchRoutes } from './research.ts';
+import { researchProviderRoutes } from './research-provider.ts';
 import { runRoutes } from './runs.ts';
 import { sessionRoutes } from './session.ts';
 import { statusRoutes } from './status.ts';
@@ -43,6 +44,7 @@ export async function controlPlaneRoutes(app: FastifyInstance, options: ControlP
   await app.register(eventRoutes, deps);
   await app.register(sessionRoutes, deps);
   await app.register(researchRoutes, deps);
+  await app.register(researchProviderRoutes, deps);
   await app.register(queueRoutes, deps);
   await app.register(statusRoutes, deps);
   await app.register(operatorRoutes, deps);

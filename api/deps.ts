@@ -3,6 +3,7 @@ import type { CoreSettings } from '../services/core.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { PaperLauncher } from '../services/paper-launcher.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
+import type { ProviderBatchSettings } from '../services/provider-batch.ts';
 import type { RunLauncher } from '../services/run-launcher.ts';
 import type { Store } from '../store/store.ts';
 import type { ServiceMetrics } from '../http/metrics.ts';
@@ -36,6 +37,8 @@ export interface AppDeps {
   papers: { settings: PaperSettings; launcher: PaperLauncher };
   /** Core (/svc-core): core_mode and core_enforce_enabled. */
   core: CoreSettings;
+  /** The research provider (research_provider_* and RESEARCH_PROVIDER_API_KEY) and its budget limits. */
+  researchProvider: ProviderBatchSettings;
   /** legacy_notes_api_enabled: serve GET /control/api/intake/legacy-notes. */
   legacyNotesApiEnabled: boolean;
   /** This process's Prometheus registry (GET /metrics); the callback and dispatch routes count their outcomes in it. */

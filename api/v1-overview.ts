@@ -96,7 +96,7 @@ export async function v1OverviewRoutes(instance: FastifyInstance, deps: AppDeps)
     },
     async (request) =>
       readAutomationReadiness(
-        { store: deps.store, settings: deps.dispatch, ...(deps.temporalHealth ? { temporalHealth: deps.temporalHealth } : {}) },
+        { store: deps.store, settings: deps.dispatch, researchProvider: deps.researchProvider, ...(deps.temporalHealth ? { temporalHealth: deps.temporalHealth } : {}) },
         request.query,
       ),
   );

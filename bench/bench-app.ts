@@ -6,6 +6,7 @@ import { createLogger } from '../bin/runtime/logger.ts';
 import { SECRET_FIELDS } from '../config/schema.ts';
 import { ServiceMetrics } from '../http/metrics.ts';
 import { NO_ROUTING, type DispatchSettings } from '../services/dispatch-settings.ts';
+import type { ProviderBatchSettings } from '../services/provider-batch.ts';
 import type { Store } from '../store/store.ts';
 
 /** Prints the `listening <port>` line bench/support.ts startBenchServer waits for. */
@@ -23,7 +24,7 @@ const noTemporal = () => Promise.reject(new Error('the benchmark server has no T
 export async function startBenchApp(
   store: Store,
   token: string,
-  options: { dispatch?: DispatchSettings; stateDir?: string; projectRoot?: string } = {},
+  options: { dispatch?: DispatchSettings; stateDir?: string; projectRoot?: string; researchProvider?: ProviderBatchSettings } = {},
 ): Promise<void> {
   const logger = createLogger({ level: 'info', secretConfigFields: SECRET_FIELDS, destination: pino.destination('/dev/null') });
   const app = await createServer(
@@ -47,6 +48,7 @@ export async function startBenchApp(
       metrics: new ServiceMetrics(),
       core: { mode: 'shadow', enforceEnabled: false },
       legacyNotesApiEnabled: false,
+      researchProvider: options.researchProvider ?? { provider: null, missing: ['research_provider_base_url'], limits: { minRemainingCredits: 5, requestReserve: 10 } },
     },
     logger,
   );

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ABSTRACT_CHARS, TITLE_CHARS } from '../domain/paper-checklist.ts';
+import { endpointOf, excerpt, failureCode, parseJson, readCapped, redactor, unfenced, VALID_HEADER_VALUE } from './outbound-http.ts';
 import { DRAFT_SECTIONS, formatNumber, resultValues, type Draft, type DraftEvidence } from '../domain/paper-draft.ts';
 
 /**
@@ -95,10 +96,6 @@ const completionSchema = z.object({
 const nonEmpty = (schema: z.ZodString) => schema.refine((text) => text.trim() !== '', 'must not be empty');
 const draftSchema = z.object({ title: nonEmpty(z.string().max(MAX_TITLE_CHARS)), abstract: nonEmpty(z.string()), markdown: nonEmpty(z.string()) });
 
-/** Some models fence their JSON even when asked for a bare object. */
-const FENCED = /^\s*```[A-Za-z]*[ \t]*\r?\n([\s\S]*?)\r?\n[ \t]*```\s*$/;
-const unfenced = (content: string) => FENCED.exec(content)?.[1] ?? content;
-
 /** Everything the module says about a call, with the api key taken out. */
 interface CallContext {
   /** Origin and path only: a query string or user info in base_url stays out of messages. */
@@ -106,22 +103,9 @@ interface CallContext {
   redact: (text: string) => string;
 }
 
-const redactor = (apiKey: string) => (text: string) => (apiKey ? text.split(apiKey).join('[redacted]') : text);
-
-function excerpt(text: string, call: CallContext): string {
-  const flat = call.redact(text).replace(/\s+/g, ' ').trim();
-  return flat.length > MAX_EXCERPT_CHARS ? `${flat.slice(0, MAX_EXCERPT_CHARS - 1)}…` : flat;
-}
+const excerptOf = (text: string, call: CallContext) => excerpt(text, call.redact, MAX_EXCERPT_CHARS);
 
 const malformed = (call: CallContext, message: string) => new HostedWriterError('malformed_output', call.redact(message));
-
-function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
-  try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch {
-    return { ok: false };
-  }
-}
 
 const issuesOf = (error: z.ZodError) =>
   error.issues
@@ -131,15 +115,15 @@ const issuesOf = (error: z.ZodError) =>
 
 function draftOf(body: string, settings: HostedWriterSettings, call: CallContext): Draft {
   const parsed = parseJson(body);
-  if (!parsed.ok) throw malformed(call, `the writer's answer was not JSON: ${excerpt(body, call)}`);
+  if (!parsed.ok) throw malformed(call, `the writer's answer was not JSON: ${excerptOf(body, call)}`);
   const completion = completionSchema.safeParse(parsed.value);
-  if (!completion.success) throw malformed(call, `the writer's answer had no choices[0].message.content: ${excerpt(body, call)}`);
+  if (!completion.success) throw malformed(call, `the writer's answer had no choices[0].message.content: ${excerptOf(body, call)}`);
   const choice = completion.data.choices[0]!;
   // A cut-off answer is the usual cause of unparseable content, and the fix is in the settings, so say so.
   const cutOff = choice.finish_reason === 'length' ? `; the writer stopped at max_tokens (${settings.max_tokens})` : '';
   const content = parseJson(unfenced(choice.message.content));
   if (!content.ok) {
-    throw malformed(call, `the content was not a JSON object with title, abstract and markdown (not JSON${cutOff}): ${excerpt(choice.message.content, call)}`);
+    throw malformed(call, `the content was not a JSON object with title, abstract and markdown (not JSON${cutOff}): ${excerptOf(choice.message.content, call)}`);
   }
   const draft = draftSchema.safeParse(content.value);
   if (!draft.success) throw malformed(call, `the content was not a JSON object with title, abstract and markdown (${issuesOf(draft.error)}${cutOff})`);
@@ -150,62 +134,19 @@ function draftOf(body: string, settings: HostedWriterSettings, call: CallContext
 // ---------------------------------------------------------------------------------------------------------------
 // The call
 
-/** The body as text, or null when it is larger than `maxBytes`. */
-async function readCapped(response: Response, maxBytes: number): Promise<string | null> {
-  if (Number(response.headers.get('content-length')) > maxBytes) {
-    response.body?.cancel().catch(() => {});
-    return null;
-  }
-  if (!response.body) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return Buffer.concat(chunks).toString('utf8');
-    size += value.byteLength;
-    if (size > maxBytes) {
-      reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-}
-
 function statusFailure(response: Response, body: string | null, call: CallContext): HostedWriterError {
   const status = response.status;
-  const detail = body ? `: ${excerpt(body, call)}` : '';
+  const detail = body ? `: ${excerptOf(body, call)}` : '';
   const said = `the writer at ${call.endpoint} answered ${status}`;
   if (status === 429) {
     const retryAfter = response.headers.get('retry-after');
-    return new HostedWriterError('rate_limited', call.redact(`${said}${retryAfter ? ` (retry after ${excerpt(retryAfter, call)})` : ''}${detail}`), status);
+    return new HostedWriterError('rate_limited', call.redact(`${said}${retryAfter ? ` (retry after ${excerptOf(retryAfter, call)})` : ''}${detail}`), status);
   }
   if (status >= 500) return new HostedWriterError('server_error', call.redact(`${said}${detail}`), status);
   // Redirects are not followed (see post), so a moved endpoint is reported rather than chased.
   const moved = status >= 300 && status < 400 ? '; redirects are not followed, set base_url to where it points' : '';
   return new HostedWriterError('http_error', call.redact(`${said}${moved}${detail}`), status);
 }
-
-/** Names a transport failure by its code (ECONNREFUSED, ENOTFOUND): the messages underneath may quote the URL. */
-function failureCode(error: unknown): string {
-  const cause = (error as { cause?: { code?: unknown; name?: unknown } } | null)?.cause;
-  if (typeof cause?.code === 'string') return cause.code;
-  if (typeof cause?.name === 'string') return cause.name;
-  return error instanceof Error ? error.name : 'unknown error';
-}
-
-/** Where the request goes, or null when base_url is not an http(s) URL. */
-function endpointOf(baseUrl: string): URL | null {
-  try {
-    const url = new URL(`${baseUrl.replace(/\/+$/, '')}/chat/completions`);
-    return url.protocol === 'http:' || url.protocol === 'https:' ? url : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Header values are visible ASCII; anything else would make fetch throw an error that quotes the key. */
-const VALID_KEY = /^[\x21-\x7e]*$/;
 
 function post(url: URL, settings: HostedWriterSettings, evidence: DraftEvidence, signal: AbortSignal): Promise<Response> {
   return fetch(url, {
@@ -230,10 +171,10 @@ function post(url: URL, settings: HostedWriterSettings, evidence: DraftEvidence,
 
 /** One chat/completions call; resolves to a Draft or throws HostedWriterError. */
 export async function writeHostedDraft(settings: HostedWriterSettings, evidence: DraftEvidence, options: { signal?: AbortSignal } = {}): Promise<Draft> {
-  const url = endpointOf(settings.base_url);
+  const url = endpointOf(settings.base_url, 'chat/completions');
   const redact = redactor(settings.api_key);
   if (!url) throw new HostedWriterError('unreachable', "the writer's base_url is not an http(s) URL");
-  if (!VALID_KEY.test(settings.api_key)) throw new HostedWriterError('http_error', "the writer's api key holds characters an HTTP header cannot carry");
+  if (!VALID_HEADER_VALUE.test(settings.api_key)) throw new HostedWriterError('http_error', "the writer's api key holds characters an HTTP header cannot carry");
   const call: CallContext = { endpoint: redact(`${url.origin}${url.pathname}`), redact };
   const timeout = AbortSignal.timeout(settings.timeout_ms);
   const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;

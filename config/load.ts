@@ -9,7 +9,6 @@ import {
   DEPRECATED_ALIASES,
   ENV_ONLY_FIELDS,
   ENV_OVERRIDES,
-  NOT_IMPLEMENTED_ENV_ONLY,
   NOT_IMPLEMENTED_FIELDS,
   PLACEHOLDER_REASON,
   isPlaceholder,
@@ -239,7 +238,7 @@ export function operationalTracePath(config: Pick<Config, 'operational_trace_log
  * One warning per field whose feature is not built yet and whose value (from the file or the environment) differs
  * from its default: a default changes nothing, but any other value would be silently ignored.
  */
-function notImplementedWarnings(config: Config, env: ConfigEnv): string[] {
+function notImplementedWarnings(config: Config): string[] {
   const warnings: string[] = [];
   for (const field of NOT_IMPLEMENTED_FIELDS) {
     const unset = ConfigFieldsSchema.shape[field].safeParse(undefined);
@@ -247,16 +246,11 @@ function notImplementedWarnings(config: Config, env: ConfigEnv): string[] {
       warnings.push(`${field}: not implemented yet; the value set has no effect (README "Configuration reference")`);
     }
   }
-  for (const [variable, field] of Object.entries(ENV_ONLY_FIELDS)) {
-    if (NOT_IMPLEMENTED_ENV_ONLY.has(variable) && env[variable]) {
-      warnings.push(`${field}: not implemented yet; environment variable ${variable} has no effect`);
-    }
-  }
   return warnings;
 }
 
 function collectWarnings(config: Config, configPath: string, env: ConfigEnv): string[] {
-  const warnings: string[] = notImplementedWarnings(config, env);
+  const warnings: string[] = notImplementedWarnings(config);
   const exposure = exposureWarning(configPath);
   if (exposure) warnings.push(exposure);
   if (config.roles.includes('worker_gate') && !existsSync(config.dispatch_script_path)) {

@@ -25,9 +25,6 @@ export const ENV_OVERRIDES = {
   PAPER_WRITER_API_KEY: 'paper_writer_api_key',
 } as const;
 
-/** Environment-only fields whose feature is not built yet (like `notImplemented` in a field's doc()). */
-export const NOT_IMPLEMENTED_ENV_ONLY: ReadonlySet<string> = new Set(['RESEARCH_PROVIDER_API_KEY']);
-
 /** Environment variable → normalized config field that only the environment can set. */
 export const ENV_ONLY_FIELDS = {
   RESEARCH_PROVIDER_API_KEY: 'research_provider_api_key',
@@ -370,16 +367,21 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Serve the embedded Temporal dev server\'s web UI (on loopback, without authentication); false starts the dev server without it.',
   }),
   temporal_ui_port: doc(port(1).default(8233), { description: 'Port of the embedded Temporal dev server UI.' }),
-  research_provider_base_url: doc(optionalHttpUrl(), { description: 'Research provider base URL.', notImplemented: true }),
-  research_provider_model: doc(text().optional(), { description: 'Research provider model.', notImplemented: true }),
-  research_provider_quota_url: doc(optionalHttpUrl(), { description: 'Research provider quota endpoint.', notImplemented: true }),
+  research_provider_base_url: doc(optionalHttpUrl(), {
+    description: 'Base URL of the OpenAI-compatible research provider; generation posts to `${base_url}/chat/completions`.',
+  }),
+  research_provider_model: doc(text().optional(), { description: 'Model the research provider is asked for candidates.' }),
+  research_provider_quota_url: doc(optionalHttpUrl(), {
+    description: 'Quota endpoint read before every provider request; generation is refused while it cannot be read.',
+  }),
   research_provider_min_remaining_credits: doc(z.number().min(0).default(5), {
     description: 'Do not call the provider when fewer credits remain.',
-    notImplemented: true,
   }),
   research_provider_request_reserve: doc(z.number().min(0).default(10), {
-    description: 'Credits held back for in-flight requests.',
-    notImplemented: true,
+    description: "Requests of the provider's rolling window that generation never spends.",
+  }),
+  research_provider_timeout_sec: doc(z.number().positive().default(60), {
+    description: 'Time limit of one quota read or generation request.',
   }),
 });
 

@@ -74,10 +74,12 @@ export type GateCallbackPayload = z.infer<typeof GateCallbackPayloadSchema>;
 export const CALLBACK_OBJECT_MAX_BYTES = 16 * 1024;
 export const CALLBACK_OBJECT_MAX_DEPTH = 8;
 
-function jsonDepth(value: unknown): number {
-  if (value === null || typeof value !== 'object') return 0;
+/** True when objects and arrays nest more than `limit` levels; looks no deeper than that, so any depth is safe. */
+function nestsDeeperThan(value: unknown, limit: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (limit === 0) return true;
   const children = Array.isArray(value) ? value : Object.values(value);
-  return 1 + children.reduce<number>((deepest, child) => Math.max(deepest, jsonDepth(child)), 0);
+  return children.some((child) => nestsDeeperThan(child, limit - 1));
 }
 
 /**
@@ -86,7 +88,7 @@ function jsonDepth(value: unknown): number {
  */
 const boundedJsonObject = (what: string) =>
   z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
-    if (jsonDepth(value) > CALLBACK_OBJECT_MAX_DEPTH) {
+    if (nestsDeeperThan(value, CALLBACK_OBJECT_MAX_DEPTH)) {
       ctx.addIssue({ code: 'custom', message: `${what} nests deeper than ${CALLBACK_OBJECT_MAX_DEPTH} levels` });
     } else if (Buffer.byteLength(JSON.stringify(value)) > CALLBACK_OBJECT_MAX_BYTES) {
       ctx.addIssue({ code: 'custom', message: `${what} is larger than ${CALLBACK_OBJECT_MAX_BYTES} bytes as JSON` });

@@ -3,7 +3,7 @@
  * criterion in a fixed order, READY only when all pass, else BLOCKED naming the first that fails. Pure.
  */
 
-export const READINESS_CRITERIA = ['store', 'temporal', 'worker_freshness', 'pause_maintenance', 'conflicts', 'live_dispatch', 'attention_items'] as const;
+export const READINESS_CRITERIA = ['store', 'temporal', 'worker_freshness', 'pause_maintenance', 'conflicts', 'live_dispatch', 'attention_items', 'provider_budget'] as const;
 export type ReadinessCriterion = (typeof READINESS_CRITERIA)[number];
 
 export interface ReadinessInput {
@@ -19,6 +19,8 @@ export interface ReadinessInput {
   liveDispatchEnabled: boolean;
   /** Queue items waiting for a person (the attention lane's queue part). */
   attentionItems: number;
+  /** The research provider's budget; null when no provider is configured (generation stays off, nothing to judge). */
+  providerBudget: { ok: boolean; reason: string } | null;
 }
 
 export interface CriterionResult {
@@ -58,6 +60,9 @@ function judge(criterion: ReadinessCriterion, input: ReadinessInput): { ok: bool
       return input.attentionItems === 0
         ? { ok: true, detail: 'no queue item waits for a person' }
         : { ok: false, detail: `${input.attentionItems} queue item(s) wait for a person (blocked, needs_review, dispatch_error or flagged)` };
+    case 'provider_budget':
+      if (input.providerBudget === null) return { ok: true, detail: 'no research provider is configured; provider generation stays off' };
+      return input.providerBudget.ok ? { ok: true, detail: `provider budget ok: ${input.providerBudget.reason}` } : { ok: false, detail: input.providerBudget.reason };
   }
 }
 

@@ -32,9 +32,9 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   424: 'The evidence a paper needs is missing (detail.evidence_sync says what was tried and what is missing)',
   429: 'Too many requests from this client address; Retry-After says when to try again',
   501: 'Not available in this configuration (feature switched off, or a read-only store)',
-  502: 'A worker gate, agent or hosted paper writer failed',
+  502: 'A worker gate, agent, hosted paper writer or research provider failed',
   503: 'Not ready',
-  504: 'A worker gate or workflow did not answer in time',
+  504: 'A worker gate, research provider or workflow did not answer in time',
 };
 
 /** Response schemas for the error answers a route gives, each described for the OpenAPI document. */

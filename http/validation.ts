@@ -58,9 +58,18 @@ export class InvalidRequest extends Error {
 }
 
 const NUL = '\u0000';
-/** Bounds the answer to a body full of NULs, or holding one very deep down: at most this many entries and loc parts. */
-const MAX_NUL_PROBLEMS = 20;
-const MAX_NUL_LOC_PARTS = 1000;
+/** A UTF-16 surrogate without its pair (JSON may escape one, `"\ud800"`): no UTF-8 text, so Postgres refuses it too. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Why Postgres could not store this text, or null. */
+function unstorable(text: string): { msg: string; type: string } | null {
+  if (text.includes(NUL)) return { msg: 'must not contain the NUL character (U+0000)', type: 'nul_character' };
+  if (LONE_SURROGATE.test(text)) return { msg: 'must not contain an unpaired UTF-16 surrogate (not valid Unicode text)', type: 'unpaired_surrogate' };
+  return null;
+}
+/** Bounds the answer to a body full of unstorable text, or holding one very deep down: at most this many entries and loc parts. */
+const MAX_TEXT_PROBLEMS = 20;
+const MAX_TEXT_LOC_PARTS = 1000;
 
 /** A place in a request value, linked to its parent so that no path is built unless a problem is found there. */
 interface Place {
@@ -76,23 +85,24 @@ const locOf = (place: Place): (string | number)[] => {
 };
 
 /**
- * Where the request values hold the NUL character, in a string at any depth or in an object key, as `loc` paths
- * under their roots. Walks with its own stack: a parsed JSON body may nest deeper than the call stack goes.
+ * Where the request values hold text Postgres cannot store (the NUL character, an unpaired surrogate), in a string at
+ * any depth or in an object key, as `loc` paths under their roots. Walks with its own stack: a parsed JSON body may nest deeper than the call stack goes.
  */
-function nulLocations(roots: [LocRoot, unknown][]): ValidationProblem[] {
+function unstorableLocations(roots: [LocRoot, unknown][]): ValidationProblem[] {
   const problems: ValidationProblem[] = [];
   let locParts = 0;
-  const report = (place: Place, msg: string) => {
+  const report = (place: Place, problem: { msg: string; type: string }) => {
     const loc = locOf(place);
     locParts += loc.length;
-    problems.push({ loc, msg, type: 'nul_character' });
+    problems.push({ loc, ...problem });
   };
   const pending: Place[] = roots.map(([root, value]) => ({ value, key: root, parent: undefined })).reverse();
-  while (pending.length > 0 && problems.length < MAX_NUL_PROBLEMS && locParts < MAX_NUL_LOC_PARTS) {
+  while (pending.length > 0 && problems.length < MAX_TEXT_PROBLEMS && locParts < MAX_TEXT_LOC_PARTS) {
     const place = pending.pop()!;
     const current = place.value;
     if (typeof current === 'string') {
-      if (current.includes(NUL)) report(place, 'must not contain the NUL character (U+0000)');
+      const problem = unstorable(current);
+      if (problem) report(place, problem);
     } else if (Array.isArray(current)) {
       for (let index = current.length - 1; index >= 0; index -= 1) pending.push({ value: current[index], key: index, parent: place });
     } else if (typeof current === 'object' && current !== null) {
@@ -100,22 +110,23 @@ function nulLocations(roots: [LocRoot, unknown][]): ValidationProblem[] {
       for (let index = keys.length - 1; index >= 0; index -= 1) {
         const key = keys[index]!;
         const child: Place = { value: (current as Record<string, unknown>)[key], key, parent: place };
-        if (key.includes(NUL)) report(child, 'field name must not contain the NUL character (U+0000)');
+        const problem = unstorable(key);
+        if (problem) report(child, { ...problem, msg: `field name ${problem.msg}` });
         else pending.push(child);
       }
     }
   }
-  return problems.slice(0, MAX_NUL_PROBLEMS);
+  return problems.slice(0, MAX_TEXT_PROBLEMS);
 }
 
 /**
- * Refuses the NUL character in every text a request carries (query, path parameters, JSON body: strings at any depth
- * and object keys) with 422, on every route, before its schema runs: Postgres cannot store it in text or jsonb, and no
- * input of this service has a use for it (README "HTTP conventions").
+ * Refuses the NUL character and unpaired surrogates in every text a request carries (query, path parameters, JSON
+ * body: strings at any depth and object keys) with 422, on every route, before its schema runs: Postgres cannot
+ * store either in text or jsonb, and no input of this service has a use for them (README "HTTP conventions").
  */
-export function refuseNulCharacters(app: FastifyInstance): void {
+export function refuseUnstorableText(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
-    const problems = nulLocations([
+    const problems = unstorableLocations([
       ['path', request.params],
       ['query', request.query],
       ['body', request.body],

@@ -5,12 +5,15 @@ import { queueFactGroups } from '../store/overview-reads.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { statusSnapshot, type RefreshOptions } from './status.ts';
 import type { Store } from '../store/store.ts';
+import { providerBudget, type ProviderBatchSettings } from './provider-batch.ts';
 
 export interface ReadinessDeps {
   store: Store;
   settings: DispatchSettings;
   /** The Temporal connection's health; absent where the process has none (then Temporal is not ready). */
   temporalHealth?: () => Promise<{ ok: boolean; error?: string }>;
+  /** The research provider; its budget is judged when one is configured. */
+  researchProvider: ProviderBatchSettings;
 }
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
@@ -39,11 +42,15 @@ export async function readAutomationReadiness(deps: ReadinessDeps, query: Refres
     storeError = errorText(error);
   }
   if (storeError !== null) {
-    const blank = { temporal, workerProblems: [], queuePaused: false, maintenanceMode: false, criticalConflicts: [], liveDispatchEnabled: false, attentionItems: 0 };
+    const blank = { temporal, workerProblems: [], queuePaused: false, maintenanceMode: false, criticalConflicts: [], liveDispatchEnabled: false, attentionItems: 0, providerBudget: null };
     return { ...assessReadiness({ storeError, ...blank }), checked_at: checkedAt };
   }
 
-  const [snapshot, groups] = await Promise.all([statusSnapshot(deps, query), queueFactGroups(deps.store)]);
+  const [snapshot, groups, budget] = await Promise.all([
+    statusSnapshot(deps, query),
+    queueFactGroups(deps.store),
+    deps.researchProvider.provider ? providerBudget({ store: deps.store, settings: deps.researchProvider }) : null,
+  ]);
   const workerProblems: string[] = deps.settings.routing.targets.size === 0 ? ['no worker target is configured (set worker_wake_gate_url or worker_targets)'] : [];
   for (const entry of snapshot.source_freshness.filter((source) => source.source.startsWith('worker:'))) {
     const name = entry.source.slice('worker:'.length);
@@ -61,6 +68,7 @@ export async function readAutomationReadiness(deps: ReadinessDeps, query: Refres
     criticalConflicts: snapshot.conflicts.filter((finding) => finding.severity === 'critical').map((finding) => finding.message),
     liveDispatchEnabled: snapshot.live_dispatch_enabled,
     attentionItems,
+    providerBudget: budget,
   });
   return { ...readiness, checked_at: checkedAt };
 }

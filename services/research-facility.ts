@@ -207,6 +207,12 @@ export function createResearchFacility(store: Store, options: ResearchFacilityOp
     });
   }
 
+  /** Plans proposals whose source references are known to be stored, and records them, in the caller's transaction. */
+  async function planAndRecord(tx: Queryable, batch: { batchId: string; proposals: CandidateProposal[]; sources: SourceInput[]; actor: string }): Promise<BatchResult> {
+    const planned = await plan(tx, batch.proposals, options.minAdmissionScore);
+    return recordBatch(tx, batch.batchId, planned, batch.sources, batch.actor);
+  }
+
   return {
     async importCandidates(request: ImportRequest): Promise<BatchResult> {
       const batchId = request.batch_id ?? newId('batch');
@@ -218,10 +224,11 @@ export function createResearchFacility(store: Store, options: ResearchFacilityOp
       const { dry_run: _dryRun, idempotency_key: key, ...payload } = request;
       return live('research.import-candidates', key, payload, async (tx) => {
         await checkSourceReferences(tx, request);
-        const planned = await plan(tx, proposals, options.minAdmissionScore);
-        return recordBatch(tx, batchId, planned, request.sources, request.requested_by);
+        return planAndRecord(tx, { batchId, proposals, sources: request.sources, actor: request.requested_by });
       });
     },
+
+    planAndRecord,
 
     async generateSmokeBatch(request: SmokeBatchRequest): Promise<BatchResult & { starter_sources: boolean; sources_used: string[] }> {
       const build = async (q: Queryable) => {

@@ -149,6 +149,20 @@ describe('the NUL character in a request', () => {
     expect(top.json().detail).toEqual([{ loc: ['body'], msg: 'must not contain the NUL character (U+0000)', type: 'nul_character' }]);
   });
 
+  it('refuses an unpaired surrogate the same way (Postgres cannot store it), and keeps a paired one', async () => {
+    const headers = { ...t.auth, 'content-type': 'application/json' };
+    const lone = await t.app.inject({ method: 'POST', url: '/control/pause', headers, payload: '{"reason":"\\ud800","paused_by":"fuzz"}' });
+    expect(lone.statusCode).toBe(422);
+    expect(lone.json().detail).toEqual([
+      { loc: ['body', 'reason'], msg: 'must not contain an unpaired UTF-16 surrogate (not valid Unicode text)', type: 'unpaired_surrogate' },
+    ]);
+    const trailing = await t.app.inject({ method: 'POST', url: '/control/pause', headers, payload: '{"reason":"ok","paused_by":"x\\udc00"}' });
+    expect(trailing.json().detail).toEqual([expect.objectContaining({ loc: ['body', 'paused_by'], type: 'unpaired_surrogate' })]);
+    const paired = await t.app.inject({ method: 'POST', url: '/control/pause', headers, payload: '{"reason":"a rocket \\ud83d\\ude80","paused_by":"fuzz"}' });
+    expect(paired.statusCode, paired.body).toBe(200);
+    await t.app.inject({ method: 'POST', url: '/control/resume', headers, payload: { resumed_by: 'fuzz' } });
+  });
+
   it('answers at most 20 entries, however many NULs a body holds', async () => {
     const headers = { ...t.auth, 'content-type': 'application/json' };
     const manyStrings = JSON.stringify({ dry_run: true, list: Array.from({ length: 100 }, () => '\u0000') });

@@ -97,12 +97,20 @@ function callback(runId: string, projectId: string, eventType: string, key: stri
   };
 }
 
+/** A body sent as this JSON text, for nesting deeper than JSON.stringify can write. */
+class RawJson {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
 /** Raw POST, so a test can send no Authorization header at all. */
 async function postCallback(body: unknown, bearer: string | null = CALLBACK_TOKEN) {
   const response = await fetch(`${stack.cpFixture.url}${CALLBACK_PATH}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(bearer === null ? {} : { authorization: `Bearer ${bearer}` }) },
-    body: JSON.stringify(body),
+    body: body instanceof RawJson ? body.text : JSON.stringify(body),
   });
   const text = await response.text();
   return { status: response.status, headers: response.headers, text, body: (text ? JSON.parse(text) : null) as Record<string, any> };
@@ -155,7 +163,7 @@ describe('worker callback: authentication and validation', () => {
     const before = await count('SELECT 1 FROM worker_callbacks');
     const valid = callback('invalid-one-20300101T000000Z', 'invalid-one', 'session_started', 'invalid:key');
     const { idempotency_key: _key, ...withoutKey } = valid;
-    const cases: [Record<string, unknown>, (string | number)[]][] = [
+    const cases: [Record<string, unknown> | RawJson, (string | number)[]][] = [
       [withoutKey, ['body', 'idempotency_key']],
       [{ ...valid, idempotency_key: '' }, ['body', 'idempotency_key']],
       [{ ...valid, event_type: 'session_exploded' }, ['body', 'event_type']],
@@ -167,6 +175,8 @@ describe('worker callback: authentication and validation', () => {
       [{ ...valid, evidence: true }, ['body', 'evidence']],
       [{ ...valid, telemetry: { log: 'x'.repeat(CALLBACK_OBJECT_MAX_BYTES) } }, ['body', 'telemetry']],
       [{ ...valid, process_tracking: nested(CALLBACK_OBJECT_MAX_DEPTH + 1) }, ['body', 'process_tracking']],
+      // Deeper than the call stack goes, were the depth measured all the way down.
+      [new RawJson(JSON.stringify({ ...valid, evidence: 'DEEP' }).replace('"DEEP"', `${'{"a":['.repeat(50_000)}1${']}'.repeat(50_000)}`)), ['body', 'evidence']],
     ];
     for (const [body, loc] of cases) {
       const refused = await postCallback(body);
@@ -181,6 +191,7 @@ describe('worker callback: authentication and validation', () => {
 
 /** `{a: {a: ... {}}}`, `depth` objects deep. */
 const nested = (depth: number): Record<string, unknown> => (depth <= 1 ? {} : { a: nested(depth - 1) });
+
 
 describe('worker callback: a gate of another implementation', () => {
   it('acts on a callback whose telemetry, process tracking and evidence have another shape, storing them as sent', { timeout: 60_000 }, async () => {

@@ -7,6 +7,7 @@ import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import { insertWorkerObservation } from '../store/worker-observations.ts';
 import { NO_WORKERS, startTestApp, type TestApp } from './support/app.ts';
+import { FakeProvider, quotaBody } from './support/fake-provider.ts';
 
 let t: TestApp;
 const settings: DispatchSettings = {
@@ -15,9 +16,12 @@ const settings: DispatchSettings = {
   routing: workerRoutingFrom({ worker_wake_gate_url: 'http://127.0.0.1:9/gate', worker_wake_gate_bearer_token: 'token-0123456789abcdef', worker_targets: {}, workload_machine_targets: {} }),
 };
 let temporalOk = true;
+let provider: FakeProvider;
 
 beforeAll(async () => {
+  provider = await FakeProvider.start();
   t = await startTestApp({
+    researchProvider: provider.settings(),
     dispatch: settings,
     temporalHealth: async () => ({ ok: temporalOk, address: 'test', namespace: 'default', worker_state: temporalOk ? 'RUNNING' : 'FAILED', ...(temporalOk ? {} : { error: 'worker failed' }) }),
   });
@@ -26,6 +30,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.close();
+  await provider?.close();
 });
 
 async function observeWorker(ok: boolean): Promise<void> {
@@ -61,6 +66,10 @@ describe('GET /control/api/v1/automation-readiness', () => {
   });
 
   it('turns BLOCKED at each criterion in turn, and READY again once it passes', async () => {
+    provider.quota = quotaBody(1, 100);
+    await expectBlockedAt('provider_budget', /remaining credit 1 is below/);
+    provider.quota = quotaBody();
+
     await insertProject(t.store, { project_id: 'ready-waiting', project_name: 'waiting', project_dir: 'ready-waiting', workload_class: 'unknown' });
     await insertQueueItem(t.store, { project_id: 'ready-waiting', project_name: 'waiting', status: 'needs_review' });
     await expectBlockedAt('attention_items', /1 queue item/);
@@ -103,7 +112,7 @@ describe('GET /control/api/v1/automation-readiness', () => {
 
   it('is BLOCKED at the store, judging nothing else, when the store does not answer', async () => {
     const unreachable = createPgStore({ connectionString: 'postgres://postgres@127.0.0.1:1/test' });
-    const down = await startTestApp({ store: unreachable, dispatch: settings, temporalHealth: async () => ({ ok: true, address: 'test', namespace: 'default', worker_state: 'RUNNING' }) });
+    const down = await startTestApp({ store: unreachable, researchProvider: provider.settings(), dispatch: settings, temporalHealth: async () => ({ ok: true, address: 'test', namespace: 'default', worker_state: 'RUNNING' }) });
     try {
       const body = await readiness(down);
       expect(body.first_failing).toMatchObject({ criterion: 'store', detail: expect.stringMatching(/does not answer/) });
@@ -111,6 +120,18 @@ describe('GET /control/api/v1/automation-readiness', () => {
     } finally {
       await down.close();
       await unreachable.close();
+    }
+  });
+});
+
+describe('the provider_budget criterion without a provider', () => {
+  it('passes, saying provider generation stays off', async () => {
+    const bare = await startTestApp({ dispatch: settings, temporalHealth: async () => ({ ok: true, address: 'test', namespace: 'default', worker_state: 'RUNNING' }) });
+    try {
+      const body = await readiness(bare);
+      expect(body.criteria.find((result) => result.criterion === 'provider_budget')).toMatchObject({ ok: true, detail: expect.stringMatching(/no research provider is configured/) });
+    } finally {
+      await bare.close();
     }
   });
 });

@@ -4,6 +4,7 @@ import type { WorkerGateRole } from '../../api/app.ts';
 import { createServer } from '../../api/create-server.ts';
 import { dispatchSettingsFrom } from '../../services/dispatch-settings.ts';
 import { paperSettingsFrom } from '../../services/paper-settings.ts';
+import { providerBatchSettingsFrom } from '../../services/provider-batch.ts';
 import type { Config } from '../../config/schema.ts';
 import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
@@ -83,6 +84,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         metrics,
         core: { mode: config.core_mode, enforceEnabled: config.core_enforce_enabled },
         legacyNotesApiEnabled: config.legacy_notes_api_enabled,
+        researchProvider: providerBatchSettingsFrom(config),
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },
       logger,

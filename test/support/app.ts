@@ -1,4 +1,5 @@
 import type { PaperLauncher } from '../../services/paper-launcher.ts';
+import type { ProviderBatchSettings } from '../../services/provider-batch.ts';
 import { deterministicPaperSettings } from './paper-settings.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -65,6 +66,13 @@ export const UNREACHABLE_PAPER_WORKFLOWS: PaperLauncher = {
   runRewriteBatch: () => Promise.reject(new Error('this test app has no Temporal connection')),
 };
 
+/** An install that configured no research provider: provider generation is refused with the fields to set. */
+export const NO_RESEARCH_PROVIDER: ProviderBatchSettings = {
+  provider: null,
+  missing: ['research_provider_base_url', 'research_provider_model', 'research_provider_quota_url'],
+  limits: { minRemainingCredits: 5, requestReserve: 10 },
+};
+
 /** The deps of the HTTP layer alone on `store`: no workers, no Temporal. */
 export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): AppDeps {
   return {
@@ -79,6 +87,7 @@ export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): Ap
     metrics: new ServiceMetrics(),
     core: { mode: 'shadow', enforceEnabled: false },
     legacyNotesApiEnabled: false,
+    researchProvider: NO_RESEARCH_PROVIDER,
     ...overrides,
   };
 }

@@ -12,6 +12,7 @@ export const LEDGER_TABLES = [
   'queue_items',
   'audit_events',
   'idempotency_keys',
+  'provider_requests',
 ] as const;
 
 export async function tableCounts(store: Store): Promise<Record<(typeof LEDGER_TABLES)[number], number>> {

@@ -1,0 +1,101 @@
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ProviderBatchSettings } from '../../services/provider-batch.ts';
+
+/**
+ * A real OpenAI-compatible research provider on 127.0.0.1: `GET /quota` answers the quota the test sets, and
+ * `POST /v1/chat/completions` answers as the test's handler says (by default, the candidates the test sets).
+ */
+
+export interface ReceivedRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export type ChatHandler = (request: ReceivedRequest, response: ServerResponse) => void;
+
+export const PROVIDER_API_KEY = 'sk-provider-DO-NOT-LOG-5678';
+
+export const quotaBody = (remainingCredits = 50, windowRemaining = 100) => ({
+  remaining_credits: remainingCredits,
+  window: { limit: 120, remaining: windowRemaining, resets_at: '2026-11-24T00:00:00Z' },
+});
+
+export const chatCompletion = (content: string, usage: Record<string, number> = { prompt_tokens: 900, completion_tokens: 400, total_tokens: 1300, cost: 0.0042 }) => ({
+  id: 'chatcmpl-provider',
+  object: 'chat.completion',
+  choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+  usage,
+});
+
+export const answerJson = (status: number, body: unknown): ChatHandler => (_request, response) => {
+  response.writeHead(status, { 'content-type': 'application/json' }).end(typeof body === 'string' ? body : JSON.stringify(body));
+};
+
+export class FakeProvider {
+  readonly chats: ReceivedRequest[] = [];
+  readonly quotaReads: ReceivedRequest[] = [];
+  /** What GET /quota answers: a body (200), or a status with no body. */
+  quota: unknown = quotaBody();
+  quotaStatus = 200;
+  chat: ChatHandler;
+
+  private readonly server: Server;
+
+  private constructor(server: Server, candidates: unknown[]) {
+    this.server = server;
+    this.chat = answerJson(200, chatCompletion(JSON.stringify({ candidates })));
+  }
+
+  static async start(candidates: unknown[] = []): Promise<FakeProvider> {
+    const server = createServer();
+    const provider = new FakeProvider(server, candidates);
+    server.on('request', (request, response) => {
+      let body = '';
+      request.setEncoding('utf8');
+      request.on('data', (chunk: string) => (body += chunk));
+      request.on('end', () => {
+        const received = { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body };
+        if (received.url === '/quota') {
+          provider.quotaReads.push(received);
+          response.writeHead(provider.quotaStatus, { 'content-type': 'application/json' }).end(JSON.stringify(provider.quota));
+          return;
+        }
+        provider.chats.push(received);
+        provider.chat(received, response);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    return provider;
+  }
+
+  /** Every later chat request is answered with these candidates. */
+  proposes(candidates: unknown[]): void {
+    this.chat = answerJson(200, chatCompletion(JSON.stringify({ candidates })));
+  }
+
+  get origin(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  settings(overrides: { timeout_ms?: number; minRemainingCredits?: number; requestReserve?: number; quota_url?: string } = {}): ProviderBatchSettings {
+    return {
+      provider: {
+        base_url: `${this.origin}/v1`,
+        model: 'research-model-1',
+        quota_url: overrides.quota_url ?? `${this.origin}/quota`,
+        api_key: PROVIDER_API_KEY,
+        timeout_ms: overrides.timeout_ms ?? 5_000,
+      },
+      missing: [],
+      limits: { minRemainingCredits: overrides.minRemainingCredits ?? 5, requestReserve: overrides.requestReserve ?? 10 },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
