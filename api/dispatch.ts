@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../domain/gate.ts';
 import { dispatchNext } from '../services/dispatch.ts';
 import type { AppDeps } from './deps.ts';
 import { anyObject, errorResponses, openObject } from '../http/responses.ts';
@@ -9,6 +10,14 @@ const DispatchNextBody = z.strictObject({
   dry_run: z.boolean().default(true),
   requested_by: z.string().trim().min(1).max(200),
   force_preflight: z.boolean().default(false),
+  agent: z
+    .strictObject({
+      model: z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).optional(),
+      reasoning_effort: z.enum(REASONING_EFFORTS).optional(),
+      sandbox: z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).optional(),
+    })
+    .optional()
+    .describe('This call\'s agent settings, over agent_model, agent_reasoning_effort and agent_sandbox'),
 });
 
 const DispatchNextAnswer = openObject({
@@ -22,6 +31,7 @@ const DispatchNextAnswer = openObject({
   dispatch_route: anyObject().nullable().optional().describe('The worker target chosen; null when none was'),
   run_id: z.string().optional(),
   workflow_id: z.string().optional(),
+  agent: anyObject().optional().describe('What the agent is (or would be) started with: mode, model, reasoning_effort, sandbox'),
   preflight: anyObject().optional(),
   prepare: anyObject().optional().describe('The gate\'s answer to /prepare-project, on a live dispatch'),
   dispatch: anyObject().optional().describe('The gate\'s answer to /dispatch, on a live dispatch'),

@@ -5,7 +5,7 @@ import { createServer } from '../api/create-server.ts';
 import { createLogger } from '../bin/runtime/logger.ts';
 import { SECRET_FIELDS } from '../config/schema.ts';
 import { ServiceMetrics } from '../http/metrics.ts';
-import { NO_ROUTING, type DispatchSettings } from '../services/dispatch-settings.ts';
+import { NO_ROUTING, AGENT_DEFAULTS, type DispatchSettings } from '../services/dispatch-settings.ts';
 import type { ProviderBatchSettings } from '../services/provider-batch.ts';
 import type { Store } from '../store/store.ts';
 
@@ -34,7 +34,7 @@ export async function startBenchApp(
       sessionCookieSecure: false,
       dbPath: store.location,
       defaultWorkloadClass: 'inference_eval',
-      dispatch: options.dispatch ?? { liveDispatchEnabled: false, routing: NO_ROUTING, completionCallbackToken: token, dispatchTimeoutSec: 30, maxWaitAfterIdleSec: 60 },
+      dispatch: options.dispatch ?? { liveDispatchEnabled: false, routing: NO_ROUTING, completionCallbackToken: token, dispatchTimeoutSec: 30, maxWaitAfterIdleSec: 60, agent: AGENT_DEFAULTS },
       runs: { startRun: noTemporal, deliverCallback: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
       papers: {
         settings: {

@@ -8,6 +8,7 @@ import { v1Page } from '../api/v1-paging.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { decodeCursor } from '../http/cursor.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
+import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
 import { readLanes } from '../services/lanes.ts';
 import { readOverview } from '../services/overview.ts';
 import type { KeysetOrder, KeysetPage } from '../store/keyset.ts';
@@ -33,6 +34,7 @@ const BENCH_DISPATCH: DispatchSettings = {
   completionCallbackToken: 'bench-callback-token-0123456789',
   dispatchTimeoutSec: 30,
   maxWaitAfterIdleSec: 60,
+  agent: AGENT_DEFAULTS,
 };
 
 if (mode === 'fastify') {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../domain/gate.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import type { GateThresholdProfile } from '../domain/workload.ts';
 
@@ -215,6 +216,15 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   max_wait_after_idle_sec: doc(z.number().min(60).default(43200), {
     description: 'Longest wait for a quiet window after idle was first seen.',
+  }),
+  agent_model: doc(text().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).default(''), {
+    description: "Model the agent is started with (MODEL in the dispatch script's environment); '' leaves the agent's own default. dispatch-next may override it.",
+  }),
+  agent_reasoning_effort: doc(z.enum(REASONING_EFFORTS).default('medium'), {
+    description: 'Reasoning effort the agent is started with (REASONING_EFFORT); dispatch-next may override it.',
+  }),
+  agent_sandbox: doc(text().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).default(''), {
+    description: "Sandbox the agent is started in (SANDBOX); '' leaves the agent's own default. dispatch-next may override it.",
   }),
   default_workload_class: doc(WorkloadClassSchema.default('inference_eval'), {
     description: 'Workload class used when an item names none.',

@@ -61,6 +61,10 @@ export type DispatchMode = (typeof DISPATCH_MODES)[number];
 export const REASONING_EFFORTS = ['low', 'medium', 'high', 'xhigh'] as const;
 export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 
+/** A model or sandbox name: it reaches the agent's environment, so one short word ('' leaves the agent's default). */
+export const AGENT_NAME_PATTERN = /^[A-Za-z0-9._:/@+-]{0,200}$/;
+export const AGENT_NAME_RULE = 'must be at most 200 letters, digits, ".", "_", ":", "/", "@", "+" or "-"';
+
 /** One telemetry reading of the worker machine. GPU figures are null on a machine without nvidia-smi. */
 export interface TelemetrySample {
   /** Epoch milliseconds. */

@@ -1,5 +1,6 @@
 import type { Config } from '../config/schema.ts';
 import { workerRoutingFrom, type WorkerRouting } from '../domain/lanes.ts';
+import type { ReasoningEffort } from '../domain/gate.ts';
 import type { OperationalTrace } from '../http/operational-trace.ts';
 
 /** What dispatch, preflight, status and the worker callback need from config. */
@@ -11,12 +12,24 @@ export interface DispatchSettings {
   dispatchTimeoutSec: number;
   /** max_wait_after_idle_sec: how long a run may wait for its completion callbacks (plus a margin). */
   maxWaitAfterIdleSec: number;
+  /** What a live dispatch starts the agent with unless the call overrides it (agent_model, agent_reasoning_effort, agent_sandbox). */
+  agent: AgentDefaults;
   /** The operational trace, when enabled: calls to worker gates are recorded in it. */
   trace?: OperationalTrace;
 }
 
+export interface AgentDefaults {
+  model: string;
+  reasoning_effort: ReasoningEffort;
+  sandbox: string;
+}
+
+/** The agent's settings when config names none. */
+export const AGENT_DEFAULTS: AgentDefaults = { model: '', reasoning_effort: 'medium', sandbox: '' };
+
 export function dispatchSettingsFrom(config: Config, trace?: OperationalTrace): DispatchSettings {
   return {
+    agent: { model: config.agent_model, reasoning_effort: config.agent_reasoning_effort, sandbox: config.agent_sandbox },
     ...(trace ? { trace } : {}),
     liveDispatchEnabled: config.live_dispatch_enabled,
     routing: workerRoutingFrom(config),

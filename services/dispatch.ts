@@ -7,9 +7,9 @@ import { leasedLanes, releaseLaneLease, takeLaneLease } from '../store/lane-leas
 import type { QueueItemRow } from '../store/queue-items.ts';
 import { getRun } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
-import type { RunTimings, RunWorkflowInput } from '../workflows/messages.ts';
+import type { AgentSettings, RunTimings, RunWorkflowInput } from '../workflows/messages.ts';
 import { CommandRefusedError } from './command-errors.ts';
-import type { DispatchSettings } from './dispatch-settings.ts';
+import type { AgentDefaults, DispatchSettings } from './dispatch-settings.ts';
 import type { RunLauncher } from './run-launcher.ts';
 import { dispatchPreflight } from './worker-preflight.ts';
 
@@ -24,6 +24,8 @@ export interface DispatchNextRequest {
   dry_run: boolean;
   requested_by: string;
   force_preflight: boolean;
+  /** This call's agent settings, over the configured defaults. */
+  agent?: Partial<AgentDefaults> | undefined;
 }
 
 export interface DispatchDeps {
@@ -134,6 +136,7 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
   const candidate = candidateView(next.item);
   const route = dispatchRouteOf(target);
 
+  const agent: AgentSettings = { mode: 'exec', ...settings.agent, ...body.agent };
   const { holder } = leased;
   if (holder === null) {
     const preflight = body.force_preflight ? await dispatchPreflight(deps, target, { cache: false }) : undefined;
@@ -142,7 +145,7 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
       : preflight && !preflight.ok
         ? `${candidate.project_id} would be blocked: preflight failed: ${preflight.summary}`
         : `would dispatch ${candidate.project_id} to ${target.name}`;
-    return answer('dry_run_dispatch', reason, { candidate, dispatch_route: route, ...(preflight ? { preflight } : {}) });
+    return answer('dry_run_dispatch', reason, { candidate, dispatch_route: route, agent, ...(preflight ? { preflight } : {}) });
   }
 
   const runId = await freshRunId(deps.store, next.item.project_id);
@@ -151,7 +154,7 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
     project_id: next.item.project_id,
     lane: target.name,
     requested_by: body.requested_by,
-    agent: { mode: 'exec', model: '', reasoning_effort: 'medium', sandbox: '' },
+    agent,
     timings: runTimingsFrom(settings),
   };
   let started: Awaited<ReturnType<RunLauncher['startRun']>>;
@@ -172,6 +175,7 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
         ...ids,
         candidate,
         dispatch_route: route,
+        agent,
         prepare: outcome.prepare,
         dispatch: outcome.dispatch,
       });

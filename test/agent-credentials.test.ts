@@ -13,7 +13,7 @@ import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-
 let stack: RunStack;
 
 beforeAll(async () => {
-  stack = await startRunStack();
+  stack = await startRunStack({ controlPlaneOverrides: { agent_model: 'config-model-1', agent_reasoning_effort: 'high' } });
 }, RUN_STACK_START_MS);
 
 afterAll(() => stack?.close());
@@ -69,7 +69,10 @@ describe('the credential an agent holds', () => {
     const { api } = stack;
     const projectId = 'agent-creds';
     await stack.seed(projectId, { projectName: 'Agent credentials', scenario: { scenario: 'hold' } });
-    const live = await api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'security-test' });
+    const agent = { sandbox: 'workspace-write', model: 'call-model-7' };
+    const dry = await api('POST', '/control/dispatch-next', { dry_run: true, requested_by: 'security-test', agent });
+    expect(dry.body.agent).toEqual({ mode: 'exec', model: 'call-model-7', reasoning_effort: 'high', sandbox: 'workspace-write' });
+    const live = await api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'security-test', agent });
     expect(live.status, JSON.stringify(live.body)).toBe(200);
     stack.agents.remember(live.body);
     const runId = live.body.run_id as string;
@@ -78,6 +81,8 @@ describe('the credential an agent holds', () => {
     // What the agent was handed, read the way any process of its user could.
     const environment = environmentOf(rootPid);
     const token = environment.get('GATE_EVENT_TOKEN');
+    // The agent settings: the call's over the configured defaults.
+    expect([environment.get('MODEL'), environment.get('REASONING_EFFORT'), environment.get('SANDBOX')]).toEqual(['call-model-7', 'high', 'workspace-write']);
     expect(token).toMatch(/^[A-Za-z0-9_-]{43,}$/);
     const environmentText = [...environment.values()].join('\n');
     for (const configured of [CONTROL_TOKEN, GATE_TOKEN, CALLBACK_TOKEN]) expect(environmentText).not.toContain(configured);

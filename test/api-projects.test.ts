@@ -1,3 +1,4 @@
+import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
@@ -50,6 +51,7 @@ beforeAll(async () => {
       completionCallbackToken: 'test-callback-token-0123456789ab',
       dispatchTimeoutSec: 30,
       maxWaitAfterIdleSec: 3600,
+      agent: AGENT_DEFAULTS,
     },
   });
   await t.store.transaction(async (tx) => {

@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../api/create-server.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
+import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
 import { createLogger } from '../bin/runtime/logger.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { workerRoutingFrom, type RoutingConfig } from '../domain/lanes.ts';
@@ -30,6 +31,7 @@ function dispatchSettings(routing: Partial<RoutingConfig>, liveDispatchEnabled =
     completionCallbackToken: CALLBACK_TOKEN,
     dispatchTimeoutSec: 5,
     maxWaitAfterIdleSec: 600,
+    agent: AGENT_DEFAULTS,
   };
 }
 

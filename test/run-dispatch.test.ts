@@ -1,3 +1,4 @@
+import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunLauncher } from '../services/run-launcher.ts';
 import { freePort } from '../bin/runtime/temporal-dev-server.ts';
@@ -197,6 +198,18 @@ describe('dispatch-next dry run', () => {
     const blank = await api('POST', '/control/dispatch-next', { dry_run: false, requested_by: '   ' });
     expect(blank.status).toBe(422);
     expect(blank.body.detail[0].loc).toEqual(['body', 'requested_by']);
+
+    // Agent settings reach the agent's environment: only known efforts, and names of one short word.
+    for (const [agent, field] of [
+      [{ reasoning_effort: 'extreme' }, 'reasoning_effort'],
+      [{ model: 'gpt 5; rm -rf /' }, 'model'],
+      [{ sandbox: 'x'.repeat(201) }, 'sandbox'],
+      [{ temperature: 1 }, 'temperature'],
+    ] as const) {
+      const refused = await dispatchNext({ dry_run: true, agent });
+      expect(refused.status, field).toBe(422);
+      expect(refused.body.detail[0].loc).toEqual(['body', 'agent', field]);
+    }
     expect(await allCounts()).toEqual(before);
   });
 });
@@ -221,6 +234,7 @@ describe('live dispatch switched off', () => {
         completionCallbackToken: CALLBACK_TOKEN,
         dispatchTimeoutSec: 5,
         maxWaitAfterIdleSec: 600,
+        agent: AGENT_DEFAULTS,
       },
     });
     try {

@@ -1,3 +1,4 @@
+import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -46,6 +47,7 @@ describe('audit activities on the real Temporal dev server', () => {
             completionCallbackToken: 'unused-callback-token-0123456789',
             dispatchTimeoutSec: 30,
             maxWaitAfterIdleSec: 60,
+            agent: AGENT_DEFAULTS,
           },
           papers: deterministicPaperSettings(),
         }),

@@ -16,6 +16,7 @@ import { workerRoutingFrom } from '../domain/lanes.ts';
 import { RUN_LEDGER_FAILED } from '../domain/run-failures.ts';
 import { runIdFor, workflowIdForRun } from '../domain/run-state.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
+import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
 import { openStore } from '../store/open-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
@@ -83,6 +84,7 @@ beforeAll(async () => {
     completionCallbackToken: CALLBACK_TOKEN,
     dispatchTimeoutSec: 20,
     maxWaitAfterIdleSec: 60,
+    agent: AGENT_DEFAULTS,
   };
   const address = inject('temporalAddress');
   workerConnection = await NativeConnection.connect({ address });

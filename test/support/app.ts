@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../../api/deps.ts';
-import { NO_ROUTING, type DispatchSettings } from '../../services/dispatch-settings.ts';
+import { NO_ROUTING, AGENT_DEFAULTS, type DispatchSettings } from '../../services/dispatch-settings.ts';
 import type { RunLauncher } from '../../services/run-launcher.ts';
 import { createServer, type CreateServerOptions, type RegisteredRoute } from '../../api/create-server.ts';
 import { createLogger } from '../../bin/runtime/logger.ts';
@@ -49,6 +49,7 @@ export const NO_WORKERS: DispatchSettings = {
   completionCallbackToken: 'test-callback-token-0123456789ab',
   dispatchTimeoutSec: 30,
   maxWaitAfterIdleSec: 60,
+  agent: AGENT_DEFAULTS,
 };
 
 /** Stands in for Temporal in tests of the HTTP layer alone: every workflow call fails as an unreachable server would. */
