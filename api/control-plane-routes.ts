@@ -7,6 +7,7 @@ import { dashboardRoutes } from './dashboard.ts';
 import type { AppDeps } from './deps.ts';
 import { dispatchRoutes } from './dispatch.ts';
 import { eventRoutes } from './events.ts';
+import { followupRoutes } from './followups.ts';
 import { healthRoutes } from './health.ts';
 import { observabilityRoutes } from './observability.ts';
 import { operatorRoutes } from './operator.ts';
@@ -45,6 +46,7 @@ export async function controlPlaneRoutes(app: FastifyInstance, options: ControlP
   await app.register(sessionRoutes, deps);
   await app.register(researchRoutes, deps);
   await app.register(researchProviderRoutes, deps);
+  await app.register(followupRoutes, deps);
   await app.register(queueRoutes, deps);
   await app.register(statusRoutes, deps);
   await app.register(operatorRoutes, deps);

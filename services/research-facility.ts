@@ -213,6 +213,86 @@ export function createResearchFacility(store: Store, options: ResearchFacilityOp
     return recordBatch(tx, batch.batchId, planned, batch.sources, batch.actor);
   }
 
+  /** The rows a promotion of `candidateId` writes, or why it is refused. */
+  async function promotionPlan(q: Queryable, candidateId: string, forUpdate: boolean) {
+    const candidate = await getCandidate(q, candidateId, { forUpdate });
+    if (!candidate) throw new CommandRefusedError(404, `candidate '${candidateId}' does not exist`);
+    if (candidate.decision !== 'admitted') {
+      const why = candidate.admissions[0]?.reasons.join('; ') ?? '';
+      throw new CommandRefusedError(409, `candidate '${candidate.candidate_id}' is ${candidate.decision}, not admitted${why ? `: ${why}` : ''}; only admitted candidates can be promoted`);
+    }
+    const projectId = projectIdFor(candidate.dedupe_key);
+    const existingItem = await getQueueItem(q, projectId, { forUpdate });
+    if (existingItem && isInFlight(existingItem.status)) {
+      throw new CommandRefusedError(409, `project '${projectId}' has a queue row in flight (${existingItem.status}); it is left untouched`);
+    }
+    if (existingItem || (await getProject(q, projectId))) {
+      throw new CommandRefusedError(409, `candidate '${candidate.candidate_id}' was already promoted into project '${projectId}'${existingItem ? ` (queue status ${existingItem.status})` : ''}`);
+    }
+    const ideaId = `idea-${projectId}`;
+    const workloadClass = candidate.workload_class ?? options.defaultWorkloadClass;
+    return {
+      candidate,
+      idea: { idea_id: ideaId, candidate_id: candidate.candidate_id, title: candidate.title, hypothesis: candidate.hypothesis },
+      project: {
+        project_id: projectId,
+        project_name: candidate.title,
+        project_dir: projectId,
+        idea_id: ideaId,
+        candidate_id: candidate.candidate_id,
+        workload_class: workloadClass,
+        machine_target: candidate.machine_target,
+      },
+      queue_item: {
+        project_id: projectId,
+        project_name: candidate.title,
+        status: 'queued' as const,
+        machine_target: candidate.machine_target,
+        workload_class: workloadClass,
+        candidate_id: candidate.candidate_id,
+      },
+      lineage: [
+        { from_kind: 'candidate', from_id: candidate.candidate_id, to_kind: 'idea', to_id: ideaId, relation: 'promoted_to' },
+        { from_kind: 'idea', from_id: ideaId, to_kind: 'project', to_id: projectId, relation: 'realised_by' },
+        { from_kind: 'project', from_id: projectId, to_kind: 'queue_item', to_id: projectId, relation: 'queued_as' },
+      ] satisfies LineageLink[],
+    };
+  }
+
+  const promotionAnswer = (rows: Awaited<ReturnType<typeof promotionPlan>>, dryRun: boolean) => ({
+    ok: true as const,
+    dry_run: dryRun,
+    action: dryRun ? ('would_promote' as const) : ('promoted' as const),
+    candidate_id: rows.candidate.candidate_id,
+    project_id: rows.project.project_id,
+    idea: rows.idea,
+    project: rows.project,
+    queue_item: rows.queue_item,
+    lineage: rows.lineage,
+  });
+
+  /**
+   * Promotes one admitted candidate inside the caller's transaction (rule 5: lineage before the runtime rows it
+   * explains); refuses one that is not admitted, already promoted, or whose queue row is in flight.
+   */
+  async function promoteWithin(tx: Queryable, candidateId: string, actor: string, key: string) {
+    const rows = await promotionPlan(tx, candidateId, true);
+    for (const link of rows.lineage) await recordLineage(tx, link);
+    await insertIdea(tx, rows.idea);
+    await insertProject(tx, rows.project);
+    await insertQueueItem(tx, rows.queue_item);
+    await markCandidateQueueAdmitted(tx, rows.candidate.candidate_id);
+    await appendAuditEvent(tx, {
+      entity_type: 'research_candidate',
+      entity_id: rows.candidate.candidate_id,
+      event_type: 'research.candidate_promoted',
+      payload: { project_id: rows.project.project_id, idea_id: rows.idea.idea_id },
+      idempotency_key: key,
+      actor,
+    });
+    return promotionAnswer(rows, false);
+  }
+
   return {
     async importCandidates(request: ImportRequest): Promise<BatchResult> {
       const batchId = request.batch_id ?? newId('batch');
@@ -254,86 +334,15 @@ export function createResearchFacility(store: Store, options: ResearchFacilityOp
     },
 
     async promoteCandidate(request: PromoteRequest) {
-      const preview = async (q: Queryable, forUpdate: boolean) => {
-        const candidate = await getCandidate(q, request.candidate_id, { forUpdate });
-        if (!candidate) throw new CommandRefusedError(404, `candidate '${request.candidate_id}' does not exist`);
-        if (candidate.decision !== 'admitted') {
-          const why = candidate.admissions[0]?.reasons.join('; ') ?? '';
-          throw new CommandRefusedError(409, `candidate '${candidate.candidate_id}' is ${candidate.decision}, not admitted${why ? `: ${why}` : ''}; only admitted candidates can be promoted`);
-        }
-        const projectId = projectIdFor(candidate.dedupe_key);
-        const existingItem = await getQueueItem(q, projectId, { forUpdate });
-        if (existingItem && isInFlight(existingItem.status)) {
-          throw new CommandRefusedError(409, `project '${projectId}' has a queue row in flight (${existingItem.status}); it is left untouched`);
-        }
-        if (existingItem || (await getProject(q, projectId))) {
-          throw new CommandRefusedError(409, `candidate '${candidate.candidate_id}' was already promoted into project '${projectId}'${existingItem ? ` (queue status ${existingItem.status})` : ''}`);
-        }
-        const ideaId = `idea-${projectId}`;
-        const workloadClass = candidate.workload_class ?? options.defaultWorkloadClass;
-        return {
-          candidate,
-          idea: { idea_id: ideaId, candidate_id: candidate.candidate_id, title: candidate.title, hypothesis: candidate.hypothesis },
-          project: {
-            project_id: projectId,
-            project_name: candidate.title,
-            project_dir: projectId,
-            idea_id: ideaId,
-            candidate_id: candidate.candidate_id,
-            workload_class: workloadClass,
-            machine_target: candidate.machine_target,
-          },
-          queue_item: {
-            project_id: projectId,
-            project_name: candidate.title,
-            status: 'queued' as const,
-            machine_target: candidate.machine_target,
-            workload_class: workloadClass,
-            candidate_id: candidate.candidate_id,
-          },
-          lineage: [
-            { from_kind: 'candidate', from_id: candidate.candidate_id, to_kind: 'idea', to_id: ideaId, relation: 'promoted_to' },
-            { from_kind: 'idea', from_id: ideaId, to_kind: 'project', to_id: projectId, relation: 'realised_by' },
-            { from_kind: 'project', from_id: projectId, to_kind: 'queue_item', to_id: projectId, relation: 'queued_as' },
-          ] satisfies LineageLink[],
-        };
-      };
-      const answer = (rows: Awaited<ReturnType<typeof preview>>, dryRun: boolean) => ({
-        ok: true as const,
-        dry_run: dryRun,
-        action: dryRun ? ('would_promote' as const) : ('promoted' as const),
-        candidate_id: rows.candidate.candidate_id,
-        project_id: rows.project.project_id,
-        idea: rows.idea,
-        project: rows.project,
-        queue_item: rows.queue_item,
-        lineage: rows.lineage,
-      });
-
-      if (request.dry_run) return answer(await preview(store, false), true);
+      if (request.dry_run) return promotionAnswer(await promotionPlan(store, request.candidate_id, false), true);
       if (!request.idempotency_key) {
         throw new CommandRefusedError(422, [{ loc: ['body', 'idempotency_key'], msg: 'is required for a live promotion', type: 'missing' }]);
       }
       const { dry_run: _dryRun, idempotency_key: key, ...payload } = request;
-      return live('research.promote-candidate', key, payload, async (tx) => {
-        const rows = await preview(tx, true);
-        // Rule 5: the lineage is written before the runtime rows it explains.
-        for (const link of rows.lineage) await recordLineage(tx, link);
-        await insertIdea(tx, rows.idea);
-        await insertProject(tx, rows.project);
-        await insertQueueItem(tx, rows.queue_item);
-        await markCandidateQueueAdmitted(tx, rows.candidate.candidate_id);
-        await appendAuditEvent(tx, {
-          entity_type: 'research_candidate',
-          entity_id: rows.candidate.candidate_id,
-          event_type: 'research.candidate_promoted',
-          payload: { project_id: rows.project.project_id, idea_id: rows.idea.idea_id },
-          idempotency_key: key,
-          actor: request.requested_by,
-        });
-        return answer(rows, false);
-      });
+      return live('research.promote-candidate', key, payload, (tx) => promoteWithin(tx, request.candidate_id, request.requested_by, key));
     },
+
+    promoteWithin,
   };
 }
 
