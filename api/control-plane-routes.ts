@@ -18,6 +18,7 @@ import { projectRoutes } from './projects.ts';
 import { queueRoutes } from './queues.ts';
 import { researchRoutes } from './research.ts';
 import { researchProviderRoutes } from './research-provider.ts';
+import { researchCycleRoutes } from './research-cycle.ts';
 import { runRoutes } from './runs.ts';
 import { sessionRoutes } from './session.ts';
 import { statusRoutes } from './status.ts';
@@ -47,6 +48,7 @@ export async function controlPlaneRoutes(app: FastifyInstance, options: ControlP
   await app.register(researchRoutes, deps);
   await app.register(researchProviderRoutes, deps);
   await app.register(followupRoutes, deps);
+  await app.register(researchCycleRoutes, deps);
   await app.register(queueRoutes, deps);
   await app.register(statusRoutes, deps);
   await app.register(operatorRoutes, deps);

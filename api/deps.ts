@@ -1,5 +1,6 @@
 import type { WorkloadClass } from '../domain/workload.ts';
 import type { CoreSettings } from '../services/core.ts';
+import type { CycleLauncher } from '../services/cycle-launcher.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { PaperLauncher } from '../services/paper-launcher.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
@@ -37,6 +38,8 @@ export interface AppDeps {
   papers: { settings: PaperSettings; launcher: PaperLauncher };
   /** Core (/svc-core): core_mode and core_enforce_enabled. */
   core: CoreSettings;
+  /** Starts research-cycle workflows and waits for their reports. */
+  cycles: CycleLauncher;
   /** The research provider (research_provider_* and RESEARCH_PROVIDER_API_KEY) and its budget limits. */
   researchProvider: ProviderBatchSettings;
   /** legacy_notes_api_enabled: serve GET /control/api/intake/legacy-notes. */

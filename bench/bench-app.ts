@@ -48,6 +48,7 @@ export async function startBenchApp(
       metrics: new ServiceMetrics(),
       core: { mode: 'shadow', enforceEnabled: false },
       legacyNotesApiEnabled: false,
+      cycles: { runCycle: noTemporal },
       researchProvider: options.researchProvider ?? { provider: null, missing: ['research_provider_base_url'], limits: { minRemainingCredits: 5, requestReserve: 10 } },
     },
     logger,

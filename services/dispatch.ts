@@ -193,3 +193,39 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
       throw new CommandRefusedError(409, { message: outcome.reason, ...ids });
   }
 }
+
+export type CycleDispatchSelection =
+  | { action: 'start'; reason: string; input: RunWorkflowInput; candidate: ReturnType<typeof candidateView>; dispatch_route: ReturnType<typeof dispatchRouteOf> }
+  | { action: 'noop' | 'dispatch_blocked' | 'paused'; reason: string };
+
+/**
+ * What a research cycle dispatches (README "Research cycles"): the same checks and candidate as dispatch-next, and the
+ * run workflow's input, which the cycle starts as its child. The cycle holds no lane lease: the run's claim stays the
+ * only arbiter, so a cycle racing a dispatch-next call loses its claim cleanly.
+ */
+export async function selectCycleDispatch(deps: Pick<DispatchDeps, 'store' | 'settings'>, request: { requested_by: string; dry_run: boolean }): Promise<CycleDispatchSelection> {
+  const { store, settings } = deps;
+  if (!settings.liveDispatchEnabled) return { action: 'dispatch_blocked', reason: 'live dispatch is disabled (live_dispatch_enabled is false)' };
+  if (store.readOnly) return { action: 'dispatch_blocked', reason: 'the store is read-only (control_plane_store_backend is pg_readonly)' };
+  const flags = await readFlags(store);
+  if (flags.maintenance_mode) return { action: 'dispatch_blocked', reason: 'maintenance mode is on' };
+  if (flags.queue_paused) return { action: 'paused', reason: 'the queue is paused' };
+  const next = await nextDispatchCandidate(store, settings.routing, await leasedLanes(store));
+  if (!next) return { action: 'noop', reason: settings.routing.targets.size > 0 ? 'no queued item is eligible on an idle lane' : 'no worker target is configured' };
+  const target = settings.routing.targets.get(next.lane)!;
+  const runId = request.dry_run ? runIdFor(next.item.project_id, new Date()) : await freshRunId(store, next.item.project_id);
+  return {
+    action: 'start',
+    reason: `${request.dry_run ? 'would dispatch' : 'dispatches'} ${next.item.project_id} to ${target.name}`,
+    input: {
+      run_id: runId,
+      project_id: next.item.project_id,
+      lane: target.name,
+      requested_by: request.requested_by,
+      agent: { mode: 'exec', ...settings.agent },
+      timings: runTimingsFrom(settings),
+    },
+    candidate: candidateView(next.item),
+    dispatch_route: dispatchRouteOf(target),
+  };
+}

@@ -256,3 +256,18 @@ export async function findDedupeMatches(
   );
   return result.rows.map(({ created_at: _created, ...row }) => row);
 }
+
+/**
+ * The best admitted candidate not yet promoted scoring at least `minScore` (highest score, then oldest). With `lock`
+ * (inside a transaction) its row is locked, and a row another transaction holds is passed over.
+ */
+export async function nextPromotableCandidate(q: Queryable, minScore: number, options: { lock: boolean }): Promise<string | null> {
+  const result = await q.query<{ candidate_id: string }>(
+    `SELECT candidate_id FROM research_candidates
+      WHERE decision = 'admitted' AND NOT queue_admitted AND score >= $1
+      ORDER BY score DESC, created_at, candidate_id
+      LIMIT 1 ${options.lock ? 'FOR UPDATE SKIP LOCKED' : ''}`,
+    [minScore],
+  );
+  return result.rows[0]?.candidate_id ?? null;
+}

@@ -9,8 +9,13 @@ import { quietTemporalLogs } from './support/temporal.ts';
  * added, never re-captured or removed, so the list below only grows: a fixture that disappears fails here.
  */
 
-/** Run histories: captured before any patch, then once more after each patch (named after it). Paper histories: one per path. */
+/**
+ * Run histories: captured before any patch, then once more after each patch (named after it). Paper histories: one per
+ * path. Research-cycle histories: a cycle stopped by a stop condition, and one that ran every stage across a crash.
+ */
 const FIXTURES = [
+  'cycle-completed',
+  'cycle-stopped',
   'paper-drafted',
   'paper-evidence-missing',
   'paper-rewrite-batch',

@@ -2,3 +2,4 @@
 export { runWorkflow } from './run.ts';
 export { paperWorkflow } from './paper.ts';
 export { paperRewriteBatchWorkflow } from './paper-rewrite-batch.ts';
+export { researchCycleWorkflow } from './research-cycle.ts';

@@ -5,11 +5,13 @@ import { createServer } from '../../api/create-server.ts';
 import { dispatchSettingsFrom } from '../../services/dispatch-settings.ts';
 import { paperSettingsFrom } from '../../services/paper-settings.ts';
 import { providerBatchSettingsFrom } from '../../services/provider-batch.ts';
+import { createResearchFacility } from '../../services/research-facility.ts';
 import type { Config } from '../../config/schema.ts';
 import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
 import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { temporalRunLauncher } from '../../clients/run-workflows.ts';
+import { temporalCycleLauncher } from '../../clients/research-cycles.ts';
 import { httpLimitsFrom } from './http-limits.ts';
 import { operationalTraceFrom } from './operational-trace.ts';
 import { routeObservabilityFrom } from './route-observability.ts';
@@ -53,6 +55,8 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
     const trace = operationalTraceFrom(config);
     const dispatch = dispatchSettingsFrom(config, trace);
     const papers = paperSettingsFrom(config);
+    const researchProvider = providerBatchSettingsFrom(config);
+    const facility = createResearchFacility(store, { defaultWorkloadClass: config.default_workload_class });
     const metrics = new ServiceMetrics();
     temporal = await startTemporalRuntime(
       {
@@ -63,7 +67,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         uiPort: config.temporal_ui_port,
         stateDir: config.state_dir,
       },
-      { store, settings: dispatch, papers, logger, onProgress: progress },
+      { store, settings: dispatch, papers, research: { facility, researchProvider }, logger, onProgress: progress },
     );
     metrics.addScrapeSource(temporal.metricsUrl);
     app = await createServer(
@@ -84,7 +88,8 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         metrics,
         core: { mode: config.core_mode, enforceEnabled: config.core_enforce_enabled },
         legacyNotesApiEnabled: config.legacy_notes_api_enabled,
-        researchProvider: providerBatchSettingsFrom(config),
+        researchProvider,
+        cycles: temporalCycleLauncher(temporal.client, { taskQueue: config.temporal_task_queue }),
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },
       logger,

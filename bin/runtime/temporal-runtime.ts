@@ -9,6 +9,8 @@ import type { TemporalHealth } from '../../api/deps.ts';
 import type { DispatchSettings } from '../../services/dispatch-settings.ts';
 import type { PaperSettings } from '../../services/paper-settings.ts';
 import type { Store } from '../../store/store.ts';
+import type { CycleDeps } from '../../services/research-cycle.ts';
+import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
 import { ensureSearchAttributes } from './search-attributes.ts';
 import { freePort, startTemporalDevServer, type TemporalDevServer } from './temporal-dev-server.ts';
@@ -116,7 +118,15 @@ export const WORKFLOWS_ON_MAIN_THREAD: Pick<WorkerOptions, 'debugMode'> & { isol
 
 export async function startTemporalRuntime(
   settings: TemporalSettings,
-  deps: { store: Store; settings: DispatchSettings; papers: PaperSettings; logger: Logger; onProgress?: (message: string) => void },
+  deps: {
+    store: Store;
+    settings: DispatchSettings;
+    papers: PaperSettings;
+    /** What the research-cycle activities need beyond the store, dispatch and paper settings. */
+    research: Pick<CycleDeps, 'facility' | 'researchProvider'>;
+    logger: Logger;
+    onProgress?: (message: string) => void;
+  },
 ): Promise<TemporalRuntime> {
   const progress = deps.onProgress ?? (() => undefined);
   const metricsUrl = await installTemporalRuntime(deps.logger);
@@ -131,12 +141,19 @@ export async function startTemporalRuntime(
     cleanups.push(() => workerConnection.close());
     await ensureSearchAttributes(clientConnection, settings.namespace);
 
+    const client = new Client({ connection: clientConnection, namespace: settings.namespace });
+    const cycles: CycleDeps = {
+      store: deps.store,
+      dispatch: deps.settings,
+      ...deps.research,
+      papers: { settings: deps.papers, launcher: temporalPaperLauncher(client, { taskQueue: settings.taskQueue }) },
+    };
     const worker = await Worker.create({
       connection: workerConnection,
       namespace: settings.namespace,
       taskQueue: settings.taskQueue,
       workflowBundle: await loadWorkflowBundle(progress),
-      activities: createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers }),
+      activities: createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers, cycles }),
       shutdownGraceTime: WORKER_SHUTDOWN_GRACE,
       stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
       ...WORKFLOWS_ON_MAIN_THREAD,
@@ -145,7 +162,6 @@ export async function startTemporalRuntime(
     running.catch((error: unknown) => deps.logger.error({ err: error }, 'Temporal worker stopped with an error'));
     progress(`Temporal worker polling task queue "${settings.taskQueue}" in namespace "${settings.namespace}" at ${address}`);
 
-    const client = new Client({ connection: clientConnection, namespace: settings.namespace });
     return {
       address,
       namespace: settings.namespace,

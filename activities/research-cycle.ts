@@ -1,0 +1,48 @@
+import type { CyclePolicy, CycleStage } from '../domain/research-cycle.ts';
+import { selectCycleDispatch, type CycleDispatchSelection } from '../services/dispatch.ts';
+import {
+  onceForCycle,
+  paperDraftStage,
+  promoteStage,
+  providerStage,
+  publicationRewriteStage,
+  stopConditionStage,
+  type CycleDeps,
+} from '../services/research-cycle.ts';
+import { heartbeating } from './heartbeat.ts';
+
+/**
+ * Activities of the research-cycle workflow (workflows/research-cycle.ts). A stage that writes runs once per cycle
+ * (services/research-cycle.ts onceForCycle): a retry after a crash answers the first outcome instead of spending,
+ * promoting or drafting again. Reads (the stop conditions, the dispatch selection) may simply run again.
+ */
+
+export interface CycleStageInput {
+  cycle_id: string;
+  requested_by: string;
+  policy: CyclePolicy;
+}
+
+export function createCycleActivities(deps: CycleDeps) {
+  const live = (input: CycleStageInput) => ({ cycle_id: input.cycle_id, requested_by: input.requested_by, dry_run: false });
+  return {
+    cycleStopConditions: (input: CycleStageInput): Promise<CycleStage & { stopped: boolean }> => stopConditionStage(deps, input.policy),
+
+    cycleProviderBatch: (input: CycleStageInput): Promise<CycleStage> =>
+      heartbeating(() => onceForCycle(deps.store, input.cycle_id, 'provider_batch', () => providerStage(deps, input.policy, live(input)))),
+
+    cyclePromote: (input: CycleStageInput): Promise<CycleStage> =>
+      onceForCycle(deps.store, input.cycle_id, 'promote', () => promoteStage(deps, input.policy, live(input))),
+
+    cycleSelectDispatch: (input: CycleStageInput): Promise<CycleDispatchSelection> =>
+      selectCycleDispatch({ store: deps.store, settings: deps.dispatch }, { requested_by: input.requested_by, dry_run: false }),
+
+    cyclePaperDraft: (input: CycleStageInput): Promise<CycleStage> =>
+      heartbeating(() => onceForCycle(deps.store, input.cycle_id, 'paper_draft', () => paperDraftStage(deps, input.policy, live(input)))),
+
+    cyclePublicationRewrite: (input: CycleStageInput): Promise<CycleStage> =>
+      heartbeating(() => onceForCycle(deps.store, input.cycle_id, 'publication_rewrite', () => publicationRewriteStage(deps, input.policy, live(input)))),
+  };
+}
+
+export type CycleActivities = ReturnType<typeof createCycleActivities>;

@@ -1,0 +1,232 @@
+import { queueItemLane } from '../domain/operator-lanes.ts';
+import { budgetMatters, cycleStop, cycleWorkflowId, skippedStage, type CyclePolicy, type CycleStage } from '../domain/research-cycle.ts';
+import type { CycleReport } from '../workflows/cycle-messages.ts';
+import type { CycleLauncher } from './cycle-launcher.ts';
+import { countActiveItems } from '../store/dispatch-candidates.ts';
+import { claimKey, completeKey, releaseKey, runIdempotent } from '../store/idempotency-keys.ts';
+import { queueFactGroups } from '../store/overview-reads.ts';
+import { nextPromotableCandidate } from '../store/research-candidates.ts';
+import type { Store } from '../store/store.ts';
+import { CommandRefusedError } from './command-errors.ts';
+import { selectCycleDispatch } from './dispatch.ts';
+import type { DispatchSettings } from './dispatch-settings.ts';
+import { createPaperDrafting } from './paper-drafting.ts';
+import type { PaperLauncher } from './paper-launcher.ts';
+import type { PaperSettings } from './paper-settings.ts';
+import { generateProviderBatch, providerBudget, type ProviderBatchSettings } from './provider-batch.ts';
+import type { ResearchFacility } from './research-facility.ts';
+
+/**
+ * The stages of a bounded research cycle (README "Research cycles"), each as a dry run (what it would do, writing
+ * nothing and spending nothing) or live. The run-cycle dry run calls them in order here; a live cycle is the
+ * research-cycle workflow, whose activities call the same functions once each.
+ */
+
+export interface CycleDeps {
+  store: Store;
+  dispatch: DispatchSettings;
+  facility: ResearchFacility;
+  researchProvider: ProviderBatchSettings;
+  papers: { settings: PaperSettings; launcher: PaperLauncher };
+}
+
+export interface StageRequest {
+  cycle_id: string;
+  requested_by: string;
+  dry_run: boolean;
+}
+
+/** Candidates a cycle asks the provider for in its one request. */
+export const CYCLE_PROVIDER_COUNT = 2;
+
+const messageOf = (error: unknown): string => {
+  if (error instanceof CommandRefusedError) {
+    const detail = error.detail;
+    if (typeof detail === 'string') return detail;
+    if (!Array.isArray(detail) && typeof (detail as { message?: unknown }).message === 'string') return (detail as { message: string }).message;
+    return JSON.stringify(detail);
+  }
+  return error instanceof Error ? error.message : String(error);
+};
+
+/** A stage refused by the service it calls (a 4xx/5xx of its own): reported, and the cycle goes on. */
+const refusedStage = (name: CycleStage['name'], error: unknown): CycleStage => {
+  if (!(error instanceof CommandRefusedError)) throw error;
+  return { name, action: 'refused', reason: messageOf(error), status: error.status };
+};
+
+export async function stopConditionStage(deps: Pick<CycleDeps, 'store' | 'researchProvider'>, policy: CyclePolicy): Promise<CycleStage & { stopped: boolean }> {
+  const [activeItems, groups, budget] = await Promise.all([
+    countActiveItems(deps.store),
+    queueFactGroups(deps.store),
+    budgetMatters(policy) ? providerBudget({ store: deps.store, settings: deps.researchProvider }) : null,
+  ]);
+  const attentionItems = groups.filter((group) => queueItemLane(group) === 'attention').reduce((sum, group) => sum + group.n, 0);
+  const stop = cycleStop(policy, { activeItems, attentionItems, budget });
+  const facts = { active_items: activeItems, attention_items: attentionItems, budget_ok: budget?.ok ?? null };
+  if (stop) return { name: 'stop_conditions', action: 'stopped', reason: stop.reason, condition: stop.condition, stopped: true, ...facts };
+  return { name: 'stop_conditions', action: 'passed', reason: 'no stop condition holds', stopped: false, ...facts };
+}
+
+export async function providerStage(deps: CycleDeps, policy: CyclePolicy, request: StageRequest): Promise<CycleStage> {
+  if (policy.max_provider_requests_per_run === 0) return skippedStage('provider_batch', 'max_provider_requests_per_run');
+  try {
+    const answer = await generateProviderBatch(
+      { store: deps.store, facility: deps.facility, settings: deps.researchProvider },
+      { dry_run: request.dry_run, requested_by: request.requested_by, count: CYCLE_PROVIDER_COUNT, idempotency_key: `${request.cycle_id}:provider` },
+    );
+    return {
+      name: 'provider_batch',
+      action: answer.action,
+      reason: answer.reason,
+      ...(answer.batch_id ? { batch_id: answer.batch_id, counts: answer.counts, invalid: answer.invalid?.length ?? 0 } : {}),
+    };
+  } catch (error) {
+    return refusedStage('provider_batch', error);
+  }
+}
+
+export async function promoteStage(deps: CycleDeps, policy: CyclePolicy, request: StageRequest): Promise<CycleStage> {
+  if (policy.max_promotions_per_run === 0) return skippedStage('promote', 'max_promotions_per_run');
+  const none: CycleStage = { name: 'promote', action: 'noop', reason: `no admitted candidate scoring at least ${policy.min_admission_score} waits for promotion` };
+  try {
+    if (request.dry_run) {
+      const candidateId = await nextPromotableCandidate(deps.store, policy.min_admission_score, { lock: false });
+      if (!candidateId) return none;
+      const preview = await deps.facility.promoteCandidate({ candidate_id: candidateId, dry_run: true, requested_by: request.requested_by });
+      return { name: 'promote', action: 'would_promote', reason: `would promote ${candidateId} into ${preview.project_id}`, candidate_id: candidateId, project_id: preview.project_id };
+    }
+    // One transaction, replayed by the cycle's key: a retried stage answers what the first attempt promoted.
+    return await deps.store.transaction(async (tx) => {
+      const { response } = await runIdempotent(tx, { scope: 'research.cycle.promote', key: request.cycle_id, payload: { min_admission_score: policy.min_admission_score } }, async () => {
+        const candidateId = await nextPromotableCandidate(tx, policy.min_admission_score, { lock: true });
+        if (!candidateId) return none;
+        const promoted = await deps.facility.promoteWithin(tx, candidateId, request.requested_by, `${request.cycle_id}:promote`);
+        return { name: 'promote', action: 'promoted', reason: `promoted ${candidateId} into ${promoted.project_id}`, candidate_id: candidateId, project_id: promoted.project_id } satisfies CycleStage;
+      });
+      return response;
+    });
+  } catch (error) {
+    return refusedStage('promote', error);
+  }
+}
+
+/** The dispatch stage of a dry run; live, the workflow starts the run workflow as its child from `selectCycleDispatch`. */
+export async function dispatchDryRunStage(deps: CycleDeps, policy: CyclePolicy, request: StageRequest): Promise<CycleStage> {
+  if (policy.max_dispatches_per_run === 0) return skippedStage('dispatch', 'max_dispatches_per_run');
+  const selection = await selectCycleDispatch({ store: deps.store, settings: deps.dispatch }, { requested_by: request.requested_by, dry_run: true });
+  if (selection.action !== 'start') return { name: 'dispatch', action: selection.action, reason: selection.reason };
+  return {
+    name: 'dispatch',
+    action: 'would_dispatch',
+    reason: `${selection.reason}${policy.wait_for_completion ? ', and wait for the run to finish' : ''}`,
+    candidate: selection.candidate,
+    dispatch_route: selection.dispatch_route,
+  };
+}
+
+export async function paperDraftStage(deps: CycleDeps, policy: CyclePolicy, request: StageRequest): Promise<CycleStage> {
+  if (policy.max_paper_drafts_per_run === 0) return skippedStage('paper_draft', 'max_paper_drafts_per_run');
+  try {
+    const drafting = createPaperDrafting({ store: deps.store, settings: deps.papers.settings, launcher: deps.papers.launcher });
+    const answer = (await drafting.draftNext({ dry_run: request.dry_run, requested_by: request.requested_by, force: false })) as Record<string, unknown> & { action: string };
+    const paperId = typeof answer.paper_id === 'string' ? answer.paper_id : null;
+    const reason = typeof answer.reason === 'string' ? answer.reason : paperId ? `${answer.action} paper ${paperId}` : answer.action;
+    return { name: 'paper_draft', action: answer.action, reason, ...(paperId ? { paper_id: paperId } : {}) };
+  } catch (error) {
+    return refusedStage('paper_draft', error);
+  }
+}
+
+export async function publicationRewriteStage(deps: CycleDeps, policy: CyclePolicy, request: StageRequest): Promise<CycleStage> {
+  if (policy.max_publication_rewrites_per_run === 0) return skippedStage('publication_rewrite', 'max_publication_rewrites_per_run');
+  try {
+    const drafting = createPaperDrafting({ store: deps.store, settings: deps.papers.settings, launcher: deps.papers.launcher });
+    const answer = await drafting.rewriteBatch({
+      limit: policy.max_publication_rewrites_per_run,
+      dry_run: request.dry_run,
+      requested_by: request.requested_by,
+      idempotency_key: `${request.cycle_id}:rewrite`,
+      force: false,
+      skip_rewritten: true,
+    });
+    const count = (answer as { count: number }).count;
+    if (request.dry_run) return { name: 'publication_rewrite', action: count > 0 ? 'would_rewrite' : 'noop', reason: `${count} paper(s) selected for a rewrite`, count };
+    return { name: 'publication_rewrite', action: count > 0 ? 'rewritten' : 'noop', reason: `${(answer as { rewritten: number }).rewritten} of ${count} paper(s) rewritten`, count };
+  } catch (error) {
+    return refusedStage('publication_rewrite', error);
+  }
+}
+
+/**
+ * Runs a live stage at most once per cycle: the stage's outcome is kept under the cycle's key, so an activity retried
+ * after a crash answers the first outcome; a stage whose earlier attempt stopped part-way is reported, not repeated.
+ */
+export async function onceForCycle(store: Store, cycleId: string, stage: CycleStage['name'], run: () => Promise<CycleStage>): Promise<CycleStage> {
+  const scope = 'research.cycle.stage';
+  const key = `${cycleId}:${stage}`;
+  const claim = await claimKey<null>(store, { scope, key, payload: {} });
+  if (claim.state === 'done') return claim.response as CycleStage;
+  if (claim.state === 'pending') {
+    return { name: stage, action: 'interrupted', reason: 'an earlier attempt of this stage stopped before it finished; it is not repeated' };
+  }
+  let result: CycleStage;
+  try {
+    result = await run();
+  } catch (error) {
+    await releaseKey(store, scope, key);
+    throw error;
+  }
+  await completeKey(store, scope, key, { response: result, status_code: 200 });
+  return result;
+}
+
+/** The whole cycle as a dry run: every stage says what it would do; nothing is written and no request is spent. */
+export async function dryRunCycle(deps: CycleDeps, policy: CyclePolicy, request: Omit<StageRequest, 'dry_run'>) {
+  const stage = { ...request, dry_run: true };
+  const stops = await stopConditionStage(deps, policy);
+  const { stopped, ...stopStage } = stops;
+  const stages: CycleStage[] = [stopStage];
+  if (!stopped) {
+    stages.push(await providerStage(deps, policy, stage));
+    stages.push(await promoteStage(deps, policy, stage));
+    stages.push(await dispatchDryRunStage(deps, policy, stage));
+    stages.push(await paperDraftStage(deps, policy, stage));
+    stages.push(await publicationRewriteStage(deps, policy, stage));
+  }
+  return { ok: !stopped, reason: stopped ? stopStage.reason : 'every stage says what it would do', stages };
+}
+
+export interface RunCycleRequest extends CyclePolicy {
+  dry_run: boolean;
+  requested_by: string;
+  idempotency_key?: string | undefined;
+}
+
+/**
+ * `POST /control/api/research/run-cycle`: a dry run reports what each stage would do; a live call (enabled, with an
+ * idempotency key) runs the cycle workflow named by its key and answers its report. The same key and body answer the
+ * first report (a call that finds the cycle still running waits for it); another body is 409.
+ */
+export async function runCycle(deps: CycleDeps & { cycles: CycleLauncher }, request: RunCycleRequest) {
+  const { dry_run: dryRun, requested_by: requestedBy, idempotency_key: key, ...policy } = request;
+  if (dryRun) {
+    const result = await dryRunCycle(deps, policy, { cycle_id: key ?? 'dry-run', requested_by: requestedBy });
+    return { ...result, action: 'dry_run_research_cycle' as const, dry_run: true, run_cycle_id: key ?? null, workflow_id: key ? cycleWorkflowId(key) : null };
+  }
+  if (!policy.enabled) throw new CommandRefusedError(409, 'live run-cycle requires enabled=true');
+  if (deps.store.readOnly) throw new CommandRefusedError(501, 'the store is read-only (control_plane_store_backend is pg_readonly)');
+  if (!key) throw new CommandRefusedError(422, [{ loc: ['body', 'idempotency_key'], msg: 'is required for a live run-cycle', type: 'missing' }]);
+  const scope = 'research.run-cycle';
+  const claim = await claimKey(deps.store, { scope, key, payload: { policy, requested_by: requestedBy } });
+  if (claim.state === 'done') return claim.response as CycleReport;
+  let report: CycleReport;
+  try {
+    report = await deps.cycles.runCycle({ cycle_id: key, requested_by: requestedBy, policy });
+  } catch (error) {
+    if (claim.state === 'claimed') await releaseKey(deps.store, scope, key);
+    throw error;
+  }
+  await completeKey(deps.store, scope, key, { response: report, status_code: 200 });
+  return report;
+}

@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertProject } from '../store/projects.ts';
+import { insertQueueItem } from '../store/queue-items.ts';
+import { FakeProvider } from './support/fake-provider.ts';
+import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';
+import { waitUntil } from './support/gate.ts';
+import { tableCounts } from './support/ledgers.ts';
+import { candidate } from './support/research.ts';
+import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
+
+// expected duration: ~45 s (one cycle runs an agent to completion across a SIGKILL of the control plane)
+
+/**
+ * POST /control/api/research/run-cycle through real processes: a control plane (HTTP + Temporal worker on Postgres),
+ * a worker gate running the fake agent, and a local research provider. The cycle is the research-cycle workflow; its
+ * dispatch is the run workflow as a child.
+ */
+
+let stack: RunStack;
+let provider: FakeProvider;
+
+beforeAll(async () => {
+  provider = await FakeProvider.start();
+  stack = await startRunStack({
+    controlPlaneOverrides: {
+      research_provider_base_url: `${provider.origin}/v1`,
+      research_provider_model: 'research-model-1',
+      research_provider_quota_url: `${provider.origin}/quota`,
+    },
+  });
+}, RUN_STACK_START_MS);
+
+afterAll(async () => {
+  await stack?.close();
+  await provider?.close();
+});
+
+/** A provider candidate (no sources: the test database has none) that the planner admits, with words of its own. */
+const proposed = (dedupeKey: string, subject: string) =>
+  candidate({
+    generation_mode: 'implementation_gap',
+    dedupe_key: dedupeKey,
+    title: `Cycle study ${dedupeKey}`,
+    hypothesis: `${subject} keeps decode throughput on 6 GB cards.`,
+    mechanism: `Replace the default path with ${subject} behind a feature switch.`,
+  });
+
+const cycle = (body: Record<string, unknown>) => stack.api('POST', '/control/api/research/run-cycle', { requested_by: 'cycle-test', ...body });
+const stage = (body: Record<string, any>, name: string) => (body.stages as { name: string }[]).find((entry) => entry.name === name) as Record<string, any> | undefined;
+
+describe('run-cycle', () => {
+  it('dry run: reports every stage, spends no provider request and writes nothing; live needs enabled=true', async () => {
+    provider.proposes([proposed('dry-cycle', 'paged attention over a resident page table')]);
+    const before = await tableCounts(stack.store);
+    const dry = await cycle({ max_dispatches_per_run: 1 });
+    expect(dry.status, JSON.stringify(dry.body)).toBe(200);
+    expect(dry.body).toMatchObject({ ok: true, action: 'dry_run_research_cycle', dry_run: true });
+    expect((dry.body.stages as { name: string }[]).map((entry) => entry.name)).toEqual([
+      'stop_conditions',
+      'provider_batch',
+      'promote',
+      'dispatch',
+      'paper_draft',
+      'publication_rewrite',
+    ]);
+    expect(stage(dry.body, 'provider_batch')).toMatchObject({ action: 'dry_run_provider_generation' });
+    expect(stage(dry.body, 'paper_draft')).toMatchObject({ action: 'skipped', reason: 'max_paper_drafts_per_run is 0' });
+    expect(provider.chats).toHaveLength(0);
+    expect(await tableCounts(stack.store)).toEqual(before);
+
+    const refused = await cycle({ dry_run: false, idempotency_key: 'cycle-disabled' });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toEqual({ detail: 'live run-cycle requires enabled=true' });
+    const keyless = await cycle({ dry_run: false, enabled: true });
+    expect(keyless.status).toBe(422);
+    const tooMany = await cycle({ max_dispatches_per_run: 2 });
+    expect(tooMany.status).toBe(422);
+    expect(tooMany.body.detail[0].loc).toEqual(['body', 'max_dispatches_per_run']);
+  });
+
+  it('stops at each stop condition with its reason, spending and writing nothing', { timeout: 60_000 }, async () => {
+    const chats = provider.chats.length;
+    const expectStopped = async (key: string, condition: string, reason: RegExp, extra: Record<string, unknown> = {}) => {
+      const answer = await cycle({ dry_run: false, enabled: true, idempotency_key: key, ...extra });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body).toMatchObject({ ok: false, action: 'research_cycle_blocked', stages: [{ name: 'stop_conditions', action: 'stopped', condition }] });
+      expect(answer.body.reason).toMatch(reason);
+      expect(answer.body.stages).toHaveLength(1);
+    };
+    await stack.store.transaction(async (tx) => {
+      await insertProject(tx, { project_id: 'cycle-busy', project_name: 'busy', project_dir: 'cycle-busy', workload_class: 'unknown' });
+      await insertQueueItem(tx, { project_id: 'cycle-busy', project_name: 'busy', status: 'needs_review' });
+    });
+    await expectStopped('stop-attention', 'stop_if_dashboard_attention', /1 queue item\(s\) wait for a person/);
+    await stack.store.query(`UPDATE queue_items SET status = 'running', lane = 'elsewhere' WHERE project_id = 'cycle-busy'`);
+    await expectStopped('stop-active', 'stop_if_queue_active', /1 queue item\(s\) are active/);
+    await stack.store.query(`UPDATE queue_items SET status = 'completed' WHERE project_id = 'cycle-busy'`);
+    provider.quota = { remaining_credits: 0, window: { limit: 10, remaining: 10, resets_at: '2026-11-24T00:00:00Z' } };
+    try {
+      await expectStopped('stop-budget', 'require_budget_ok', /remaining credit 0 is below/);
+    } finally {
+      provider.quota = { remaining_credits: 50, window: { limit: 120, remaining: 100, resets_at: '2026-11-24T00:00:00Z' } };
+    }
+    expect(provider.chats.length).toBe(chats);
+    maybeSaveHistory('cycle-stopped', await fetchRunHistory('research-cycle:stop-attention'));
+  });
+
+  it('live: generates, promotes and dispatches, and after a SIGKILL of the control plane mid-cycle resumes without repeating a stage', { timeout: 180_000 }, async () => {
+    provider.proposes([proposed('crash-cycle', 'speculative decoding with a two-layer draft model')]);
+    // The agent works long enough for the control plane to die while the cycle waits for its run.
+    await stack.writeScenario('crash-cycle', { scenario: 'slow', work_sec: 6 });
+    const chatsBefore = provider.chats.length;
+    const body = { dry_run: false, enabled: true, idempotency_key: 'cycle-crash-1', max_dispatches_per_run: 1, wait_for_completion: true };
+    const first = cycle(body).catch((error: unknown) => error);
+    await waitUntil('the cycle to dispatch its run', async () => {
+      const runs = await stack.store.query(`SELECT 1 FROM runs WHERE project_id = 'crash-cycle' AND state IN ('awaiting_wake', 'running')`);
+      return runs.rowCount ? true : undefined;
+    }, 60_000, 200);
+    await stack.cp.kill('SIGKILL');
+    await first;
+    await stack.restartControlPlane();
+
+    // The same key finds the cycle (its workflow ID is the key) and answers its report once the run has finished.
+    const resumed = await cycle(body);
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    expect(resumed.body).toMatchObject({ ok: true, action: 'research_cycle', dry_run: false, run_cycle_id: 'cycle-crash-1', workflow_id: 'research-cycle:cycle-crash-1' });
+    expect(stage(resumed.body, 'provider_batch')).toMatchObject({ action: 'provider_generation', counts: { admitted: 1 } });
+    expect(stage(resumed.body, 'promote')).toMatchObject({ action: 'promoted', project_id: 'crash-cycle' });
+    expect(stage(resumed.body, 'dispatch')).toMatchObject({ action: 'run_finished', run_state: 'reconciled', queue_status: 'completed', candidate: { project_id: 'crash-cycle' } });
+    // Once each: one provider request, one project, one run (the one the report names).
+    expect(provider.chats.length).toBe(chatsBefore + 1);
+    expect((await stack.store.query(`SELECT 1 FROM projects WHERE project_id = 'crash-cycle'`)).rowCount).toBe(1);
+    const runs = await stack.store.query<{ workflow_id: string; state: string }>(`SELECT workflow_id, state FROM runs WHERE project_id = 'crash-cycle'`);
+    expect(runs.rows).toEqual([{ workflow_id: stage(resumed.body, 'dispatch')!.workflow_id, state: 'reconciled' }]);
+
+    // A replayed key answers the first report; the same key with another policy is a conflict.
+    expect((await cycle(body)).body).toEqual(resumed.body);
+    expect(provider.chats.length).toBe(chatsBefore + 1);
+    expect((await cycle({ ...body, max_promotions_per_run: 0 })).status).toBe(409);
+    maybeSaveHistory('cycle-completed', await fetchRunHistory('research-cycle:cycle-crash-1'));
+  });
+});
