@@ -6,18 +6,24 @@ import { createPaperActivities } from './papers.ts';
 import { createRunActivities } from './runs.ts';
 import { createCycleActivities, type CycleActivities } from './research-cycle.ts';
 import type { CycleDeps } from '../services/research-cycle.ts';
+import type { PumpDeps } from '../services/queue-pump.ts';
+import { createPumpActivities, type PumpActivities } from './queue-pump.ts';
+
+/** What the automation activities (research cycles, the queue pump) need beyond the store and settings. */
+export type AutomationDeps = CycleDeps & PumpDeps;
 
 /**
- * Every activity the control-plane worker registers. Workflows import only the type. The research-cycle activities
- * need the Research Facility, the provider and the paper workflows (`cycles`); a worker given none (a test's worker for
- * runs or papers alone) registers none of them.
+ * Every activity the control-plane worker registers. Workflows import only the type. The automation activities need
+ * the Research Facility, the provider and the run and paper workflows (`automation`); a worker given none (a test's
+ * worker for runs or papers alone) registers none of them.
  */
-export function createActivities(deps: { store: Store; settings: DispatchSettings; papers: PaperSettings; cycles?: CycleDeps }) {
+export function createActivities(deps: { store: Store; settings: DispatchSettings; papers: PaperSettings; automation?: AutomationDeps }) {
   return {
     ...createAuditActivities(deps.store),
     ...createRunActivities(deps),
     ...createPaperActivities(deps),
-    ...(deps.cycles ? createCycleActivities(deps.cycles) : ({} as CycleActivities)),
+    ...(deps.automation ? createCycleActivities(deps.automation) : ({} as CycleActivities)),
+    ...(deps.automation ? createPumpActivities(deps.automation) : ({} as PumpActivities)),
   };
 }
 

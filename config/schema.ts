@@ -278,14 +278,15 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Timeout of one chat webhook post.',
     notImplemented: true,
   }),
-  queue_pump_enabled: doc(z.boolean().default(false), { description: 'Advance the queue automatically.', notImplemented: true }),
+  queue_pump_enabled: doc(z.boolean().default(false), {
+    description: 'Advance the queue on a Temporal Schedule: each tick dispatches the next eligible item live when that is safe (the schedule exists either way, paused while this is false).',
+  }),
+  queue_pump_interval_sec: doc(z.number().int().min(1).max(86400).default(60), { description: 'Seconds between queue pump ticks.' }),
   queue_pump_followup_launch_enabled: doc(z.boolean().default(false), {
-    description: 'Let the queue pump launch follow-up items.',
-    notImplemented: true,
+    description: 'Let each queue pump tick launch the next follow-up of a negative or inconclusive run.',
   }),
   queue_pump_paper_draft_enabled: doc(z.boolean().default(false), {
-    description: 'Let the queue pump start paper drafts.',
-    notImplemented: true,
+    description: 'Let each queue pump tick draft the next paper (draft-next).',
   }),
   paper_writer_provider: doc(z.enum(PAPER_WRITER_PROVIDERS).default('deterministic'), {
     description: 'Paper writer; openai_compatible requires paper_writer_base_url and paper_writer_model.',

@@ -45,15 +45,12 @@ const NON_DEFAULT: Record<string, unknown> = {
   chat_alert_webhook_url: 'https://chat.example.org/hook',
   chat_alert_webhook_secret: 'chat-webhook-secret',
   chat_alert_webhook_timeout_sec: 3,
-  queue_pump_enabled: true,
-  queue_pump_followup_launch_enabled: true,
-  queue_pump_paper_draft_enabled: true,
 };
 
 const notImplementedWarnings = (warnings: string[]) => warnings.filter((w) => w.includes('not implemented yet'));
 
 describe('fields whose feature is not built yet', () => {
-  it('are the alert and queue-pump fields, and nothing observability-related', () => {
+  it('are the alert fields, and nothing observability-related', () => {
     expect([...NOT_IMPLEMENTED_FIELDS].sort()).toEqual([...Object.keys(NON_DEFAULT)].sort());
     expect(NOT_IMPLEMENTED_FIELDS.some((field) => field.startsWith('route_observability_') || field.startsWith('operational_trace_'))).toBe(false);
   });

@@ -11,7 +11,8 @@ import { quietTemporalLogs } from './support/temporal.ts';
 
 /**
  * Run histories: captured before any patch, then once more after each patch (named after it). Paper histories: one per
- * path. Research-cycle histories: a cycle stopped by a stop condition, and one that ran every stage across a crash.
+ * path. Research-cycle histories: a cycle stopped by a stop condition, and one that ran every stage across a crash. A queue
+ * pump tick that dispatched.
  */
 const FIXTURES = [
   'cycle-completed',
@@ -21,6 +22,7 @@ const FIXTURES = [
   'paper-rewrite-batch',
   'paper-rewritten',
   'paper-writer-failed',
+  'pump-dispatched',
   'run-canceled',
   'run-canceled.preflight-as-activity',
   'run-claim-lost',

@@ -3,3 +3,4 @@ export { runWorkflow } from './run.ts';
 export { paperWorkflow } from './paper.ts';
 export { paperRewriteBatchWorkflow } from './paper-rewrite-batch.ts';
 export { researchCycleWorkflow } from './research-cycle.ts';
+export { queuePumpWorkflow } from './queue-pump.ts';

@@ -67,7 +67,23 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         uiPort: config.temporal_ui_port,
         stateDir: config.state_dir,
       },
-      { store, settings: dispatch, papers, research: { facility, researchProvider }, logger, onProgress: progress },
+      {
+        store,
+        settings: dispatch,
+        papers,
+        automation: {
+          facility,
+          researchProvider,
+          pump: {
+            enabled: config.queue_pump_enabled,
+            followupLaunch: config.queue_pump_followup_launch_enabled,
+            paperDraft: config.queue_pump_paper_draft_enabled,
+          },
+          schedule: { enabled: config.queue_pump_enabled, intervalSec: config.queue_pump_interval_sec },
+        },
+        logger,
+        onProgress: progress,
+      },
     );
     metrics.addScrapeSource(temporal.metricsUrl);
     app = await createServer(

@@ -9,7 +9,9 @@ import type { TemporalHealth } from '../../api/deps.ts';
 import type { DispatchSettings } from '../../services/dispatch-settings.ts';
 import type { PaperSettings } from '../../services/paper-settings.ts';
 import type { Store } from '../../store/store.ts';
-import type { CycleDeps } from '../../services/research-cycle.ts';
+import type { AutomationDeps } from '../../activities/index.ts';
+import { ensureQueuePumpSchedule } from '../../clients/queue-pump-schedule.ts';
+import { temporalRunLauncher } from '../../clients/run-workflows.ts';
 import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
 import { ensureSearchAttributes } from './search-attributes.ts';
@@ -122,8 +124,8 @@ export async function startTemporalRuntime(
     store: Store;
     settings: DispatchSettings;
     papers: PaperSettings;
-    /** What the research-cycle activities need beyond the store, dispatch and paper settings. */
-    research: Pick<CycleDeps, 'facility' | 'researchProvider'>;
+    /** What the automation activities need beyond the store, dispatch and paper settings, and the queue pump's schedule. */
+    automation: Pick<AutomationDeps, 'facility' | 'researchProvider' | 'pump'> & { schedule: { enabled: boolean; intervalSec: number } };
     logger: Logger;
     onProgress?: (message: string) => void;
   },
@@ -142,10 +144,12 @@ export async function startTemporalRuntime(
     await ensureSearchAttributes(clientConnection, settings.namespace);
 
     const client = new Client({ connection: clientConnection, namespace: settings.namespace });
-    const cycles: CycleDeps = {
+    const { schedule, ...automationSettings } = deps.automation;
+    const automation: AutomationDeps = {
       store: deps.store,
       dispatch: deps.settings,
-      ...deps.research,
+      ...automationSettings,
+      runs: temporalRunLauncher(client, { taskQueue: settings.taskQueue, namespace: settings.namespace }),
       papers: { settings: deps.papers, launcher: temporalPaperLauncher(client, { taskQueue: settings.taskQueue }) },
     };
     const worker = await Worker.create({
@@ -153,13 +157,15 @@ export async function startTemporalRuntime(
       namespace: settings.namespace,
       taskQueue: settings.taskQueue,
       workflowBundle: await loadWorkflowBundle(progress),
-      activities: createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers, cycles }),
+      activities: createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers, automation }),
       shutdownGraceTime: WORKER_SHUTDOWN_GRACE,
       stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
       ...WORKFLOWS_ON_MAIN_THREAD,
     });
     const running = worker.run();
     running.catch((error: unknown) => deps.logger.error({ err: error }, 'Temporal worker stopped with an error'));
+    await ensureQueuePumpSchedule(client, { ...schedule, taskQueue: settings.taskQueue });
+    progress(`queue pump schedule ${schedule.enabled ? `running every ${schedule.intervalSec} s` : 'paused (queue_pump_enabled is false)'}`);
     progress(`Temporal worker polling task queue "${settings.taskQueue}" in namespace "${settings.namespace}" at ${address}`);
 
     return {

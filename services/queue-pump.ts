@@ -1,0 +1,102 @@
+import { appendAuditEvent } from '../store/audit-events.ts';
+import { readFlags } from '../store/flags.ts';
+import type { Store } from '../store/store.ts';
+import type { PumpStep } from '../workflows/pump-messages.ts';
+import { CommandRefusedError } from './command-errors.ts';
+import { dispatchNext } from './dispatch.ts';
+import type { DispatchSettings } from './dispatch-settings.ts';
+import { launchNextFollowup } from './followups.ts';
+import { createPaperDrafting } from './paper-drafting.ts';
+import type { PaperLauncher } from './paper-launcher.ts';
+import type { PaperSettings } from './paper-settings.ts';
+import type { ResearchFacility } from './research-facility.ts';
+import type { RunLauncher } from './run-launcher.ts';
+
+/**
+ * The steps of one queue pump tick (README "Queue pump"): a gate (nothing at all while the queue is paused or in
+ * maintenance), then dispatch-next live when live dispatch is on, a follow-up launch and a draft-next when config lets
+ * the pump do them. Every step that did something, or failed, is an audit event of the tick; a tick that finds
+ * nothing to do leaves no trace but its workflow.
+ */
+
+export interface PumpDeps {
+  store: Store;
+  dispatch: DispatchSettings;
+  runs: RunLauncher;
+  facility: ResearchFacility;
+  papers: { settings: PaperSettings; launcher: PaperLauncher };
+  /** queue_pump_enabled, queue_pump_followup_launch_enabled and queue_pump_paper_draft_enabled of this process. */
+  pump: { enabled: boolean; followupLaunch: boolean; paperDraft: boolean };
+}
+
+export const QUEUE_PUMP_ACTOR = 'queue-pump';
+
+const failure = (step: PumpStep['step'], error: unknown): PumpStep => {
+  if (!(error instanceof CommandRefusedError)) throw error;
+  const detail = error.detail;
+  const message = typeof detail === 'string' ? detail : typeof (detail as { message?: unknown }).message === 'string' ? (detail as { message: string }).message : JSON.stringify(detail);
+  return { step, action: 'failed', reason: message, status: error.status };
+};
+
+async function audited(store: Store, tickId: string, step: PumpStep, acted: boolean): Promise<PumpStep> {
+  if (acted || step.action === 'failed') {
+    await appendAuditEvent(store, {
+      entity_type: 'queue_pump',
+      entity_id: tickId,
+      event_type: `queue_pump.${step.step}`,
+      payload: { ...step },
+      idempotency_key: `${tickId}:${step.step}`,
+      actor: QUEUE_PUMP_ACTOR,
+    });
+  }
+  return step;
+}
+
+/**
+ * Whether this tick may act. The config of the worker running the tick decides, not the schedule's state: a tick the
+ * schedule started before a restart that turned the pump off must not act after it.
+ */
+export async function pumpGate(deps: Pick<PumpDeps, 'store' | 'pump'>): Promise<PumpStep> {
+  if (!deps.pump.enabled) return { step: 'gate', action: 'closed', reason: 'queue_pump_enabled is false' };
+  const flags = await readFlags(deps.store);
+  if (flags.maintenance_mode) return { step: 'gate', action: 'closed', reason: 'maintenance mode is on' };
+  if (flags.queue_paused) return { step: 'gate', action: 'closed', reason: 'the queue is paused' };
+  return { step: 'gate', action: 'open', reason: 'neither paused nor in maintenance' };
+}
+
+export async function pumpDispatch(deps: PumpDeps, tickId: string): Promise<PumpStep> {
+  if (!deps.dispatch.liveDispatchEnabled) return { step: 'dispatch', action: 'skipped', reason: 'live dispatch is disabled (live_dispatch_enabled is false)' };
+  let step: PumpStep;
+  try {
+    const answer = await dispatchNext({ store: deps.store, settings: deps.dispatch, runs: deps.runs }, { dry_run: false, requested_by: QUEUE_PUMP_ACTOR, force_preflight: false });
+    step = { step: 'dispatch', action: answer.action, reason: answer.reason, ...('run_id' in answer ? { run_id: answer.run_id } : {}) };
+  } catch (error) {
+    step = failure('dispatch', error);
+  }
+  return audited(deps.store, tickId, step, step.action === 'live_dispatch' || step.action === 'dispatch_blocked');
+}
+
+export async function pumpFollowup(deps: PumpDeps, tickId: string): Promise<PumpStep> {
+  if (!deps.pump.followupLaunch) return { step: 'followup', action: 'skipped', reason: 'queue_pump_followup_launch_enabled is false' };
+  let step: PumpStep;
+  try {
+    const answer = await launchNextFollowup({ store: deps.store, facility: deps.facility }, { dry_run: false, requested_by: QUEUE_PUMP_ACTOR, idempotency_key: `${tickId}:followup` });
+    step = { step: 'followup', action: answer.action, reason: answer.reason, ...(answer.parent_run ? { parent_run_id: answer.parent_run.run_id } : {}) };
+  } catch (error) {
+    step = failure('followup', error);
+  }
+  return audited(deps.store, tickId, step, step.action !== 'noop');
+}
+
+export async function pumpPaperDraft(deps: PumpDeps, tickId: string): Promise<PumpStep> {
+  if (!deps.pump.paperDraft) return { step: 'paper_draft', action: 'skipped', reason: 'queue_pump_paper_draft_enabled is false' };
+  let step: PumpStep;
+  try {
+    const drafting = createPaperDrafting({ store: deps.store, settings: deps.papers.settings, launcher: deps.papers.launcher });
+    const answer = (await drafting.draftNext({ dry_run: false, requested_by: QUEUE_PUMP_ACTOR, force: false })) as Record<string, unknown> & { action: string };
+    step = { step: 'paper_draft', action: answer.action, reason: typeof answer.reason === 'string' ? answer.reason : answer.action, ...(typeof answer.paper_id === 'string' ? { paper_id: answer.paper_id } : {}) };
+  } catch (error) {
+    step = failure('paper_draft', error);
+  }
+  return audited(deps.store, tickId, step, step.action !== 'noop');
+}
