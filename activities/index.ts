@@ -8,9 +8,11 @@ import { createCycleActivities, type CycleActivities } from './research-cycle.ts
 import type { CycleDeps } from '../services/research-cycle.ts';
 import type { PumpDeps } from '../services/queue-pump.ts';
 import { createPumpActivities, type PumpActivities } from './queue-pump.ts';
+import { createAlertActivities, type AlertActivities } from './queue-alerts.ts';
+import type { AlertSettings } from '../services/queue-alerts.ts';
 
 /** What the automation activities (research cycles, the queue pump) need beyond the store and settings. */
-export type AutomationDeps = CycleDeps & PumpDeps;
+export type AutomationDeps = CycleDeps & PumpDeps & { alerts: AlertSettings };
 
 /**
  * Every activity the control-plane worker registers. Workflows import only the type. The automation activities need
@@ -24,6 +26,7 @@ export function createActivities(deps: { store: Store; settings: DispatchSetting
     ...createPaperActivities(deps),
     ...(deps.automation ? createCycleActivities(deps.automation) : ({} as CycleActivities)),
     ...(deps.automation ? createPumpActivities(deps.automation) : ({} as PumpActivities)),
+    ...(deps.automation ? createAlertActivities(deps.automation) : ({} as AlertActivities)),
   };
 }
 

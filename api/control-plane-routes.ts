@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServiceMetrics } from '../http/metrics.ts';
 import type { RouteObservability } from '../http/route-observability.ts';
 import { registerControlPlaneMetrics } from '../services/service-metrics.ts';
+import { alertRoutes } from './alerts.ts';
 import { coreRoutes } from './core.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import type { AppDeps } from './deps.ts';
@@ -51,6 +52,7 @@ export async function controlPlaneRoutes(app: FastifyInstance, options: ControlP
   await app.register(researchCycleRoutes, deps);
   await app.register(queueRoutes, deps);
   await app.register(statusRoutes, deps);
+  await app.register(alertRoutes, deps);
   await app.register(operatorRoutes, deps);
   await app.register(preflightRoutes, deps);
   await app.register(dispatchRoutes, deps);

@@ -1,6 +1,7 @@
 import type { WorkloadClass } from '../domain/workload.ts';
 import type { CoreSettings } from '../services/core.ts';
 import type { CycleLauncher } from '../services/cycle-launcher.ts';
+import type { AlertSettings } from '../services/queue-alerts.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { PaperLauncher } from '../services/paper-launcher.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
@@ -38,6 +39,8 @@ export interface AppDeps {
   papers: { settings: PaperSettings; launcher: PaperLauncher };
   /** Core (/svc-core): core_mode and core_enforce_enabled. */
   core: CoreSettings;
+  /** Queue alerts: hang and cooldown limits, and the push and webhook channels that are on. */
+  alerts: AlertSettings;
   /** Starts research-cycle workflows and waits for their reports. */
   cycles: CycleLauncher;
   /** The research provider (research_provider_* and RESEARCH_PROVIDER_API_KEY) and its budget limits. */

@@ -26,7 +26,11 @@ const StatusSchema = openObject({
 const QueueHealthSchema = openObject({
   workers: z.array(openObject({ name: z.string(), wake_gate_url: z.string(), fresh: z.boolean() })),
   active_runs: z.array(anyObject()),
-  alerts: openObject({ enabled: z.boolean(), results: z.array(z.unknown()) }),
+  alerts: openObject({
+    enabled: z.boolean(),
+    channels: openObject({ push: z.boolean(), webhook: z.boolean() }),
+    results: z.array(anyObject()).describe('The latest live queue checks, newest first: findings, what each channel answered, how many the cooldown held back'),
+  }),
   recent_callbacks: z.array(anyObject()),
   generated_at: z.string(),
   refreshed: z.array(z.unknown()).optional().describe('With refresh_worker=true: the preflight of every worker'),
@@ -51,5 +55,5 @@ export async function statusRoutes(instance: FastifyInstance, deps: AppDeps): Pr
     querystring: RefreshQuery,
     response: { 200: QueueHealthSchema, ...errorResponses(401, 422) },
   };
-  app.get('/control/api/queue-health', { config: { auth: 'control' }, schema: health }, async (request) => queueHealth(status, request.query));
+  app.get('/control/api/queue-health', { config: { auth: 'control' }, schema: health }, async (request) => queueHealth({ ...status, alerts: deps.alerts }, request.query));
 }

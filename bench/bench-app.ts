@@ -49,6 +49,7 @@ export async function startBenchApp(
       core: { mode: 'shadow', enforceEnabled: false },
       legacyNotesApiEnabled: false,
       cycles: { runCycle: noTemporal },
+      alerts: { hangAfterSec: 3600, cooldownSec: 1800, push: null, webhook: null },
       researchProvider: options.researchProvider ?? { provider: null, missing: ['research_provider_base_url'], limits: { minRemainingCredits: 5, requestReserve: 10 } },
     },
     logger,

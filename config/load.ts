@@ -4,12 +4,10 @@ import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { firstRunConfigPath, writeFirstRunConfig } from './first-run.ts';
 import {
-  ConfigFieldsSchema,
   ConfigFileSchema,
   DEPRECATED_ALIASES,
   ENV_ONLY_FIELDS,
   ENV_OVERRIDES,
-  NOT_IMPLEMENTED_FIELDS,
   PLACEHOLDER_REASON,
   isPlaceholder,
 } from './schema.ts';
@@ -234,23 +232,8 @@ export function operationalTracePath(config: Pick<Config, 'operational_trace_log
   return config.operational_trace_log_path || join(config.state_dir, 'operational-trace.jsonl');
 }
 
-/**
- * One warning per field whose feature is not built yet and whose value (from the file or the environment) differs
- * from its default: a default changes nothing, but any other value would be silently ignored.
- */
-function notImplementedWarnings(config: Config): string[] {
-  const warnings: string[] = [];
-  for (const field of NOT_IMPLEMENTED_FIELDS) {
-    const unset = ConfigFieldsSchema.shape[field].safeParse(undefined);
-    if (!isDeepStrictEqual(config[field], unset.success ? unset.data : undefined)) {
-      warnings.push(`${field}: not implemented yet; the value set has no effect (README "Configuration reference")`);
-    }
-  }
-  return warnings;
-}
-
 function collectWarnings(config: Config, configPath: string, env: ConfigEnv): string[] {
-  const warnings: string[] = notImplementedWarnings(config);
+  const warnings: string[] = [];
   const exposure = exposureWarning(configPath);
   if (exposure) warnings.push(exposure);
   if (config.roles.includes('worker_gate') && !existsSync(config.dispatch_script_path)) {

@@ -73,11 +73,6 @@ type FieldMeta = {
   secret?: boolean;
   /** Environment variable that overrides the file value. */
   env?: string;
-  /**
-   * The feature behind the field is not built yet: the reference marks it and setting it logs a warning
-   * (README "Configuration reference"). Drop the flag in the change that builds the feature.
-   */
-  notImplemented?: true;
 };
 
 function doc<T extends z.ZodType>(schema: T, meta: FieldMeta): T {
@@ -254,29 +249,30 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Workload class → worker target name; every name must be defined in worker_targets.',
   }),
   push_alerts_enabled: doc(z.boolean().default(false), {
-    description: 'Send push alerts; requires push_app_token, push_user_key and push_api_url.',
-    notImplemented: true,
+    description: 'Send queue alerts to a Pushover-style push service; requires push_app_token, push_user_key and push_api_url.',
   }),
-  push_app_token: doc(text().optional(), { description: 'Push service application token.', secret: true, notImplemented: true }),
-  push_user_key: doc(text().optional(), { description: 'Push service user key.', secret: true, notImplemented: true }),
-  push_api_url: doc(optionalHttpUrl(), { description: 'Push service API URL.', notImplemented: true }),
+  push_app_token: doc(text().optional(), { description: 'Push service application token (sent as the form field `token`).', secret: true }),
+  push_user_key: doc(text().optional(), { description: 'Push service user key (sent as the form field `user`).', secret: true }),
+  push_api_url: doc(optionalHttpUrl(), { description: 'Push service API URL, e.g. its messages endpoint.' }),
   queue_alert_cooldown_sec: doc(z.number().min(0).default(1800), {
-    description: 'Minimum time between repeated queue alerts.',
-    notImplemented: true,
+    description: 'A finding is sent at most once per this many seconds (force_notify on a check sends it anyway).',
   }),
   queue_alert_hang_after_sec: doc(z.number().min(0).default(3600), {
-    description: 'Age after which a running queue item is reported as hung.',
-    notImplemented: true,
+    description: 'A run waiting on its agent with no callback for this long is reported as hung.',
+  }),
+  queue_alert_check_interval_sec: doc(z.number().int().min(1).max(86400).default(300), {
+    description: 'Seconds between scheduled queue checks (the schedule is paused while no alert channel is enabled).',
   }),
   chat_alert_webhook_enabled: doc(z.boolean().default(false), {
-    description: 'Post alerts to a chat webhook; requires chat_alert_webhook_url.',
-    notImplemented: true,
+    description: 'Post queue alerts to a chat webhook; requires chat_alert_webhook_url.',
   }),
-  chat_alert_webhook_url: doc(optionalHttpUrl(), { description: 'Chat webhook URL.', notImplemented: true }),
-  chat_alert_webhook_secret: doc(text().optional(), { description: 'Chat webhook signing secret.', secret: true, notImplemented: true }),
+  chat_alert_webhook_url: doc(optionalHttpUrl(), { description: 'Chat webhook URL.' }),
+  chat_alert_webhook_secret: doc(text().optional(), {
+    description: 'Signs each webhook post: header X-Signature-256 is sha256=<hex HMAC-SHA256 of the raw body>; unset sends no signature.',
+    secret: true,
+  }),
   chat_alert_webhook_timeout_sec: doc(z.number().positive().default(10), {
-    description: 'Timeout of one chat webhook post.',
-    notImplemented: true,
+    description: 'Time limit of one alert post (webhook and push).',
   }),
   queue_pump_enabled: doc(z.boolean().default(false), {
     description: 'Advance the queue on a Temporal Schedule: each tick dispatches the next eligible item live when that is safe (the schedule exists either way, paused while this is false).',
@@ -490,11 +486,6 @@ export type EnvOnlyConfig = { research_provider_api_key: string | undefined };
 export type Config = z.output<typeof ConfigFileSchema> & EnvOnlyConfig;
 export type WorkerTarget = z.output<typeof WorkerTargetSchema>;
 
-/** Fields whose feature is not built yet: setting one to anything but its default logs a warning. */
-export const NOT_IMPLEMENTED_FIELDS: readonly (keyof z.output<typeof ConfigFieldsSchema>)[] = Object.entries(ConfigFieldsSchema.shape)
-  .filter(([, schema]) => fieldMeta(schema)?.notImplemented === true)
-  .map(([name]) => name as keyof z.output<typeof ConfigFieldsSchema>);
-
 function fieldMeta(schema: z.ZodType): FieldMeta | undefined {
   return z.globalRegistry.get(schema) as FieldMeta | undefined;
 }
@@ -534,8 +525,6 @@ export type ConfigFieldDoc = {
   description: string;
   /** Environment variable that overrides the file value, if any. */
   env?: string;
-  /** The feature behind it is not built yet. */
-  notImplemented: boolean;
 };
 
 type JsonNode = Record<string, unknown>;
@@ -620,7 +609,6 @@ export function configFieldDocs(): ConfigFieldDoc[] {
       required: required.has(name),
       secret: meta?.secret === true,
       description: meta?.description ?? '',
-      notImplemented: meta?.notImplemented === true,
     };
     if (meta?.env) entry.env = meta.env;
     return entry;

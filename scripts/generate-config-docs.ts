@@ -20,7 +20,7 @@ function code(value: string): string {
 /** The generated markdown that goes between the markers. */
 export function renderConfigReference(): string {
   const rows = configFieldDocs().map((field) => {
-    const notes = [field.notImplemented ? '**Not implemented yet:** a value other than the default has no effect and logs a warning.' : '', field.secret ? '**Secret.**' : '', field.description, field.env ? `Overridden by ${code(field.env)}.` : '']
+    const notes = [field.secret ? '**Secret.**' : '', field.description, field.env ? `Overridden by ${code(field.env)}.` : '']
       .filter(Boolean)
       .join(' ');
     const fallback = field.required ? '—' : 'unset';
@@ -45,8 +45,6 @@ export function renderConfigReference(): string {
     '',
     'Strings that look like placeholders (`<...>`, `replace-with-...`, `REPLACE_ME...`, `changeme`) are refused.',
     'An empty string in an optional field means unset.',
-    'A field marked **not implemented yet** is accepted so that existing configs keep loading, but nothing reads it yet;',
-    'a value other than its default logs one warning at start-up naming the field.',
     '',
     'Deprecated aliases:',
     '',

@@ -1,7 +1,7 @@
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { readFlags } from '../store/flags.ts';
 import type { Store } from '../store/store.ts';
-import type { PumpStep } from '../workflows/pump-messages.ts';
+import type { PumpStep } from '../workflows/schedule-messages.ts';
 import { CommandRefusedError } from './command-errors.ts';
 import { dispatchNext } from './dispatch.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';

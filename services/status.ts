@@ -12,6 +12,7 @@ import {
 } from '../store/status-reads.ts';
 import { paperCounts } from '../store/paper-counts.ts';
 import type { Store } from '../store/store.ts';
+import { latestAlertChecks } from '../store/queue-alerts.ts';
 import { latestWorkerObservations } from '../store/worker-observations.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { dispatchPreflight } from './worker-preflight.ts';
@@ -32,6 +33,7 @@ export interface RefreshOptions {
 }
 
 const RECENT_CALLBACKS = 20;
+const RECENT_ALERT_CHECKS = 5;
 
 interface WorkerView extends LatestObservation {
   summary: string;
@@ -123,14 +125,21 @@ export async function statusSnapshot(deps: StatusDeps, query: RefreshOptions) {
   };
 }
 
-export async function queueHealth(deps: StatusDeps, query: RefreshOptions) {
+/** Which alert channels are on (services/queue-alerts.ts AlertSettings, seen from here). */
+export interface AlertChannelsOn {
+  push: object | null;
+  webhook: object | null;
+}
+
+export async function queueHealth(deps: StatusDeps & { alerts: AlertChannelsOn }, query: RefreshOptions) {
   const targets = [...deps.settings.routing.targets.values()];
   const refreshed = query.refresh_worker ? await refreshWorkers(deps, targets) : [];
   const refreshedAt = new Date();
-  const [observations, active, callbacks] = await Promise.all([
+  const [observations, active, callbacks, checks] = await Promise.all([
     latestObservations(deps, refreshed, refreshedAt),
     listActiveItems(deps.store),
     recentWorkerCallbacks(deps.store, RECENT_CALLBACKS),
+    latestAlertChecks(deps.store, RECENT_ALERT_CHECKS),
   ]);
   const now = new Date();
   const byTarget = new Map(observations.map((view) => [view.target, view]));
@@ -158,8 +167,12 @@ export async function queueHealth(deps: StatusDeps, query: RefreshOptions) {
       last_callback_event: item.last_callback?.event_type ?? null,
       last_callback_at: item.last_callback?.received_at ?? null,
     })),
-    // Queue alerts (push notifications, webhook) are not built yet; the group keeps its place in the body.
-    alerts: { enabled: false, results: [] as unknown[] },
+    alerts: {
+      enabled: deps.alerts.push !== null || deps.alerts.webhook !== null,
+      channels: { push: deps.alerts.push !== null, webhook: deps.alerts.webhook !== null },
+      // The latest live checks, newest first, each with its findings and what each channel answered.
+      results: checks,
+    },
     recent_callbacks: callbacks,
     generated_at: now.toISOString(),
     ...(query.refresh_worker ? { refreshed } : {}),

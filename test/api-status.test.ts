@@ -323,7 +323,7 @@ describe('a seeded queue', () => {
     });
     expect(runs['act-ok'].age_sec).toBeGreaterThanOrEqual(590);
     expect(runs['act-norun']).toMatchObject({ run_id: null, state: null, started: null, age_sec: null, last_callback_event: null });
-    expect(body.alerts).toEqual({ enabled: false, results: [] });
+    expect(body.alerts).toEqual({ enabled: false, channels: { push: false, webhook: false }, results: [] });
 
     expect(body.recent_callbacks).toHaveLength(20);
     expect(body.recent_callbacks[0]).toEqual({

@@ -1,27 +1,34 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { queuePumpScheduleId } from '../workflows/pump-messages.ts';
+import { queueAlertScheduleId, queuePumpScheduleId } from '../workflows/schedule-messages.ts';
 import { waitUntil } from './support/gate.ts';
+import { Receiver } from './support/receiver.ts';
 import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';
 import { gateTarget, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
-// expected duration: ~20 s (one control-plane restart)
+// expected duration: ~25 s (one control-plane restart)
 
 /**
- * The queue pump on real processes: a control plane whose config turns the pump on with a 1 s interval, and a worker
- * gate running the fake agent on three lanes. Nothing but the pump's Temporal Schedule calls dispatch-next here.
+ * The control plane's schedules on real processes: a control plane whose config turns the queue pump and a webhook
+ * alert channel on with 1 s intervals, and a worker gate running the fake agent on three lanes. Nothing but the
+ * schedules call dispatch-next or the queue check here.
  */
 
 let stack: RunStack;
 let connection: Connection;
+let webhook: Receiver;
 
 beforeAll(async () => {
+  webhook = await Receiver.start();
   stack = await startRunStack({
     defaultLane: false,
     controlPlaneOverrides: (gate) => ({
       queue_pump_enabled: true,
       queue_pump_interval_sec: 1,
+      chat_alert_webhook_enabled: true,
+      chat_alert_webhook_url: webhook.url,
+      queue_alert_check_interval_sec: 1,
       worker_targets: { pumpA: gateTarget(gate), pumpB: gateTarget(gate), pumpC: gateTarget(gate) },
     }),
   });
@@ -30,9 +37,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // The dev server outlives this file: its schedule must not keep starting ticks for a task queue nobody polls.
-  await new Client({ connection }).schedule.getHandle(queuePumpScheduleId(stack.cpFixture.taskQueue)).delete().catch(() => undefined);
+  for (const id of [queuePumpScheduleId(stack.cpFixture.taskQueue), queueAlertScheduleId(stack.cpFixture.taskQueue)]) {
+    await new Client({ connection }).schedule.getHandle(id).delete().catch(() => undefined);
+  }
   await connection?.close();
   await stack?.close();
+  await webhook?.close();
 });
 
 const queueStatus = async (projectId: string) =>
@@ -44,6 +54,25 @@ const runOf = (projectId: string) =>
 /** Three ticks at the 1 s interval. */
 const SEVERAL_TICKS_MS = 3_500;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the queue check schedule', () => {
+  it('checks the queue on its own and posts what needs a person to the webhook', { timeout: 60_000 }, async () => {
+    await stack.seed('alert-review', { projectName: 'Needs review', lane: 'pumpC', item: { status: 'needs_review' }, scenario: { scenario: 'normal' } });
+    const posted = await waitUntil('a queue alert naming alert-review', () => webhook.received.find((request) => request.body.includes('"entity_id":"alert-review"')), 30_000);
+    expect(JSON.parse(posted.body)).toMatchObject({ event: 'queue_alert', findings: [expect.objectContaining({ kind: 'needs_review', entity_id: 'alert-review' })] });
+    const checks = await stack.store.query<{ trigger: string }>(`SELECT DISTINCT trigger FROM alert_checks`);
+    expect(checks.rows).toEqual([{ trigger: 'schedule' }]);
+    await stack.store.query(`UPDATE queue_items SET status = 'completed' WHERE project_id = 'alert-review'`);
+
+    const client = new Client({ connection });
+    const query = `WorkflowType = 'queueAlertWorkflow' AND TaskQueue = '${stack.cpFixture.taskQueue}' AND ExecutionStatus = 'Completed'`;
+    const completed = await waitUntil('a completed scheduled check', async () => {
+      for await (const info of client.workflow.list({ query })) return info.workflowId;
+      return undefined;
+    }, 30_000, 500);
+    maybeSaveHistory('alert-check', await fetchRunHistory(completed));
+  });
+});
 
 describe('the queue pump', () => {
   it('dispatches a queued item with no call, audits it, and does nothing while the queue is paused', { timeout: 90_000 }, async () => {

@@ -12,9 +12,10 @@ import { quietTemporalLogs } from './support/temporal.ts';
 /**
  * Run histories: captured before any patch, then once more after each patch (named after it). Paper histories: one per
  * path. Research-cycle histories: a cycle stopped by a stop condition, and one that ran every stage across a crash. A queue
- * pump tick that dispatched.
+ * pump tick that dispatched, and a scheduled queue check.
  */
 const FIXTURES = [
+  'alert-check',
   'cycle-completed',
   'cycle-stopped',
   'paper-drafted',

@@ -4,3 +4,4 @@ export { paperWorkflow } from './paper.ts';
 export { paperRewriteBatchWorkflow } from './paper-rewrite-batch.ts';
 export { researchCycleWorkflow } from './research-cycle.ts';
 export { queuePumpWorkflow } from './queue-pump.ts';
+export { queueAlertWorkflow } from './queue-alert.ts';

@@ -1,6 +1,6 @@
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { PumpActivities } from '../activities/queue-pump.ts';
-import type { PumpTickReport } from './pump-messages.ts';
+import type { PumpTickReport } from './schedule-messages.ts';
 
 /**
  * One tick of the queue pump (README "Queue pump"), started by its Temporal Schedule: nothing while the queue is

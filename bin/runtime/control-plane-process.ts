@@ -6,6 +6,7 @@ import { dispatchSettingsFrom } from '../../services/dispatch-settings.ts';
 import { paperSettingsFrom } from '../../services/paper-settings.ts';
 import { providerBatchSettingsFrom } from '../../services/provider-batch.ts';
 import { createResearchFacility } from '../../services/research-facility.ts';
+import { alertSettingsFrom } from '../../services/queue-alerts.ts';
 import type { Config } from '../../config/schema.ts';
 import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
@@ -56,6 +57,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
     const dispatch = dispatchSettingsFrom(config, trace);
     const papers = paperSettingsFrom(config);
     const researchProvider = providerBatchSettingsFrom(config);
+    const alerts = alertSettingsFrom(config);
     const facility = createResearchFacility(store, { defaultWorkloadClass: config.default_workload_class });
     const metrics = new ServiceMetrics();
     temporal = await startTemporalRuntime(
@@ -79,7 +81,11 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
             followupLaunch: config.queue_pump_followup_launch_enabled,
             paperDraft: config.queue_pump_paper_draft_enabled,
           },
-          schedule: { enabled: config.queue_pump_enabled, intervalSec: config.queue_pump_interval_sec },
+          alerts,
+          schedules: {
+            pump: { enabled: config.queue_pump_enabled, intervalSec: config.queue_pump_interval_sec },
+            alerts: { enabled: alerts.push !== null || alerts.webhook !== null, intervalSec: config.queue_alert_check_interval_sec },
+          },
         },
         logger,
         onProgress: progress,
@@ -105,6 +111,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         core: { mode: config.core_mode, enforceEnabled: config.core_enforce_enabled },
         legacyNotesApiEnabled: config.legacy_notes_api_enabled,
         researchProvider,
+        alerts,
         cycles: temporalCycleLauncher(temporal.client, { taskQueue: config.temporal_task_queue }),
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
       },

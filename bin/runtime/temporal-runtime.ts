@@ -10,7 +10,7 @@ import type { DispatchSettings } from '../../services/dispatch-settings.ts';
 import type { PaperSettings } from '../../services/paper-settings.ts';
 import type { Store } from '../../store/store.ts';
 import type { AutomationDeps } from '../../activities/index.ts';
-import { ensureQueuePumpSchedule } from '../../clients/queue-pump-schedule.ts';
+import { ensureSchedules, type ControlPlaneSchedules } from '../../clients/schedules.ts';
 import { temporalRunLauncher } from '../../clients/run-workflows.ts';
 import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
@@ -125,7 +125,7 @@ export async function startTemporalRuntime(
     settings: DispatchSettings;
     papers: PaperSettings;
     /** What the automation activities need beyond the store, dispatch and paper settings, and the queue pump's schedule. */
-    automation: Pick<AutomationDeps, 'facility' | 'researchProvider' | 'pump'> & { schedule: { enabled: boolean; intervalSec: number } };
+    automation: Pick<AutomationDeps, 'facility' | 'researchProvider' | 'pump' | 'alerts'> & { schedules: Omit<ControlPlaneSchedules, 'taskQueue'> };
     logger: Logger;
     onProgress?: (message: string) => void;
   },
@@ -144,7 +144,7 @@ export async function startTemporalRuntime(
     await ensureSearchAttributes(clientConnection, settings.namespace);
 
     const client = new Client({ connection: clientConnection, namespace: settings.namespace });
-    const { schedule, ...automationSettings } = deps.automation;
+    const { schedules, ...automationSettings } = deps.automation;
     const automation: AutomationDeps = {
       store: deps.store,
       dispatch: deps.settings,
@@ -164,8 +164,9 @@ export async function startTemporalRuntime(
     });
     const running = worker.run();
     running.catch((error: unknown) => deps.logger.error({ err: error }, 'Temporal worker stopped with an error'));
-    await ensureQueuePumpSchedule(client, { ...schedule, taskQueue: settings.taskQueue });
-    progress(`queue pump schedule ${schedule.enabled ? `running every ${schedule.intervalSec} s` : 'paused (queue_pump_enabled is false)'}`);
+    await ensureSchedules(client, { ...schedules, taskQueue: settings.taskQueue });
+    const every = (schedule: { enabled: boolean; intervalSec: number }) => (schedule.enabled ? `every ${schedule.intervalSec} s` : 'paused');
+    progress(`schedules: queue pump ${every(schedules.pump)}, queue check ${every(schedules.alerts)}`);
     progress(`Temporal worker polling task queue "${settings.taskQueue}" in namespace "${settings.namespace}" at ${address}`);
 
     return {

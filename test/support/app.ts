@@ -89,6 +89,7 @@ export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): Ap
     core: { mode: 'shadow', enforceEnabled: false },
     legacyNotesApiEnabled: false,
     researchProvider: NO_RESEARCH_PROVIDER,
+    alerts: { hangAfterSec: 3600, cooldownSec: 1800, push: null, webhook: null },
     cycles: { runCycle: () => Promise.reject(new Error('this test app has no Temporal connection')) },
     ...overrides,
   };

@@ -1,0 +1,13 @@
+import { runQueueCheck, type QueueCheckDeps } from '../services/queue-alerts.ts';
+
+/** The scheduled queue check (workflows/queue-alert.ts): the same check as POST /control/api/alerts/queue-check, live. */
+export function createAlertActivities(deps: QueueCheckDeps) {
+  return {
+    queueAlertCheck: async () => {
+      const result = await runQueueCheck(deps, { dry_run: false, force_notify: false, trigger: 'schedule' });
+      return { findings: result.findings.length, sent: result.sent, suppressed_by_cooldown: result.suppressed_by_cooldown };
+    },
+  };
+}
+
+export type AlertActivities = ReturnType<typeof createAlertActivities>;

@@ -1,0 +1,63 @@
+import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { QUEUE_ALERT_WORKFLOW_TYPE, QUEUE_PUMP_WORKFLOW_TYPE, queueAlertScheduleId, queuePumpScheduleId } from '../workflows/schedule-messages.ts';
+
+/**
+ * The control plane's Temporal Schedules (README "Queue pump", "Queue alerts"), created at every start-up or brought
+ * in line with the config when they exist, so the config is the one source of their settings: the interval, the
+ * workflow, overlapping runs skipped, paused (with a note saying why) while config turns them off.
+ */
+
+interface ScheduleSettings {
+  scheduleId: string;
+  workflowType: string;
+  taskQueue: string;
+  intervalSec: number;
+  paused: boolean;
+  note: string;
+}
+
+async function ensureSchedule(client: Client, settings: ScheduleSettings): Promise<void> {
+  const action = {
+    type: 'startWorkflow' as const,
+    workflowType: settings.workflowType,
+    taskQueue: settings.taskQueue,
+    args: [],
+    // Temporal appends each run's time to it: <schedule id>-<time>.
+    workflowId: settings.scheduleId,
+  };
+  const spec = { intervals: [{ every: `${settings.intervalSec}s` }] };
+  // SKIP: a run still going when the next is due makes that one a no-op, so runs never pile up or race.
+  const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' };
+  const state = { paused: settings.paused, note: settings.note };
+  try {
+    await client.schedule.getHandle(settings.scheduleId).update((previous) => ({ ...previous, spec, action, policies, state }));
+  } catch (error) {
+    if (!(error instanceof ScheduleNotFoundError)) throw error;
+    await client.schedule.create({ scheduleId: settings.scheduleId, spec, action, policies, state });
+  }
+}
+
+export interface ControlPlaneSchedules {
+  taskQueue: string;
+  pump: { enabled: boolean; intervalSec: number };
+  alerts: { enabled: boolean; intervalSec: number };
+}
+
+export async function ensureSchedules(client: Client, settings: ControlPlaneSchedules): Promise<void> {
+  await ensureSchedule(client, {
+    scheduleId: queuePumpScheduleId(settings.taskQueue),
+    workflowType: QUEUE_PUMP_WORKFLOW_TYPE,
+    taskQueue: settings.taskQueue,
+    intervalSec: settings.pump.intervalSec,
+    paused: !settings.pump.enabled,
+    note: settings.pump.enabled ? 'queue_pump_enabled is true' : 'paused: queue_pump_enabled is false in the config',
+  });
+  await ensureSchedule(client, {
+    scheduleId: queueAlertScheduleId(settings.taskQueue),
+    workflowType: QUEUE_ALERT_WORKFLOW_TYPE,
+    taskQueue: settings.taskQueue,
+    intervalSec: settings.alerts.intervalSec,
+    paused: !settings.alerts.enabled,
+    note: settings.alerts.enabled ? 'an alert channel is enabled' : 'paused: neither push_alerts_enabled nor chat_alert_webhook_enabled is true',
+  });
+}

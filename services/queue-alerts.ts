@@ -1,0 +1,77 @@
+import { sendPush, sendWebhook, type PushSettings, type SendOutcome, type WebhookSettings } from '../clients/alert-channels.ts';
+import type { Config } from '../config/schema.ts';
+import { alertFindings, dueFindings, findingKey } from '../domain/queue-alerts.ts';
+import { lastNotified, queueAlertFacts, recordAlertCheck } from '../store/queue-alerts.ts';
+import type { Store } from '../store/store.ts';
+import type { DispatchSettings } from './dispatch-settings.ts';
+import { statusSnapshot } from './status.ts';
+
+/**
+ * The queue check (README "Queue alerts"): what needs a person, sent to the configured channels at most once per
+ * cooldown per finding, and recorded. `POST /control/api/alerts/queue-check` and the alert schedule both run it.
+ */
+
+export interface AlertSettings {
+  hangAfterSec: number;
+  cooldownSec: number;
+  push: PushSettings | null;
+  webhook: WebhookSettings | null;
+}
+
+/** A push service gets as long as a webhook may take. */
+export function alertSettingsFrom(config: Config): AlertSettings {
+  const timeoutMs = config.chat_alert_webhook_timeout_sec * 1000;
+  return {
+    hangAfterSec: config.queue_alert_hang_after_sec,
+    cooldownSec: config.queue_alert_cooldown_sec,
+    push:
+      config.push_alerts_enabled && config.push_api_url && config.push_app_token && config.push_user_key
+        ? { api_url: config.push_api_url, app_token: config.push_app_token, user_key: config.push_user_key, timeout_ms: timeoutMs }
+        : null,
+    webhook:
+      config.chat_alert_webhook_enabled && config.chat_alert_webhook_url
+        ? { url: config.chat_alert_webhook_url, secret: config.chat_alert_webhook_secret ?? '', timeout_ms: timeoutMs }
+        : null,
+  };
+}
+
+export interface QueueCheckRequest {
+  dry_run: boolean;
+  force_notify: boolean;
+  trigger: 'api' | 'schedule';
+}
+
+export interface QueueCheckDeps {
+  store: Store;
+  dispatch: DispatchSettings;
+  alerts: AlertSettings;
+}
+
+export async function runQueueCheck(deps: QueueCheckDeps, request: QueueCheckRequest) {
+  const { store, alerts } = deps;
+  const now = new Date();
+  const [facts, snapshot] = await Promise.all([queueAlertFacts(store), statusSnapshot({ store, settings: deps.dispatch }, { refresh_worker: false })]);
+  const workers = snapshot.source_freshness
+    .filter((entry) => entry.source.startsWith('worker:') && entry.observed_at !== null)
+    .map((entry) => ({ name: entry.source.slice('worker:'.length), observed_at: entry.observed_at!, ok: entry.ok !== false, stale: entry.stale }));
+  const findings = alertFindings({ ...facts, workers }, { hangAfterSec: alerts.hangAfterSec, now });
+  const { due, suppressed } = dueFindings(findings, await lastNotified(store, findings.map(findingKey)), {
+    cooldownSec: alerts.cooldownSec,
+    now,
+    force: request.force_notify,
+  });
+  const channels = { push: alerts.push !== null, webhook: alerts.webhook !== null };
+  const base = { dry_run: request.dry_run, findings, suppressed_by_cooldown: suppressed, channels, checked_at: now.toISOString() };
+  if (request.dry_run) return { ...base, sent: [] as SendOutcome[], would_send: channels.push || channels.webhook ? due.length : 0 };
+
+  const sends: Promise<SendOutcome>[] = [];
+  if (due.length > 0 && alerts.push) sends.push(sendPush(alerts.push, due));
+  if (due.length > 0 && alerts.webhook) sends.push(sendWebhook(alerts.webhook, due, now.toISOString()));
+  const sent = await Promise.all(sends);
+  // A finding's cooldown starts once any channel took it; a check whose every channel failed tries again next time.
+  const notified = sent.some((outcome) => outcome.ok) ? due.map(findingKey) : [];
+  const checkId = await store.transaction((tx) =>
+    recordAlertCheck(tx, { trigger: request.trigger, force_notify: request.force_notify, findings, sent, suppressed_by_cooldown: suppressed, notified }),
+  );
+  return { ...base, sent, check_id: checkId };
+}
