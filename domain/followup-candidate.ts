@@ -1,4 +1,5 @@
 import { CandidateProposalSchema, type CandidateProposal, type RuntimeClass } from './research-candidate.ts';
+import type { RunPromptContract } from './run-prompt.ts';
 import type { WorkloadClass } from './workload.ts';
 
 /**
@@ -9,14 +10,7 @@ import type { WorkloadClass } from './workload.ts';
  */
 
 /** The contract fields of the candidate the parent project came from (absent for projects made by hand). */
-export interface ParentContract {
-  hypothesis: string | null;
-  mechanism: string | null;
-  baseline_to_beat: string | null;
-  success_threshold: string | null;
-  kill_condition: string | null;
-  expected_artifacts: readonly string[];
-  required_evidence: readonly string[];
+export interface ParentContract extends Omit<RunPromptContract, 'title'> {
   estimated_runtime_class: RuntimeClass | null;
   likely_failure_modes: readonly string[];
   novelty: number;

@@ -17,3 +17,11 @@ export class CommandRefusedError extends Error {
     this.name = 'CommandRefusedError';
   }
 }
+
+/** A refusal as one line of text: its message, or its detail's `message`, or the detail as JSON. */
+export function refusalMessage(error: CommandRefusedError): string {
+  const detail = error.detail;
+  if (typeof detail === 'string') return detail;
+  if (!Array.isArray(detail) && typeof (detail as { message?: unknown }).message === 'string') return (detail as { message: string }).message;
+  return JSON.stringify(detail);
+}

@@ -2,7 +2,7 @@ import { appendAuditEvent } from '../store/audit-events.ts';
 import { readFlags } from '../store/flags.ts';
 import type { Store } from '../store/store.ts';
 import type { PumpStep } from '../workflows/schedule-messages.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import { CommandRefusedError, refusalMessage } from './command-errors.ts';
 import { dispatchNext } from './dispatch.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { launchNextFollowup } from './followups.ts';
@@ -33,9 +33,7 @@ export const QUEUE_PUMP_ACTOR = 'queue-pump';
 
 const failure = (step: PumpStep['step'], error: unknown): PumpStep => {
   if (!(error instanceof CommandRefusedError)) throw error;
-  const detail = error.detail;
-  const message = typeof detail === 'string' ? detail : typeof (detail as { message?: unknown }).message === 'string' ? (detail as { message: string }).message : JSON.stringify(detail);
-  return { step, action: 'failed', reason: message, status: error.status };
+  return { step, action: 'failed', reason: refusalMessage(error), status: error.status };
 };
 
 async function audited(store: Store, tickId: string, step: PumpStep, acted: boolean): Promise<PumpStep> {

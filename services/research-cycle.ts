@@ -7,7 +7,7 @@ import { claimKey, completeKey, releaseKey, runIdempotent } from '../store/idemp
 import { queueFactGroups } from '../store/overview-reads.ts';
 import { nextPromotableCandidate } from '../store/research-candidates.ts';
 import type { Store } from '../store/store.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import { CommandRefusedError, refusalMessage } from './command-errors.ts';
 import { selectCycleDispatch } from './dispatch.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { createPaperDrafting } from './paper-drafting.ts';
@@ -39,20 +39,11 @@ export interface StageRequest {
 /** Candidates a cycle asks the provider for in its one request. */
 export const CYCLE_PROVIDER_COUNT = 2;
 
-const messageOf = (error: unknown): string => {
-  if (error instanceof CommandRefusedError) {
-    const detail = error.detail;
-    if (typeof detail === 'string') return detail;
-    if (!Array.isArray(detail) && typeof (detail as { message?: unknown }).message === 'string') return (detail as { message: string }).message;
-    return JSON.stringify(detail);
-  }
-  return error instanceof Error ? error.message : String(error);
-};
 
 /** A stage refused by the service it calls (a 4xx/5xx of its own): reported, and the cycle goes on. */
 const refusedStage = (name: CycleStage['name'], error: unknown): CycleStage => {
   if (!(error instanceof CommandRefusedError)) throw error;
-  return { name, action: 'refused', reason: messageOf(error), status: error.status };
+  return { name, action: 'refused', reason: refusalMessage(error), status: error.status };
 };
 
 export async function stopConditionStage(deps: Pick<CycleDeps, 'store' | 'researchProvider'>, policy: CyclePolicy): Promise<CycleStage & { stopped: boolean }> {

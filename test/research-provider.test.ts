@@ -1,10 +1,9 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { answerJson, chatCompletion, FakeProvider, PROVIDER_API_KEY, quotaBody } from './support/fake-provider.ts';
 import { jsonClient, tableCounts } from './support/ledgers.ts';
 import { candidate } from './support/research.ts';
+import { closedUrl } from './support/receiver.ts';
 
 /**
  * Provider-backed generation against a real local provider (quota endpoint and chat/completions) and real Postgres:
@@ -25,14 +24,6 @@ const proposal = (overrides: Record<string, unknown> & { dedupe_key: string }) =
     ...overrides,
   });
 
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 let provider: FakeProvider;
 let t: TestApp;
@@ -98,8 +89,8 @@ describe('the budget is fail-closed: nothing is spent or written when it blocks'
   });
 
   it('an unreachable quota endpoint blocks, and so does a provider that is not configured', async () => {
-    const port = await closedPort();
-    await withApp({ researchProvider: provider.settings({ quota_url: `http://127.0.0.1:${port}/quota` }) }, async (app) => {
+    const quotaUrl = `${new URL(await closedUrl()).origin}/quota`;
+    await withApp({ researchProvider: provider.settings({ quota_url: quotaUrl }) }, async (app) => {
       const answer = await jsonClient(app).post('/control/api/research/generate-provider-batch', { dry_run: false, idempotency_key: 'k-unreachable', requested_by: 'operator@test' });
       expect(answer.body).toMatchObject({ ok: false, action: 'provider_generation_blocked' });
       expect(answer.body.reason).toMatch(/quota could not be read: no answer from http:\/\/127\.0\.0\.1:\d+\/quota: ECONNREFUSED/);
