@@ -216,7 +216,9 @@ export async function runCycle(deps: CycleDeps & { cycles: CycleLauncher }, requ
     report = await deps.cycles.runCycle({ cycle_id: key, requested_by: requestedBy, policy });
   } catch (error) {
     if (claim.state === 'claimed') await releaseKey(deps.store, scope, key);
-    throw error;
+    if (error instanceof CommandRefusedError) throw error;
+    // The workflow failed or Temporal did not answer: the cycle's own report says nothing more, so name the cause.
+    throw new CommandRefusedError(502, { message: `the research cycle ${cycleWorkflowId(key)} did not report: ${error instanceof Error ? error.message : String(error)}`, workflow_id: cycleWorkflowId(key) });
   }
   await completeKey(deps.store, scope, key, { response: report, status_code: 200 });
   return report;

@@ -4,7 +4,8 @@ import { insertQueueItem } from '../store/queue-items.ts';
 import { FakeProvider } from './support/fake-provider.ts';
 import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';
 import { waitUntil } from './support/gate.ts';
-import { tableCounts } from './support/ledgers.ts';
+import { jsonClient, tableCounts } from './support/ledgers.ts';
+import { startTestApp } from './support/app.ts';
 import { candidate } from './support/research.ts';
 import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
@@ -138,5 +139,22 @@ describe('run-cycle', () => {
     expect(provider.chats.length).toBe(chatsBefore + 1);
     expect((await cycle({ ...body, max_promotions_per_run: 0 })).status).toBe(409);
     maybeSaveHistory('cycle-completed', await fetchRunHistory('research-cycle:cycle-crash-1'));
+  });
+});
+
+describe('run-cycle when Temporal does not answer', () => {
+  it('answers 502 naming the cycle, and releases the key so the same call can be sent again', async () => {
+    const t = await startTestApp();
+    try {
+      const send = () =>
+        jsonClient(t).post('/control/api/research/run-cycle', { requested_by: 'cycle-test', dry_run: false, enabled: true, max_provider_requests_per_run: 0, idempotency_key: 'cycle-no-temporal' });
+      const first = await send();
+      expect(first.status).toBe(502);
+      expect(first.body.detail).toMatchObject({ workflow_id: 'research-cycle:cycle-no-temporal', message: expect.stringMatching(/did not report: this test app has no Temporal connection/) });
+      expect((await send()).status).toBe(502);
+      expect((await t.store.query(`SELECT 1 FROM idempotency_keys WHERE scope = 'research.run-cycle'`)).rowCount).toBe(0);
+    } finally {
+      await t.close();
+    }
   });
 });
