@@ -8,6 +8,24 @@ import type { Queryable } from './store.ts';
  * follow-up of one parent.
  */
 export async function nextFollowupParent(q: Queryable, options: { lock: boolean }): Promise<FollowupParent | null> {
+  for (let tries = 0; tries < MAX_LOCK_TRIES; tries += 1) {
+    const parent = await firstEligible(q, options.lock);
+    // A row locked after another transaction committed its follow-up still passed the statement's older snapshot:
+    // a fresh statement sees that follow-up, and the next parent is tried.
+    if (!parent || !options.lock || !(await hasFollowup(q, parent.run_id))) return parent;
+  }
+  return null;
+}
+
+/** How many parents one call passes over, each taken by a concurrent call, before it answers that none is left. */
+const MAX_LOCK_TRIES = 5;
+
+async function hasFollowup(q: Queryable, runId: string): Promise<boolean> {
+  const found = await q.query(`SELECT 1 FROM research_lineage WHERE from_kind = 'run' AND from_id = $1 AND to_kind = 'followup_candidate' LIMIT 1`, [runId]);
+  return found.rowCount > 0;
+}
+
+async function firstEligible(q: Queryable, lock: boolean): Promise<FollowupParent | null> {
   const result = await q.query<FollowupParent>(
     `SELECT r.run_id, r.project_id, p.project_name, r.decision, r.decision_summary, p.machine_target, p.workload_class,
             CASE WHEN c.candidate_id IS NULL THEN NULL ELSE json_build_object(
@@ -26,7 +44,7 @@ export async function nextFollowupParent(q: Queryable, options: { lock: boolean 
                          WHERE l.from_kind = 'run' AND l.from_id = r.run_id AND l.to_kind = 'followup_candidate')
       ORDER BY r.finished_at, r.run_id
       LIMIT 1
-      ${options.lock ? 'FOR UPDATE OF r SKIP LOCKED' : ''}`,
+      ${lock ? 'FOR UPDATE OF r SKIP LOCKED' : ''}`,
   );
   return result.rows[0] ?? null;
 }

@@ -9,6 +9,7 @@ import {
 import type { QueueStatus } from '../domain/queue-status.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 import { appendAuditEvent } from './audit-events.ts';
+import { readFlags } from './flags.ts';
 import { getQueueItem, QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
 import { recordLineage } from './research-lineage.ts';
 import type { Queryable } from './store.ts';
@@ -94,6 +95,11 @@ export async function claimQueueItem(tx: Queryable, request: ClaimRequest): Prom
   if (existing) return { claimed: true, run: existing, queue_item: item };
   if (item.status !== 'queued') return { claimed: false, reason: `item ${item.project_id} is ${item.status}, not queued` };
   if (item.manual_review_required) return { claimed: false, reason: `item ${item.project_id} is flagged for manual review` };
+  // Read again here, in the claim's own transaction: a pause that landed after the caller checked the flags (a pump
+  // tick, a dispatch-next in flight) still stops the run from starting.
+  const flags = await readFlags(tx);
+  if (flags.maintenance_mode) return { claimed: false, reason: 'maintenance mode is on' };
+  if (flags.queue_paused) return { claimed: false, reason: 'the queue is paused' };
 
   let claimed: QueueItemRow;
   try {

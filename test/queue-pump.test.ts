@@ -60,8 +60,12 @@ describe('the queue check schedule', () => {
     await stack.seed('alert-review', { projectName: 'Needs review', lane: 'pumpC', item: { status: 'needs_review' }, scenario: { scenario: 'normal' } });
     const posted = await waitUntil('a queue alert naming alert-review', () => webhook.received.find((request) => request.body.includes('"entity_id":"alert-review"')), 30_000);
     expect(JSON.parse(posted.body)).toMatchObject({ event: 'queue_alert', findings: [expect.objectContaining({ kind: 'needs_review', entity_id: 'alert-review' })] });
-    const checks = await stack.store.query<{ trigger: string }>(`SELECT DISTINCT trigger FROM alert_checks`);
-    expect(checks.rows).toEqual([{ trigger: 'schedule' }]);
+    // The check records itself once its sends have answered, a moment after the receiver got the post.
+    const checks = await waitUntil('the check in the alerts ledger', async () => {
+      const rows = await stack.store.query<{ trigger: string }>(`SELECT DISTINCT trigger FROM alert_checks`);
+      return rows.rowCount ? rows.rows : undefined;
+    }, 15_000);
+    expect(checks).toEqual([{ trigger: 'schedule' }]);
     await stack.store.query(`UPDATE queue_items SET status = 'completed' WHERE project_id = 'alert-review'`);
 
     const client = new Client({ connection });

@@ -20,6 +20,7 @@ import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
 import { openStore } from '../store/open-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
+import { setFlag } from '../store/flags.ts';
 import type { Store } from '../store/store.ts';
 import { workerCallbackSignal, type RunCallback, type RunTimings, type RunWorkflowInput } from '../workflows/messages.ts';
 import { NEWEST_RUN_PATCH } from '../workflows/patches.ts';
@@ -47,7 +48,7 @@ import { quietTemporalLogs } from './support/temporal.ts';
  */
 
 const TASK_QUEUE = `run-paths-${process.pid}`;
-const LANES = ['completed', 'timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost', 'readonly'] as const;
+const LANES = ['completed', 'timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost', 'readonly', 'paused'] as const;
 /** A lane whose gate address has nothing listening. */
 const DOWN_LANE = 'down';
 
@@ -267,6 +268,20 @@ describe('the run launcher', () => {
     expect(lost.started && lost.outcome?.action === 'dispatch_blocked' && lost.outcome.reason).toMatch(/^claim lost: /);
     await keepHistory('run-claim-lost', second.run_id);
     expect(await launcher().cancelRun(first.run_id, 30_000)).toBe('canceled');
+  });
+
+  it('loses the claim of a run started after the queue was paused, and leaves the item queued', { timeout: 60_000 }, async () => {
+    const input = await seed('paused', { scenario: 'normal' });
+    await setFlag(store, 'queue_paused', true, 'paths-test');
+    try {
+      const blocked = await launcher().startRun(input, 30_000);
+      expect(blocked).toMatchObject({ started: true, outcome: { action: 'dispatch_blocked', reason: 'claim lost: the queue is paused' } });
+      const item = await store.query<{ status: string }>(`SELECT status FROM queue_items WHERE project_id = 'paths-paused'`);
+      expect(item.rows).toEqual([{ status: 'queued' }]);
+      expect((await store.query(`SELECT 1 FROM runs WHERE project_id = 'paths-paused'`)).rowCount).toBe(0);
+    } finally {
+      await setFlag(store, 'queue_paused', false, 'paths-test');
+    }
   });
 
   it('answers no outcome when none comes within the wait, and the run goes on', { timeout: 30_000 }, async () => {
