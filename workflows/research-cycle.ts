@@ -1,3 +1,4 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ParentClosePolicy, proxyActivities, setHandler, startChild, workflowInfo, WorkflowIdReusePolicy } from '@temporalio/workflow';
 import type { CycleActivities } from '../activities/research-cycle.ts';
 import { skippedStage, type CycleStage } from '../domain/research-cycle.ts';
@@ -53,13 +54,20 @@ export async function researchCycleWorkflow(input: CycleWorkflowInput): Promise<
     const selection = await quick.cycleSelectDispatch(input);
     if (selection.action !== 'start') return { name: 'dispatch', action: selection.action, reason: selection.reason };
     const runId = selection.input.run_id;
-    const child = await startChild(runWorkflow, {
-      workflowId: workflowIdForRun(runId),
-      args: [selection.input],
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      // The run is work of its own: it goes on (and can be canceled on its own) whatever happens to the cycle.
-      parentClosePolicy: ParentClosePolicy.ABANDON,
-    });
+    let child;
+    try {
+      child = await startChild(runWorkflow, {
+        workflowId: workflowIdForRun(runId),
+        args: [selection.input],
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        // The run is work of its own: it goes on (and can be canceled on its own) whatever happens to the cycle.
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+      });
+    } catch (error) {
+      // run_id has one-second resolution: a dispatch-next that started the same id in the same second wins.
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      return { name: 'dispatch', action: 'dispatch_blocked', reason: `run ${runId} was already started by another dispatch` };
+    }
     const started = { run_id: runId, workflow_id: child.workflowId, candidate: selection.candidate, dispatch_route: selection.dispatch_route };
     if (!policy.wait_for_completion) return { name: 'dispatch', action: 'dispatch_started', reason: selection.reason, ...started };
     const result = await child.result();
