@@ -8,9 +8,10 @@ import { heartbeating } from './heartbeat.ts';
  */
 export function createPumpActivities(deps: PumpDeps) {
   return {
-    pumpGate: () => pumpGate(deps),
+    // Every step heartbeats: the workflow gives them all one heartbeat timeout.
+    pumpGate: () => heartbeating(() => pumpGate(deps)),
     pumpDispatch: (tickId: string) => heartbeating(() => pumpDispatch(deps, tickId)),
-    pumpFollowup: (tickId: string) => pumpFollowup(deps, tickId),
+    pumpFollowup: (tickId: string) => heartbeating(() => pumpFollowup(deps, tickId)),
     pumpPaperDraft: (tickId: string) => heartbeating(() => pumpPaperDraft(deps, tickId)),
   };
 }

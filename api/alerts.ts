@@ -39,7 +39,7 @@ export async function alertRoutes(instance: FastifyInstance, deps: AppDeps): Pro
     tags: ['status'],
     summary: 'Find what needs a person and send it to the alert channels, at most once per cooldown per finding (dry_run defaults to true)',
     body: QueueCheckBody,
-    response: { 200: QueueCheckAnswer, ...errorResponses(401, 403, 422) },
+    response: { 200: QueueCheckAnswer, ...errorResponses(401, 403, 422, 501) },
   };
   app.post('/control/api/alerts/queue-check', { config: { auth: 'control' }, schema }, async (request) =>
     runQueueCheck({ store: deps.store, dispatch: deps.dispatch, alerts: deps.alerts }, { ...request.body, trigger: 'api' }),

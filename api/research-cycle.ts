@@ -5,10 +5,13 @@ import { CYCLE_POLICY_DEFAULTS as D, CYCLE_STEP_MAX } from '../domain/research-c
 import { errorResponses, openObject } from '../http/responses.ts';
 import { createResearchFacility } from '../services/research-facility.ts';
 import { runCycle } from '../services/research-cycle.ts';
-import { idempotencyKey, requestedBy } from './command-fields.ts';
+import { requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 
 /** The bounded research cycle (README "Research cycles"). */
+
+/** Room for the stage suffixes (`:publication_rewrite`) within the 256 characters of a stored key. */
+const CYCLE_KEY_MAX = 200;
 
 const step = (fallback: number) => z.number().int().min(0).max(CYCLE_STEP_MAX).default(fallback);
 
@@ -26,8 +29,8 @@ const RunCycleBody = z.strictObject({
   stop_if_dashboard_attention: z.boolean().default(D.stop_if_dashboard_attention),
   dry_run: z.boolean().default(true),
   requested_by: requestedBy,
-  /** Required for a live cycle: it names the cycle's workflow. */
-  idempotency_key: idempotencyKey.optional(),
+  /** Required for a live cycle: it names the cycle's workflow, and its stages' keys are derived from it. */
+  idempotency_key: z.string().min(1).max(CYCLE_KEY_MAX).optional(),
 });
 
 const RunCycleAnswer = openObject({

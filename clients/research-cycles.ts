@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
 import { cycleWorkflowId } from '../domain/research-cycle.ts';
-import type { CycleLauncher } from '../services/cycle-launcher.ts';
+import { CycleNotStartedError, type CycleLauncher } from '../services/cycle-launcher.ts';
 import { RESEARCH_CYCLE_WORKFLOW_TYPE, type CycleReport } from '../workflows/cycle-messages.ts';
 import type { researchCycleWorkflow } from '../workflows/research-cycle.ts';
 
@@ -11,18 +11,17 @@ export function temporalCycleLauncher(client: Client, settings: { taskQueue: str
     async runCycle(input) {
       const workflowId = cycleWorkflowId(input.cycle_id);
       try {
-        const handle = await client.workflow.start<typeof researchCycleWorkflow>(RESEARCH_CYCLE_WORKFLOW_TYPE, {
+        await client.workflow.start<typeof researchCycleWorkflow>(RESEARCH_CYCLE_WORKFLOW_TYPE, {
           taskQueue: settings.taskQueue,
           workflowId,
           args: [input],
           // A cycle's key names it for good: the same key never starts a second cycle, it finds the first.
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         });
-        return await handle.result();
       } catch (error) {
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-        return (await client.workflow.getHandle<typeof researchCycleWorkflow>(workflowId).result()) satisfies CycleReport;
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw new CycleNotStartedError((error as Error).message);
       }
+      return (await client.workflow.getHandle<typeof researchCycleWorkflow>(workflowId).result()) satisfies CycleReport;
     },
   };
 }

@@ -266,7 +266,10 @@ export const ConfigFieldsSchema = z.strictObject({
   chat_alert_webhook_enabled: doc(z.boolean().default(false), {
     description: 'Post queue alerts to a chat webhook; requires chat_alert_webhook_url.',
   }),
-  chat_alert_webhook_url: doc(optionalHttpUrl(), { description: 'Chat webhook URL.' }),
+  chat_alert_webhook_url: doc(optionalHttpUrl(), {
+    description: 'Chat webhook URL (secret: chat services carry their token in the path).',
+    secret: true,
+  }),
   chat_alert_webhook_secret: doc(text().optional(), {
     description: 'Signs each webhook post: header X-Signature-256 is sha256=<hex HMAC-SHA256 of the raw body>; unset sends no signature.',
     secret: true,

@@ -62,7 +62,7 @@ const NUL = '\u0000';
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Why Postgres could not store this text, or null. */
-function unstorable(text: string): { msg: string; type: string } | null {
+export function unstorable(text: string): { msg: string; type: string } | null {
   if (text.includes(NUL)) return { msg: 'must not contain the NUL character (U+0000)', type: 'nul_character' };
   if (LONE_SURROGATE.test(text)) return { msg: 'must not contain an unpaired UTF-16 surrogate (not valid Unicode text)', type: 'unpaired_surrogate' };
   return null;
@@ -181,4 +181,26 @@ export function queryOptional<T extends z.ZodType>(schema: T) {
 /** The paginated list body (README "HTTP conventions"). */
 export function pageOf<T>(items: T[], total: number, query: { page: number; page_size: number }) {
   return { items, page: query.page, page_size: query.page_size, total, has_more: query.page * query.page_size < total };
+}
+
+/** The text with what Postgres cannot store (NUL, unpaired surrogates) replaced by U+FFFD, for text from outside. */
+export const storableText = (text: string): string => text.replaceAll(NUL, '\uFFFD').replace(new RegExp(LONE_SURROGATE.source, 'g'), '\uFFFD');
+
+/** The first string (value or key) at any depth of a JSON value that Postgres could not store, or null. */
+export function firstUnstorable(value: unknown): string | null {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const current = pending.pop();
+    if (typeof current === 'string') {
+      if (unstorable(current)) return current;
+    } else if (Array.isArray(current)) {
+      pending.push(...current);
+    } else if (typeof current === 'object' && current !== null) {
+      for (const [key, child] of Object.entries(current)) {
+        if (unstorable(key)) return key;
+        pending.push(child);
+      }
+    }
+  }
+  return null;
 }

@@ -5,3 +5,11 @@ export interface CycleLauncher {
   /** Starts `research-cycle:<cycle_id>`, or finds it when it was started before, and waits for its report. */
   runCycle(input: CycleWorkflowInput): Promise<CycleReport>;
 }
+
+/** The cycle's workflow could not be started (Temporal not reachable, refused): nothing ran, the call may be sent again. */
+export class CycleNotStartedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CycleNotStartedError';
+  }
+}

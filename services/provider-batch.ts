@@ -10,6 +10,7 @@ import { getSourcesByIds, listSources } from '../store/research-sources.ts';
 import type { Store } from '../store/store.ts';
 import type { Config } from '../config/schema.ts';
 import { CommandRefusedError } from './command-errors.ts';
+import { firstUnstorable, storableText } from '../http/validation.ts';
 import type { BatchResult, ResearchFacility } from './research-facility.ts';
 
 /**
@@ -88,6 +89,7 @@ async function validProposals(store: Store, raw: readonly unknown[], count: numb
   const invalid: InvalidCandidate[] = [];
   raw.forEach((entry, index) => {
     if (index >= count) return invalid.push({ index, problems: [`beyond the requested count (${count})`] });
+    if (firstUnstorable(entry) !== null) return invalid.push({ index, problems: ['holds text that cannot be stored (a NUL character or an unpaired surrogate)'] });
     const result = CandidateProposalSchema.safeParse(entry);
     if (!result.success) {
       return invalid.push({ index, problems: result.error.issues.slice(0, 5).map((issue) => `${issue.path.join('.') || '(candidate)'}: ${issue.message}`) });
@@ -95,6 +97,10 @@ async function validProposals(store: Store, raw: readonly unknown[], count: numb
     const mode = (entry as { generation_mode?: unknown }).generation_mode;
     if (mode === undefined || mode === 'manual_import') {
       return invalid.push({ index, problems: ['generation_mode: a provider candidate names its mode (manual_import is for operators)'] });
+    }
+    // Lineage to a parent run is the follow-up launcher's to write, from the ledgers, not a model's to claim.
+    if (mode === 'followup_from_negative' || result.data.parent_run_id || result.data.parent_project_id) {
+      return invalid.push({ index, problems: ['a provider candidate names no parent run or project (follow-ups come from launch-next)'] });
     }
     return parsed.push({ index, proposal: result.data });
   });
@@ -171,7 +177,7 @@ export async function generateProviderBatch(deps: ProviderBatchDeps, request: Pr
       sources: sources.map(({ source_id, kind, title, summary }) => ({ source_id, kind, title, summary })),
       taken_dedupe_keys: recent.items.map((candidate) => candidate.dedupe_key),
     });
-    const requestId = await recordProviderRequest(store, { purpose: 'generate_provider_batch', batch_id: batchId, model: provider.model, requested_by: request.requested_by, call });
+    const requestId = await recordProviderRequest(store, { purpose: 'generate_provider_batch', batch_id: batchId, model: provider.model, requested_by: request.requested_by, call: { ...call, detail: storableText(call.detail) } });
     if (call.outcome !== 'ok' || !call.candidates) {
       throw new CommandRefusedError(call.outcome === 'timeout' ? 504 : 502, { message: `the research provider request failed (${call.outcome}): ${call.detail}`, ...providerView(call, requestId) });
     }

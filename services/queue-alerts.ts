@@ -3,6 +3,7 @@ import type { Config } from '../config/schema.ts';
 import { alertFindings, dueFindings, findingKey } from '../domain/queue-alerts.ts';
 import { lastNotified, queueAlertFacts, recordAlertCheck } from '../store/queue-alerts.ts';
 import type { Store } from '../store/store.ts';
+import { CommandRefusedError } from './command-errors.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { statusSnapshot } from './status.ts';
 
@@ -64,6 +65,8 @@ export async function runQueueCheck(deps: QueueCheckDeps, request: QueueCheckReq
   const base = { dry_run: request.dry_run, findings, suppressed_by_cooldown: suppressed, channels, checked_at: now.toISOString() };
   if (request.dry_run) return { ...base, sent: [] as SendOutcome[], would_send: channels.push || channels.webhook ? due.length : 0 };
 
+  // A check that cannot record itself would start no cooldown and send the same findings on every run.
+  if (store.readOnly) throw new CommandRefusedError(501, 'the store is read-only (control_plane_store_backend is pg_readonly): a live check could not record its sends');
   const sends: Promise<SendOutcome>[] = [];
   if (due.length > 0 && alerts.push) sends.push(sendPush(alerts.push, due));
   if (due.length > 0 && alerts.webhook) sends.push(sendWebhook(alerts.webhook, due, now.toISOString()));

@@ -1,5 +1,6 @@
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { readFlags } from '../store/flags.ts';
+import { nextFollowupParent } from '../store/followup-parents.ts';
 import type { Store } from '../store/store.ts';
 import type { PumpStep } from '../workflows/schedule-messages.ts';
 import { CommandRefusedError, refusalMessage } from './command-errors.ts';
@@ -51,11 +52,17 @@ async function audited(store: Store, tickId: string, step: PumpStep, acted: bool
 }
 
 /**
+ * Each step asks the config of the worker running it again: a step scheduled by a tick that passed its gate before a
+ * restart turned the pump off is retried on the restarted worker, and must not act there.
+ */
+const pumpOff = (step: PumpStep['step']): PumpStep => ({ step, action: 'skipped', reason: 'queue_pump_enabled is false' });
+
+/**
  * Whether this tick may act. The config of the worker running the tick decides, not the schedule's state: a tick the
  * schedule started before a restart that turned the pump off must not act after it.
  */
 export async function pumpGate(deps: Pick<PumpDeps, 'store' | 'pump'>): Promise<PumpStep> {
-  if (!deps.pump.enabled) return { step: 'gate', action: 'closed', reason: 'queue_pump_enabled is false' };
+  if (!deps.pump.enabled) return { ...pumpOff('gate'), action: 'closed' };
   const flags = await readFlags(deps.store);
   if (flags.maintenance_mode) return { step: 'gate', action: 'closed', reason: 'maintenance mode is on' };
   if (flags.queue_paused) return { step: 'gate', action: 'closed', reason: 'the queue is paused' };
@@ -63,6 +70,7 @@ export async function pumpGate(deps: Pick<PumpDeps, 'store' | 'pump'>): Promise<
 }
 
 export async function pumpDispatch(deps: PumpDeps, tickId: string): Promise<PumpStep> {
+  if (!deps.pump.enabled) return pumpOff('dispatch');
   if (!deps.dispatch.liveDispatchEnabled) return { step: 'dispatch', action: 'skipped', reason: 'live dispatch is disabled (live_dispatch_enabled is false)' };
   let step: PumpStep;
   try {
@@ -75,7 +83,12 @@ export async function pumpDispatch(deps: PumpDeps, tickId: string): Promise<Pump
 }
 
 export async function pumpFollowup(deps: PumpDeps, tickId: string): Promise<PumpStep> {
+  if (!deps.pump.enabled) return pumpOff('followup');
   if (!deps.pump.followupLaunch) return { step: 'followup', action: 'skipped', reason: 'queue_pump_followup_launch_enabled is false' };
+  // Looked at first: a tick with no parent waiting leaves no idempotency key behind (ticks run every minute).
+  if (!(await nextFollowupParent(deps.store, { lock: false }))) {
+    return { step: 'followup', action: 'noop', reason: 'no completed run with a negative or inconclusive decision and no paper is waiting for a follow-up' };
+  }
   let step: PumpStep;
   try {
     const answer = await launchNextFollowup({ store: deps.store, facility: deps.facility }, { dry_run: false, requested_by: QUEUE_PUMP_ACTOR, idempotency_key: `${tickId}:followup` });
@@ -87,6 +100,7 @@ export async function pumpFollowup(deps: PumpDeps, tickId: string): Promise<Pump
 }
 
 export async function pumpPaperDraft(deps: PumpDeps, tickId: string): Promise<PumpStep> {
+  if (!deps.pump.enabled) return pumpOff('paper_draft');
   if (!deps.pump.paperDraft) return { step: 'paper_draft', action: 'skipped', reason: 'queue_pump_paper_draft_enabled is false' };
   let step: PumpStep;
   try {

@@ -1,13 +1,13 @@
 import { queueItemLane } from '../domain/operator-lanes.ts';
 import { budgetMatters, cycleStop, cycleWorkflowId, skippedStage, type CyclePolicy, type CycleStage } from '../domain/research-cycle.ts';
 import type { CycleReport } from '../workflows/cycle-messages.ts';
-import type { CycleLauncher } from './cycle-launcher.ts';
+import { CycleNotStartedError, type CycleLauncher } from './cycle-launcher.ts';
 import { countActiveItems } from '../store/dispatch-candidates.ts';
 import { claimKey, completeKey, releaseKey, runIdempotent } from '../store/idempotency-keys.ts';
 import { queueFactGroups } from '../store/overview-reads.ts';
 import { nextPromotableCandidate } from '../store/research-candidates.ts';
 import type { Store } from '../store/store.ts';
-import { CommandRefusedError, refusalMessage } from './command-errors.ts';
+import { CommandRefusedError, refusalMessage, type CommandRefusedStatus } from './command-errors.ts';
 import { selectCycleDispatch } from './dispatch.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { createPaperDrafting } from './paper-drafting.ts';
@@ -210,15 +210,22 @@ export async function runCycle(deps: CycleDeps & { cycles: CycleLauncher }, requ
   if (!key) throw new CommandRefusedError(422, [{ loc: ['body', 'idempotency_key'], msg: 'is required for a live run-cycle', type: 'missing' }]);
   const scope = 'research.run-cycle';
   const claim = await claimKey(deps.store, { scope, key, payload: { policy, requested_by: requestedBy } });
-  if (claim.state === 'done') return claim.response as CycleReport;
+  if (claim.state === 'done') {
+    if (claim.status_code === 200) return claim.response as CycleReport;
+    throw new CommandRefusedError(claim.status_code as CommandRefusedStatus, (claim.response as { detail: Record<string, unknown> }).detail);
+  }
   let report: CycleReport;
   try {
     report = await deps.cycles.runCycle({ cycle_id: key, requested_by: requestedBy, policy });
   } catch (error) {
-    if (claim.state === 'claimed') await releaseKey(deps.store, scope, key);
-    if (error instanceof CommandRefusedError) throw error;
-    // The workflow failed or Temporal did not answer: the cycle's own report says nothing more, so name the cause.
-    throw new CommandRefusedError(502, { message: `the research cycle ${cycleWorkflowId(key)} did not report: ${error instanceof Error ? error.message : String(error)}`, workflow_id: cycleWorkflowId(key) });
+    const detail = { message: `the research cycle ${cycleWorkflowId(key)} did not report: ${error instanceof Error ? error.message : String(error)}`, workflow_id: cycleWorkflowId(key) };
+    // Nothing started: the same call may be sent again. Once the workflow exists the key stays its own, failure and all.
+    if (error instanceof CycleNotStartedError) {
+      if (claim.state === 'claimed') await releaseKey(deps.store, scope, key);
+    } else {
+      await completeKey(deps.store, scope, key, { response: { detail }, status_code: 502 });
+    }
+    throw new CommandRefusedError(502, detail);
   }
   await completeKey(deps.store, scope, key, { response: report, status_code: 200 });
   return report;

@@ -164,6 +164,20 @@ describe('a live batch', () => {
     expect(JSON.stringify(answer.body)).not.toContain(PROVIDER_API_KEY);
   });
 
+  it('refuses a proposed parent lineage and text Postgres cannot store, and stores neither', async () => {
+    provider.proposes([
+      proposal({ dedupe_key: 'provider-claims-parent', parent_run_id: 'someone-20260101T000000Z' }),
+      proposal({ dedupe_key: 'provider-nul-title', title: 'a title with a \u0000 in it' }),
+    ]);
+    const answer = await live('live-batch-refused', { count: 2 });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body.invalid).toEqual([
+      { index: 0, problems: [expect.stringMatching(/names no parent run or project/)] },
+      { index: 1, problems: [expect.stringMatching(/cannot be stored/)] },
+    ]);
+    expect(answer.body.written).toEqual({ sources: 0, candidates: 0, admissions: 0, lineage: 0 });
+  });
+
   it('needs an idempotency key', async () => {
     const answer = await post({ dry_run: false });
     expect(answer.status).toBe(422);

@@ -162,9 +162,10 @@ export async function startTemporalRuntime(
       stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
       ...WORKFLOWS_ON_MAIN_THREAD,
     });
+    // Before the worker runs: a schedule that cannot be set up then fails the start with nothing left running.
+    await ensureSchedules(client, { ...schedules, taskQueue: settings.taskQueue });
     const running = worker.run();
     running.catch((error: unknown) => deps.logger.error({ err: error }, 'Temporal worker stopped with an error'));
-    await ensureSchedules(client, { ...schedules, taskQueue: settings.taskQueue });
     const every = (schedule: { enabled: boolean; intervalSec: number }) => (schedule.enabled ? `every ${schedule.intervalSec} s` : 'paused');
     progress(`schedules: queue pump ${every(schedules.pump)}, queue check ${every(schedules.alerts)}`);
     progress(`Temporal worker polling task queue "${settings.taskQueue}" in namespace "${settings.namespace}" at ${address}`);

@@ -1,5 +1,6 @@
 import type { PaperLauncher } from '../../services/paper-launcher.ts';
 import type { ProviderBatchSettings } from '../../services/provider-batch.ts';
+import { CycleNotStartedError } from '../../services/cycle-launcher.ts';
 import { deterministicPaperSettings } from './paper-settings.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -90,7 +91,7 @@ export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): Ap
     legacyNotesApiEnabled: false,
     researchProvider: NO_RESEARCH_PROVIDER,
     alerts: { hangAfterSec: 3600, cooldownSec: 1800, push: null, webhook: null },
-    cycles: { runCycle: () => Promise.reject(new Error('this test app has no Temporal connection')) },
+    cycles: { runCycle: () => Promise.reject(new CycleNotStartedError('this test app has no Temporal connection')) },
     ...overrides,
   };
 }
