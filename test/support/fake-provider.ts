@@ -1,18 +1,11 @@
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import type { ProviderBatchSettings } from '../../services/provider-batch.ts';
+import { startLoopbackServer, type ReceivedRequest } from './receiver.ts';
 
 /**
  * A real OpenAI-compatible research provider on 127.0.0.1: `GET /quota` answers the quota the test sets, and
  * `POST /v1/chat/completions` answers as the test's handler says (by default, the candidates the test sets).
  */
-
-export interface ReceivedRequest {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
 
 export type ChatHandler = (request: ReceivedRequest, response: ServerResponse) => void;
 
@@ -41,33 +34,23 @@ export class FakeProvider {
   quota: unknown = quotaBody();
   quotaStatus = 200;
   chat: ChatHandler;
+  private server!: { origin: string; close: () => Promise<void> };
 
-  private readonly server: Server;
-
-  private constructor(server: Server, candidates: unknown[]) {
-    this.server = server;
+  private constructor(candidates: unknown[]) {
     this.chat = answerJson(200, chatCompletion(JSON.stringify({ candidates })));
   }
 
   static async start(candidates: unknown[] = []): Promise<FakeProvider> {
-    const server = createServer();
-    const provider = new FakeProvider(server, candidates);
-    server.on('request', (request, response) => {
-      let body = '';
-      request.setEncoding('utf8');
-      request.on('data', (chunk: string) => (body += chunk));
-      request.on('end', () => {
-        const received = { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body };
-        if (received.url === '/quota') {
-          provider.quotaReads.push(received);
-          response.writeHead(provider.quotaStatus, { 'content-type': 'application/json' }).end(JSON.stringify(provider.quota));
-          return;
-        }
-        provider.chats.push(received);
-        provider.chat(received, response);
-      });
+    const provider = new FakeProvider(candidates);
+    provider.server = await startLoopbackServer((received, response) => {
+      if (received.url === '/quota') {
+        provider.quotaReads.push(received);
+        response.writeHead(provider.quotaStatus, { 'content-type': 'application/json' }).end(JSON.stringify(provider.quota));
+        return;
+      }
+      provider.chats.push(received);
+      provider.chat(received, response);
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     return provider;
   }
 
@@ -77,7 +60,7 @@ export class FakeProvider {
   }
 
   get origin(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.server.origin;
   }
 
   settings(overrides: { timeout_ms?: number; minRemainingCredits?: number; requestReserve?: number; quota_url?: string } = {}): ProviderBatchSettings {
@@ -94,8 +77,7 @@ export class FakeProvider {
     };
   }
 
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return this.server.close();
   }
 }

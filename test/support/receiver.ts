@@ -1,39 +1,53 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** A real HTTP receiver on 127.0.0.1 that keeps every request (raw body and headers) and answers with `status`. */
-export class Receiver {
-  readonly received: { url: string; headers: IncomingHttpHeaders; body: string }[] = [];
-  status = 200;
-  private readonly server: Server;
+/** One request as a loopback server under test received it, body read whole. */
+export interface ReceivedRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
 
-  private constructor(server: Server) {
-    this.server = server;
-  }
+/** A real HTTP server on 127.0.0.1 that reads each request's body whole, then hands it to `handle`. */
+export async function startLoopbackServer(handle: (request: ReceivedRequest, response: ServerResponse) => void): Promise<{ origin: string; close: () => Promise<void> }> {
+  const server: Server = createServer((request, response) => {
+    let body = '';
+    request.setEncoding('utf8');
+    request.on('data', (chunk: string) => (body += chunk));
+    request.on('end', () => handle({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body }, response));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A receiver of posts (an alert channel): keeps every request and answers with `status`. */
+export class Receiver {
+  readonly received: ReceivedRequest[] = [];
+  status = 200;
+  private server!: { origin: string; close: () => Promise<void> };
 
   static async start(): Promise<Receiver> {
-    const server = createServer();
-    const receiver = new Receiver(server);
-    server.on('request', (request, response) => {
-      let body = '';
-      request.setEncoding('utf8');
-      request.on('data', (chunk: string) => (body += chunk));
-      request.on('end', () => {
-        receiver.received.push({ url: request.url ?? '', headers: request.headers, body });
-        response.writeHead(receiver.status, { 'content-type': 'application/json' }).end('{"status":1}');
-      });
+    const receiver = new Receiver();
+    receiver.server = await startLoopbackServer((request, response) => {
+      receiver.received.push(request);
+      response.writeHead(receiver.status, { 'content-type': 'application/json' }).end('{"status":1}');
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     return receiver;
   }
 
   get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    return `${this.server.origin}/hook`;
   }
 
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return this.server.close();
   }
 }
 
