@@ -19,6 +19,18 @@ const RunDetailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200
 
 const RunDetailAnswer = openObject({
   run: openObject({ run_id: z.string(), project_id: z.string(), state: z.string(), transitions: z.array(anyObject()) }),
+  callbacks: z
+    .array(
+      openObject({
+        event_type: z.string(),
+        gate_state: z.string().nullable(),
+        reason: z.string().nullable(),
+        ignored: z.boolean(),
+        ignore_reason: z.string().nullable(),
+        received_at: z.string(),
+      }),
+    )
+    .describe('The worker\'s completion callbacks for this run, newest first (at most 50)'),
   project: anyObject().nullable(),
   papers: z.array(PaperSchema),
   events: z.array(AuditEventSchema),
@@ -51,7 +63,7 @@ export async function runRoutes(instance: FastifyInstance, deps: AppDeps): Promi
 
   const detail = {
     tags,
-    summary: 'One run with its transitions, its project, recent events and its Temporal workflow',
+    summary: 'One run with its transitions, its worker callbacks, its project, recent events and its Temporal workflow',
     params: RunParams,
     querystring: RunDetailQuery,
     response: { 200: RunDetailAnswer, ...errorResponses(401, 404, 422) },

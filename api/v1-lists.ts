@@ -3,12 +3,12 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { resolveLane } from '../domain/lanes.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
-import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
+import { QUEUE_GROUPS, QUEUE_ITEM_COMMANDS, QUEUE_STATUSES, queueItemCommands } from '../domain/queue-status.ts';
 import { RUN_STATES } from '../domain/run-state.ts';
 import { HttpError } from '../http/errors.ts';
 import { anyObject, errorResponses, openObject } from '../http/responses.ts';
 import { queryInt, queryOptional, queryText } from '../http/validation.ts';
-import { paperDetail } from '../services/paper-detail.ts';
+import { paperDetail, paperDraftText } from '../services/paper-detail.ts';
 import { PAPER_ORDERS, walkPapers } from '../store/paper-reads.ts';
 import { PROJECT_ORDERS, readProjectDetail, walkProjects } from '../store/project-reads.ts';
 import type { QueueItemRow } from '../store/queue-items.ts';
@@ -43,6 +43,11 @@ const PapersQuery = v1ListQuery(PAPER_ORDERS, {
   search: queryText(),
 });
 
+/** A v1 queue row: the queue item and the operator commands it takes now (what a dashboard offers for it). */
+const QueueRowSchema = QueueItemSchema.extend({
+  operator_actions: z.array(z.enum(Object.keys(QUEUE_ITEM_COMMANDS) as [keyof typeof QUEUE_ITEM_COMMANDS])).describe('mark_paused and/or requeue, as the row\'s status allows'),
+});
+
 const RunRowSchema = openObject({ run_id: z.string(), project_id: z.string(), state: z.string(), created_at: z.string() });
 const ProjectRowSchema = openObject({ project_id: z.string(), project_name: z.string(), project_dir: z.string(), queue_status: z.string().nullable() });
 
@@ -53,12 +58,23 @@ const PaperParams = z.strictObject({ paper_id: z.string().min(1).max(500) });
 
 const PaperDetailAnswer = openObject({
   paper: PaperSchema,
+  review_moves: z.array(z.enum(REVIEW_STATUSES)).describe('The review_status values the status command accepts from the current one'),
   project: anyObject().nullable(),
   run: anyObject().nullable(),
   review_history: z.array(anyObject()),
   finalization_packages: z.array(anyObject()),
   corpus_import: anyObject().nullable(),
   events: z.array(AuditEventSchema),
+});
+
+const PaperDraftAnswer = openObject({
+  paper_id: z.string(),
+  title: z.string().nullable(),
+  writer: z.string().nullable(),
+  path: z.string().describe('Relative to state_dir'),
+  sha256: z.string(),
+  bytes: z.number().int(),
+  markdown: z.string().describe('The draft as written, Markdown; show it as text, never as HTML'),
 });
 
 const tags = ['read models'];
@@ -75,11 +91,12 @@ export async function v1ListRoutes(instance: FastifyInstance, deps: AppDeps): Pr
 
   app.get(
     '/control/api/v1/queue',
-    { config, schema: { tags, summary: 'Queue items by cursor (default: the dispatch order)', querystring: QueueQuery, response: { 200: v1PageBody(QueueItemSchema), ...listErrors } } },
+    { config, schema: { tags, summary: 'Queue items by cursor (default: the dispatch order)', querystring: QueueQuery, response: { 200: v1PageBody(QueueRowSchema), ...listErrors } } },
     async (request) => {
       const { group, status, search } = request.query;
       const walk = walkFrom(QUEUE_ORDERS, request.query);
-      return v1Page(await walkQueueItems(reads, { group: group ?? 'all', status, search, ...walk }), walk.order, walk.limit);
+      const page = v1Page(await walkQueueItems(reads, { group: group ?? 'all', status, search, ...walk }), walk.order, walk.limit);
+      return { ...page, items: page.items.map((item) => ({ ...item, operator_actions: queueItemCommands(item) })) };
     },
   );
 
@@ -150,5 +167,19 @@ export async function v1ListRoutes(instance: FastifyInstance, deps: AppDeps): Pr
       if (!detail) throw new HttpError(404, `unknown paper '${paper_id}'`);
       return detail;
     },
+  );
+
+  app.get(
+    '/control/api/v1/papers/:paper_id/draft',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'The text of a paper\'s current draft, checked against the sha256 recorded with it; 404 before the first draft',
+        params: PaperParams,
+        response: { 200: PaperDraftAnswer, ...errorResponses(401, 404, 409, 422, 503) },
+      },
+    },
+    async (request) => paperDraftText(reads, deps.papers.settings.stateDir, request.params.paper_id),
   );
 }

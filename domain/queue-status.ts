@@ -68,3 +68,28 @@ export function inQueueGroup(row: QueueGroupMember, group: QueueGroup): boolean 
 export function queueGroupsOf(row: QueueGroupMember): QueueGroup[] {
   return QUEUE_GROUPS.filter((group) => inQueueGroup(row, group));
 }
+
+/** How many rows each group (tab) holds, from rows counted by status and review flag; a row may count in two. */
+export function queueGroupCounts(groups: readonly (QueueGroupMember & { n: number })[]): Record<QueueGroup, number> {
+  const counts = Object.fromEntries(QUEUE_GROUPS.map((group) => [group, 0])) as Record<QueueGroup, number>;
+  for (const row of groups) for (const group of queueGroupsOf(row)) counts[group] += row.n;
+  return counts;
+}
+
+/** Operator commands on one queue item (README "The queue"), and the statuses each may start from. */
+export const QUEUE_ITEM_COMMANDS = {
+  mark_paused: ['queued', 'blocked', 'needs_review', 'dispatch_error'],
+  requeue: ['paused', 'blocked', 'needs_review', 'dispatch_error', 'canceled'],
+} as const satisfies Record<string, readonly QueueStatus[]>;
+export type QueueItemCommand = keyof typeof QUEUE_ITEM_COMMANDS;
+
+/**
+ * The commands an operator can give a row now: what a dashboard offers. Requeue also takes a flagged queued row,
+ * since it clears the review flag.
+ */
+export function queueItemCommands(row: QueueGroupMember): QueueItemCommand[] {
+  const commands: QueueItemCommand[] = [];
+  if ((QUEUE_ITEM_COMMANDS.requeue as readonly QueueStatus[]).includes(row.status) || (row.status === 'queued' && row.manual_review_required)) commands.push('requeue');
+  if ((QUEUE_ITEM_COMMANDS.mark_paused as readonly QueueStatus[]).includes(row.status)) commands.push('mark_paused');
+  return commands;
+}

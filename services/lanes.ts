@@ -6,8 +6,8 @@ import { leasedLanes } from '../store/lane-leases.ts';
 import { activeLaneItems, laneStatusCounts, type ActiveLaneItem } from '../store/lane-reads.ts';
 import type { Queryable } from '../store/store.ts';
 
-function activeView({ run_state, run_created_at, ...item }: ActiveLaneItem) {
-  return { item, run: item.current_run_id ? { run_id: item.current_run_id, state: run_state, created_at: run_created_at } : null };
+function activeView({ run_state, run_created_at, last_callback, ...item }: ActiveLaneItem) {
+  return { item, run: item.current_run_id ? { run_id: item.current_run_id, state: run_state, created_at: run_created_at } : null, last_callback };
 }
 
 /** Most lanes v1/lanes lists: every configured target, then lanes found only on queue rows, by name. */

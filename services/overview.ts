@@ -7,7 +7,7 @@ import {
   type ActionReason,
 } from '../domain/operator-lanes.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES, type PaperStatus, type ReviewStatus } from '../domain/paper-status.ts';
-import { QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
+import { QUEUE_STATUSES, queueGroupCounts, type QueueStatus } from '../domain/queue-status.ts';
 import { listAuditEventsBefore } from '../store/audit-events.ts';
 import {
   activeQueueItems,
@@ -86,7 +86,7 @@ export async function readOverview(q: Queryable, limits: OverviewLimits) {
     operator_detail_counts: {
       attention: attentionDetail,
       running: runningDetail,
-      queue: { by_status: queueByStatus, manual_review_required: flagged },
+      queue: { by_status: queueByStatus, by_group: queueGroupCounts(queueGroups), manual_review_required: flagged },
       runs: { by_state: runsByState },
       papers: { total: pipeline.total, by_paper_status: papersByStatus, by_review_status: reviewsByStatus },
     },

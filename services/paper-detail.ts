@@ -1,10 +1,13 @@
+import { REVIEW_STATUS_MOVES } from '../domain/paper-status.ts';
 import { listEventsForEntities } from '../store/project-reads.ts';
 import { listFinalizationPackages, listReviewHistory } from '../store/paper-reads.ts';
 import { getCorpusImport, getPaper } from '../store/papers.ts';
 import { getProject } from '../store/projects.ts';
 import { getRunSummary } from '../store/run-reads.ts';
 import type { Queryable } from '../store/store.ts';
+import { CommandRefusedError } from './command-errors.ts';
 import { paperWithChecklist } from './paper-reviews.ts';
+import { DRAFT_FILES, readDraftArtifact } from './paper-writing.ts';
 
 /** One paper as `GET /control/api/v1/papers/{paper_id}` shows it; undefined when there is no such paper. */
 export async function paperDetail(q: Queryable, paperId: string, eventLimit: number) {
@@ -21,6 +24,8 @@ export async function paperDetail(q: Queryable, paperId: string, eventLimit: num
   ]);
   return {
     paper: withChecklist,
+    // The review_status values the status command accepts from here (none once the review is final).
+    review_moves: [...REVIEW_STATUS_MOVES[paper.review_status]],
     project: project ?? null,
     run: run ?? null,
     review_history: reviewHistory,
@@ -28,4 +33,18 @@ export async function paperDetail(q: Queryable, paperId: string, eventLimit: num
     corpus_import: corpusImport ?? null,
     events,
   };
+}
+
+/**
+ * The text of a paper's current draft (`paper.md`), read back from under `state_dir` and checked against the sha256
+ * recorded with the draft: 404 before the first draft, 409 when the file is gone or no longer what was recorded.
+ */
+export async function paperDraftText(q: Queryable, stateDir: string, paperId: string) {
+  const paper = await getPaper(q, paperId);
+  if (!paper) throw new CommandRefusedError(404, `unknown paper '${paperId}'`);
+  const artifact = paper.draft_artifacts.find((file) => file.path.endsWith(`/${DRAFT_FILES.paper}`));
+  if (!artifact) throw new CommandRefusedError(404, `'${paperId}' has no draft yet: draft it first (draft-next)`);
+  const markdown = await readDraftArtifact(stateDir, artifact);
+  if (markdown === null) throw new CommandRefusedError(409, `the draft file ${artifact.path} is missing or changed since it was recorded: rewrite the draft`);
+  return { paper_id: paperId, title: paper.title, writer: paper.writer, path: artifact.path, sha256: artifact.sha256, bytes: artifact.bytes, markdown };
 }

@@ -1,4 +1,4 @@
-import { isInFlight, type QueueStatus } from '../domain/queue-status.ts';
+import { isInFlight, QUEUE_ITEM_COMMANDS, type QueueStatus } from '../domain/queue-status.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { lockOperatorFlags, setFlag, type FlagName, type OperatorFlags } from '../store/flags.ts';
 import { getProject } from '../store/projects.ts';
@@ -52,8 +52,8 @@ export interface QueueItemCommandResult {
 }
 
 /** Statuses an item may be parked from; in-flight rows belong to their run and are never touched here. */
-export const MARK_PAUSED_FROM: readonly QueueStatus[] = ['queued', 'blocked', 'needs_review', 'dispatch_error'];
-export const REQUEUE_FROM: readonly QueueStatus[] = ['paused', 'blocked', 'needs_review', 'dispatch_error', 'canceled'];
+export const MARK_PAUSED_FROM: readonly QueueStatus[] = QUEUE_ITEM_COMMANDS.mark_paused;
+export const REQUEUE_FROM: readonly QueueStatus[] = QUEUE_ITEM_COMMANDS.requeue;
 
 async function setChangedFlags(tx: Queryable, before: OperatorFlags, after: OperatorFlags, actor: string): Promise<boolean> {
   const changed = (Object.keys(after) as FlagName[]).filter((name) => before[name] !== after[name]);

@@ -162,6 +162,7 @@ export function createResearchFacility(store: Store, options: ResearchFacilityOp
         score: item.score,
         reasons: item.reasons,
         hard_failures: item.hard_failures,
+        score_breakdown: item.breakdown ? { ...item.breakdown } : null,
         merged_into: item.merged_into,
         planner_version: PLANNER_VERSION,
         candidate_snapshot: proposal,

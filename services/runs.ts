@@ -6,6 +6,7 @@ import { getProject } from '../store/projects.ts';
 import { getQueueItem } from '../store/queue-items.ts';
 import { applyRunTransition, getRun } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
+import { listRunCallbacks } from '../store/worker-callbacks.ts';
 import { CommandRefusedError } from './command-errors.ts';
 import type { RunLauncher } from './run-launcher.ts';
 
@@ -32,17 +33,22 @@ async function requireRun(store: Store, runId: string) {
   return run;
 }
 
-/** One run with its transitions, its project, bounded events and where to see it in Temporal. */
+/** Most worker callbacks a run's detail lists, newest first. */
+export const RUN_CALLBACK_LIMIT = 50;
+
+/** One run with its transitions, its worker callbacks, its project, bounded events and where to see it in Temporal. */
 export async function runDetail(deps: RunServiceDeps, runId: string, eventLimit: number) {
   const run = await requireRun(deps.store, runId);
-  const [withTransitions, project, papers, events] = await Promise.all([
+  const [withTransitions, callbacks, project, papers, events] = await Promise.all([
     getRunWithTransitions(deps.store, runId),
+    listRunCallbacks(deps.store, runId, RUN_CALLBACK_LIMIT),
     getProject(deps.store, run.project_id),
     listPapersOf(deps.store, { run_id: runId }),
     listEventsForEntities(deps.store, [runId], eventLimit),
   ]);
   return {
     run: withTransitions ?? { ...run, transitions: [] },
+    callbacks,
     project: project ?? null,
     papers,
     events,

@@ -61,3 +61,25 @@ export async function insertWorkerCallback(q: Queryable, callback: CallbackInser
 export async function markCallbackSignaled(q: Queryable, key: string): Promise<void> {
   await q.query('UPDATE worker_callbacks SET signaled_at = clock_timestamp() WHERE idempotency_key = $1 AND signaled_at IS NULL', [key]);
 }
+
+/** A callback as a run's detail lists it: what the worker reported, without the stored telemetry and response. */
+export interface RunCallbackRow {
+  idempotency_key: string;
+  event_type: string;
+  gate_state: string | null;
+  reason: string | null;
+  ignored: boolean;
+  ignore_reason: string | null;
+  received_at: string;
+}
+
+/** The newest `limit` callbacks the worker sent for one run, newest first (served by worker_callbacks_run). */
+export async function listRunCallbacks(q: Queryable, runId: string, limit: number): Promise<RunCallbackRow[]> {
+  const result = await q.query<RunCallbackRow>(
+    `SELECT idempotency_key, event_type, payload ->> 'gate_state' AS gate_state, payload ->> 'reason' AS reason,
+            ignored, ignore_reason, received_at
+       FROM worker_callbacks WHERE run_id = $1 ORDER BY received_at DESC LIMIT $2`,
+    [runId, limit],
+  );
+  return result.rows;
+}

@@ -1,5 +1,10 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
+
+const ASSETS = fileURLToPath(new URL('../dashboard/assets/', import.meta.url));
 
 let t: TestApp;
 beforeAll(async () => {
@@ -57,10 +62,39 @@ describe('dashboard routes', () => {
     }
   });
 
-  it('keeps the token out of browser storage: the shell never touches localStorage except to clear it', async () => {
-    const shell = (await t.app.inject({ method: 'GET', url: '/control/dashboard-v2' })).body;
-    expect(shell).not.toMatch(/localStorage\.setItem|sessionStorage\.setItem|document\.cookie\s*=\s*[^'"]*token/);
-    expect(shell).toContain('localStorage.clear()');
+  it('serves each module and style sheet of dashboard/assets with its type and an ETag, and nothing else', async () => {
+    const files = readdirSync(ASSETS).filter((name) => /\.(js|css)$/.test(name));
+    expect(files).toContain('app.js');
+    for (const name of files) {
+      const response = await t.app.inject({ method: 'GET', url: `/control/dashboard-v2/assets/${name}` });
+      expect(response.statusCode, name).toBe(200);
+      expect(response.headers['content-type']).toBe(name.endsWith('.js') ? 'text/javascript; charset=utf-8' : 'text/css; charset=utf-8');
+      expect(response.body).toBe(readFileSync(join(ASSETS, name), 'utf8'));
+      const again = await t.app.inject({ method: 'GET', url: `/control/dashboard-v2/assets/${name}`, headers: { 'if-none-match': String(response.headers.etag) } });
+      expect(again.statusCode, name).toBe(304);
+    }
+    for (const url of ['/control/dashboard-v2/assets/nope.js', '/control/dashboard-v2/assets/..%2F..%2Fpackage.json', '/control/dashboard-v2/assets/tsconfig.json']) {
+      const response = await t.app.inject({ method: 'GET', url });
+      expect(response.statusCode, url).toBe(404);
+    }
+  });
+
+  it('tells the shell whether a session cookie came with the request, and nothing about its value', async () => {
+    const without = (await t.app.inject({ method: 'GET', url: '/control/dashboard-v2' })).body;
+    expect(without).toContain('<meta name="rcp-session-cookie" content="absent">');
+    const withCookie = (await t.app.inject({ method: 'GET', url: '/control/dashboard-v2', headers: { cookie: 'cp_session=some-value-1234' } })).body;
+    expect(withCookie).toContain('<meta name="rcp-session-cookie" content="present">');
+    expect(withCookie).not.toContain('some-value-1234');
+  });
+
+  it('keeps the code free of HTML sinks and of writes to browser storage', () => {
+    for (const name of readdirSync(ASSETS).filter((file) => file.endsWith('.js'))) {
+      const source = readFileSync(join(ASSETS, name), 'utf8');
+      expect(source, name).not.toMatch(/\.(innerHTML|outerHTML)\s*[+]?=|\.insertAdjacentHTML\(|document\.write|\beval\(|new Function|setHTMLUnsafe|createContextualFragment/);
+      expect(source, name).not.toMatch(/(localStorage|sessionStorage)\.setItem|indexedDB/);
+      // The only cookie a script writes is the expiry of a legacy one while clearing.
+      for (const write of source.match(/document\.cookie\s*=.*/g) ?? []) expect(write, name).toContain('Max-Age=0');
+    }
   });
 
   it('serves the favicon', async () => {

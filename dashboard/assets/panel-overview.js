@@ -1,0 +1,184 @@
+// @ts-check
+/** Overview: the five operator lanes, what needs a person first, automation readiness, and the health of every part. */
+import { api, segment, withQuery } from './api.js';
+import { h, Region } from './dom.js';
+import { count, words } from './format.js';
+import { age, badge, card, empty, externalLink, facts, fill, link, runCommand, table } from './ui.js';
+
+/** @typedef {import('./app.js').PanelContext} PanelContext */
+
+/** The canonical lanes, what each holds, and where an operator acts on it. */
+const LANES = [
+  { id: 'attention', title: 'Attention', holds: 'blocked, questions, dispatch errors, flagged items, papers whose checklist failed', route: '#/queue/blocked' },
+  { id: 'running', title: 'Running', holds: 'items in flight on a worker', route: '#/runs' },
+  { id: 'write', title: 'Write', holds: 'completed runs waiting for their first draft', route: '#/papers' },
+  { id: 'publish', title: 'Publish', holds: 'finalized papers waiting for their corpus import', route: '#/papers' },
+  { id: 'imported', title: 'Imported', holds: 'papers recorded in a corpus', route: '#/papers' },
+];
+
+function laneCards(overview) {
+  return h(
+    'ul',
+    { class: 'lane-cards' },
+    LANES.map((lane) =>
+      h(
+        'li',
+        { class: ['lane-card', lane.id === 'attention' && overview.operator_counts.attention > 0 ? 'alert' : ''] },
+        h('a', { href: lane.route, 'data-key': `lane-${lane.id}` }, h('span', { class: 'lane-count' }, count(overview.operator_counts[lane.id])), h('span', { class: 'lane-title' }, lane.title)),
+        h('span', { class: 'hint' }, lane.holds),
+      ),
+    ),
+  );
+}
+
+/** Where an actionable item is acted on: a paper's page, or the item's run and its queue row. */
+function actionableTarget(item) {
+  if (item.kind === 'paper') return link(`#/papers/${segment(item.paper_id)}`, item.title ?? item.paper_id);
+  return h(
+    'span',
+    null,
+    link(`#/queue/blocked/${segment(item.project_id)}`, item.project_name),
+    item.current_run_id ? [' · ', link(`#/runs/${segment(item.current_run_id)}`, 'run')] : null,
+    item.last_error ? h('span', { class: 'hint block' }, item.last_error) : null,
+  );
+}
+
+function actionableTable(overview) {
+  return table({
+    label: 'What needs a person',
+    empty: 'Nothing needs a person right now.',
+    rows: overview.actionable_items,
+    columns: [
+      { title: 'Why', cell: (item) => badge(item.reason === 'paper_import' ? 'ok' : 'blocked', words(item.reason)) },
+      { title: 'Item', cell: actionableTarget },
+      { title: 'What to do', cell: (item) => item.hint },
+      { title: 'Waiting since', cell: (item) => age(item.since) },
+    ],
+  });
+}
+
+function readinessView(readiness) {
+  const first = readiness.first_failing;
+  return [
+    h('p', { class: 'verdict' }, badge(readiness.status), ' ', first ? [h('strong', null, words(first.criterion)), ': ', first.detail] : 'every criterion passes'),
+    h(
+      'details',
+      null,
+      h('summary', null, `All ${readiness.criteria.length} criteria`),
+      table({
+        label: 'Readiness criteria',
+        empty: 'No criteria.',
+        rows: readiness.criteria,
+        columns: [
+          { title: 'Criterion', cell: (row) => words(row.criterion) },
+          { title: 'Result', cell: (row) => badge(row.ok ? 'pass' : 'fail', row.ok ? 'pass' : row.checked ? 'fail' : 'not checked') },
+          { title: 'Detail', cell: (row) => row.detail },
+        ],
+      }),
+    ),
+    h('p', { class: 'hint' }, 'Checked ', age(readiness.checked_at), '.'),
+  ];
+}
+
+function healthView({ health, queueHealth }) {
+  const temporal = health.temporal;
+  return [
+    facts([
+      ['Store', [badge(health.store.ok ? 'ok' : 'error', health.store.ok ? 'ok' : 'down'), ' ', health.store_backend, health.store.error ? ` — ${health.store.error}` : '']],
+      [
+        'Temporal',
+        temporal
+          ? [
+              badge(temporal.ok ? 'ok' : 'error', temporal.ok ? 'ok' : 'unreachable'),
+              ` ${temporal.address} (${temporal.namespace}), worker ${words(temporal.worker_state)}`,
+              temporal.ui_url ? [' · ', externalLink(temporal.ui_url, 'Temporal UI')] : null,
+              temporal.error ? ` — ${temporal.error}` : '',
+            ]
+          : 'not connected',
+      ],
+    ]),
+    table({
+      label: 'Workers',
+      empty: 'No worker targets are configured.',
+      rows: queueHealth.workers,
+      columns: [
+        { title: 'Worker', cell: (worker) => [h('strong', null, worker.name), h('span', { class: 'hint block' }, `${words(worker.role)} · ${worker.wake_gate_url}`)] },
+        { title: 'Fresh', cell: (worker) => badge(worker.fresh ? 'ok' : 'blocked', worker.fresh ? 'fresh' : 'stale') },
+        { title: 'Last preflight', cell: (worker) => (worker.observation ? [badge(worker.observation.ok ? 'ok' : 'fail', worker.observation.ok ? 'ready' : 'not ready'), ' ', worker.observation.summary, ' · ', age(worker.observation.observed_at)] : 'never') },
+      ],
+    }),
+  ];
+}
+
+function eventsView(overview) {
+  return [
+    table({
+      label: 'Recent events',
+      empty: 'No events yet.',
+      rows: overview.recent_events,
+      columns: [
+        { title: 'When', cell: (event) => age(event.created_at) },
+        { title: 'Event', cell: (event) => event.event_type },
+        { title: 'Entity', cell: (event) => `${event.entity_type} ${event.entity_id}` },
+        { title: 'By', cell: (event) => event.actor ?? '—' },
+      ],
+    }),
+    h('p', null, link('#/events', 'All events')),
+  ];
+}
+
+/** @param {PanelContext} _context */
+export function createOverviewPanel(_context) {
+  const lanes = new Region();
+  const actionable = new Region();
+  const readiness = new Region();
+  const health = new Region();
+  const events = new Region();
+  const workerCheck = h('div');
+  const checkButton = /** @type {HTMLButtonElement} */ (h('button', { type: 'button' }, 'Check the workers now'));
+  checkButton.addEventListener('click', () =>
+    runCommand(checkButton, workerCheck, () => api('GET', withQuery('/control/api/v1/automation-readiness', { refresh_worker: true })), {
+      what: 'The worker check',
+      progress: 'Preflighting every worker…',
+      shown: (answer) => `Checked: ${answer.status}.`,
+      done: () => void refresh(),
+    }),
+  );
+
+  const el = h(
+    'div',
+    { class: 'panel' },
+    h('h2', null, 'Overview'),
+    card('Operator lanes', lanes.el),
+    h(
+      'div',
+      { class: 'columns' },
+      card('Automation readiness', readiness.el, h('div', { class: 'actions' }, checkButton), workerCheck),
+      card('Health', health.el),
+    ),
+    card('What needs a person', actionable.el),
+    card('Recent events', events.el),
+  );
+
+  async function readHealth() {
+    const [healthAnswer, queueHealth] = await Promise.all([
+      api('GET', '/control/health', undefined, { acceptStatus: [503] }),
+      api('GET', '/control/api/queue-health'),
+    ]);
+    return { health: healthAnswer, queueHealth: { workers: queueHealth.workers } };
+  }
+
+  async function refresh() {
+    await Promise.all([
+      fill(lanes, 'Reading the overview', () => api('GET', withQuery('/control/api/v1/overview', { active_limit: 10, event_limit: 10 })), laneCards).then((overview) => {
+        const unavailable = () => empty('Unavailable while the overview cannot be read.');
+        actionable.show(overview?.actionable_items ?? null, () => (overview ? actionableTable(overview) : unavailable()));
+        events.show(overview?.recent_events ?? null, () => (overview ? eventsView(overview) : unavailable()));
+      }),
+      fill(readiness, 'Reading automation readiness', () => api('GET', '/control/api/v1/automation-readiness'), readinessView),
+      fill(health, 'Reading health', readHealth, healthView),
+    ]);
+  }
+
+  return { el, refresh };
+}

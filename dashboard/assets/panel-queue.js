@@ -1,0 +1,313 @@
+// @ts-check
+/** Queue: its groups as tabs, search, sort and cursor paging; pause and resume; park and requeue; dispatch the next item. */
+import { ACTOR, api, segment, withQuery } from './api.js';
+import { h, Region } from './dom.js';
+import { count, words } from './format.js';
+import { age, badge, card, CursorPager, debounced, DryRunCommand, facts, field, fill, link, runCommand, select, table, tabs, uniqueId } from './ui.js';
+
+/** @typedef {import('./app.js').PanelContext} PanelContext */
+
+const GROUPS = ['active', 'queued', 'blocked', 'paused', 'completed', 'all'];
+const STATUSES = ['queued', 'dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling', 'completed', 'paused', 'canceled', 'dispatch_error', 'blocked', 'needs_review'];
+const SORTS = [
+  ['dispatch', 'Dispatch order'],
+  ['-updated_at', 'Recently updated'],
+  ['updated_at', 'Longest unchanged'],
+  ['-created_at', 'Newest'],
+  ['project_id', 'Project id'],
+];
+const LIVE_DISPATCH_OFF = 'Live dispatch is off: set "live_dispatch_enabled": true in the configuration and restart the control plane.';
+
+/** The dispatch-next answer a person needs before going live: what, where, and whether the worker is ready. */
+export function dispatchPreview(answer) {
+  const candidate = answer.candidate;
+  const route = answer.dispatch_route;
+  return [
+    h('p', null, badge(answer.action), ' ', answer.reason),
+    candidate
+      ? facts([
+          ['Candidate', [h('strong', null, candidate.project_name), ` (${candidate.project_id})`]],
+          ['Workload', words(candidate.workload_class)],
+          ['Priority, rank', `${candidate.dispatch_priority}, ${candidate.selection_rank}`],
+          ['Earlier dispatch failures', count(candidate.dispatch_failures)],
+        ])
+      : null,
+    route
+      ? facts([
+          ['Route', `${route.machine_target} (${words(route.worker_role)})`],
+          ['Worker gate', route.wake_gate_url ?? '—'],
+          ['Worker token', route.token_configured ? 'configured' : 'missing'],
+        ])
+      : null,
+    answer.agent ? facts([['Agent', `mode ${answer.agent.mode}, model ${answer.agent.model || 'default'}, effort ${answer.agent.reasoning_effort}, sandbox ${answer.agent.sandbox || 'default'}`]]) : null,
+    answer.preflight ? preflightView(answer.preflight) : null,
+  ];
+}
+
+export function preflightView(preflight) {
+  return h(
+    'div',
+    { class: 'preflight' },
+    h('p', null, h('strong', null, 'Preflight: '), badge(preflight.ok ? 'pass' : 'fail', preflight.ok ? 'ready' : 'not ready'), ' ', preflight.summary),
+    table({
+      label: 'Preflight checks',
+      empty: 'No checks ran.',
+      rows: preflight.checks ?? [],
+      columns: [
+        { title: 'Check', cell: (check) => words(check.name) },
+        { title: 'Result', cell: (check) => badge(check.ok ? 'pass' : 'fail', check.ok ? 'pass' : 'fail') },
+        { title: 'Detail', cell: (check) => check.detail },
+      ],
+    }),
+  );
+}
+
+function dispatchResult(answer) {
+  return [
+    h('p', null, badge(answer.action), ' ', answer.reason),
+    answer.run_id ? h('p', null, 'Run ', link(`#/runs/${segment(answer.run_id)}`, answer.run_id), ` (workflow ${answer.workflow_id})`) : null,
+    answer.preflight && !answer.preflight.ok ? preflightView(answer.preflight) : null,
+  ];
+}
+
+/** @param {PanelContext} context */
+export function createQueuePanel(context) {
+  const [routeGroup, routeSearch] = context.params;
+  const state = {
+    group: GROUPS.includes(routeGroup ?? '') ? /** @type {string} */ (routeGroup) : 'queued',
+    search: routeSearch ?? '',
+    status: '',
+    sort: 'dispatch',
+    /** @type {{ queue_paused: boolean, maintenance_mode: boolean, live_dispatch_enabled: boolean } | null} */
+    flags: null,
+  };
+  const pager = new CursorPager(() => void refreshList());
+  const panelId = uniqueId('queue-tab');
+  const tabsRegion = new Region();
+  const list = new Region('div', { id: panelId, role: 'tabpanel' });
+  const flagsRegion = new Region();
+  const commandOutput = h('div', { class: 'command-output' });
+
+  // Parking an item needs a reason: one form below the toolbar, filled from the row's button.
+  const parkReason = /** @type {HTMLInputElement} */ (h('input', { type: 'text', maxlength: 2000 }));
+  const parkTarget = h('strong');
+  const parkButton = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: 'primary' }, 'Park it'));
+  const parkForm = h(
+    'div',
+    { class: 'inline-form', hidden: true },
+    h('p', null, 'Park ', parkTarget, ': it leaves the queue until it is requeued.'),
+    field('Reason', parkReason),
+    h('div', { class: 'actions' }, parkButton, h('button', { type: 'button', onClick: () => closePark() }, 'Cancel')),
+  );
+  /** @type {any} */
+  let parking = null;
+  const openPark = (item) => {
+    parking = item;
+    parkTarget.textContent = item.project_name;
+    parkReason.value = '';
+    parkForm.hidden = false;
+    parkReason.focus();
+  };
+  const closePark = () => {
+    parking = null;
+    parkForm.hidden = true;
+  };
+  parkButton.addEventListener('click', () => {
+    const item = parking;
+    if (!item) return;
+    const reason = parkReason.value.trim();
+    if (!reason) {
+      commandOutput.replaceChildren(h('p', { class: 'error', role: 'alert' }, 'Say why the item is parked.'));
+      parkReason.focus();
+      return;
+    }
+    void runCommand(parkButton, commandOutput, () => api('POST', '/control/queue/mark-paused', { project_id: item.project_id, reason, updated_by: ACTOR }), {
+      what: `Parking ${item.project_id}`,
+      shown: (answer) => `${answer.queue_item.project_name} is ${words(answer.queue_item.status)}.`,
+      done: () => {
+        closePark();
+        void refresh();
+      },
+    });
+  });
+
+  const requeue = (button, item) =>
+    runCommand(button, commandOutput, () => api('POST', '/control/queue/requeue', { project_id: item.project_id, requested_by: ACTOR }), {
+      what: `Requeueing ${item.project_id}`,
+      shown: (answer) => `${answer.queue_item.project_name} is ${words(answer.queue_item.status)} again.`,
+      done: () => void refresh(),
+    });
+
+  function rowActions(item) {
+    const actions = item.operator_actions ?? [];
+    return h(
+      'span',
+      { class: 'row-actions' },
+      actions.includes('requeue')
+        ? h('button', { type: 'button', 'data-key': `requeue-${item.project_id}`, onClick: (event) => requeue(event.currentTarget, item) }, 'Requeue')
+        : null,
+      actions.includes('mark_paused') ? h('button', { type: 'button', 'data-key': `park-${item.project_id}`, onClick: () => openPark(item) }, 'Park…') : null,
+    );
+  }
+
+  function itemsTable(answer) {
+    return [
+      table({
+        label: `Queue items: ${state.group}`,
+        empty: state.search || state.status ? 'No item matches these filters.' : `No ${state.group === 'all' ? '' : `${state.group} `}items.`,
+        rows: answer.items,
+        columns: [
+          { title: 'Project', cell: (item) => [h('strong', null, item.project_name), h('span', { class: 'hint block' }, item.project_id)] },
+          { title: 'Status', cell: (item) => [badge(item.status), item.manual_review_required ? [' ', badge('blocked', 'flagged')] : null] },
+          { title: 'Lane', cell: (item) => [item.lane ?? item.machine_target ?? 'default', h('span', { class: 'hint block' }, words(item.workload_class))] },
+          { title: 'Priority', numeric: true, cell: (item) => `${item.dispatch_priority} / ${item.selection_rank}` },
+          { title: 'Last run', cell: (item) => (item.current_run_id ? [link(`#/runs/${segment(item.current_run_id)}`, item.current_run_id), h('span', { class: 'hint block' }, words(item.last_run_state))] : '—') },
+          { title: 'Note', cell: (item) => [item.last_error ? h('span', { class: 'error-text' }, item.last_error) : null, item.next_action_hint ? h('span', { class: 'hint block' }, item.next_action_hint) : null] },
+          { title: 'Updated', cell: (item) => age(item.updated_at) },
+          { title: 'Actions', cell: rowActions },
+        ],
+      }),
+      pager.view('Queue pages'),
+    ];
+  }
+
+  const dispatch = new DryRunCommand({
+    title: 'Dispatch the next item',
+    description: 'The dry run shows which item would go to which worker and runs the worker preflight; nothing is dispatched.',
+    dryRun: () => api('POST', '/control/dispatch-next', { dry_run: true, requested_by: ACTOR, force_preflight: true }),
+    preview: dispatchPreview,
+    liveLabel: 'Dispatch it live',
+    blocked: (preview) => {
+      if (!(state.flags?.live_dispatch_enabled ?? preview.live_dispatch_enabled)) return LIVE_DISPATCH_OFF;
+      if (preview.action !== 'dry_run_dispatch') return `Nothing to dispatch: ${preview.reason}`;
+      if (preview.preflight && !preview.preflight.ok) return 'The worker preflight failed: fix the worker, then dry run again.';
+      return null;
+    },
+    live: () => api('POST', '/control/dispatch-next', { dry_run: false, requested_by: ACTOR }),
+    result: dispatchResult,
+    progress: 'Dispatching (prepare, then dispatch on the worker)…',
+    onLive: () => void refresh(),
+  });
+
+  function flagsView(flags) {
+    const reasonInput = /** @type {HTMLInputElement} */ (h('input', { type: 'text', maxlength: 2000, 'data-key': 'pause-reason' }));
+    const maintenance = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', 'data-key': 'pause-maintenance' }));
+    const pause = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', 'data-key': 'pause' }, 'Pause the queue'));
+    const resume = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: 'primary', 'data-key': 'resume' }, 'Resume'));
+    pause.addEventListener('click', () => {
+      const reason = reasonInput.value.trim();
+      if (!reason) {
+        commandOutput.replaceChildren(h('p', { class: 'error', role: 'alert' }, 'Say why the queue is paused.'));
+        reasonInput.focus();
+        return;
+      }
+      void runCommand(pause, commandOutput, () => api('POST', '/control/pause', { reason, paused_by: ACTOR, maintenance_mode: maintenance.checked }), {
+        what: 'Pausing the queue',
+        shown: (answer) => (answer.flags.maintenance_mode ? 'Paused, in maintenance mode.' : 'Paused.'),
+        done: () => void refresh(),
+      });
+    });
+    resume.addEventListener('click', () =>
+      runCommand(resume, commandOutput, () => api('POST', '/control/resume', { resumed_by: ACTOR }), {
+        what: 'Resuming the queue',
+        shown: () => 'Resumed: dispatch may go on.',
+        done: () => void refresh(),
+      }),
+    );
+    const paused = flags.queue_paused || flags.maintenance_mode;
+    return [
+      h(
+        'p',
+        { class: 'verdict' },
+        paused ? badge('paused', flags.maintenance_mode ? 'paused, maintenance' : 'paused') : badge('ok', 'dispatching'),
+        ' ',
+        flags.live_dispatch_enabled ? 'Live dispatch is on.' : 'Live dispatch is off (live_dispatch_enabled in the configuration).',
+      ),
+      paused
+        ? h('div', { class: 'actions' }, resume)
+        : h('div', { class: 'fields' }, field('Reason', reasonInput), field('Maintenance mode (blocks dispatch outright)', maintenance), h('div', { class: 'actions' }, pause)),
+    ];
+  }
+
+  const searchInput = /** @type {HTMLInputElement} */ (h('input', { type: 'search', value: state.search, placeholder: 'project, error, lane…' }));
+  searchInput.addEventListener(
+    'input',
+    debounced((value) => {
+      state.search = value.trim();
+      pager.reset();
+      void refreshList();
+    }),
+  );
+  const statusSelect = select(STATUSES, '', 'any status');
+  statusSelect.addEventListener('change', () => {
+    state.status = /** @type {HTMLSelectElement} */ (statusSelect).value;
+    pager.reset();
+    void refreshList();
+  });
+  const sortSelect = h('select', null, SORTS.map(([value, text]) => h('option', { value, selected: value === state.sort }, text)));
+  sortSelect.addEventListener('change', () => {
+    state.sort = /** @type {HTMLSelectElement} */ (sortSelect).value;
+    pager.reset();
+    void refreshList();
+  });
+
+  const el = h(
+    'div',
+    { class: 'panel' },
+    h('h2', null, 'Queue'),
+    h('div', { class: 'columns' }, card('Queue control', flagsRegion.el), dispatch.el),
+    card(
+      'Items',
+      tabsRegion.el,
+      h('div', { class: 'toolbar' }, field('Search', searchInput), field('Status', statusSelect), field('Sort', sortSelect)),
+      parkForm,
+      commandOutput,
+      list.el,
+    ),
+  );
+
+  const selectGroup = (group) => {
+    if (group === state.group) return;
+    state.group = group;
+    pager.reset();
+    tabsRegion.invalidate();
+    void refresh();
+  };
+
+  async function refreshList() {
+    await fill(
+      list,
+      'Reading the queue',
+      () => api('GET', withQuery('/control/api/v1/queue', { group: state.group, status: state.status, search: state.search, sort: state.sort, cursor: pager.cursor, page_size: 25 })),
+      (answer) => {
+        pager.seen(answer.page);
+        return itemsTable(answer);
+      },
+      { ...state, flags: null, page: pager.index },
+    );
+  }
+
+  async function refresh() {
+    await Promise.all([
+      api('GET', '/control/api/v1/lanes').then(
+        (lanes) => {
+          state.flags = lanes.dispatch;
+          flagsRegion.show(lanes.dispatch, () => flagsView(lanes.dispatch));
+          dispatch.update();
+        },
+        (error) => fill(flagsRegion, 'Reading the queue flags', () => Promise.reject(error), () => null),
+      ),
+      api('GET', withQuery('/control/api/v1/overview', { active_limit: 1, event_limit: 1 })).then(
+        (overview) => overview.operator_detail_counts.queue.by_group,
+        () => null,
+      ).then((counts) =>
+        tabsRegion.show({ counts, group: state.group }, () =>
+          tabs({ label: 'Queue groups', panelId, active: state.group, onSelect: selectGroup, tabs: GROUPS.map((group) => ({ id: group, text: words(group), count: counts?.[group] ?? null })) }),
+        ),
+      ),
+      refreshList(),
+    ]);
+  }
+
+  return { el, refresh };
+}

@@ -1,0 +1,454 @@
+// @ts-check
+/**
+ * Research Facility: ledger counts and quality, candidates with their decision, score breakdown, reasons and lineage,
+ * and the facility's commands, each dry-run first: smoke batch, provider batch, import, promotion, follow-up, cycle.
+ */
+import { ACTOR, api, segment, withQuery } from './api.js';
+import { h, Region } from './dom.js';
+import { count, decimal, percent, words } from './format.js';
+import { age, badge, card, debounced, DryRunCommand, externalLink, facts, field, fill, link, select, table } from './ui.js';
+
+/** @typedef {import('./app.js').PanelContext} PanelContext */
+
+const DECISIONS = ['admitted', 'needs-review', 'rejected', 'merged'];
+const MODES = ['fresh_grounded', 'followup_from_negative', 'moonshot', 'implementation_gap', 'paper_replication_extension', 'home_hardware_accessibility', 'manual_import'];
+const FACTORS = ['novelty', 'feasibility', 'accessibility', 'falsifiability'];
+const PAGE_SIZE = 20;
+
+/** A planned batch (smoke, provider or import): counts by decision and each candidate's outcome. */
+function batchView(answer) {
+  return [
+    answer.counts ? h('p', null, DECISIONS.map((decision, index) => [index ? ' · ' : '', `${words(decision)} ${count(answer.counts[decision] ?? 0)}`])) : null,
+    answer.written ? h('p', { class: 'hint' }, `Written: ${answer.written.candidates} candidate(s), ${answer.written.admissions} decision(s), ${answer.written.sources} source(s), ${answer.written.lineage} lineage link(s).`) : null,
+    table({
+      label: 'Planned candidates',
+      empty: 'No candidates.',
+      rows: answer.results ?? [],
+      columns: [
+        { title: 'Candidate', cell: (row) => row.title },
+        { title: 'Decision', cell: (row) => badge(row.decision) },
+        { title: 'Score', numeric: true, cell: (row) => decimal(row.score) },
+        { title: 'Why', cell: (row) => h('ul', { class: 'reasons' }, [...(row.reasons ?? []), ...(row.hard_failures ?? []).map((failure) => failure.message ?? String(failure))].map((reason) => h('li', null, reason))) },
+      ],
+    }),
+  ];
+}
+
+function budgetView(budget) {
+  return facts([
+    ['Budget', [badge(budget.ok ? 'ok' : 'blocked', budget.ok ? 'ok' : 'blocked'), ' ', budget.reason]],
+    ['Remaining credits', budget.remaining_credits === null ? '—' : String(budget.remaining_credits)],
+    ['Request window', budget.window ? [`${budget.window.remaining} of ${budget.window.limit} left, resets `, age(budget.window.resets_at)] : '—'],
+    ['Requests in 24 h', count(budget.requests_last_24h)],
+  ]);
+}
+
+function countsView({ facility, quality }) {
+  const counts = facility.counts;
+  return [
+    h(
+      'ul',
+      { class: 'stat-row' },
+      [
+        ['Sources', counts.sources],
+        ['Candidates', counts.candidates],
+        ['Admitted', counts.admissions_by_decision?.admitted],
+        ['Needs review', counts.admissions_by_decision?.['needs-review']],
+        ['Rejected', counts.admissions_by_decision?.rejected],
+        ['Merged', counts.admissions_by_decision?.merged],
+        ['Promoted to the queue', counts.candidates_queue_admitted],
+        ['Projects', counts.projects],
+      ].map(([title, value]) => h('li', { class: 'stat' }, h('span', { class: 'stat-value' }, count(/** @type {number} */ (value))), h('span', { class: 'stat-title' }, title))),
+    ),
+    quality
+      ? h(
+          'p',
+          { class: 'hint' },
+          `Admission rate ${percent(quality.rates.admission_rate)} · merge rate ${percent(quality.rates.merge_rate)} · promotion rate ${percent(quality.rates.promotion_rate)} · promoted runs positive ${percent(quality.rates.promoted_run_positive_rate)}. Admitted at score ≥ ${facility.min_admission_score}, needs review at ≥ ${facility.needs_review_min_score} (planner ${facility.planner_version}).`,
+        )
+      : null,
+  ];
+}
+
+function breakdownView(candidate, admission) {
+  const breakdown = admission?.score_breakdown;
+  return [
+    facts([
+      ['Score', [h('strong', null, decimal(candidate.score)), ' ', badge(candidate.decision)]],
+      ...FACTORS.map((factor) => /** @type {[string, string]} */ ([words(factor), candidate[factor] === null || candidate[factor] === undefined ? '—' : `${candidate[factor]} / 10`])),
+      ...(breakdown
+        ? /** @type {[string, string][]} */ ([
+            ['Weighted', decimal(breakdown.weighted)],
+            ['Mode bonus', `${decimal(breakdown.mode_bonus)}${breakdown.mode_bonus_reason ? ` (${breakdown.mode_bonus_reason})` : ''}`],
+          ])
+        : []),
+    ]),
+    admission?.reasons?.length ? [h('h4', null, 'Reasons'), h('ul', { class: 'reasons' }, admission.reasons.map((reason) => h('li', null, reason)))] : null,
+    admission?.hard_failures?.length ? [h('h4', null, 'Hard failures'), h('ul', { class: 'reasons' }, admission.hard_failures.map((failure) => h('li', null, failure.message ?? JSON.stringify(failure))))] : null,
+  ];
+}
+
+function candidateDetailView(candidate) {
+  const admission = candidate.admissions?.[candidate.admissions.length - 1];
+  return [
+    h('h4', { class: 'candidate-title' }, candidate.title),
+    h('p', { class: 'hint' }, `${candidate.candidate_id} · ${words(candidate.generation_mode)} · batch ${candidate.batch_id}`),
+    h(
+      'div',
+      { class: 'columns' },
+      h(
+        'div',
+        null,
+        facts(
+          /** @type {[string, string][]} */ (
+            [
+              ['Hypothesis', candidate.hypothesis],
+              ['Mechanism', candidate.mechanism],
+              ['Baseline to beat', candidate.baseline_to_beat],
+              ['Success threshold', candidate.success_threshold],
+              ['Kill condition', candidate.kill_condition],
+              ['Novelty comparison', candidate.novelty_comparison],
+              ['Runtime', words(candidate.estimated_runtime_class)],
+              ['Dedupe key', candidate.dedupe_key],
+            ].map(([name, value]) => [name, value ?? '—'])
+          ),
+        ),
+        candidate.source_urls?.length ? [h('h4', null, 'Sources'), h('ul', { class: 'plain' }, candidate.source_urls.map((url) => h('li', null, externalLink(url, url))))] : null,
+      ),
+      h('div', null, breakdownView(candidate, admission)),
+    ),
+    h('h4', null, 'Lineage'),
+    table({
+      label: 'Lineage of the candidate',
+      empty: 'No lineage links.',
+      rows: candidate.lineage ?? [],
+      columns: [
+        { title: 'From', cell: (row) => `${words(row.from_kind)} ${row.from_id}` },
+        { title: 'Relation', cell: (row) => words(row.relation) },
+        { title: 'To', cell: (row) => (row.to_kind === 'run' ? link(`#/runs/${segment(row.to_id)}`, `run ${row.to_id}`) : `${words(row.to_kind)} ${row.to_id}`) },
+        { title: 'When', cell: (row) => age(row.created_at) },
+      ],
+    }),
+  ];
+}
+
+/** A number input's value, checked against its bounds. @param {HTMLInputElement} input @param {string} name */
+function readNumber(input, name, integer = true) {
+  const value = Number(input.value);
+  const min = Number(input.min);
+  const max = input.max === '' ? Infinity : Number(input.max);
+  if (input.value.trim() === '' || Number.isNaN(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
+    throw new Error(`${name} must be ${integer ? 'a whole number' : 'a number'} from ${min}${max === Infinity ? '' : ` to ${max}`}.`);
+  }
+  return value;
+}
+
+const numberInput = (value, min, max) => /** @type {HTMLInputElement} */ (h('input', { type: 'number', value: String(value), min, max, step: 'any' }));
+const checkbox = (checked) => /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', checked }));
+
+/** The run-cycle policy form: every field of the interface's policy, with its default. */
+function cycleForm() {
+  const limits = {
+    max_provider_requests_per_run: numberInput(1, 0, 1),
+    max_promotions_per_run: numberInput(1, 0, 1),
+    max_dispatches_per_run: numberInput(0, 0, 1),
+    max_paper_drafts_per_run: numberInput(0, 0, 1),
+    max_publication_rewrites_per_run: numberInput(0, 0, 1),
+  };
+  const minScore = numberInput(72, 0, 100);
+  const flags = {
+    wait_for_completion: checkbox(false),
+    require_budget_ok: checkbox(true),
+    stop_if_queue_active: checkbox(true),
+    stop_if_dashboard_attention: checkbox(true),
+  };
+  const fields = [
+    ...Object.entries(limits).map(([name, input]) => field(words(name), input, '0 or 1')),
+    field('min admission score', minScore, '0–100'),
+    ...Object.entries(flags).map(([name, input]) => field(words(name), input)),
+  ];
+  const read = () => ({
+    ...Object.fromEntries(Object.entries(limits).map(([name, input]) => [name, readNumber(input, words(name))])),
+    min_admission_score: readNumber(minScore, 'min admission score', false),
+    ...Object.fromEntries(Object.entries(flags).map(([name, input]) => [name, input.checked])),
+  });
+  return { fields, read };
+}
+
+function stagesView(answer) {
+  return [
+    h('p', null, badge(answer.ok ? 'ok' : 'blocked', words(answer.action)), ' ', answer.reason ?? ''),
+    answer.workflow_id ? h('p', { class: 'hint' }, `Workflow ${answer.workflow_id}`) : null,
+    table({
+      label: 'Cycle stages',
+      empty: 'No stage ran.',
+      rows: answer.stages,
+      columns: [
+        { title: 'Stage', cell: (stage) => words(stage.name) },
+        { title: 'Outcome', cell: (stage) => badge(stage.action) },
+        { title: 'Reason', cell: (stage) => stage.reason },
+      ],
+    }),
+  ];
+}
+
+/** @param {PanelContext} _context */
+export function createResearchPanel(_context) {
+  const state = { decision: '', generation_mode: '', search: '', page: 1, detail: /** @type {string | null} */ (null) };
+  const counts = new Region();
+  const budget = new Region();
+  const list = new Region();
+  const detail = new Region('div', { class: 'candidate-detail' });
+
+  const smokeCount = numberInput(3, 1, 3);
+  const smoke = new DryRunCommand({
+    title: 'Smoke batch',
+    description: 'Deterministic candidates from the starter sources, scored by the planner. Writes Research Facility rows only; nothing is queued.',
+    fields: [field('Candidates', smokeCount, '1–3')],
+    read: () => ({ count: readNumber(smokeCount, 'Candidates') }),
+    dryRun: (input) => api('POST', '/control/api/research/generate-batch', { dry_run: true, requested_by: ACTOR, ...input }),
+    preview: batchView,
+    live: (input, key) => api('POST', '/control/api/research/generate-batch', { dry_run: false, requested_by: ACTOR, idempotency_key: key, ...input }),
+    result: batchView,
+    liveLabel: 'Generate it',
+    onLive: () => void refresh(),
+  });
+
+  const providerCount = numberInput(2, 1, 5);
+  const provider = new DryRunCommand({
+    title: 'Provider batch',
+    description: 'Asks the research provider for candidates, after checking its budget (fail-closed). The dry run spends no request.',
+    fields: [field('Candidates', providerCount, '1–5')],
+    read: () => ({ count: readNumber(providerCount, 'Candidates') }),
+    dryRun: (input) => api('POST', '/control/api/research/generate-provider-batch', { dry_run: true, requested_by: ACTOR, ...input }),
+    preview: (answer) => [h('p', null, badge(answer.ok ? 'ok' : 'blocked', words(answer.action)), ' ', answer.reason), budgetView(answer.budget)],
+    blocked: (preview) => (preview.action === 'dry_run_provider_generation' ? null : `Blocked: ${preview.reason}`),
+    live: (input, key) => api('POST', '/control/api/research/generate-provider-batch', { dry_run: false, requested_by: ACTOR, idempotency_key: key, ...input }),
+    result: (answer) => [
+      h('p', null, badge(answer.ok ? 'ok' : 'blocked', words(answer.action)), ' ', answer.reason),
+      answer.results ? batchView(answer) : null,
+      answer.invalid?.length ? h('p', { class: 'error-text' }, `${answer.invalid.length} candidate(s) from the provider failed validation and were not stored.`) : null,
+    ],
+    liveLabel: 'Spend one request',
+    progress: 'Asking the provider…',
+    onLive: () => {
+      void readBudget();
+      void refresh();
+    },
+  });
+
+  const promoteId = /** @type {HTMLInputElement} */ (h('input', { type: 'text', maxlength: 200, placeholder: 'select an admitted candidate below' }));
+  const promote = new DryRunCommand({
+    title: 'Promote the selected candidate',
+    description: 'Exactly one admitted candidate becomes an idea, a project and a queued item; its lineage is recorded first.',
+    fields: [field('Candidate id', promoteId)],
+    read: () => {
+      const candidateId = promoteId.value.trim();
+      if (!candidateId) throw new Error('Select a candidate in the list below (or paste its id).');
+      return { candidate_id: candidateId };
+    },
+    dryRun: (input) => api('POST', '/control/api/research/promote-candidate', { dry_run: true, requested_by: ACTOR, ...input }),
+    preview: (answer) =>
+      facts([
+        ['Would promote', answer.idea?.title ?? answer.candidate_id],
+        ['Project', `${answer.project?.project_id} (${words(answer.project?.workload_class)})`],
+        ['Queue item', answer.queue_item ? words(answer.queue_item.status) : '—'],
+      ]),
+    live: (input, key) => api('POST', '/control/api/research/promote-candidate', { dry_run: false, requested_by: ACTOR, idempotency_key: key, ...input }),
+    result: (answer) => h('p', null, `Promoted: project ${answer.project_id} is `, link(`#/queue/queued/${segment(answer.project_id)}`, 'queued'), '.'),
+    liveLabel: 'Promote it',
+    onLive: () => void refresh(),
+  });
+
+  const importText = /** @type {HTMLTextAreaElement} */ (h('textarea', { rows: 6, spellcheck: 'false', placeholder: '{"candidates": [{"title": "…", "dedupe_key": "…", "novelty": 8, "feasibility": 8, …}], "sources": []}' }));
+  const importing = new DryRunCommand({
+    title: 'Import candidates',
+    description: 'Candidates an operator supplies (manual import), as JSON with a "candidates" array and optional "sources"; scored like any other.',
+    fields: [field('Batch (JSON)', importText)],
+    read: () => {
+      let parsed;
+      try {
+        parsed = JSON.parse(importText.value);
+      } catch {
+        throw new Error('The batch is not valid JSON.');
+      }
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('The batch must be a JSON object with a "candidates" array.');
+      return parsed;
+    },
+    dryRun: (input) => api('POST', '/control/api/research/import-candidates', { ...input, dry_run: true, requested_by: ACTOR }),
+    preview: batchView,
+    live: (input, key) => api('POST', '/control/api/research/import-candidates', { ...input, dry_run: false, requested_by: ACTOR, idempotency_key: key }),
+    result: batchView,
+    liveLabel: 'Import it',
+    onLive: () => void refresh(),
+  });
+
+  const followup = new DryRunCommand({
+    title: 'Follow-up of a negative run',
+    description: 'Plans one follow-up candidate for the next negative or inconclusive run without a paper, and queues it when admitted.',
+    dryRun: () => api('POST', '/control/api/v1/followups/launch-next', { dry_run: true, requested_by: ACTOR }),
+    preview: (answer) => [
+      h('p', null, badge(answer.ok ? 'ok' : 'quiet', words(answer.action)), ' ', answer.reason),
+      answer.parent_run ? facts([['Parent run', link(`#/runs/${segment(answer.parent_run.run_id)}`, answer.parent_run.run_id)], ['Candidate', answer.candidate?.title ?? '—']]) : null,
+    ],
+    blocked: (preview) => (preview.action === 'dry_run_followup' ? null : `Nothing to follow up: ${preview.reason}`),
+    live: (_input, key) => api('POST', '/control/api/v1/followups/launch-next', { dry_run: false, requested_by: ACTOR, idempotency_key: key }),
+    result: (answer) => h('p', null, badge(answer.ok ? 'ok' : 'quiet', words(answer.action)), ' ', answer.reason),
+    liveLabel: 'Launch it',
+    onLive: () => void refresh(),
+  });
+
+  const policy = cycleForm();
+  const cycle = new DryRunCommand({
+    title: 'Run a bounded cycle',
+    description: 'Stop conditions, then at most one provider request, promotion, dispatch, draft and rewrite, as the policy allows. The dry run spends and writes nothing.',
+    fields: policy.fields,
+    read: policy.read,
+    dryRun: (input) => api('POST', '/control/api/research/run-cycle', { dry_run: true, requested_by: ACTOR, ...input }),
+    preview: stagesView,
+    blocked: (preview) => (preview.ok ? null : `Stopped: ${preview.reason}`),
+    live: (input, key) => api('POST', '/control/api/research/run-cycle', { dry_run: false, enabled: true, requested_by: ACTOR, idempotency_key: key, ...input }),
+    result: stagesView,
+    liveLabel: 'Run the cycle',
+    progress: 'Running the cycle (with a dispatch awaited, this takes as long as the run)…',
+    onLive: () => void refresh(),
+  });
+
+  // The budget asks the provider's quota endpoint: read on opening the panel and on request, not on every poll.
+  let budgetRead = false;
+  const readBudget = async () => {
+    budgetRead = true;
+    await fill(budget, 'Reading the provider budget', () => api('GET', '/control/api/research/provider-budget'), budgetView);
+  };
+  const budgetButton = /** @type {HTMLButtonElement} */ (h('button', { type: 'button' }, 'Check the budget again'));
+  budgetButton.addEventListener('click', async () => {
+    budgetButton.disabled = true;
+    try {
+      await readBudget();
+    } finally {
+      budgetButton.disabled = false;
+    }
+  });
+
+  const selectCandidate = (candidate) => {
+    promoteId.value = candidate.candidate_id;
+    promoteId.dispatchEvent(new Event('input', { bubbles: true }));
+    promote.el.scrollIntoView({ block: 'nearest' });
+    promoteId.focus();
+  };
+  const showDetail = (candidateId) => {
+    state.detail = state.detail === candidateId ? null : candidateId;
+    void refreshDetail();
+  };
+
+  const decisionSelect = select(DECISIONS, '', 'any decision');
+  const modeSelect = select(MODES, '', 'any mode');
+  const searchInput = /** @type {HTMLInputElement} */ (h('input', { type: 'search', placeholder: 'title, hypothesis, dedupe key…' }));
+  const filtersChanged = () => {
+    state.page = 1;
+    void refreshList();
+  };
+  decisionSelect.addEventListener('change', () => {
+    state.decision = /** @type {HTMLSelectElement} */ (decisionSelect).value;
+    filtersChanged();
+  });
+  modeSelect.addEventListener('change', () => {
+    state.generation_mode = /** @type {HTMLSelectElement} */ (modeSelect).value;
+    filtersChanged();
+  });
+  searchInput.addEventListener(
+    'input',
+    debounced((value) => {
+      state.search = value.trim();
+      filtersChanged();
+    }),
+  );
+
+  function candidatesView(answer) {
+    const pages = Math.max(1, Math.ceil(answer.total / PAGE_SIZE));
+    const go = (page) => {
+      state.page = page;
+      void refreshList();
+    };
+    return [
+      table({
+        label: 'Candidates',
+        empty: state.decision || state.generation_mode || state.search ? 'No candidate matches these filters.' : 'No candidates yet: generate a smoke batch.',
+        rows: answer.items,
+        rowClass: (candidate) => (candidate.candidate_id === state.detail ? 'selected' : undefined),
+        columns: [
+          { title: 'Candidate', cell: (candidate) => [h('span', { class: 'candidate-title' }, candidate.title), h('span', { class: 'hint block' }, words(candidate.generation_mode))] },
+          { title: 'Decision', cell: (candidate) => badge(candidate.decision) },
+          { title: 'Score', numeric: true, cell: (candidate) => decimal(candidate.score) },
+          { title: 'N / F / A / Fa', cell: (candidate) => FACTORS.map((factor) => candidate[factor] ?? '—').join(' / ') },
+          { title: 'Queued', cell: (candidate) => (candidate.queue_admitted ? badge('ok', 'promoted') : '—') },
+          { title: 'Created', cell: (candidate) => age(candidate.created_at) },
+          {
+            title: 'Actions',
+            cell: (candidate) =>
+              h(
+                'span',
+                { class: 'row-actions' },
+                h('button', { type: 'button', 'data-key': `detail-${candidate.candidate_id}`, 'aria-expanded': candidate.candidate_id === state.detail, onClick: () => showDetail(candidate.candidate_id) }, 'Details'),
+                candidate.decision === 'admitted' && !candidate.queue_admitted
+                  ? h('button', { type: 'button', 'data-key': `select-${candidate.candidate_id}`, onClick: () => selectCandidate(candidate) }, 'Select for promotion')
+                  : null,
+              ),
+          },
+        ],
+      }),
+      h(
+        'nav',
+        { class: 'pager', 'aria-label': 'Candidate pages' },
+        h('button', { type: 'button', 'data-key': 'candidates-previous', disabled: state.page <= 1, onClick: () => go(state.page - 1) }, '← Previous'),
+        h('span', { 'aria-live': 'polite' }, `Page ${state.page} of ${pages} · ${count(answer.total)} candidate(s)`),
+        h('button', { type: 'button', 'data-key': 'candidates-next', disabled: !answer.has_more, onClick: () => go(state.page + 1) }, 'Next →'),
+      ),
+    ];
+  }
+
+  const el = h(
+    'div',
+    { class: 'panel' },
+    h('h2', null, 'Research Facility'),
+    card('Ledgers', counts.el),
+    h('div', { class: 'columns' }, smoke.el, h('div', null, card('Provider budget', budget.el, h('div', { class: 'actions' }, budgetButton)), provider.el)),
+    h('div', { class: 'columns' }, promote.el, followup.el),
+    h('div', { class: 'columns' }, cycle.el, importing.el),
+    card('Candidates', h('div', { class: 'toolbar' }, field('Decision', decisionSelect), field('Mode', modeSelect), field('Search', searchInput)), list.el, detail.el),
+  );
+
+  async function refreshList() {
+    await fill(
+      list,
+      'Reading the candidates',
+      () => api('GET', withQuery('/control/api/research/candidates', { decision: state.decision, generation_mode: state.generation_mode, search: state.search, page: state.page, page_size: PAGE_SIZE })),
+      candidatesView,
+      { ...state },
+    );
+  }
+
+  async function refreshDetail() {
+    const candidateId = state.detail;
+    list.invalidate();
+    if (!candidateId) {
+      detail.show(null, () => null);
+      await refreshList();
+      return;
+    }
+    await Promise.all([fill(detail, 'Reading the candidate', () => api('GET', `/control/api/research/candidates/${segment(candidateId)}`), candidateDetailView), refreshList()]);
+  }
+
+  async function refresh() {
+    await Promise.all([
+      fill(counts, 'Reading the facility', async () => {
+        const [facility, quality] = await Promise.all([api('GET', '/control/api/research/facility'), api('GET', '/control/api/v1/research-quality').catch(() => null)]);
+        return { facility: { counts: facility.counts, min_admission_score: facility.min_admission_score, needs_review_min_score: facility.needs_review_min_score, planner_version: facility.planner_version }, quality };
+      }, countsView),
+      budgetRead ? null : readBudget(),
+      state.detail ? refreshDetail() : refreshList(),
+    ]);
+  }
+
+  return { el, refresh };
+}

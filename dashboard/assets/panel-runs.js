@@ -1,0 +1,259 @@
+// @ts-check
+/** Lanes and runs: each worker lane with the run in flight, the run list, and one run's whole story. */
+import { ACTOR, api, segment, withQuery } from './api.js';
+import { h, Region } from './dom.js';
+import { compactJson, count, when, words } from './format.js';
+import { age, badge, card, confirmCommand, CursorPager, debounced, empty, externalLink, facts, field, fill, jsonDetails, link, select, table } from './ui.js';
+
+/** @typedef {import('./app.js').PanelContext} PanelContext */
+
+const RUN_STATES = ['prepared', 'dispatching', 'awaiting_wake', 'running', 'question_pending', 'wake_ready', 'session_finished_ready', 'gate_timeout', 'gate_error', 'reconciled', 'dispatch_error', 'canceled'];
+const SORTS = [
+  ['-created_at', 'Newest'],
+  ['created_at', 'Oldest'],
+  ['-updated_at', 'Recently updated'],
+  ['updated_at', 'Longest unchanged'],
+];
+
+const runLink = (runId) => link(`#/runs/${segment(runId)}`, runId);
+
+function laneCard(lane) {
+  const active = lane.active;
+  const callback = active?.last_callback;
+  return h(
+    'li',
+    { class: 'lane' },
+    h('h4', null, lane.lane, ' ', badge(lane.idle ? 'quiet' : 'running', lane.idle ? 'idle' : 'busy'), lane.configured ? null : [' ', badge('blocked', 'not configured')]),
+    lane.route ? h('p', { class: 'hint' }, `${words(lane.route.worker_role)} · ${lane.route.wake_gate_url ?? 'no gate URL'}`) : null,
+    active
+      ? facts([
+          ['In flight', [h('strong', null, active.item.project_name), ' ', badge(active.item.status)]],
+          ['Run', active.run ? [runLink(active.run.run_id), ' ', badge(active.run.state), ' · started ', age(active.run.created_at)] : '—'],
+          ['Gate state', callback?.gate_state ? badge(callback.gate_state) : '—'],
+          ['Last callback', callback ? [words(callback.event_type), ' · ', age(callback.received_at)] : 'none yet'],
+        ])
+      : h('p', { class: 'muted' }, 'Nothing in flight.'),
+    facts([
+      ['Next', lane.next_candidate ? lane.next_candidate.project_name : 'nothing eligible'],
+      ['Eligible queued', count(lane.counts.eligible_queued)],
+    ]),
+  );
+}
+
+function lanesView(answer) {
+  return [
+    answer.lanes.length === 0 ? empty('No worker lanes are configured.') : h('ul', { class: 'lanes' }, answer.lanes.map(laneCard)),
+    answer.truncated ? h('p', { class: 'hint' }, 'More lanes exist than are shown.') : null,
+  ];
+}
+
+/** @param {PanelContext} context */
+function createRunList(context) {
+  const state = { state: '', search: '', sort: '-created_at' };
+  const pager = new CursorPager(() => void refreshList());
+  const lanes = new Region();
+  const list = new Region();
+
+  const stateSelect = select(RUN_STATES, '', 'any state');
+  const searchInput = /** @type {HTMLInputElement} */ (h('input', { type: 'search', placeholder: 'run, project, lane, decision, error…' }));
+  const sortSelect = h('select', null, SORTS.map(([value, text]) => h('option', { value }, text)));
+  const changed = () => {
+    pager.reset();
+    void refreshList();
+  };
+  stateSelect.addEventListener('change', () => {
+    state.state = /** @type {HTMLSelectElement} */ (stateSelect).value;
+    changed();
+  });
+  sortSelect.addEventListener('change', () => {
+    state.sort = /** @type {HTMLSelectElement} */ (sortSelect).value;
+    changed();
+  });
+  searchInput.addEventListener(
+    'input',
+    debounced((value) => {
+      state.search = value.trim();
+      changed();
+    }),
+  );
+
+  const el = h(
+    'div',
+    { class: 'panel' },
+    h('h2', null, 'Lanes and runs'),
+    card('Lanes', lanes.el),
+    card('Runs', h('div', { class: 'toolbar' }, field('State', stateSelect), field('Search', searchInput), field('Sort', sortSelect)), list.el),
+  );
+
+  async function refreshList() {
+    await fill(
+      list,
+      'Reading the runs',
+      () => api('GET', withQuery('/control/api/v1/runs', { state: state.state, search: state.search, sort: state.sort, cursor: pager.cursor, page_size: 25 })),
+      (answer) => {
+        pager.seen(answer.page);
+        return [
+          table({
+            label: 'Runs',
+            empty: state.state || state.search ? 'No run matches these filters.' : 'No runs yet: dispatch an item from the Queue panel.',
+            rows: answer.items,
+            columns: [
+              { title: 'Run', cell: (run) => runLink(run.run_id) },
+              { title: 'Project', cell: (run) => run.project_id },
+              { title: 'State', cell: (run) => badge(run.state) },
+              { title: 'Lane', cell: (run) => run.lane },
+              { title: 'Decision', cell: (run) => (run.decision ? badge(run.decision) : '—') },
+              { title: 'Paper', cell: (run) => (run.paper_status ? words(run.paper_status) : '—') },
+              { title: 'Started', cell: (run) => age(run.created_at) },
+              { title: 'Finished', cell: (run) => age(run.finished_at) },
+            ],
+          }),
+          pager.view('Run pages'),
+        ];
+      },
+      { ...state, page: pager.index },
+    );
+  }
+
+  async function refresh() {
+    await Promise.all([fill(lanes, 'Reading the lanes', () => api('GET', '/control/api/v1/lanes'), lanesView), refreshList()]);
+  }
+  void context;
+  return { el, refresh };
+}
+
+function evidenceView(evidence) {
+  if (!evidence) return empty('The worker has reported no evidence yet.');
+  const files = Array.isArray(evidence.files) ? evidence.files : null;
+  return [
+    facts(
+      Object.entries(evidence)
+        .filter(([, value]) => value === null || typeof value !== 'object')
+        .map(([name, value]) => [words(name), String(value ?? '—')]),
+    ),
+    files ? h('ul', { class: 'plain' }, files.map((file) => h('li', null, h('code', null, String(file))))) : null,
+    jsonDetails('Evidence as reported', evidence),
+  ];
+}
+
+/** @param {string} runId */
+function createRunDetail(runId) {
+  const detail = new Region();
+  const cancelOutput = h('div', { class: 'command-output' });
+  const cancelHolder = h('div', { class: 'actions' });
+  let cancelShown = false;
+  const el = h('div', { class: 'panel' }, h('p', null, link('#/runs', '← Lanes and runs')), h('h2', null, 'Run ', h('code', null, runId)), cancelHolder, cancelOutput, detail.el);
+
+  function showCancel(finished) {
+    if (finished) {
+      cancelHolder.replaceChildren();
+      cancelShown = false;
+      return;
+    }
+    if (cancelShown) return;
+    cancelShown = true;
+    cancelHolder.replaceChildren(
+      confirmCommand({
+        label: 'Cancel this run…',
+        confirmLabel: 'Yes, cancel the run',
+        question: 'The agent is stopped and the queue item canceled.',
+        output: cancelOutput,
+        what: 'Canceling the run',
+        action: () => api('POST', `/control/api/runs/${segment(runId)}/cancel`, { requested_by: ACTOR }),
+        shown: (answer) => (answer.cancel_requested ? 'Cancellation requested; the workflow records it shortly.' : answer.already_finished ? `The run had already finished (${words(answer.state)}).` : `Canceled: the run is ${words(answer.state)}.`),
+        done: () => void refresh(),
+      }),
+    );
+  }
+
+  function draw(answer) {
+    const run = answer.run;
+    const project = answer.project;
+    return [
+      facts([
+        ['State', badge(run.state)],
+        ['Project', project ? [h('strong', null, project.project_name), ' ', link(`#/queue/all/${segment(run.project_id)}`, run.project_id)] : run.project_id],
+        ['Lane', `${run.lane} · ${words(run.workload_class)}`],
+        ['Requested by', run.requested_by],
+        ['Started', when(run.created_at)],
+        ['Finished', when(run.finished_at)],
+        ['Workflow', [h('code', null, answer.temporal.workflow_id), answer.temporal.ui_url ? [' · ', externalLink(answer.temporal.ui_url, 'Open in the Temporal UI')] : null]],
+      ]),
+      run.question ? h('div', { class: 'notice' }, h('strong', null, 'The agent asks: '), run.question) : null,
+      run.last_error ? h('p', { class: 'error-text' }, run.last_error) : null,
+      h(
+        'div',
+        { class: 'columns' },
+        card('Decision', run.decision ? [h('p', null, badge(run.decision)), run.decision_summary ? h('blockquote', null, run.decision_summary) : null] : empty('No decision yet: the agent writes it when it finishes.')),
+        card('Evidence', evidenceView(run.evidence)),
+      ),
+      card(
+        'Transitions',
+        table({
+          label: 'Transitions',
+          empty: 'No transitions recorded.',
+          rows: run.transitions,
+          columns: [
+            { title: 'Transition', cell: (row) => words(row.transition) },
+            { title: 'State', cell: (row) => [row.from_state ? [words(row.from_state), ' → '] : null, badge(row.to_state)] },
+            { title: 'Queue item', cell: (row) => words(row.queue_status) },
+            { title: 'At', cell: (row) => when(row.created_at) },
+          ],
+        }),
+      ),
+      card(
+        'Callbacks from the worker',
+        table({
+          label: 'Worker callbacks',
+          empty: 'No callback from the worker yet.',
+          rows: answer.callbacks ?? [],
+          columns: [
+            { title: 'Event', cell: (row) => words(row.event_type) },
+            { title: 'Gate state', cell: (row) => (row.gate_state ? badge(row.gate_state) : '—') },
+            { title: 'Reason', cell: (row) => row.reason ?? '—' },
+            { title: 'Received', cell: (row) => [age(row.received_at), row.ignored ? [' ', badge('quiet', `ignored: ${row.ignore_reason ?? ''}`)] : null] },
+          ],
+        }),
+      ),
+      card(
+        'Papers',
+        table({
+          label: 'Papers of this run',
+          empty: 'No paper yet.',
+          rows: answer.papers,
+          columns: [
+            { title: 'Paper', cell: (paper) => link(`#/papers/${segment(paper.paper_id)}`, paper.title ?? paper.paper_id) },
+            { title: 'Status', cell: (paper) => badge(paper.paper_status) },
+            { title: 'Review', cell: (paper) => badge(paper.review_status) },
+          ],
+        }),
+      ),
+      card(
+        'Events',
+        table({
+          label: 'Events of this run',
+          empty: 'No events.',
+          rows: answer.events,
+          columns: [
+            { title: 'When', cell: (event) => when(event.created_at) },
+            { title: 'Event', cell: (event) => event.event_type },
+            { title: 'By', cell: (event) => event.actor ?? '—' },
+            { title: 'Payload', cell: (event) => h('code', { class: 'payload' }, compactJson(event.payload)) },
+          ],
+        }),
+      ),
+    ];
+  }
+
+  async function refresh() {
+    const answer = await fill(detail, 'Reading the run', () => api('GET', withQuery(`/control/api/v1/runs/${segment(runId)}`, { event_limit: 50 })), draw);
+    if (answer) showCancel(answer.run.finished_at !== null);
+  }
+  return { el, refresh };
+}
+
+/** @param {PanelContext} context */
+export function createRunsPanel(context) {
+  const [runId] = context.params;
+  return runId ? createRunDetail(runId) : createRunList(context);
+}

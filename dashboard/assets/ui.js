@@ -1,0 +1,435 @@
+// @ts-check
+/** The dashboard's building blocks: cards, tables, tabs, pagers, error boxes and commands. */
+import { ApiError, describeDetail, newKey } from './api.js';
+import { h, swap } from './dom.js';
+import { ago, duration, toneOf, when, words } from './format.js';
+
+/** @typedef {import('./dom.js').Child} Child */
+
+let lastId = 0;
+/** A document-unique id for tying labels, descriptions and tab panels to their elements. @param {string} prefix */
+export const uniqueId = (prefix) => `${prefix}-${++lastId}`;
+
+/** A status in its tone (bad, busy, good, quiet); the words are the status, so colour is never the only signal. */
+export const badge = (/** @type {unknown} */ status, /** @type {Child} */ text = words(status)) =>
+  h('span', { class: ['badge', `tone-${toneOf(status)}`] }, text);
+
+/** How long ago `iso` was, kept current by `refreshAges` (the exact time is its tooltip). @param {string | null | undefined} iso */
+export const age = (iso) => (iso ? h('time', { datetime: iso, title: when(iso), 'data-age': '' }, ago(iso)) : '—');
+
+/** Brings every age on the page up to date; the app calls it on each poll, even when no data changed. */
+export function refreshAges(root = document) {
+  for (const element of root.querySelectorAll('time[data-age]')) {
+    const text = ago(element.getAttribute('datetime'));
+    if (element.textContent !== text) element.textContent = text;
+  }
+}
+
+/** A titled card. @param {string} title @param {...Child} children */
+export function card(title, ...children) {
+  const id = uniqueId('card');
+  return h('section', { class: 'card', 'aria-labelledby': id }, h('h3', { id }, title), ...children);
+}
+
+/** What an empty list or a missing thing looks like. @param {string} text */
+export const empty = (text) => h('p', { class: 'empty' }, text);
+
+/** A link inside the dashboard. @param {string} route e.g. `#/runs/r1` @param {Child} text */
+export const link = (route, text) => h('a', { href: route }, text);
+
+/** A link to a page outside the dashboard (the Temporal UI, a source), opened apart from it. */
+export const externalLink = (/** @type {string} */ url, /** @type {Child} */ text) =>
+  h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, text);
+
+/** Name–value pairs. @param {[string, Child][]} pairs */
+export const facts = (pairs) => h('dl', { class: 'facts' }, pairs.map(([name, value]) => [h('dt', null, name), h('dd', null, value)]));
+
+/** JSON shown as text, folded away unless opened. @param {string} summary @param {unknown} value */
+export const jsonDetails = (summary, value) =>
+  h('details', { class: 'json' }, h('summary', null, summary), h('pre', null, JSON.stringify(value, null, 2)));
+
+/**
+ * An error in place, with the API's `detail` (each validation problem on its own line).
+ * @param {unknown} error
+ * @param {string} [what] what failed, e.g. `Dispatch`
+ */
+export function errorBox(error, what = 'The request') {
+  const lines = error instanceof ApiError ? describeDetail(error.detail) : [error instanceof Error ? error.message : String(error)];
+  const status = error instanceof ApiError && error.status > 0 ? ` (HTTP ${error.status})` : '';
+  const heading = `${what} failed${status}:`;
+  return h(
+    'div',
+    { class: 'error', role: 'alert' },
+    lines.length === 1 ? [h('strong', null, heading), ' ', lines[0]] : [h('strong', null, heading), h('ul', null, lines.map((line) => h('li', null, line)))],
+  );
+}
+
+/**
+ * Reads into a region: draws the answer there, or the error in its place (the other regions of the panel go on).
+ * @param {import('./dom.js').Region} region
+ * @param {string} what what is read, for the error, e.g. `Reading the lanes`
+ * @param {() => Promise<any>} read
+ * @param {(answer: any) => Child} draw
+ * @param {unknown} [drawnWith] anything else the drawing depends on (filters, a selection): a change redraws
+ * @returns {Promise<any>} the answer, or undefined after an error
+ */
+export async function fill(region, what, read, draw, drawnWith = null) {
+  try {
+    const answer = await read();
+    region.show({ answer, drawnWith }, () => draw(answer));
+    return answer;
+  } catch (error) {
+    region.invalidate();
+    swap(region.el, errorBox(error, what));
+    return undefined;
+  }
+}
+
+/**
+ * @typedef {{ title: string, cell: (row: any) => Child, numeric?: boolean }} Column
+ * @param {{ label: string, columns: Column[], rows: any[], empty: string, rowClass?: (row: any) => string | undefined }} spec
+ */
+export function table(spec) {
+  if (spec.rows.length === 0) return empty(spec.empty);
+  return h(
+    'div',
+    { class: 'table-wrap', role: 'region', 'aria-label': spec.label, tabindex: 0 },
+    h(
+      'table',
+      null,
+      h('caption', { class: 'visually-hidden' }, spec.label),
+      h('thead', null, h('tr', null, spec.columns.map((column) => h('th', { scope: 'col', class: column.numeric ? 'num' : undefined }, column.title)))),
+      h(
+        'tbody',
+        null,
+        spec.rows.map((row) =>
+          h('tr', { class: spec.rowClass?.(row) }, spec.columns.map((column) => h('td', { class: column.numeric ? 'num' : undefined }, column.cell(row)))),
+        ),
+      ),
+    ),
+  );
+}
+
+/**
+ * Tabs over one panel: arrow keys, Home and End move between them (WAI-ARIA tabs pattern, activated on focus).
+ * @param {{ label: string, tabs: { id: string, text: string, count?: number | null }[], active: string, panelId: string, onSelect: (id: string) => void }} spec
+ */
+export function tabs(spec) {
+  const buttons = spec.tabs.map((tab) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        role: 'tab',
+        id: `${spec.panelId}-tab-${tab.id}`,
+        'aria-selected': tab.id === spec.active,
+        'aria-controls': spec.panelId,
+        tabindex: tab.id === spec.active ? 0 : -1,
+        'data-key': `tab-${tab.id}`,
+        onClick: () => spec.onSelect(tab.id),
+      },
+      tab.text,
+      typeof tab.count === 'number' ? h('span', { class: 'tab-count' }, String(tab.count)) : null,
+    ),
+  );
+  const list = h('div', { role: 'tablist', 'aria-label': spec.label, class: 'tabs' }, buttons);
+  list.addEventListener('keydown', (event) => {
+    const index = buttons.indexOf(/** @type {HTMLElement} */ (document.activeElement));
+    if (index < 0) return;
+    const moves = { ArrowRight: index + 1, ArrowLeft: index - 1, Home: 0, End: buttons.length - 1 };
+    if (!(event.key in moves)) return;
+    event.preventDefault();
+    const next = (moves[/** @type {keyof typeof moves} */ (event.key)] + buttons.length) % buttons.length;
+    buttons[next]?.focus();
+    spec.onSelect(spec.tabs[next]?.id ?? spec.active);
+  });
+  return list;
+}
+
+/** Keyset paging for the v1 lists: the cursors of the pages seen so far, so Previous goes back without a new API. */
+export class CursorPager {
+  constructor(/** @type {() => void} */ onChange) {
+    this.onChange = onChange;
+    /** @type {(string | null)[]} */
+    this.cursors = [null];
+    this.index = 0;
+    /** @type {string | null} */
+    this.next = null;
+  }
+
+  /** Back to the first page (the filters or the sort changed). */
+  reset() {
+    this.cursors = [null];
+    this.index = 0;
+    this.next = null;
+  }
+
+  /** The `cursor` to ask for. */
+  get cursor() {
+    return this.cursors[this.index] ?? null;
+  }
+
+  /** Takes the `page` block of an answer. @param {{ next_cursor: string | null }} page */
+  seen(page) {
+    this.next = page.next_cursor;
+  }
+
+  /** @param {string} label what is paged, e.g. `Queue pages` */
+  view(label) {
+    const previous = () => {
+      this.index -= 1;
+      this.onChange();
+    };
+    const next = () => {
+      if (!this.next) return;
+      this.cursors = [...this.cursors.slice(0, this.index + 1), this.next];
+      this.index += 1;
+      this.onChange();
+    };
+    return h(
+      'nav',
+      { class: 'pager', 'aria-label': label },
+      h('button', { type: 'button', 'data-key': `${label}-previous`, disabled: this.index === 0, onClick: previous }, '← Previous'),
+      h('span', { 'aria-live': 'polite' }, `Page ${this.index + 1}`),
+      h('button', { type: 'button', 'data-key': `${label}-next`, disabled: !this.next, onClick: next }, 'Next →'),
+    );
+  }
+}
+
+/**
+ * A labelled form control. @param {string} label @param {HTMLElement} control @param {string} [hint]
+ */
+export function field(label, control, hint) {
+  const id = control.id || uniqueId('field');
+  control.id = id;
+  let hintNode = null;
+  if (hint) {
+    const hintId = `${id}-hint`;
+    control.setAttribute('aria-describedby', hintId);
+    hintNode = h('span', { class: 'hint', id: hintId }, hint);
+  }
+  const wrapper = h('div', { class: control instanceof HTMLInputElement && control.type === 'checkbox' ? 'field check' : 'field' });
+  const labelNode = h('label', { for: id }, label);
+  if (control instanceof HTMLInputElement && control.type === 'checkbox') wrapper.append(control, labelNode);
+  else wrapper.append(labelNode, control);
+  if (hintNode) wrapper.append(hintNode);
+  return wrapper;
+}
+
+/** @param {string[]} values @param {string} selected @param {string} [blank] a first option meaning “any” */
+export function select(values, selected, blank) {
+  return h(
+    'select',
+    null,
+    blank === undefined ? null : h('option', { value: '', selected: selected === '' }, blank),
+    values.map((value) => h('option', { value, selected: value === selected }, words(value))),
+  );
+}
+
+/** Calls `action` after the person stopped typing for a moment. @param {(value: string) => void} action */
+export function debounced(action, ms = 300) {
+  /** @type {number | undefined} */
+  let timer;
+  return (/** @type {Event} */ event) => {
+    const value = /** @type {HTMLInputElement} */ (event.target).value;
+    clearTimeout(timer);
+    timer = window.setTimeout(() => action(value), ms);
+  };
+}
+
+/**
+ * Shows how long a command has run, once a second, until stopped: long calls (a rewrite batch, a cycle) keep the
+ * person informed and the button stays disabled meanwhile.
+ * @param {HTMLElement} where
+ * @param {string} text
+ */
+function startProgress(where, text) {
+  const started = Date.now();
+  const tick = () => {
+    where.textContent = `${text} ${duration((Date.now() - started) / 1000)}`;
+  };
+  tick();
+  const timer = window.setInterval(tick, 1000);
+  return () => {
+    window.clearInterval(timer);
+    where.textContent = '';
+  };
+}
+
+/**
+ * Runs one command from a button: the button is disabled while it runs (a second click does nothing), its outcome or
+ * error is shown in `output`, and `done` runs after a success (to refresh the panel).
+ * @param {HTMLButtonElement} button
+ * @param {HTMLElement} output
+ * @param {() => Promise<any>} action
+ * @param {{ what: string, shown?: (answer: any) => Child, done?: (answer: any) => void, progress?: string }} options
+ */
+export async function runCommand(button, output, action, options) {
+  if (button.disabled) return;
+  button.disabled = true;
+  button.setAttribute('aria-busy', 'true');
+  const progressLine = h('p', { class: 'progress', role: 'status' });
+  output.replaceChildren(progressLine);
+  const stop = startProgress(progressLine, options.progress ?? 'Working…');
+  try {
+    const answer = await action();
+    stop();
+    output.replaceChildren(...(options.shown ? [h('div', { class: 'outcome', role: 'status' }, options.shown(answer))] : []));
+    options.done?.(answer);
+  } catch (error) {
+    stop();
+    output.replaceChildren(errorBox(error, options.what));
+  } finally {
+    button.disabled = false;
+    button.removeAttribute('aria-busy');
+  }
+}
+
+/**
+ * @typedef {{
+ *   title: string,
+ *   description?: string,
+ *   fields?: HTMLElement[],
+ *   read?: () => any,
+ *   dryRun: (input: any) => Promise<any>,
+ *   preview: (answer: any, input: any) => Child,
+ *   live: (input: any, key: string) => Promise<any>,
+ *   result: (answer: any) => Child,
+ *   liveLabel: string,
+ *   blocked?: (preview: any) => string | null,
+ *   progress?: string,
+ *   onLive?: (answer: any) => void,
+ * }} DryRunSpec
+ */
+
+/**
+ * A command that is dry-run first: its live button appears only after a dry run answered, and only for the inputs
+ * that dry run saw (changing an input takes the button away again). The live call carries one idempotency key per
+ * preview, so a retry after an error cannot run the command twice. While a call runs, both buttons are disabled.
+ */
+export class DryRunCommand {
+  /** @param {DryRunSpec} spec */
+  constructor(spec) {
+    this.spec = spec;
+    /** @type {{ input: any, answer: any, key: string } | null} */
+    this.previewed = null;
+    this.busy = false;
+    const reasonId = uniqueId('blocked');
+    this.dryButton = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', onClick: () => this.dryRun() }, 'Dry run'));
+    this.liveButton = /** @type {HTMLButtonElement} */ (
+      h('button', { type: 'button', class: 'primary', hidden: true, 'aria-describedby': reasonId, onClick: () => this.runLive() }, spec.liveLabel)
+    );
+    this.reason = h('span', { class: 'hint', id: reasonId });
+    this.progress = h('p', { class: 'progress', role: 'status' });
+    this.output = h('div', { class: 'command-output' });
+    const form = h('div', { class: 'fields' }, spec.fields ?? []);
+    form.addEventListener('input', () => this.inputsChanged());
+    form.addEventListener('change', () => this.inputsChanged());
+    this.el = card(
+      spec.title,
+      spec.description ? h('p', { class: 'muted' }, spec.description) : null,
+      spec.fields?.length ? form : null,
+      h('div', { class: 'actions' }, this.dryButton, this.liveButton, this.reason),
+      this.progress,
+      this.output,
+    );
+  }
+
+  inputsChanged() {
+    if (!this.previewed || this.busy) return;
+    this.previewed = null;
+    this.output.replaceChildren(h('p', { class: 'muted' }, 'The inputs changed: dry run again before the live call.'));
+    this.update();
+  }
+
+  /** Shows or hides the live button, and says why it is disabled; call again when what `blocked` reads changes. */
+  update() {
+    const blocked = this.previewed ? this.spec.blocked?.(this.previewed.answer) ?? null : null;
+    this.liveButton.hidden = this.previewed === null;
+    this.liveButton.disabled = this.busy || blocked !== null;
+    this.dryButton.disabled = this.busy;
+    this.reason.textContent = this.previewed && blocked ? blocked : '';
+  }
+
+  /** @param {string} text @param {() => Promise<void>} body */
+  async busyWith(text, body) {
+    if (this.busy) return;
+    this.busy = true;
+    this.el.setAttribute('aria-busy', 'true');
+    this.update();
+    const stop = startProgress(this.progress, text);
+    try {
+      await body();
+    } finally {
+      stop();
+      this.busy = false;
+      this.el.removeAttribute('aria-busy');
+      this.update();
+    }
+  }
+
+  readInput() {
+    return this.spec.read ? this.spec.read() : {};
+  }
+
+  async dryRun() {
+    let input;
+    try {
+      input = this.readInput();
+    } catch (error) {
+      this.output.replaceChildren(errorBox(error, 'Reading the form'));
+      return;
+    }
+    await this.busyWith('Dry run…', async () => {
+      try {
+        const answer = await this.spec.dryRun(input);
+        this.previewed = { input, answer, key: newKey() };
+        this.output.replaceChildren(h('div', { class: 'preview' }, h('h4', null, 'Dry run'), this.spec.preview(answer, input)));
+      } catch (error) {
+        this.previewed = null;
+        this.output.replaceChildren(errorBox(error, 'The dry run'));
+      }
+    });
+  }
+
+  async runLive() {
+    const previewed = this.previewed;
+    if (!previewed || this.spec.blocked?.(previewed.answer)) return;
+    await this.busyWith(this.spec.progress ?? 'Running…', async () => {
+      try {
+        const answer = await this.spec.live(previewed.input, previewed.key);
+        this.previewed = null;
+        this.output.replaceChildren(h('div', { class: 'outcome', role: 'status' }, h('h4', null, 'Done'), this.spec.result(answer)));
+        this.spec.onLive?.(answer);
+      } catch (error) {
+        // The preview (and its key) stays: trying again replays the same command, never a second one.
+        this.output.replaceChildren(
+          h('div', { class: 'preview' }, h('h4', null, 'Dry run'), this.spec.preview(previewed.answer, previewed.input)),
+          errorBox(error, this.spec.liveLabel),
+        );
+      }
+    });
+  }
+}
+
+/**
+ * A command that asks once more before it runs (cancel a run): the first button shows a confirm and a keep button.
+ * @param {{ label: string, confirmLabel: string, question: string, output: HTMLElement, action: () => Promise<any>, shown: (answer: any) => Child, done?: (answer: any) => void, what: string }} spec
+ */
+export function confirmCommand(spec) {
+  const holder = h('span', { class: 'confirm' });
+  const ask = () => {
+    const confirm = /** @type {HTMLButtonElement} */ (
+      h('button', { type: 'button', class: 'danger', 'data-key': `confirm-${spec.label}`, onClick: () => runCommand(confirm, spec.output, spec.action, { what: spec.what, shown: spec.shown, done: (answer) => { reset(); spec.done?.(answer); } }) }, spec.confirmLabel)
+    );
+    const keep = h('button', { type: 'button', onClick: () => reset() }, 'Keep');
+    holder.replaceChildren(h('span', { class: 'question' }, spec.question), ' ', confirm, ' ', keep);
+    confirm.focus();
+  };
+  const start = h('button', { type: 'button', class: 'danger', 'data-key': `start-${spec.label}`, onClick: ask }, spec.label);
+  const reset = () => {
+    holder.replaceChildren(start);
+  };
+  reset();
+  return holder;
+}
