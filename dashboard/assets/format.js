@@ -45,16 +45,17 @@ export function compactJson(value, max = 160) {
 
 /** The tone a status shows in: what needs a person is bad, what runs is busy, what finished well is good. */
 const TONES = {
-  bad: ['blocked', 'needs_review', 'dispatch_error', 'gate_error', 'gate_timeout', 'question_pending', 'rejected', 'human_review_required', 'BLOCKED', 'fail', 'changes_requested', 'error'],
-  busy: ['dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling', 'prepared', 'wake_ready', 'session_finished_ready', 'draft_generating', 'publication_generating', 'in_review', 'triage_ready'],
-  good: ['completed', 'reconciled', 'READY', 'pass', 'admitted', 'finalized', 'approved_for_finalization', 'publication_draft', 'finalize_positive', 'ok'],
-  quiet: ['paused', 'canceled', 'archived', 'not_applicable', 'merged', 'pending', 'unreviewed'],
+  bad: ['blocked', 'needs_review', 'dispatch_error', 'gate_error', 'gate_timeout', 'question_pending', 'rejected', 'human_review_required', 'BLOCKED', 'fail', 'error', 'cancelled'],
+  warn: ['needs-review', 'changes_requested', 'accepted_risk', 'negative', 'inconclusive', 'paused', 'waiting_for_quiet_window', 'waiting_for_process_exit', 'pending_idle_gate', 'finished_pending_gate'],
+  busy: ['dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling', 'prepared', 'wake_ready', 'session_finished_ready', 'draft_generating', 'publication_generating', 'in_review', 'triage_ready', 'draft_review'],
+  good: ['completed', 'reconciled', 'READY', 'pass', 'admitted', 'finalized', 'approved_for_finalization', 'publication_draft', 'finalize_positive', 'finished_ready', 'ok', 'drafted', 'promoted', 'live_dispatch'],
+  quiet: ['canceled', 'archived', 'not_applicable', 'merged', 'pending', 'unreviewed', 'noop'],
 };
 
-/** @param {unknown} status @returns {'bad' | 'busy' | 'good' | 'quiet' | 'neutral'} */
+/** @param {unknown} status @returns {'bad' | 'warn' | 'busy' | 'good' | 'quiet' | 'neutral'} */
 export function toneOf(status) {
   for (const [tone, statuses] of Object.entries(TONES)) {
-    if (statuses.includes(String(status))) return /** @type {'bad' | 'busy' | 'good' | 'quiet'} */ (tone);
+    if (statuses.includes(String(status))) return /** @type {'bad' | 'warn' | 'busy' | 'good' | 'quiet'} */ (tone);
   }
   return 'neutral';
 }

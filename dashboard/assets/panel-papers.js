@@ -93,7 +93,7 @@ function createPaperList(_context) {
     blocked: (preview) => (preview.action === 'dry_run_draft' ? null : `Nothing to draft: ${preview.reason ?? 'no candidate'}`),
     live: (input) => api('POST', '/control/papers/draft-next', { dry_run: false, requested_by: ACTOR, ...input }),
     result: (answer) => [
-      h('p', null, badge(answer.action), ' ', answer.paper ? ['drafted ', paperLink(answer.paper), ': ', words(answer.paper.paper_status)] : answer.reason ?? ''),
+      h('p', null, badge(answer.action), ' ', answer.paper ? [paperLink(answer.paper), ' is ', words(answer.paper.paper_status)] : answer.reason ?? ''),
       skippedList(answer.skipped),
     ],
     liveLabel: 'Draft it',
@@ -240,7 +240,9 @@ function createPaperDetail(paperId) {
   const review = new Region();
   const packages = new Region();
   const events = new Region();
-  const commandOutput = h('div', { class: 'command-output' });
+  const draftOutput = h('div', { class: 'command-output' });
+  const checklistOutput = h('div', { class: 'command-output' });
+  const reviewOutput = h('div', { class: 'command-output' });
   /** Checklist entries being edited, by item: kept across redraws so a poll never loses what the person chose. */
   const edits = new Map();
   let shownDraftSha = null;
@@ -254,7 +256,7 @@ function createPaperDetail(paperId) {
   const rewriteForce = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox' }));
   const rewriteButton = /** @type {HTMLButtonElement} */ (h('button', { type: 'button' }, 'Rewrite the draft'));
   rewriteButton.addEventListener('click', () =>
-    runCommand(rewriteButton, commandOutput, () => api('POST', `${base}/rewrite-draft`, { idempotency_key: newKey(), requested_by: ACTOR, force: rewriteForce.checked }), {
+    runCommand(rewriteButton, draftOutput, () => api('POST', `${base}/rewrite-draft`, { idempotency_key: newKey(), requested_by: ACTOR, force: rewriteForce.checked }), {
       what: 'Rewriting the draft',
       progress: 'Rewriting with the configured writer…',
       shown: (answer) => `Rewritten: the paper is ${words(answer.paper?.paper_status)}.`,
@@ -334,11 +336,10 @@ function createPaperDetail(paperId) {
     { class: 'panel' },
     h('p', null, link('#/papers', '← Papers')),
     h('h2', null, 'Paper'),
-    summary.el,
-    commandOutput,
-    card('Draft', h('div', { class: 'actions' }, rewriteButton, field('Even while a review is under way (force)', rewriteForce)), draft.el),
-    card('Checklist', h('p', { class: 'muted' }, 'Fail and accepted risk need a note. Items marked “person” are for a person to judge.'), checklist.el),
-    card('Review', review.el, h('div', { class: 'fields' }, field('Note for the move', moveNote), field('Blocker (when moving to blocked)', moveBlocker)), moveButtons.el),
+    card('Summary', summary.el),
+    card('Draft', h('div', { class: 'actions' }, rewriteButton, field('Even while a review is under way (force)', rewriteForce)), draftOutput, draft.el),
+    card('Checklist', h('p', { class: 'muted' }, 'Fail and accepted risk need a note. Items marked “person” are for a person to judge.'), checklistOutput, checklist.el),
+    card('Review', review.el, h('div', { class: 'fields' }, field('Note for the move', moveNote), field('Blocker (when moving to blocked)', moveBlocker)), moveButtons.el, reviewOutput),
     h('div', { class: 'columns' }, finalize.el, importCard),
     card('Events', events.el),
   );
@@ -346,7 +347,7 @@ function createPaperDetail(paperId) {
   function moveReview(button, to) {
     void runCommand(
       button,
-      commandOutput,
+      reviewOutput,
       () =>
         api('POST', `${base}/status`, {
           idempotency_key: newKey(),
@@ -370,12 +371,12 @@ function createPaperDetail(paperId) {
   function saveChecklistItem(button, item) {
     const edit = edits.get(item.item_id) ?? { status: item.status, note: item.note ?? '' };
     if (NEEDS_A_NOTE.includes(edit.status) && !edit.note.trim()) {
-      commandOutput.replaceChildren(h('p', { class: 'error', role: 'alert' }, `${words(item.item_id)}: ${words(edit.status)} needs a note.`));
+      checklistOutput.replaceChildren(h('p', { class: 'error', role: 'alert' }, `${words(item.item_id)}: ${words(edit.status)} needs a note.`));
       return;
     }
     void runCommand(
       button,
-      commandOutput,
+      checklistOutput,
       () => api('POST', `${base}/checklist/${segment(item.item_id)}`, { idempotency_key: newKey(), requested_by: ACTOR, status: edit.status, note: edit.note.trim() || undefined }),
       {
         what: `Setting ${words(item.item_id)}`,

@@ -24,22 +24,24 @@ export function dispatchPreview(answer) {
   const route = answer.dispatch_route;
   return [
     h('p', null, badge(answer.action), ' ', answer.reason),
-    candidate
-      ? facts([
-          ['Candidate', [h('strong', null, candidate.project_name), ` (${candidate.project_id})`]],
-          ['Workload', words(candidate.workload_class)],
-          ['Priority, rank', `${candidate.dispatch_priority}, ${candidate.selection_rank}`],
-          ['Earlier dispatch failures', count(candidate.dispatch_failures)],
-        ])
-      : null,
-    route
-      ? facts([
-          ['Route', `${route.machine_target} (${words(route.worker_role)})`],
-          ['Worker gate', route.wake_gate_url ?? '—'],
-          ['Worker token', route.token_configured ? 'configured' : 'missing'],
-        ])
-      : null,
-    answer.agent ? facts([['Agent', `mode ${answer.agent.mode}, model ${answer.agent.model || 'default'}, effort ${answer.agent.reasoning_effort}, sandbox ${answer.agent.sandbox || 'default'}`]]) : null,
+    facts([
+      ...(candidate
+        ? /** @type {[string, any][]} */ ([
+            ['Candidate', [h('strong', null, candidate.project_name), ` (${candidate.project_id})`]],
+            ['Workload', words(candidate.workload_class)],
+            ['Priority, rank', `${candidate.dispatch_priority}, ${candidate.selection_rank}`],
+            ['Earlier dispatch failures', count(candidate.dispatch_failures)],
+          ])
+        : []),
+      ...(route
+        ? /** @type {[string, any][]} */ ([
+            ['Route', `${route.machine_target} (${words(route.worker_role)})`],
+            ['Worker gate', route.wake_gate_url ?? '—'],
+            ['Worker token', route.token_configured ? 'configured' : 'missing'],
+          ])
+        : []),
+      ...(answer.agent ? /** @type {[string, any][]} */ ([['Agent', `mode ${answer.agent.mode}, model ${answer.agent.model || 'default'}, effort ${answer.agent.reasoning_effort}, sandbox ${answer.agent.sandbox || 'default'}`]]) : []),
+    ]),
     answer.preflight ? preflightView(answer.preflight) : null,
   ];
 }
@@ -219,7 +221,7 @@ export function createQueuePanel(context) {
       h(
         'p',
         { class: 'verdict' },
-        paused ? badge('paused', flags.maintenance_mode ? 'paused, maintenance' : 'paused') : badge('ok', 'dispatching'),
+        paused ? badge('paused', flags.maintenance_mode ? 'paused, maintenance' : 'paused') : badge('ok', 'open'),
         ' ',
         flags.live_dispatch_enabled ? 'Live dispatch is on.' : 'Live dispatch is off (live_dispatch_enabled in the configuration).',
       ),

@@ -412,10 +412,10 @@ export function createResearchPanel(_context) {
     { class: 'panel' },
     h('h2', null, 'Research Facility'),
     card('Ledgers', counts.el),
-    h('div', { class: 'columns' }, smoke.el, h('div', null, card('Provider budget', budget.el, h('div', { class: 'actions' }, budgetButton)), provider.el)),
-    h('div', { class: 'columns' }, promote.el, followup.el),
-    h('div', { class: 'columns' }, cycle.el, importing.el),
     card('Candidates', h('div', { class: 'toolbar' }, field('Decision', decisionSelect), field('Mode', modeSelect), field('Search', searchInput)), list.el, detail.el),
+    h('div', { class: 'columns' }, promote.el, smoke.el),
+    h('div', { class: 'columns' }, h('div', null, card('Provider budget', budget.el, h('div', { class: 'actions' }, budgetButton)), provider.el), cycle.el),
+    h('div', { class: 'columns' }, importing.el, followup.el),
   );
 
   async function refreshList() {

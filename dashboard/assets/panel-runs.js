@@ -170,7 +170,7 @@ function createRunDetail(runId) {
     const run = answer.run;
     const project = answer.project;
     return [
-      facts([
+      card('Run', facts([
         ['State', badge(run.state)],
         ['Project', project ? [h('strong', null, project.project_name), ' ', link(`#/queue/all/${segment(run.project_id)}`, run.project_id)] : run.project_id],
         ['Lane', `${run.lane} · ${words(run.workload_class)}`],
@@ -178,7 +178,7 @@ function createRunDetail(runId) {
         ['Started', when(run.created_at)],
         ['Finished', when(run.finished_at)],
         ['Workflow', [h('code', null, answer.temporal.workflow_id), answer.temporal.ui_url ? [' · ', externalLink(answer.temporal.ui_url, 'Open in the Temporal UI')] : null]],
-      ]),
+      ])),
       run.question ? h('div', { class: 'notice' }, h('strong', null, 'The agent asks: '), run.question) : null,
       run.last_error ? h('p', { class: 'error-text' }, run.last_error) : null,
       h(

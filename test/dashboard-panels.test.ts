@@ -1,0 +1,356 @@
+import { rm } from 'node:fs/promises';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
+import { QUEUE_GROUPS, QUEUE_STATUSES, isInFlight } from '../domain/queue-status.ts';
+import { RUN_STATES } from '../domain/run-state.ts';
+import { openStore } from '../store/open-store.ts';
+import { insertProject } from '../store/projects.ts';
+import { insertQueueItem } from '../store/queue-items.ts';
+import type { Store } from '../store/store.ts';
+import { browserState, columnTexts, launchChromium, openDashboard, seriousAccessibilityViolations, type DashboardTab } from './support/browser.ts';
+import { controlClient, reserveControlPlane, startControlPlaneProcess, writeControlPlaneConfig, type ControlPlaneFixture, type ControlPlaneProcess } from './support/control-plane.ts';
+import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { CONTROL_TOKEN } from './support/gate.ts';
+import { candidate } from './support/research.ts';
+
+// expected duration: ~45 s
+
+/**
+ * The dashboard in Debian's Chromium against a real control plane (its own process, on real Postgres and the run's
+ * Temporal dev server) whose store is seeded with rows in every status: each panel shows what the API answers, in
+ * counts, rows and pages; every panel passes axe-core; nothing spills sideways on a narrow screen.
+ */
+
+let database: TestDatabase;
+let store: Store;
+let fixture: ControlPlaneFixture;
+let cp: ControlPlaneProcess;
+let browser: Browser;
+let tab: DashboardTab;
+let api: ReturnType<typeof controlClient>;
+
+const at = (minutes: number) => new Date(Date.parse('2026-11-20T08:00:00Z') + minutes * 60_000).toISOString();
+const stamp = (minutes: number) => at(minutes).replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+
+/** Queue items in every status (in-flight ones each on a lane of their own), one flagged, and enough queued rows for two pages. */
+async function seedQueue(): Promise<void> {
+  await store.transaction(async (tx) => {
+    const items = [
+      ...QUEUE_STATUSES.map((status) => ({ id: `q-${status.replaceAll('_', '-')}`, status, flagged: false })),
+      { id: 'q-flagged', status: 'queued' as const, flagged: true },
+      ...Array.from({ length: 30 }, (_, n) => ({ id: `q-more-${String(n).padStart(2, '0')}`, status: 'queued' as const, flagged: false })),
+    ];
+    for (const [n, item] of items.entries()) {
+      await insertProject(tx, { project_id: item.id, project_name: `Queue item ${item.id}`, project_dir: item.id, workload_class: 'unknown' });
+      await insertQueueItem(tx, {
+        project_id: item.id,
+        project_name: `Queue item ${item.id}`,
+        status: item.status,
+        manual_review_required: item.flagged,
+        dispatch_priority: 60 + (n % 7),
+        selection_rank: n,
+        workload_class: 'unknown',
+        ...(isInFlight(item.status) ? { lane: `lane-${item.status.replaceAll('_', '-')}` } : {}),
+      });
+    }
+  });
+}
+
+/** Thirty runs cycling through every run state, and thirty papers (on runs of their own) in every paper and review status. */
+async function seedRunsAndPapers(): Promise<void> {
+  await store.transaction(async (tx) => {
+    for (let n = 0; n < 30; n += 1) {
+      const state = RUN_STATES[n % RUN_STATES.length]!;
+      const project = `q-more-${String(n).padStart(2, '0')}`;
+      const runId = `${project}-${stamp(n)}`;
+      await tx.query(
+        `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, 'default', 'http://127.0.0.1:9', 'unknown', 'seed', $5, $5)`,
+        [runId, project, `run:${runId}`, state, at(n)],
+      );
+    }
+    for (let n = 0; n < 30; n += 1) {
+      const project = `paper-${String(n).padStart(2, '0')}`;
+      const runId = `${project}-${stamp(100 + n)}`;
+      await insertProject(tx, { project_id: project, project_name: `Paper project ${n}`, project_dir: project, workload_class: 'unknown' });
+      await tx.query(
+        `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, decision, finished_at)
+         VALUES ($1, $2, $3, 'reconciled', 'default', 'http://127.0.0.1:9', 'unknown', 'seed', 'finalize_positive', $4)`,
+        [runId, project, `run:${runId}`, at(100 + n)],
+      );
+      await tx.query(
+        `INSERT INTO papers (paper_id, project_id, run_id, paper_status, review_status, rank_score, rank_reasons, title)
+         VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8)`,
+        [
+          `${project}:${runId}:draft`,
+          project,
+          runId,
+          PAPER_STATUSES[n % PAPER_STATUSES.length],
+          REVIEW_STATUSES[n % REVIEW_STATUSES.length],
+          100 - n,
+          JSON.stringify([`seeded rank ${100 - n} (+${100 - n})`]),
+          `Seeded paper number ${n}`,
+        ],
+      );
+    }
+    await tx.query(
+      `INSERT INTO audit_events (entity_type, entity_id, event_type, payload, actor)
+       SELECT 'seed', 'seed-' || g, 'seed.recorded', jsonb_build_object('n', g), 'seed' FROM generate_series(1, 60) AS g`,
+    );
+  });
+}
+
+/** Candidates with every admission decision, through the real import command. */
+async function seedCandidates(): Promise<void> {
+  const factors = (value: number) => ({ novelty: value, feasibility: value, accessibility: value, falsifiability: value });
+  const answer = await api('POST', '/control/api/research/import-candidates', {
+    requested_by: 'seed',
+    dry_run: false,
+    candidates: [
+      candidate({ title: 'Admitted candidate', dedupe_key: 'seed-admitted' }),
+      candidate({ title: 'Needs-review candidate', dedupe_key: 'seed-review', hypothesis: 'A different hypothesis about quantized adapters.', mechanism: 'Quantize the adapters to four bits.', ...factors(7) }),
+      candidate({ title: 'Rejected candidate', dedupe_key: 'seed-rejected', hypothesis: 'A weak hypothesis about caching.', mechanism: 'Cache everything.', ...factors(3) }),
+    ],
+  });
+  expect(answer.status).toBe(200);
+  const merged = await api('POST', '/control/api/research/import-candidates', {
+    requested_by: 'seed',
+    dry_run: false,
+    candidates: [candidate({ title: 'Merged candidate', dedupe_key: 'seed-merged' })],
+  });
+  expect(merged.body.counts).toMatchObject({ merged: 1 });
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
+  const reserved = await reserveControlPlane();
+  // A worker lane whose gate is not running: the lanes and health panels show it as configured and stale.
+  fixture = await writeControlPlaneConfig(reserved, { databaseUrl: database.url, gateUrl: 'http://127.0.0.1:9' });
+  [cp, browser] = await Promise.all([startControlPlaneProcess(fixture), launchChromium()]);
+  api = controlClient(fixture.url);
+  await seedQueue();
+  await seedRunsAndPapers();
+  await seedCandidates();
+  tab = await openDashboard(browser, fixture.url);
+  await tab.signIn(CONTROL_TOKEN);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await cp?.kill('SIGTERM');
+  await store?.close();
+  await database?.drop();
+  if (fixture) await rm(fixture.dir, { recursive: true, force: true });
+});
+
+/** The value after the last line break: the hint line (an id) under a name in a cell. */
+const lastLine = (text: string) => text.split('\n').at(-1)!.trim();
+
+describe('each panel shows what the API answers', () => {
+  it('overview: the five lane counts, what needs a person, readiness and health', { timeout: 30_000 }, async () => {
+    const overview = (await api('GET', '/control/api/v1/overview?active_limit=10&event_limit=10')).body;
+    await tab.open('#/overview');
+    const lanes = tab.card('Operator lanes').locator('.lane-card');
+    await expect.poll(() => lanes.count()).toBe(5);
+    for (const [index, lane] of ['attention', 'running', 'write', 'publish', 'imported'].entries()) {
+      expect(await lanes.nth(index).locator('.lane-count').innerText(), lane).toBe(String(overview.operator_counts[lane]));
+    }
+    expect(overview.operator_counts.attention).toBeGreaterThan(0);
+    const needs = tab.card('What needs a person').locator('table');
+    expect(await needs.locator('tbody tr').count()).toBe(overview.actionable_items.length);
+    const readiness = (await api('GET', '/control/api/v1/automation-readiness')).body;
+    await expect.poll(() => tab.card('Automation readiness').locator('.verdict').innerText()).toContain(readiness.first_failing.detail);
+    await expect.poll(() => tab.card('Health').innerText()).toMatch(/default[\s\S]*stale/);
+    await tab.screenshot('overview');
+  });
+
+  it('queue: every group tab with its count, rows in the dispatch order, and cursor paging', { timeout: 60_000 }, async () => {
+    const byGroup = (await api('GET', '/control/api/v1/overview')).body.operator_detail_counts.queue.by_group;
+    expect(byGroup).toMatchObject({ queued: 32, blocked: 4, active: 5, paused: 1, completed: 2, all: 43 });
+    await tab.open('#/queue');
+    const tabs = tab.page.getByRole('tab');
+    await expect.poll(() => tabs.count()).toBe(QUEUE_GROUPS.length);
+    for (const group of QUEUE_GROUPS) {
+      await expect.poll(() => tab.page.getByRole('tab', { name: new RegExp(`^${group}`, 'i') }).locator('.tab-count').innerText()).toBe(String(byGroup[group]));
+    }
+    const items = tab.card('Items');
+    const first = (await api('GET', '/control/api/v1/queue?group=queued&page_size=25')).body;
+    const second = (await api('GET', `/control/api/v1/queue?group=queued&page_size=25&cursor=${encodeURIComponent(first.page.next_cursor)}`)).body;
+    const ids = (page: { items: { project_id: string }[] }) => page.items.map((item) => item.project_id);
+    await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(first));
+    await items.getByRole('button', { name: 'Next →' }).click();
+    await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(second));
+    await expect(items.getByRole('button', { name: 'Next →' }).isDisabled()).resolves.toBe(true);
+    await items.getByRole('button', { name: '← Previous' }).click();
+    await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(first));
+
+    // The blocked tab, by keyboard: arrow keys move between tabs and select them.
+    await tab.page.getByRole('tab', { name: /^queued/i }).focus();
+    await tab.page.keyboard.press('ArrowRight');
+    await expect.poll(() => tab.page.getByRole('tab', { selected: true }).innerText()).toMatch(/^blocked/i);
+    const blocked = (await api('GET', '/control/api/v1/queue?group=blocked&page_size=25')).body;
+    await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(blocked));
+    // Each row offers exactly the commands the API says it takes.
+    for (const item of blocked.items) {
+      const row = items.locator('tbody tr', { hasText: item.project_id });
+      expect(await row.getByRole('button').allInnerTexts(), item.project_id).toEqual(
+        item.operator_actions.map((action: string) => ({ requeue: 'Requeue', mark_paused: 'Park…' })[action]),
+      );
+    }
+
+    // Search narrows the rows to what the API finds.
+    await items.getByLabel('Search').fill('q-more-2');
+    const found = (await api('GET', '/control/api/v1/queue?group=blocked&search=q-more-2&page_size=25')).body;
+    await expect.poll(async () => ((await items.locator('tbody tr').count()) === 0 ? [] : (await columnTexts(items.locator('table'), 'Project')).map(lastLine))).toEqual(ids(found));
+    await items.getByLabel('Search').fill('');
+    await tab.page.getByRole('tab', { name: /^queued/i }).click();
+    await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(first));
+    await tab.screenshot('queue');
+  });
+
+  it('lanes and runs: every lane, and the runs newest first by cursor', { timeout: 30_000 }, async () => {
+    const lanes = (await api('GET', '/control/api/v1/lanes')).body;
+    const runs = (await api('GET', '/control/api/v1/runs?page_size=25')).body;
+    await tab.open('#/runs');
+    await expect.poll(() => tab.card('Lanes').locator('li.lane').count()).toBe(lanes.lanes.length);
+    const list = tab.card('Runs');
+    await expect.poll(async () => columnTexts(list.locator('table'), 'Run')).toEqual(runs.items.map((run: { run_id: string }) => run.run_id));
+    await list.getByRole('button', { name: 'Next →' }).click();
+    const next = (await api('GET', `/control/api/v1/runs?page_size=25&cursor=${encodeURIComponent(runs.page.next_cursor)}`)).body;
+    await expect.poll(async () => columnTexts(list.locator('table'), 'Run')).toEqual(next.items.map((run: { run_id: string }) => run.run_id));
+    await list.getByLabel('State').selectOption('gate_error');
+    const failed = (await api('GET', '/control/api/v1/runs?page_size=25&state=gate_error')).body;
+    await expect.poll(async () => columnTexts(list.locator('table'), 'Run')).toEqual(failed.items.map((run: { run_id: string }) => run.run_id));
+    await tab.screenshot('runs');
+
+    await list.getByRole('link', { name: failed.items[0].run_id }).click();
+    await expect.poll(() => tab.card('Run').innerText()).toContain('gate error');
+    await expect.poll(() => tab.page.getByRole('button', { name: 'Cancel this run…' }).count()).toBe(1);
+  });
+
+  it('papers: the pipeline counts and the review list by rank, with its reasons, by cursor', { timeout: 30_000 }, async () => {
+    const overview = (await api('GET', '/control/api/v1/overview')).body;
+    const papers = (await api('GET', '/control/api/v1/papers?page_size=25')).body;
+    await tab.open('#/papers');
+    const pipeline = tab.card('Pipeline');
+    await expect.poll(() => pipeline.locator('.stat-value').allInnerTexts()).toEqual(
+      ['write_needed', 'publish_ready', 'published_imported', 'not_writable_by_decision_gate', 'raw_completed_no_paper_candidates'].map((key) => String(overview.paper_pipeline[key])),
+    );
+    const list = tab.card('Review list');
+    const titles = (page: { items: { title: string }[] }) => page.items.map((paper) => paper.title);
+    await expect.poll(async () => (await columnTexts(list.locator('table'), 'Paper')).map((text) => text.split('\n')[0])).toEqual(titles(papers));
+    expect(await list.locator('tbody tr').first().locator('.reasons li').allInnerTexts()).toEqual(papers.items[0].rank_reasons);
+    await list.getByRole('button', { name: 'Next →' }).click();
+    const next = (await api('GET', `/control/api/v1/papers?page_size=25&cursor=${encodeURIComponent(papers.page.next_cursor)}`)).body;
+    await expect.poll(async () => (await columnTexts(list.locator('table'), 'Paper')).map((text) => text.split('\n')[0])).toEqual(titles(next));
+    await tab.screenshot('papers');
+
+    // A paper's page: its review moves are the ones the API allows.
+    const paper = papers.items[1];
+    const detail = (await api('GET', `/control/api/v1/papers/${encodeURIComponent(paper.paper_id)}`)).body;
+    await tab.open(`#/papers/${encodeURIComponent(paper.paper_id)}`);
+    const review = tab.card('Review');
+    await expect.poll(() => review.locator('.actions button').allInnerTexts()).toEqual(detail.review_moves.map((move: string) => move.replaceAll('_', ' ')));
+    await expect.poll(() => tab.card('Draft').innerText()).toContain('No draft yet.');
+  });
+
+  it('Research Facility: ledger counts, every decision, and a candidate\'s score breakdown, reasons and lineage', { timeout: 30_000 }, async () => {
+    const facility = (await api('GET', '/control/api/research/facility')).body;
+    const candidates = (await api('GET', '/control/api/research/candidates?page_size=20')).body;
+    await tab.open('#/research');
+    const ledgers = tab.card('Ledgers');
+    await expect.poll(async () => (await ledgers.locator('.stat-value').allInnerTexts()).slice(0, 6)).toEqual(
+      [facility.counts.sources, facility.counts.candidates, ...['admitted', 'needs-review', 'rejected', 'merged'].map((decision) => facility.counts.admissions_by_decision[decision])].map(String),
+    );
+    const list = tab.card('Candidates');
+    await expect.poll(async () => (await columnTexts(list.locator('table'), 'Candidate')).map((text) => text.split('\n')[0])).toEqual(candidates.items.map((item: { title: string }) => item.title));
+    expect(await columnTexts(list.locator('table'), 'Decision')).toEqual(candidates.items.map((item: { decision: string }) => item.decision));
+
+    const admitted = candidates.items.find((item: { title: string }) => item.title === 'Admitted candidate');
+    const detail = (await api('GET', `/control/api/research/candidates/${admitted.candidate_id}`)).body;
+    await list.locator('tbody tr', { hasText: 'Admitted candidate' }).getByRole('button', { name: 'Details' }).click();
+    const shown = list.locator('.candidate-detail');
+    await expect.poll(() => shown.innerText()).toContain(detail.admissions.at(-1).reasons[0]);
+    const breakdown = detail.admissions.at(-1).score_breakdown;
+    expect(breakdown).toMatchObject({ weighted: expect.any(Number) });
+    expect(await shown.innerText()).toContain(`Weighted\n${breakdown.weighted.toFixed(1)}`);
+    // The merged candidate points at this one: its lineage shows the link.
+    expect(await shown.locator('table tbody tr').count()).toBe(detail.lineage.length);
+    expect(await shown.locator('table').innerText()).toContain('merged into');
+    await tab.screenshot('research');
+  });
+
+  it('events: newest first, filtered, by cursor', { timeout: 30_000 }, async () => {
+    const events = (await api('GET', '/control/api/v1/events?page_size=50')).body;
+    await tab.open('#/events');
+    const log = tab.card('Audit log');
+    const entities = (page: { items: { entity_type: string; entity_id: string }[] }) => page.items.map((event) => `${event.entity_type} ${event.entity_id}`);
+    await expect.poll(async () => columnTexts(log.locator('table'), 'Entity')).toEqual(entities(events));
+    await log.getByRole('button', { name: 'Next →' }).click();
+    const next = (await api('GET', `/control/api/v1/events?page_size=50&cursor=${encodeURIComponent(events.page.next_cursor)}`)).body;
+    await expect.poll(async () => columnTexts(log.locator('table'), 'Entity')).toEqual(entities(next));
+    await log.getByLabel('Event type').fill('research.candidate_decided');
+    const decided = (await api('GET', '/control/api/v1/events?page_size=50&event_type=research.candidate_decided')).body;
+    await expect.poll(async () => columnTexts(log.locator('table'), 'Entity')).toEqual(entities(decided));
+    await tab.screenshot('events');
+    expect(tab.problems).toEqual([]);
+    expect(await browserState(tab.page)).toEqual({ localStorage: 0, sessionStorage: 0, scriptCookies: '', indexedDb: 0 });
+  });
+});
+
+const PANELS = ['#/overview', '#/queue', '#/runs', '#/papers', '#/research', '#/events'];
+
+describe('every panel is usable', () => {
+  it('passes axe-core with no serious or critical violation, signed out and on every panel and detail page', { timeout: 90_000 }, async () => {
+    const audited = await openDashboard(browser, fixture.url, { bypassCSP: true });
+    try {
+      await audited.page.goto(`${fixture.url}/control/dashboard-v2`);
+      await audited.page.getByLabel('Control API token').waitFor();
+      expect(await seriousAccessibilityViolations(audited.page), 'sign-in').toEqual([]);
+      await audited.signIn(CONTROL_TOKEN);
+      const run = (await api('GET', '/control/api/v1/runs?page_size=1')).body.items[0];
+      const paper = (await api('GET', '/control/api/v1/papers?page_size=1')).body.items[0];
+      for (const route of [...PANELS, `#/runs/${run.run_id}`, `#/papers/${encodeURIComponent(paper.paper_id)}`]) {
+        await audited.open(route);
+        await audited.page.locator('main table:visible, main .empty:visible').first().waitFor();
+        expect(await seriousAccessibilityViolations(audited.page), route).toEqual([]);
+      }
+      // The states a person opens: a candidate's detail, the park form, a dry run's preview.
+      await audited.open('#/research');
+      await audited.card('Candidates').getByRole('button', { name: 'Details' }).first().click();
+      await audited.card('Candidates').locator('.candidate-detail table, .candidate-detail .empty').first().waitFor();
+      await audited.card('Smoke batch').getByRole('button', { name: 'Dry run' }).click();
+      await audited.card('Smoke batch').locator('.preview').waitFor();
+      expect(await seriousAccessibilityViolations(audited.page), 'research, opened').toEqual([]);
+      await audited.open('#/queue/blocked');
+      await audited.card('Items').getByRole('button', { name: 'Park…' }).first().click();
+      expect(await seriousAccessibilityViolations(audited.page), 'queue, parking').toEqual([]);
+      // The audit does find what it looks for: an image without a text alternative is a critical violation.
+      await audited.page.evaluate(() => document.querySelector('main')?.append(Object.assign(document.createElement('img'), { src: '/favicon.ico' })));
+      expect((await seriousAccessibilityViolations(audited.page)).map((violation) => violation.id)).toContain('image-alt');
+    } finally {
+      await audited.close();
+    }
+  });
+
+  it('fits a narrow screen: nothing wider than the viewport but the tables, which scroll in place', { timeout: 60_000 }, async () => {
+    const narrow = await openDashboard(browser, fixture.url, { viewport: { width: 390, height: 844 } });
+    try {
+      await narrow.signIn(CONTROL_TOKEN);
+      for (const route of PANELS) {
+        await narrow.open(route);
+        await narrow.page.locator('main table:visible, main .empty:visible').first().waitFor();
+        const widths = await narrow.page.evaluate(() => ({ page: document.documentElement.scrollWidth, viewport: window.innerWidth }));
+        expect(widths.page, route).toBeLessThanOrEqual(widths.viewport);
+      }
+      await narrow.open('#/overview');
+      await narrow.page.locator('.lane-card').first().waitFor();
+      await narrow.screenshot('overview-narrow');
+      expect(narrow.problems).toEqual([]);
+    } finally {
+      await narrow.close();
+    }
+  });
+});
