@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserState, launchChromium, openDashboard, type DashboardTab } from './support/browser.ts';
+import { browserState, inPage, launchChromium, openDashboard, type DashboardTab } from './support/browser.ts';
 import { CONTROL_TOKEN } from './support/gate.ts';
 import { candidate } from './support/research.ts';
 import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
@@ -113,17 +113,13 @@ describe('the dashboard as an operator uses it', () => {
     await tab.open('#/overview');
     await tab.card('Operator lanes').locator('.lane-card').first().waitFor();
     const reads = () => tab.calls.filter((call) => call.method === 'GET').length;
-    await tab.page.evaluate(() => {
-      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
-      document.dispatchEvent(new Event('visibilitychange'));
-    });
+    const showAs = (state: 'hidden' | 'visible') =>
+      inPage(tab.page, `Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => '${state}' }); document.dispatchEvent(new Event('visibilitychange'))`);
+    await showAs('hidden');
     const hiddenAt = reads();
     await tab.page.waitForTimeout(11_000);
     expect(reads()).toBe(hiddenAt);
-    await tab.page.evaluate(() => {
-      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'visible' });
-      document.dispatchEvent(new Event('visibilitychange'));
-    });
+    await showAs('visible');
     await expect.poll(reads, { timeout: 2_000 }).toBeGreaterThan(hiddenAt);
   });
 
@@ -199,7 +195,7 @@ describe('the dashboard as an operator uses it', () => {
     // Watch it finish on its page: the gate's callbacks arrive, the agent's decision and evidence show.
     await dispatch.locator('.outcome a').first().click();
     const runCard = tab.card('Run');
-    await expect.poll(() => runCard.innerText(), { timeout: 120_000, intervals: [1000] }).toContain('reconciled');
+    await expect.poll(() => runCard.innerText(), { timeout: 120_000, interval: 1000 }).toContain('reconciled');
     await expect.poll(() => tab.card('Decision').innerText()).toContain('finalize positive');
     expect(await tab.card('Callbacks from the worker').locator('tbody tr').count()).toBeGreaterThanOrEqual(2);
     await tab.screenshot('run-detail');
@@ -215,7 +211,7 @@ describe('the dashboard as an operator uses it', () => {
     const draft = tab.card('Draft').locator('pre.draft');
     await expect.poll(() => draft.innerText()).toContain(XSS_TITLE);
     expect(await tab.page.locator('main img').count()).toBe(0);
-    expect(await tab.page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    expect(await inPage(tab.page, 'window.__xss')).toBeUndefined();
 
     // The checklist: a failed item needs a note (said in place, nothing sent); a person's approval is saved.
     const checklist = tab.card('Checklist');
@@ -262,7 +258,7 @@ describe('the dashboard as an operator uses it', () => {
     await expect.poll(() => tab.card('Operator lanes').locator('.lane-card', { hasText: 'Imported' }).locator('.lane-count').innerText()).toBe('1');
 
     // Every write carried the session's CSRF token; no call carried the control token.
-    const { csrf_token: csrf } = await tab.page.evaluate(() => fetch('/control/api/session').then((response) => response.json()));
+    const { csrf_token: csrf } = await inPage<{ csrf_token: string }>(tab.page, `fetch('/control/api/session').then((response) => response.json())`);
     const writes = tab.calls.filter((call) => call.method !== 'GET' && call.path !== '/control/api/session');
     expect(writes.length).toBeGreaterThan(10);
     for (const write of writes) expect(write.headers['x-csrf-token'], `${write.method} ${write.path}`).toBe(csrf);

@@ -8,7 +8,7 @@ import { openStore } from '../store/open-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import type { Store } from '../store/store.ts';
-import { browserState, columnTexts, launchChromium, openDashboard, seriousAccessibilityViolations, type DashboardTab } from './support/browser.ts';
+import { browserState, columnTexts, inPage, launchChromium, openDashboard, seriousAccessibilityViolations, type DashboardTab } from './support/browser.ts';
 import { controlClient, reserveControlPlane, startControlPlaneProcess, writeControlPlaneConfig, type ControlPlaneFixture, type ControlPlaneProcess } from './support/control-plane.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { CONTROL_TOKEN } from './support/gate.ts';
@@ -178,7 +178,7 @@ describe('each panel shows what the API answers', () => {
     const items = tab.card('Items');
     const first = (await api('GET', '/control/api/v1/queue?group=queued&page_size=25')).body;
     const second = (await api('GET', `/control/api/v1/queue?group=queued&page_size=25&cursor=${encodeURIComponent(first.page.next_cursor)}`)).body;
-    const ids = (page: { items: { project_id: string }[] }) => page.items.map((item) => item.project_id);
+    const ids = (page: Record<string, any>) => page.items.map((item: { project_id: string }) => item.project_id);
     await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(first));
     await items.getByRole('button', { name: 'Next →' }).click();
     await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(second));
@@ -239,7 +239,7 @@ describe('each panel shows what the API answers', () => {
       ['write_needed', 'publish_ready', 'published_imported', 'not_writable_by_decision_gate', 'raw_completed_no_paper_candidates'].map((key) => String(overview.paper_pipeline[key])),
     );
     const list = tab.card('Review list');
-    const titles = (page: { items: { title: string }[] }) => page.items.map((paper) => paper.title);
+    const titles = (page: Record<string, any>) => page.items.map((paper: { title: string }) => paper.title);
     await expect.poll(async () => (await columnTexts(list.locator('table'), 'Paper')).map((text) => text.split('\n')[0])).toEqual(titles(papers));
     expect(await list.locator('tbody tr').first().locator('.reasons li').allInnerTexts()).toEqual(papers.items[0].rank_reasons);
     await list.getByRole('button', { name: 'Next →' }).click();
@@ -286,7 +286,7 @@ describe('each panel shows what the API answers', () => {
     const events = (await api('GET', '/control/api/v1/events?page_size=50')).body;
     await tab.open('#/events');
     const log = tab.card('Audit log');
-    const entities = (page: { items: { entity_type: string; entity_id: string }[] }) => page.items.map((event) => `${event.entity_type} ${event.entity_id}`);
+    const entities = (page: Record<string, any>) => page.items.map((event: { entity_type: string; entity_id: string }) => `${event.entity_type} ${event.entity_id}`);
     await expect.poll(async () => columnTexts(log.locator('table'), 'Entity')).toEqual(entities(events));
     await log.getByRole('button', { name: 'Next →' }).click();
     const next = (await api('GET', `/control/api/v1/events?page_size=50&cursor=${encodeURIComponent(events.page.next_cursor)}`)).body;
@@ -328,7 +328,7 @@ describe('every panel is usable', () => {
       await audited.card('Items').getByRole('button', { name: 'Park…' }).first().click();
       expect(await seriousAccessibilityViolations(audited.page), 'queue, parking').toEqual([]);
       // The audit does find what it looks for: an image without a text alternative is a critical violation.
-      await audited.page.evaluate(() => document.querySelector('main')?.append(Object.assign(document.createElement('img'), { src: '/favicon.ico' })));
+      await inPage(audited.page, `document.querySelector('main').append(Object.assign(document.createElement('img'), { src: '/favicon.ico' }))`);
       expect((await seriousAccessibilityViolations(audited.page)).map((violation) => violation.id)).toContain('image-alt');
     } finally {
       await audited.close();
@@ -342,7 +342,7 @@ describe('every panel is usable', () => {
       for (const route of PANELS) {
         await narrow.open(route);
         await narrow.page.locator('main table:visible, main .empty:visible').first().waitFor();
-        const widths = await narrow.page.evaluate(() => ({ page: document.documentElement.scrollWidth, viewport: window.innerWidth }));
+        const widths = await inPage<{ page: number; viewport: number }>(narrow.page, '({ page: document.documentElement.scrollWidth, viewport: window.innerWidth })');
         expect(widths.page, route).toBeLessThanOrEqual(widths.viewport);
       }
       await narrow.open('#/overview');

@@ -106,23 +106,26 @@ export interface AxeViolation {
 /** axe-core's serious and critical findings on what the page shows now (WCAG 2.1 A and AA rules). */
 export async function seriousAccessibilityViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: AxeViolation[] }> } }).axe;
-    const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
-    return result.violations.map(({ id, impact, help, nodes }) => ({ id, impact: impact ?? null, help, nodes: nodes.map((node) => ({ target: node.target as string[] })) }));
-  });
+  // Page code as text: this project type-checks against Node's globals, not the DOM's.
+  const violations = await page.evaluate<AxeViolation[]>(`(async () => {
+    const result = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
+    return result.violations.map(({ id, impact, help, nodes }) => ({ id, impact: impact ?? null, help, nodes: nodes.map((node) => ({ target: node.target })) }));
+  })()`);
   return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
 }
 
 /** What the dashboard keeps in the browser: web storage, cookies a script can read, and IndexedDB databases. */
 export async function browserState(page: Page) {
-  return page.evaluate(async () => ({
+  return page.evaluate<{ localStorage: number; sessionStorage: number; scriptCookies: string; indexedDb: number }>(`(async () => ({
     localStorage: localStorage.length,
     sessionStorage: sessionStorage.length,
     scriptCookies: document.cookie,
     indexedDb: (await indexedDB.databases()).length,
-  }));
+  }))()`);
 }
+
+/** Runs `code` (a JavaScript statement or expression, as text) in the page. */
+export const inPage = <T = unknown>(page: Page, code: string): Promise<T> => page.evaluate<T>(code);
 
 /** The texts of one column of a table, by its header. */
 export async function columnTexts(table: Locator, header: string): Promise<string[]> {
