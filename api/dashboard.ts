@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { extname } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -38,6 +39,8 @@ const CONTENT_TYPES: Record<string, string> = {
 
 interface Asset {
   body: Buffer;
+  /** The same bytes gzipped once at start-up: a browser that accepts gzip gets about a third of the bytes. */
+  gzipped: Buffer;
   type: string;
   etag: string;
 }
@@ -49,7 +52,7 @@ function loadAssets(): Map<string, Asset> {
     const type = CONTENT_TYPES[extname(name)];
     if (!type) continue;
     const body = readFileSync(`${ASSETS_DIR}${name}`);
-    assets.set(name, { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` });
+    assets.set(name, { body, gzipped: gzipSync(body, { level: 9 }), type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` });
   }
   return assets;
 }
@@ -93,8 +96,11 @@ export async function dashboardRoutes(instance: FastifyInstance): Promise<void> 
     const asset = assets.get(request.params.file);
     if (!asset) return reply.code(404).send({ detail: 'Not Found' });
     // no-cache, not no-store: the browser keeps the file but asks again, so a new release is picked up at once.
-    reply.header('cache-control', 'no-cache').header('etag', asset.etag);
+    reply.header('cache-control', 'no-cache').header('etag', asset.etag).header('vary', 'accept-encoding');
     if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send();
+    if (/\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) {
+      return reply.type(asset.type).header('content-encoding', 'gzip').send(asset.gzipped);
+    }
     return reply.type(asset.type).send(asset.body);
   });
 

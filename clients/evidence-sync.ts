@@ -321,6 +321,9 @@ export async function syncEvidence(
   const remoteHost = parsed.host.includes(':') ? `[${parsed.host}]` : parsed.host;
   const args = [
     '-a',
+    // Compare contents, not size and mtime: an agent that rewrites a results file within the second of the last sync,
+    // at the same size, would otherwise keep its old copy here.
+    '--checksum',
     '--prune-empty-dirs',
     // Paths travel inside rsync's protocol, not through the remote shell (no word splitting, no globbing there).
     '--protect-args',

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.ts';
@@ -72,6 +73,9 @@ describe('dashboard routes', () => {
       expect(response.body).toBe(readFileSync(join(ASSETS, name), 'utf8'));
       const again = await t.app.inject({ method: 'GET', url: `/control/dashboard-v2/assets/${name}`, headers: { 'if-none-match': String(response.headers.etag) } });
       expect(again.statusCode, name).toBe(304);
+      const gzipped = await t.app.inject({ method: 'GET', url: `/control/dashboard-v2/assets/${name}`, headers: { 'accept-encoding': 'gzip, deflate, br' } });
+      expect(gzipped.headers['content-encoding']).toBe('gzip');
+      expect(gunzipSync(gzipped.rawPayload).toString('utf8')).toBe(response.body);
     }
     for (const url of ['/control/dashboard-v2/assets/nope.js', '/control/dashboard-v2/assets/..%2F..%2Fpackage.json', '/control/dashboard-v2/assets/tsconfig.json']) {
       const response = await t.app.inject({ method: 'GET', url });

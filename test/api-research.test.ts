@@ -65,6 +65,9 @@ describe('import-candidates', () => {
 
     const detail = await get(`/control/api/research/candidates/${body.results[0].candidate_id}`);
     expect(detail.body.admissions[0]).toMatchObject({ decision: 'admitted' });
+    // The admission keeps how the planner made up the score, as the batch answered it.
+    expect(body.results[0].breakdown).toMatchObject({ weighted: expect.any(Number), score: body.results[0].score });
+    expect(detail.body.admissions[0].score_breakdown).toEqual(body.results[0].breakdown);
     const events = await t.store.query(`SELECT 1 FROM audit_events WHERE event_type = 'research.candidate_decided'`);
     expect(events.rowCount).toBe(4);
   });

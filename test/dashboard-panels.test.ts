@@ -126,8 +126,9 @@ beforeAll(async () => {
   database = await createTestDatabase();
   store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
   const reserved = await reserveControlPlane();
-  // A worker lane whose gate is not running: the lanes and health panels show it as configured and stale.
-  fixture = await writeControlPlaneConfig(reserved, { databaseUrl: database.url, gateUrl: 'http://127.0.0.1:9' });
+  // A worker lane whose gate is not running (the lanes and health panels show it as configured and stale), and live
+  // dispatch off, as a first start has it.
+  fixture = await writeControlPlaneConfig(reserved, { databaseUrl: database.url, gateUrl: 'http://127.0.0.1:9', overrides: { live_dispatch_enabled: false } });
   [cp, browser] = await Promise.all([startControlPlaneProcess(fixture), launchChromium()]);
   api = controlClient(fixture.url);
   await seedQueue();
@@ -208,6 +209,25 @@ describe('each panel shows what the API answers', () => {
     await tab.page.getByRole('tab', { name: /^queued/i }).click();
     await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(first));
     await tab.screenshot('queue');
+  });
+
+  it('queue: dispatch is dry run first, and its live button says why it is disabled while live dispatch is off', { timeout: 30_000 }, async () => {
+    await tab.open('#/queue');
+    const dispatch = tab.card('Dispatch the next item');
+    expect(await dispatch.getByRole('button', { name: 'Dispatch it live' }).count()).toBe(0);
+    await dispatch.getByRole('button', { name: 'Dry run' }).click();
+    const live = dispatch.getByRole('button', { name: 'Dispatch it live' });
+    await live.waitFor();
+    expect(await live.isDisabled()).toBe(true);
+    const reasonId = await live.getAttribute('aria-describedby');
+    expect(await tab.page.locator(`#${reasonId}`).innerText()).toContain('Live dispatch is off: set "live_dispatch_enabled": true');
+    // The preview names the candidate the API names, its route, and the preflight that failed on the absent gate.
+    const preview = (await api('POST', '/control/dispatch-next', { dry_run: true, requested_by: 'test', force_preflight: true })).body;
+    const shown = await dispatch.locator('.preview').innerText();
+    expect(shown).toContain(preview.candidate.project_name);
+    expect(shown).toMatch(new RegExp(`Route\\s+${preview.dispatch_route.machine_target} \\(gpu worker\\)`));
+    expect(shown).toContain('not ready');
+    expect(tab.calls.filter((call) => call.path === '/control/dispatch-next' && call.body?.includes('"dry_run":false'))).toEqual([]);
   });
 
   it('lanes and runs: every lane, and the runs newest first by cursor', { timeout: 30_000 }, async () => {

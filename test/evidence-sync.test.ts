@@ -85,7 +85,7 @@ describe('evidence sync over ssh', () => {
     expect(report.copied).toEqual(Object.keys(EVIDENCE).sort());
     expect(report.source).toBe(`${sshd.host}:${remote}`);
     expect(report.destination).toBe(join(projectRoot, 'p1'));
-    expect(report.command).toMatch(/^rsync -a --prune-empty-dirs /);
+    expect(report.command).toMatch(/^rsync -a --checksum --prune-empty-dirs /);
     expect(report.command).toContain('BatchMode=yes');
     expect(report.duration_ms).toBeGreaterThan(0);
 

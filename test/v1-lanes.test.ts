@@ -70,4 +70,28 @@ describe('GET /control/api/v1/lanes', () => {
     expect(idle.map((lane: { lane: string }) => lane.lane)).toEqual(['cpu']);
     expect(dryRun.json()).toMatchObject({ action: 'dry_run_dispatch', candidate: { project_id: idle[0].next_candidate.project_id } });
   });
+
+  it('shows the run in flight on a lane with the newest callback its worker sent and the gate state it reported', async () => {
+    const lane = async () => (await t.app.inject({ method: 'GET', url: '/control/api/v1/lanes', headers: t.auth })).json().lanes[0];
+    const runId = 'lanes-busy-20261124T090000Z';
+    await t.store.query(
+      `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by)
+       VALUES ($1, 'lanes-busy', $2, 'running', 'default', 'http://127.0.0.1:9/default', 'unknown', 'test')`,
+      [runId, `run:${runId}`],
+    );
+    await t.store.query(`UPDATE queue_items SET current_run_id = $1 WHERE project_id = 'lanes-busy'`, [runId]);
+    expect((await lane()).active).toMatchObject({ run: { run_id: runId, state: 'running' }, last_callback: null });
+
+    const callback = (key: string, eventType: string, gateState: string, agoSec: number) =>
+      t.store.query(
+        `INSERT INTO worker_callbacks (idempotency_key, payload_hash, run_id, project_id, event_type, payload, ignored, response, received_at)
+         VALUES ($1, 'hash', $2, 'lanes-busy', $3, $4::jsonb, false, '{"ok":true}'::jsonb, clock_timestamp() - make_interval(secs => $5))`,
+        [key, runId, eventType, JSON.stringify({ gate_state: gateState }), agoSec],
+      );
+    await callback('lanes-cb-old', 'session_started', 'running', 120);
+    await callback('lanes-cb-new', 'question_pending', 'question_pending', 30);
+    const { last_callback: last } = (await lane()).active;
+    expect(last).toEqual({ event_type: 'question_pending', gate_state: 'question_pending', received_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) });
+    expect(Date.now() - Date.parse(last.received_at)).toBeGreaterThanOrEqual(29_000);
+  });
 });

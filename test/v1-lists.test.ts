@@ -1,18 +1,27 @@
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paperIdFor } from '../domain/paper-status.ts';
+import { QUEUE_STATUSES, isInFlight } from '../domain/queue-status.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import type { Queryable } from '../store/store.ts';
-import { startTestApp, type TestApp } from './support/app.ts';
+import { startTestApp, UNREACHABLE_PAPER_WORKFLOWS, type TestApp } from './support/app.ts';
+import { deterministicPaperSettings } from './support/paper-settings.ts';
 
 let t: TestApp;
+let stateDir: string;
 
 beforeAll(async () => {
-  t = await startTestApp({}, { readStatementTimeoutMs: 300 });
+  stateDir = await mkdtemp(join(tmpdir(), 'rcp-v1-lists-'));
+  t = await startTestApp({ papers: { settings: deterministicPaperSettings(stateDir), launcher: UNREACHABLE_PAPER_WORKFLOWS } }, { readStatementTimeoutMs: 300 });
 });
 
 afterAll(async () => {
   await t?.close();
+  if (stateDir) await rm(stateDir, { recursive: true, force: true });
 });
 
 const STATUSES = ['queued', 'running', 'completed', 'paused', 'blocked', 'needs_review'] as const;
@@ -182,7 +191,59 @@ describe('the v1 details', () => {
     expect(body.project.project_id).toBe('walk-0001');
     expect(body.run.run_id).toBe('walk-0001-20261123T100001Z');
     expect(body).toMatchObject({ review_history: [], finalization_packages: [], corpus_import: null, events: [] });
+    // The moves the status command takes from an unreviewed paper.
+    expect(body.review_moves).toEqual(['triage_ready', 'blocked', 'rejected']);
     expect((await get('/control/api/v1/papers/nope:nope:draft')).statusCode).toBe(404);
+  });
+
+  it('show a paper\'s draft as the text recorded with it: 404 before the first draft, 409 once the file changed', async () => {
+    const paperId = paperIdFor('walk-0004', 'walk-0004-20261123T100004Z');
+    const draftPath = `/control/api/v1/papers/${encodeURIComponent(paperId)}/draft`;
+    const before = await get(draftPath);
+    expect(before.statusCode).toBe(404);
+    expect(before.json().detail).toContain('has no draft yet');
+
+    const markdown = '# A <script>draft</script>\n\nWith **Markdown** and a table.\n';
+    const relative = 'papers/walk-0004/paper.md';
+    await mkdir(join(stateDir, 'papers/walk-0004'), { recursive: true });
+    await writeFile(join(stateDir, relative), markdown);
+    const sha256 = createHash('sha256').update(markdown).digest('hex');
+    const artifacts = [{ path: relative, sha256, bytes: Buffer.byteLength(markdown) }];
+    await t.store.query(`UPDATE papers SET title = 'A draft', writer = 'deterministic', draft_artifacts = $2::jsonb WHERE paper_id = $1`, [paperId, JSON.stringify(artifacts)]);
+
+    const drafted = await get(draftPath);
+    expect(drafted.statusCode, drafted.body).toBe(200);
+    expect(drafted.json()).toEqual({ paper_id: paperId, title: 'A draft', writer: 'deterministic', path: relative, sha256, bytes: artifacts[0]!.bytes, markdown });
+
+    await writeFile(join(stateDir, relative), `${markdown}edited\n`);
+    const changed = await get(draftPath);
+    expect(changed.statusCode).toBe(409);
+    expect(changed.json().detail).toContain('missing or changed since it was recorded');
+    expect((await get('/control/api/v1/papers/nope:nope:draft/draft')).statusCode).toBe(404);
+  });
+
+  it('show one run with its worker callbacks, newest first, each with the gate state and reason it reported', async () => {
+    const runId = 'walk-0005-20261123T100005Z';
+    const callback = (key: string, eventType: string, gateState: string, reason: string, agoSec: number, ignoreReason: string | null = null) =>
+      t.store.query(
+        `INSERT INTO worker_callbacks (idempotency_key, payload_hash, run_id, project_id, event_type, payload, ignored, ignore_reason, response, received_at)
+         VALUES ($1, 'hash', $2, 'walk-0005', $3, $4::jsonb, $5, $6, '{"ok":true}'::jsonb, clock_timestamp() - make_interval(secs => $7))`,
+        [key, runId, eventType, JSON.stringify({ gate_state: gateState, reason, telemetry: { cpu_pct: 1 } }), ignoreReason !== null, ignoreReason, agoSec],
+      );
+    await callback('cb-1', 'session_started', 'running', 'agent session running', 60);
+    await callback('cb-2', 'wake_ready', 'wake_ready', 'quiet for 30 s', 10);
+    await callback('cb-3', 'wake_ready', 'wake_ready', 'late copy', 5, 'run already finished');
+    const response = await get(`/control/api/v1/runs/${runId}`);
+    expect(response.statusCode, response.body).toBe(200);
+    const body = response.json();
+    expect(body.run.run_id).toBe(runId);
+    expect(body.callbacks).toEqual([
+      { idempotency_key: 'cb-3', event_type: 'wake_ready', gate_state: 'wake_ready', reason: 'late copy', ignored: true, ignore_reason: 'run already finished', received_at: expect.any(String) },
+      { idempotency_key: 'cb-2', event_type: 'wake_ready', gate_state: 'wake_ready', reason: 'quiet for 30 s', ignored: false, ignore_reason: null, received_at: expect.any(String) },
+      { idempotency_key: 'cb-1', event_type: 'session_started', gate_state: 'running', reason: 'agent session running', ignored: false, ignore_reason: null, received_at: expect.any(String) },
+    ]);
+    expect((await get('/control/api/v1/runs/walk-0006-20261123T100006Z')).json().callbacks).toEqual([]);
+    expect((await get('/control/api/v1/runs/nope-20261123T100000Z')).statusCode).toBe(404);
   });
 
   it('show one project with its queue item, runs and papers; 404 when unknown', async () => {
@@ -217,5 +278,43 @@ describe('a read that runs out of time', () => {
     expect(response.json().detail).toMatch(/ran past the read-model statement timeout and was cancelled/);
     expect(Date.now() - began).toBeLessThan(3_000);
     expect((await get('/control/api/v1/papers')).statusCode).toBe(200);
+  });
+});
+
+describe('the operator commands a queue row offers', () => {
+  it('are exactly the ones the queue commands carry out', async () => {
+    const seededRows = new Map<string, { status: (typeof QUEUE_STATUSES)[number]; flagged: boolean }>();
+    await t.store.transaction(async (q) => {
+      for (const status of QUEUE_STATUSES) {
+        for (const flagged of [false, true]) {
+          const projectId = `cmd-${status.replaceAll('_', '-')}${flagged ? '-flagged' : ''}`;
+          seededRows.set(projectId, { status, flagged });
+          await insertProject(q, { project_id: projectId, project_name: projectId, project_dir: projectId, workload_class: 'unknown' });
+          await insertQueueItem(q, { project_id: projectId, project_name: projectId, status, manual_review_required: flagged, ...(isInFlight(status) ? { lane: `cmd-lane-${projectId}` } : {}) });
+        }
+      }
+    });
+    const rows = (await page('/control/api/v1/queue?search=cmd-&page_size=200')).items as { project_id: string; operator_actions: string[] }[];
+    expect(rows).toHaveLength(seededRows.size);
+    const offered = Object.fromEntries(rows.map((row) => [row.project_id, row.operator_actions]));
+    expect(offered['cmd-queued']).toEqual(['mark_paused']);
+    expect(offered['cmd-queued-flagged']).toEqual(['requeue', 'mark_paused']);
+    expect(offered['cmd-running']).toEqual([]);
+    expect(offered['cmd-paused']).toEqual(['requeue']);
+
+    const commands = {
+      requeue: (projectId: string) => ({ url: '/control/queue/requeue', payload: { project_id: projectId, requested_by: 'test' } }),
+      mark_paused: (projectId: string) => ({ url: '/control/queue/mark-paused', payload: { project_id: projectId, reason: 'test', updated_by: 'test' } }),
+    };
+    for (const row of rows) {
+      const seededRow = seededRows.get(row.project_id)!;
+      for (const [command, request] of Object.entries(commands)) {
+        const answer = await t.app.inject({ method: 'POST', headers: t.auth, ...request(row.project_id) });
+        const changed = answer.statusCode === 200 && answer.json().changed === true;
+        expect(changed, `${command} on ${row.project_id}: ${answer.body}`).toBe(row.operator_actions.includes(command));
+        // Back to the seeded state, so the next command is tried on the row as it was offered.
+        if (changed) await t.store.query('UPDATE queue_items SET status = $2, manual_review_required = $3 WHERE project_id = $1', [row.project_id, seededRow.status, seededRow.flagged]);
+      }
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PAPER_STATUSES, paperIdFor, REVIEW_STATUSES } from '../domain/paper-status.ts';
-import { QUEUE_STATUSES } from '../domain/queue-status.ts';
+import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import type { Queryable } from '../store/store.ts';
@@ -107,6 +107,12 @@ describe('GET /control/api/v1/overview', () => {
     expect(status.json().counts.paper_pipeline).toEqual(body.paper_pipeline);
     expect(body.operator_detail_counts.attention).toEqual({ agent_question: 2, dispatch_error: 2, blocked: 2, manual_review: 9, paper_human_review: 1 });
     expect(body.operator_detail_counts.queue.by_status.running).toBe(2);
+    // Each queue tab counts the rows the v1 queue list shows under it (a flagged queued row is in two tabs).
+    for (const group of QUEUE_GROUPS) {
+      const listed = await t.app.inject({ method: 'GET', url: `/control/api/v1/queue?group=${group}&page_size=200`, headers: t.auth });
+      expect(body.operator_detail_counts.queue.by_group[group], group).toBe(listed.json().items.length);
+    }
+    expect(body.operator_detail_counts.queue.by_group).toMatchObject({ all: 24, queued: 2, blocked: 12 + 3, active: 10 });
     expect(body.operator_detail_counts.papers.total).toBe(PAPER_STATUSES.length + REVIEW_STATUSES.length);
   });
 
