@@ -75,6 +75,21 @@ describe('signing in', () => {
     }
   });
 
+  it('goes back to the sign-in form, saying why, once the session ends elsewhere', { timeout: 30_000 }, async () => {
+    const own = await openDashboard(browser, stack.cpFixture.url);
+    try {
+      await own.signIn(CONTROL_TOKEN);
+      await own.open('#/queue');
+      // The same session signs out from another tab: this one learns it on its next poll.
+      await inPage(own.page, `fetch('/control/api/session').then((r) => r.json()).then(({ csrf_token }) => fetch('/control/api/session', { method: 'DELETE', headers: { 'x-csrf-token': csrf_token } }))`);
+      await own.page.getByLabel('Control API token').waitFor({ timeout: 15_000 });
+      expect(await own.page.getByRole('status').innerText()).toContain('The session ended');
+      expect(await own.page.locator('nav').isHidden()).toBe(true);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('says in place when the token is wrong', { timeout: 20_000 }, async () => {
     const own = await openDashboard(browser, stack.cpFixture.url);
     try {
