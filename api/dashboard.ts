@@ -57,6 +57,17 @@ function loadAssets(): Map<string, Asset> {
   return assets;
 }
 
+/** Whether an Accept-Encoding header takes gzip: named with a weight above 0, or not named and `*` is. */
+export function acceptsGzip(header: string | undefined): boolean {
+  const weights = new Map<string, number>();
+  for (const part of (header ?? '').split(',')) {
+    const [coding = '', ...params] = part.trim().toLowerCase().split(';').map((piece) => piece.trim());
+    const q = params.find((param) => param.startsWith('q='));
+    weights.set(coding, q === undefined ? 1 : Number(q.slice(2)));
+  }
+  return (weights.get('gzip') ?? weights.get('*') ?? 0) > 0;
+}
+
 const htmlPage = (description: string) => ({ description, content: { 'text/html': { schema: z.string() } } });
 const redirect = z.null().describe(`Redirect to ${DASHBOARD_PATH}`);
 const tags = ['dashboard'];
@@ -98,7 +109,7 @@ export async function dashboardRoutes(instance: FastifyInstance): Promise<void> 
     // no-cache, not no-store: the browser keeps the file but asks again, so a new release is picked up at once.
     reply.header('cache-control', 'no-cache').header('etag', asset.etag).header('vary', 'accept-encoding');
     if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send();
-    if (/\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) {
+    if (acceptsGzip(request.headers['accept-encoding'])) {
       return reply.type(asset.type).header('content-encoding', 'gzip').send(asset.gzipped);
     }
     return reply.type(asset.type).send(asset.body);

@@ -19,9 +19,11 @@ const RunDetailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200
 
 const RunDetailAnswer = openObject({
   run: openObject({ run_id: z.string(), project_id: z.string(), state: z.string(), transitions: z.array(anyObject()) }),
+  finished: z.boolean().describe('The run is in a final state: cancel would answer already_finished'),
   callbacks: z
     .array(
       openObject({
+        idempotency_key: z.string(),
         event_type: z.string(),
         gate_state: z.string().nullable(),
         reason: z.string().nullable(),

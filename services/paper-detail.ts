@@ -1,3 +1,4 @@
+import { resolve, sep } from 'node:path';
 import { REVIEW_STATUS_MOVES } from '../domain/paper-status.ts';
 import { listEventsForEntities } from '../store/project-reads.ts';
 import { listFinalizationPackages, listReviewHistory } from '../store/paper-reads.ts';
@@ -35,15 +36,22 @@ export async function paperDetail(q: Queryable, paperId: string, eventLimit: num
   };
 }
 
+/** The largest draft this read serves; drafts are papers of a few tens of kilobytes, this bounds a damaged row. */
+export const MAX_DRAFT_READ_BYTES = 4 * 1024 * 1024;
+
 /**
  * The text of a paper's current draft (`paper.md`), read back from under `state_dir` and checked against the sha256
- * recorded with the draft: 404 before the first draft, 409 when the file is gone or no longer what was recorded.
+ * recorded with the draft: 404 before the first draft, 409 when the file is gone, no longer what was recorded, over
+ * MAX_DRAFT_READ_BYTES, or recorded at a path outside `state_dir`.
  */
 export async function paperDraftText(q: Queryable, stateDir: string, paperId: string) {
   const paper = await getPaper(q, paperId);
   if (!paper) throw new CommandRefusedError(404, `unknown paper '${paperId}'`);
   const artifact = paper.draft_artifacts.find((file) => file.path.endsWith(`/${DRAFT_FILES.paper}`));
   if (!artifact) throw new CommandRefusedError(404, `'${paperId}' has no draft yet: draft it first (draft-next)`);
+  const root = resolve(stateDir);
+  if (!resolve(root, artifact.path).startsWith(`${root}${sep}`)) throw new CommandRefusedError(409, `the draft of '${paperId}' is recorded outside state_dir`);
+  if (artifact.bytes > MAX_DRAFT_READ_BYTES) throw new CommandRefusedError(409, `the draft is ${artifact.bytes} bytes, over the ${MAX_DRAFT_READ_BYTES} this read serves`);
   const markdown = await readDraftArtifact(stateDir, artifact);
   if (markdown === null) throw new CommandRefusedError(409, `the draft file ${artifact.path} is missing or changed since it was recorded: rewrite the draft`);
   return { paper_id: paperId, title: paper.title, writer: paper.writer, path: artifact.path, sha256: artifact.sha256, bytes: artifact.bytes, markdown };

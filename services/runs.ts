@@ -48,6 +48,8 @@ export async function runDetail(deps: RunServiceDeps, runId: string, eventLimit:
   ]);
   return {
     run: withTransitions ?? { ...run, transitions: [] },
+    // A finished run is not canceled (cancel answers already_finished): what a client offers depends on it.
+    finished: isRunFinished(run.state),
     callbacks,
     project: project ?? null,
     papers,

@@ -83,6 +83,14 @@ describe('dashboard routes', () => {
     }
   });
 
+  it('gzips a file only for a browser that takes gzip', async () => {
+    const encoding = async (acceptEncoding: string) =>
+      (await t.app.inject({ method: 'GET', url: '/control/dashboard-v2/assets/app.js', headers: { 'accept-encoding': acceptEncoding } })).headers['content-encoding'];
+    for (const taken of ['gzip', 'br, gzip;q=0.5', '*', 'identity;q=1, *;q=0.1', 'GZIP']) expect(await encoding(taken), taken).toBe('gzip');
+    for (const refused of ['', 'identity', 'br', 'gzip;q=0', '*;q=0', 'br, *;q=0, gzip;q=0']) expect(await encoding(refused), refused).toBeUndefined();
+    expect(await encoding('*;q=0, gzip')).toBe('gzip');
+  });
+
   it('tells the shell whether a session cookie came with the request, and nothing about its value', async () => {
     const without = (await t.app.inject({ method: 'GET', url: '/control/dashboard-v2' })).body;
     expect(without).toContain('<meta name="rcp-session-cookie" content="absent">');

@@ -132,10 +132,34 @@ describe('the dashboard as an operator uses it', () => {
       inPage(tab.page, `Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => '${state}' }); document.dispatchEvent(new Event('visibilitychange'))`);
     await showAs('hidden');
     const hiddenAt = reads();
-    await tab.page.waitForTimeout(11_000);
+    // Longer than one polling interval (5 s): a tab that kept polling would have read again by now.
+    await tab.page.waitForTimeout(6_500);
     expect(reads()).toBe(hiddenAt);
     await showAs('visible');
     await expect.poll(reads, { timeout: 2_000 }).toBeGreaterThan(hiddenAt);
+  });
+
+  it('stops polling after 25 minutes without a click or a key, and goes on at the next one', { timeout: 30_000 }, async () => {
+    const own = await openDashboard(browser, stack.cpFixture.url);
+    try {
+      // The page's clock, so 25 minutes pass at once; its timers still run as the page set them.
+      await own.page.clock.install();
+      await own.signIn(CONTROL_TOKEN);
+      await own.open('#/overview');
+      await own.card('Operator lanes').locator('.lane-card').first().waitFor();
+      const reads = () => own.calls.filter((call) => call.method === 'GET').length;
+      await own.page.clock.fastForward('25:30');
+      await own.page.clock.runFor(6_000);
+      await expect.poll(() => own.page.getByText('Updates paused').isVisible()).toBe(true);
+      const pausedAt = reads();
+      await own.page.clock.runFor(20_000);
+      expect(reads()).toBe(pausedAt);
+      await own.page.keyboard.press('Shift');
+      await expect.poll(reads).toBeGreaterThan(pausedAt);
+      expect(await own.page.getByText('Updates paused').isVisible()).toBe(false);
+    } finally {
+      await own.close();
+    }
   });
 
   it('cancels a run from its page, after asking once more', { timeout: 60_000 }, async () => {
@@ -202,9 +226,27 @@ describe('the dashboard as an operator uses it', () => {
     await expect.poll(() => preview.innerText()).toContain(XSS_TITLE);
     expect(await preview.innerText()).toMatch(/Route\s+default \(gpu worker\)[\s\S]*Preflight:\s+ready/);
     await tab.screenshot('queue-dispatch-preview');
+
+    // The network drops the first live call before it reaches the server. Dispatch takes no idempotency key (it sends
+    // whatever is first when it runs), so the preview goes: a retry needs a new dry run.
+    expect(tab.problems).toEqual([]);
+    await tab.page.route('**/control/dispatch-next', (route) => (route.request().postData()?.includes('"dry_run":false') ? route.abort('connectionreset') : route.continue()));
+    await dispatch.getByRole('button', { name: 'Dispatch it live' }).click();
+    await expect.poll(() => dispatch.getByRole('alert').innerText()).toContain('did not answer');
+    expect(await dispatch.innerText()).toContain('Dry run again to see what a retry would do now.');
+    expect(await dispatch.getByRole('button', { name: 'Dispatch it live' }).count()).toBe(0);
+    // Nothing was dispatched: the only run is the one canceled above.
+    expect((await stack.api('GET', '/control/api/v1/runs')).body.items.map((run: { state: string }) => run.state)).toEqual(['canceled']);
+    await tab.page.unroute('**/control/dispatch-next');
+    // The browser reports the dropped connection; it is the only problem so far.
+    expect(tab.problems).toEqual([expect.stringContaining('ERR_CONNECTION_RESET')]);
+    tab.problems.length = 0;
+    await dispatch.getByRole('button', { name: 'Dry run' }).click();
+    await dispatch.getByRole('button', { name: 'Dispatch it live' }).waitFor();
+    const livesBefore = liveCalls('/control/dispatch-next').length;
     await dispatch.getByRole('button', { name: 'Dispatch it live' }).dblclick();
     await expect.poll(() => dispatch.locator('.outcome').innerText(), { timeout: 60_000 }).toContain('live dispatch');
-    expect(liveCalls('/control/dispatch-next')).toHaveLength(1);
+    expect(liveCalls('/control/dispatch-next').length - livesBefore).toBe(1);
     await expect.poll(() => tab.card('Items').getByRole('tab', { name: /^active/i }).locator('.tab-count').innerText()).toBe('1');
 
     // Watch it finish on its page: the gate's callbacks arrive, the agent's decision and evidence show.
@@ -265,7 +307,12 @@ describe('the dashboard as an operator uses it', () => {
     await expect.poll(() => cycle.locator('.preview').innerText()).toContain('dry run research cycle');
     expect(await cycle.getByRole('button', { name: 'Run the cycle' }).isEnabled()).toBe(true);
     await cycle.getByRole('button', { name: 'Run the cycle' }).click();
+    // Looking elsewhere while it runs loses nothing: back on the panel, the same command shows its outcome.
+    await tab.page.getByRole('link', { name: 'Overview' }).click();
+    await tab.card('Operator lanes').waitFor();
+    await tab.page.getByRole('link', { name: 'Research Facility' }).click();
     await expect.poll(() => cycle.locator('.outcome').innerText(), { timeout: 60_000 }).toContain('research cycle');
+    expect(liveCalls('/control/api/research/run-cycle')).toHaveLength(1);
     expect(await cycle.locator('.outcome tbody tr').count()).toBeGreaterThan(1);
     await tab.screenshot('research-cycle');
 

@@ -202,11 +202,13 @@ describe('each panel shows what the API answers', () => {
     }
 
     // Search narrows the rows to what the API finds.
-    await items.getByLabel('Search').fill('q-more-2');
-    const found = (await api('GET', '/control/api/v1/queue?group=blocked&search=q-more-2&page_size=25')).body;
-    await expect.poll(async () => ((await items.locator('tbody tr').count()) === 0 ? [] : (await columnTexts(items.locator('table'), 'Project')).map(lastLine))).toEqual(ids(found));
-    await items.getByLabel('Search').fill('');
     await tab.page.getByRole('tab', { name: /^queued/i }).click();
+    await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(first));
+    await items.getByLabel('Search').fill('q-more-2');
+    const found = (await api('GET', '/control/api/v1/queue?group=queued&search=q-more-2&page_size=25')).body;
+    expect(ids(found)).toHaveLength(10);
+    await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(found));
+    await items.getByLabel('Search').fill('');
     await expect.poll(async () => (await columnTexts(items.locator('table'), 'Project')).map(lastLine)).toEqual(ids(first));
     await tab.screenshot('queue');
   });
@@ -245,8 +247,13 @@ describe('each panel shows what the API answers', () => {
     await expect.poll(async () => columnTexts(list.locator('table'), 'Run')).toEqual(failed.items.map((run: { run_id: string }) => run.run_id));
     await tab.screenshot('runs');
 
+    // A finished run offers no cancel; one in flight does.
     await list.getByRole('link', { name: failed.items[0].run_id }).click();
     await expect.poll(() => tab.card('Run').innerText()).toContain('gate error');
+    expect(await tab.page.getByRole('button', { name: 'Cancel this run…' }).count()).toBe(0);
+    const running = (await api('GET', '/control/api/v1/runs?page_size=1&state=running')).body.items[0];
+    await tab.open(`#/runs/${running.run_id}`);
+    await expect.poll(() => tab.card('Run').innerText()).toContain('running');
     await expect.poll(() => tab.page.getByRole('button', { name: 'Cancel this run…' }).count()).toBe(1);
   });
 
@@ -292,8 +299,9 @@ describe('each panel shows what the API answers', () => {
     const detail = (await api('GET', `/control/api/research/candidates/${admitted.candidate_id}`)).body;
     await list.locator('tbody tr', { hasText: 'Admitted candidate' }).getByRole('button', { name: 'Details' }).click();
     const shown = list.locator('.candidate-detail');
-    await expect.poll(() => shown.innerText()).toContain(detail.admissions.at(-1).reasons[0]);
-    const breakdown = detail.admissions.at(-1).score_breakdown;
+    expect(detail.admissions).toHaveLength(1);
+    await expect.poll(() => shown.innerText()).toContain(detail.admissions[0].reasons[0]);
+    const breakdown = detail.admissions[0].score_breakdown;
     expect(breakdown).toMatchObject({ weighted: expect.any(Number) });
     expect(await shown.innerText()).toContain(`Weighted\n${breakdown.weighted.toFixed(1)}`);
     // The merged candidate points at this one: its lineage shows the link.
@@ -320,6 +328,36 @@ describe('each panel shows what the API answers', () => {
   });
 });
 
+describe('dry run first', () => {
+  it('takes the live button away when an input changes while the dry run is on its way', { timeout: 30_000 }, async () => {
+    const own = await openDashboard(browser, fixture.url);
+    try {
+      await own.signIn(CONTROL_TOKEN);
+      await own.open('#/research');
+      const smoke = own.card('Smoke batch');
+      // The dry run's answer is held back in the network for a moment, so the form can change meanwhile.
+      await own.page.route('**/control/api/research/generate-batch', async (route) => {
+        await new Promise((resolve) => setTimeout(resolve, 800));
+        await route.continue();
+      });
+      await smoke.getByRole('button', { name: 'Dry run' }).click();
+      await smoke.getByLabel('Candidates', { exact: true }).fill('2');
+      await expect.poll(() => smoke.locator('.command-output').innerText()).toContain('The inputs changed during the dry run');
+      expect(await smoke.getByRole('button', { name: 'Generate it' }).count()).toBe(0);
+
+      // A dry run of what the form now holds brings the button back; a change after it takes it away again.
+      await smoke.getByRole('button', { name: 'Dry run' }).click();
+      await smoke.getByRole('button', { name: 'Generate it' }).waitFor();
+      expect(own.calls.at(-1)?.body).toContain('"count":2');
+      await smoke.getByLabel('Candidates', { exact: true }).fill('1');
+      await expect.poll(() => smoke.getByRole('button', { name: 'Generate it' }).count()).toBe(0);
+      expect(own.calls.filter((call) => call.body?.includes('"dry_run":false'))).toEqual([]);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 const PANELS = ['#/overview', '#/queue', '#/runs', '#/papers', '#/research', '#/events'];
 
 describe('every panel is usable', () => {
@@ -334,17 +372,18 @@ describe('every panel is usable', () => {
       const paper = (await api('GET', '/control/api/v1/papers?page_size=1')).body.items[0];
       for (const route of [...PANELS, `#/runs/${run.run_id}`, `#/papers/${encodeURIComponent(paper.paper_id)}`]) {
         await audited.open(route);
-        await audited.page.locator('main table:visible, main .empty:visible').first().waitFor();
+        await audited.settled();
         expect(await seriousAccessibilityViolations(audited.page), route).toEqual([]);
       }
       // The states a person opens: a candidate's detail, the park form, a dry run's preview.
       await audited.open('#/research');
       await audited.card('Candidates').getByRole('button', { name: 'Details' }).first().click();
-      await audited.card('Candidates').locator('.candidate-detail table, .candidate-detail .empty').first().waitFor();
       await audited.card('Smoke batch').getByRole('button', { name: 'Dry run' }).click();
       await audited.card('Smoke batch').locator('.preview').waitFor();
+      await audited.settled();
       expect(await seriousAccessibilityViolations(audited.page), 'research, opened').toEqual([]);
       await audited.open('#/queue/blocked');
+      await audited.settled();
       await audited.card('Items').getByRole('button', { name: 'Park…' }).first().click();
       expect(await seriousAccessibilityViolations(audited.page), 'queue, parking').toEqual([]);
       // The audit does find what it looks for: an image without a text alternative is a critical violation.

@@ -151,12 +151,15 @@ export async function resumeSession() {
   }
 }
 
+/** Ends the session; the CSRF token is forgotten once the server has ended it (or says it had already ended). */
 export async function signOut() {
   try {
     await api('DELETE', SESSION_PATH);
-  } finally {
-    setCsrfToken(null);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) setCsrfToken(null);
+    throw error;
   }
+  setCsrfToken(null);
 }
 
 /** A fresh idempotency key for one command the person means to run once. */

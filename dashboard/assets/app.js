@@ -14,11 +14,18 @@ import { createPapersPanel } from './panel-papers.js';
 import { createResearchPanel } from './panel-research.js';
 import { createEventsPanel } from './panel-events.js';
 
-/** @typedef {{ el: HTMLElement, refresh: () => Promise<void>, dispose?: () => void }} Panel */
+/** @typedef {{ el: HTMLElement, refresh: () => Promise<void> }} Panel */
 /** @typedef {{ params: string[], navigate: (route: string) => void }} PanelContext */
 
 /** How often the panel on screen reads again. */
 const POLL_MS = 5000;
+/**
+ * After this long without a click or a key the tab stops polling: an unattended tab must not keep its session alive,
+ * which ends after 30 idle minutes (decisions: the session's idle timeout).
+ */
+const IDLE_AFTER_MS = 25 * 60 * 1000;
+/** Panels kept (with their filters, pages and any command still running) for going back to them. */
+const KEPT_PANELS = 12;
 
 /** @type {{ id: string, title: string, create: (context: PanelContext) => Panel }[]} */
 const PANELS = [
@@ -36,10 +43,19 @@ const signOutButton = /** @type {HTMLButtonElement} */ (document.getElementById(
 
 /** @type {{ key: string, panel: Panel } | null} */
 let current = null;
+/** Panels by route, the most recently shown last. @type {Map<string, Panel>} */
+const kept = new Map();
 let signedIn = false;
 let refreshing = false;
+let refreshAgain = false;
+let lastInput = Date.now();
 /** Where a refresh that failed unexpectedly says so; cleared by the next one that works. */
 const refreshError = h('div');
+const idleNotice = h(
+  'p',
+  { class: 'notice', role: 'status', hidden: true },
+  'Updates paused: nothing was clicked or typed for 25 minutes, so this tab no longer keeps the session alive. Click or press a key to go on.',
+);
 
 function parseRoute() {
   const [id = 'overview', ...params] = location.hash.replace(/^#\/?/, '').split('/').map((part) => {
@@ -66,19 +82,42 @@ function drawNav(activeId) {
   );
 }
 
+const isIdle = () => Date.now() - lastInput > IDLE_AFTER_MS;
+
+/** Reads the panel on screen again; a call while one is on its way runs once more after it (the panel may have changed). */
 async function refreshCurrent() {
-  if (!current || refreshing || !signedIn) return;
+  if (!current || !signedIn) return;
+  if (refreshing) {
+    refreshAgain = true;
+    return;
+  }
   refreshing = true;
   const shown = current;
   try {
     await shown.panel.refresh();
-    refreshError.replaceChildren();
+    if (current === shown) refreshError.replaceChildren();
   } catch (error) {
     // A panel shows its own read errors in place; this catches what it did not expect, so polling goes on.
     if (current === shown) refreshError.replaceChildren(errorBox(error, 'Refreshing the panel'));
   } finally {
     refreshing = false;
+    if (refreshAgain) {
+      refreshAgain = false;
+      void refreshCurrent();
+    }
   }
+}
+
+/** The panel for a route: the one kept from an earlier visit, or a new one. @param {(typeof PANELS)[number]} spec @param {string[]} params @param {string} key */
+function panelFor(spec, params, key) {
+  const panel = kept.get(key) ?? spec.create({ params, navigate: (route) => { location.hash = route; } });
+  kept.delete(key);
+  kept.set(key, panel);
+  for (const old of kept.keys()) {
+    if (kept.size <= KEPT_PANELS) break;
+    kept.delete(old);
+  }
+  return panel;
 }
 
 /** @param {{ focus: boolean }} options */
@@ -87,21 +126,21 @@ function showRoute(options) {
   const { panel, params } = parseRoute();
   const key = `${panel.id}/${params.join('/')}`;
   if (current?.key === key) return;
-  current?.panel.dispose?.();
-  const created = panel.create({ params, navigate: (route) => { location.hash = route; } });
-  current = { key, panel: created };
+  const shown = panelFor(panel, params, key);
+  current = { key, panel: shown };
   document.title = `${panel.title} — Research control plane`;
   drawNav(panel.id);
   refreshError.replaceChildren();
-  main.replaceChildren(refreshError, created.el);
+  main.replaceChildren(idleNotice, refreshError, shown.el);
   if (options.focus) main.focus();
   void refreshCurrent();
 }
 
 function showSignIn(message) {
   signedIn = false;
-  current?.panel.dispose?.();
   current = null;
+  // Nothing of the last session stays on the page.
+  kept.clear();
   nav.hidden = true;
   signOutButton.hidden = true;
   document.title = 'Sign in — Research control plane';
@@ -158,11 +197,13 @@ signOutButton.addEventListener('click', async () => {
   signOutButton.disabled = true;
   try {
     await signOut();
-  } catch {
-    // The session is gone either way once the cookie is cleared or has expired.
+    showSignIn('Signed out.');
+  } catch (error) {
+    // 401: the session had ended already. Anything else: the cookie may still be good, so say so and stay.
+    if (error instanceof ApiError && error.status === 401) showSignIn('Signed out.');
+    else refreshError.replaceChildren(errorBox(error, 'Signing out'));
   } finally {
     signOutButton.disabled = false;
-    showSignIn('Signed out.');
   }
 });
 
@@ -170,12 +211,38 @@ onSignedOut(() => {
   if (signedIn) showSignIn('The session ended (signed out elsewhere, idle for 30 minutes, or older than 12 hours): sign in again.');
 });
 
-window.addEventListener('hashchange', () => showRoute({ focus: true }));
-document.addEventListener('visibilitychange', () => {
-  if (document.visibilityState === 'visible') void refreshCurrent();
+// The skip link moves focus without touching the URL fragment, which names the panel.
+document.querySelector('.skip-link')?.addEventListener('click', (event) => {
+  event.preventDefault();
+  main.focus();
 });
+window.addEventListener('hashchange', () => {
+  if (location.hash && !location.hash.startsWith('#/')) return;
+  showRoute({ focus: true });
+});
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible' && !isIdle()) void refreshCurrent();
+});
+for (const type of ['pointerdown', 'keydown', 'wheel', 'touchstart']) {
+  window.addEventListener(
+    type,
+    () => {
+      const wasIdle = isIdle();
+      lastInput = Date.now();
+      if (wasIdle) {
+        idleNotice.hidden = true;
+        void refreshCurrent();
+      }
+    },
+    { capture: true, passive: true },
+  );
+}
 window.setInterval(() => {
   if (document.visibilityState !== 'visible') return;
+  if (isIdle()) {
+    idleNotice.hidden = false;
+    return;
+  }
   refreshAges();
   void refreshCurrent();
 }, POLL_MS);

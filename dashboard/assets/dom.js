@@ -12,7 +12,8 @@ const PROPERTIES = new Set(['value', 'checked', 'disabled', 'selected', 'hidden'
 /** Links may go to this origin's paths and fragments, or to http(s) pages; anything else (javascript:, data:) goes nowhere. */
 export function safeHref(value) {
   const text = String(value);
-  if (text.startsWith('#') || (text.startsWith('/') && !text.startsWith('//'))) return text;
+  // A path of this origin; `//host` and `/\\host` would leave it.
+  if (text.startsWith('#') || (text.startsWith('/') && !/^\/[\\/]/.test(text))) return text;
   try {
     const url = new URL(text);
     return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : '#';
@@ -86,13 +87,28 @@ export function swap(region, ...children) {
 
 /**
  * A region that redraws only when what it shows changed: polling every few seconds then leaves the page (and any
- * text selection in it) alone while nothing happens.
+ * text selection in it) alone while nothing happens. It also numbers the reads meant for it, so an answer that
+ * arrives after a newer read was started (a filter changed meanwhile) is dropped instead of drawn.
  */
 export class Region {
   constructor(tag = 'div', props = {}) {
     this.el = h(tag, props);
     /** @type {string | undefined} */
     this.shown = undefined;
+    this.reads = 0;
+    /** Whether the last read that finished failed (the region then shows its error). */
+    this.failed = false;
+  }
+
+  /** Numbers a new read of this region; pass the number to `isLatest` when its answer arrives. */
+  begin() {
+    this.reads += 1;
+    return this.reads;
+  }
+
+  /** @param {number} read */
+  isLatest(read) {
+    return read === this.reads;
   }
 
   /**

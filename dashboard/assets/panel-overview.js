@@ -7,6 +7,8 @@ import { age, badge, card, empty, externalLink, facts, fill, link, runCommand, t
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
+const READINESS_EVERY_MS = 60_000;
+
 /** The canonical lanes, what each holds, and where an operator acts on it. */
 const LANES = [
   { id: 'attention', title: 'Attention', holds: 'blocked, questions, dispatch errors, flagged items, papers whose checklist failed', route: '#/queue/blocked' },
@@ -57,14 +59,13 @@ function actionableTable(overview) {
   });
 }
 
-function readinessView(readiness) {
+/** @param {any} readiness @param {{ open: boolean }} criteria whether the criteria are unfolded (kept across redraws) */
+function readinessView(readiness, criteria) {
   const first = readiness.first_failing;
-  return [
-    h('p', { class: 'verdict' }, badge(readiness.status), ' ', first ? [h('strong', null, words(first.criterion)), ': ', first.detail] : 'every criterion passes'),
-    h(
-      'details',
-      null,
-      h('summary', null, `All ${readiness.criteria.length} criteria`),
+  const details = h(
+    'details',
+    { open: criteria.open },
+    h('summary', { 'data-key': 'readiness-criteria' }, `All ${readiness.criteria.length} criteria`),
       table({
         label: 'Readiness criteria',
         empty: 'No criteria.',
@@ -75,9 +76,11 @@ function readinessView(readiness) {
           { title: 'Detail', cell: (row) => row.detail },
         ],
       }),
-    ),
-    h('p', { class: 'hint' }, 'Checked ', age(readiness.checked_at), '.'),
-  ];
+  );
+  details.addEventListener('toggle', () => {
+    criteria.open = /** @type {HTMLDetailsElement} */ (details).open;
+  });
+  return [h('p', { class: 'verdict' }, badge(readiness.status), ' ', first ? [h('strong', null, words(first.criterion)), ': ', first.detail] : 'every criterion passes'), details];
 }
 
 function healthView({ health, queueHealth }) {
@@ -135,12 +138,21 @@ export function createOverviewPanel(_context) {
   const health = new Region();
   const events = new Region();
   const workerCheck = h('div');
+  const criteria = { open: false };
+  // Readiness asks the research provider's quota endpoint (when one is configured), so it is read once a minute.
+  let readinessReadAt = 0;
+  /** Readiness without its check time, which changes on every read and would redraw the region each time. */
+  const readReadiness = async (query = {}) => {
+    const { checked_at: _checkedAt, ...readiness } = await api('GET', withQuery('/control/api/v1/automation-readiness', query));
+    readinessReadAt = Date.now();
+    return readiness;
+  };
   const checkButton = /** @type {HTMLButtonElement} */ (h('button', { type: 'button' }, 'Check the workers now'));
   checkButton.addEventListener('click', () =>
-    runCommand(checkButton, workerCheck, () => api('GET', withQuery('/control/api/v1/automation-readiness', { refresh_worker: true })), {
+    runCommand(checkButton, workerCheck, () => fill(readiness, 'Reading automation readiness', () => readReadiness({ refresh_worker: true }), (answer) => readinessView(answer, criteria)), {
       what: 'The worker check',
       progress: 'Preflighting every worker…',
-      shown: (answer) => `Checked: ${answer.status}.`,
+      shown: (answer) => (answer ? `Checked: ${answer.status}.` : 'Checked.'),
       done: () => void refresh(),
     }),
   );
@@ -165,7 +177,10 @@ export function createOverviewPanel(_context) {
       api('GET', '/control/health', undefined, { acceptStatus: [503] }),
       api('GET', '/control/api/queue-health'),
     ]);
-    return { health: healthAnswer, queueHealth: { workers: queueHealth.workers } };
+    // Only what is shown: the answers' own timestamps and ages change on every read.
+    const { timestamp: _timestamp, ...health } = healthAnswer;
+    const workers = queueHealth.workers.map(({ age_sec: _age, ...worker }) => worker);
+    return { health, queueHealth: { workers } };
   }
 
   async function refresh() {
@@ -175,7 +190,7 @@ export function createOverviewPanel(_context) {
         actionable.show(overview?.actionable_items ?? null, () => (overview ? actionableTable(overview) : unavailable()));
         events.show(overview?.recent_events ?? null, () => (overview ? eventsView(overview) : unavailable()));
       }),
-      fill(readiness, 'Reading automation readiness', () => api('GET', '/control/api/v1/automation-readiness'), readinessView),
+      Date.now() - readinessReadAt < READINESS_EVERY_MS ? null : fill(readiness, 'Reading automation readiness', () => readReadiness(), (answer) => readinessView(answer, criteria)),
       fill(health, 'Reading health', readHealth, healthView),
     ]);
   }

@@ -92,6 +92,8 @@ function createPaperList(_context) {
     ],
     blocked: (preview) => (preview.action === 'dry_run_draft' ? null : `Nothing to draft: ${preview.reason ?? 'no candidate'}`),
     live: (input) => api('POST', '/control/papers/draft-next', { dry_run: false, requested_by: ACTOR, ...input }),
+    // It drafts whatever is first when it runs; after an error only a new dry run says what that is.
+    replayable: false,
     result: (answer) => [
       h('p', null, badge(answer.action), ' ', answer.paper ? [paperLink(answer.paper), ' is ', words(answer.paper.paper_status)] : answer.reason ?? ''),
       skippedList(answer.skipped),

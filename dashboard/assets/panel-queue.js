@@ -3,7 +3,7 @@
 import { ACTOR, api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { count, words } from './format.js';
-import { age, badge, card, CursorPager, debounced, DryRunCommand, facts, field, fill, link, runCommand, select, table, tabs, uniqueId } from './ui.js';
+import { age, badge, card, CursorPager, debounced, DryRunCommand, facts, field, fill, labelTabPanel, link, runCommand, select, table, tabs, uniqueId } from './ui.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
@@ -64,9 +64,12 @@ export function preflightView(preflight) {
   );
 }
 
-function dispatchResult(answer) {
+function dispatchResult(answer, preview) {
+  const went = answer.candidate?.project_id;
+  const previewed = preview?.candidate?.project_id;
   return [
     h('p', null, badge(answer.action), ' ', answer.reason),
+    went && previewed && went !== previewed ? h('p', { class: 'notice' }, `The queue changed after the dry run: ${answer.candidate.project_name} went, not ${preview.candidate.project_name}.`) : null,
     answer.run_id ? h('p', null, 'Run ', link(`#/runs/${segment(answer.run_id)}`, answer.run_id), ` (workflow ${answer.workflow_id})`) : null,
     answer.preflight && !answer.preflight.ok ? preflightView(answer.preflight) : null,
   ];
@@ -111,8 +114,13 @@ export function createQueuePanel(context) {
     parkReason.focus();
   };
   const closePark = () => {
+    const item = parking;
     parking = null;
     parkForm.hidden = true;
+    // Back to where the person was: the row's button, or the list when the row has gone.
+    const again = item ? list.el.querySelector(`[data-key="park-${CSS.escape(item.project_id)}"]`) : null;
+    const target = again ?? list.el.querySelector('.table-wrap');
+    if (target instanceof HTMLElement) target.focus();
   };
   parkButton.addEventListener('click', () => {
     const item = parking;
@@ -186,49 +194,57 @@ export function createQueuePanel(context) {
       return null;
     },
     live: () => api('POST', '/control/dispatch-next', { dry_run: false, requested_by: ACTOR }),
+    // The live call takes whatever is first when it runs; after an error only a new dry run says what that is.
+    replayable: false,
     result: dispatchResult,
     progress: 'Dispatching (prepare, then dispatch on the worker)…',
     onLive: () => void refresh(),
   });
 
-  function flagsView(flags) {
-    const reasonInput = /** @type {HTMLInputElement} */ (h('input', { type: 'text', maxlength: 2000, 'data-key': 'pause-reason' }));
-    const maintenance = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', 'data-key': 'pause-maintenance' }));
-    const pause = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', 'data-key': 'pause' }, 'Pause the queue'));
-    const resume = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: 'primary', 'data-key': 'resume' }, 'Resume'));
-    pause.addEventListener('click', () => {
-      const reason = reasonInput.value.trim();
-      if (!reason) {
-        commandOutput.replaceChildren(h('p', { class: 'error', role: 'alert' }, 'Say why the queue is paused.'));
-        reasonInput.focus();
-        return;
-      }
-      void runCommand(pause, commandOutput, () => api('POST', '/control/pause', { reason, paused_by: ACTOR, maintenance_mode: maintenance.checked }), {
-        what: 'Pausing the queue',
-        shown: (answer) => (answer.flags.maintenance_mode ? 'Paused, in maintenance mode.' : 'Paused.'),
-        done: () => void refresh(),
-      });
+  // Pause and resume: the form stays put across polls (what is typed survives); the flags decide which part shows.
+  const pauseReason = /** @type {HTMLInputElement} */ (h('input', { type: 'text', maxlength: 2000 }));
+  const pauseMaintenance = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox' }));
+  const pauseButton = /** @type {HTMLButtonElement} */ (h('button', { type: 'button' }, 'Pause the queue'));
+  const resumeButton = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: 'primary' }, 'Resume'));
+  const pauseForm = h('div', { class: 'fields', hidden: true }, field('Reason', pauseReason), field('Maintenance mode (blocks dispatch outright)', pauseMaintenance), h('div', { class: 'actions' }, pauseButton));
+  const resumeForm = h('div', { class: 'actions', hidden: true }, resumeButton);
+  const flagsOutput = h('div', { class: 'command-output' });
+  pauseButton.addEventListener('click', () => {
+    const reason = pauseReason.value.trim();
+    if (!reason) {
+      flagsOutput.replaceChildren(h('p', { class: 'error', role: 'alert' }, 'Say why the queue is paused.'));
+      pauseReason.focus();
+      return;
+    }
+    void runCommand(pauseButton, flagsOutput, () => api('POST', '/control/pause', { reason, paused_by: ACTOR, maintenance_mode: pauseMaintenance.checked }), {
+      what: 'Pausing the queue',
+      shown: (answer) => (answer.flags.maintenance_mode ? 'Paused, in maintenance mode.' : 'Paused.'),
+      done: () => {
+        pauseReason.value = '';
+        pauseMaintenance.checked = false;
+        void refresh().then(() => resumeButton.focus());
+      },
     });
-    resume.addEventListener('click', () =>
-      runCommand(resume, commandOutput, () => api('POST', '/control/resume', { resumed_by: ACTOR }), {
-        what: 'Resuming the queue',
-        shown: () => 'Resumed: dispatch may go on.',
-        done: () => void refresh(),
-      }),
-    );
+  });
+  resumeButton.addEventListener('click', () =>
+    runCommand(resumeButton, flagsOutput, () => api('POST', '/control/resume', { resumed_by: ACTOR }), {
+      what: 'Resuming the queue',
+      shown: () => 'Resumed: dispatch may go on.',
+      done: () => void refresh().then(() => pauseReason.focus()),
+    }),
+  );
+
+  function flagsView(flags) {
     const paused = flags.queue_paused || flags.maintenance_mode;
-    return [
-      h(
-        'p',
-        { class: 'verdict' },
-        paused ? badge('paused', flags.maintenance_mode ? 'paused, maintenance' : 'paused') : badge('ok', 'open'),
-        ' ',
-        flags.live_dispatch_enabled ? 'Live dispatch is on.' : 'Live dispatch is off (live_dispatch_enabled in the configuration).',
-      ),
-      paused
-        ? h('div', { class: 'actions' }, resume)
-        : h('div', { class: 'fields' }, field('Reason', reasonInput), field('Maintenance mode (blocks dispatch outright)', maintenance), h('div', { class: 'actions' }, pause)),
-    ];
+    pauseForm.hidden = paused;
+    resumeForm.hidden = !paused;
+    return h(
+      'p',
+      { class: 'verdict' },
+      paused ? badge('paused', flags.maintenance_mode ? 'paused, maintenance' : 'paused') : badge('ok', 'open'),
+      ' ',
+      flags.live_dispatch_enabled ? 'Live dispatch is on.' : 'Live dispatch is off (live_dispatch_enabled in the configuration).',
+    );
   }
 
   const searchInput = /** @type {HTMLInputElement} */ (h('input', { type: 'search', value: state.search, placeholder: 'project, error, lane…' }));
@@ -257,7 +273,7 @@ export function createQueuePanel(context) {
     'div',
     { class: 'panel' },
     h('h2', null, 'Queue'),
-    h('div', { class: 'columns' }, card('Queue control', flagsRegion.el), dispatch.el),
+    h('div', { class: 'columns' }, card('Queue control', flagsRegion.el, pauseForm, resumeForm, flagsOutput), dispatch.el),
     card(
       'Items',
       tabsRegion.el,
@@ -303,9 +319,10 @@ export function createQueuePanel(context) {
         (overview) => overview.operator_detail_counts.queue.by_group,
         () => null,
       ).then((counts) =>
-        tabsRegion.show({ counts, group: state.group }, () =>
-          tabs({ label: 'Queue groups', panelId, active: state.group, onSelect: selectGroup, tabs: GROUPS.map((group) => ({ id: group, text: words(group), count: counts?.[group] ?? null })) }),
-        ),
+        tabsRegion.show({ counts, group: state.group }, () => {
+          labelTabPanel(list.el, panelId, state.group);
+          return tabs({ label: 'Queue groups', panelId, active: state.group, onSelect: selectGroup, tabs: GROUPS.map((group) => ({ id: group, text: words(group), count: counts?.[group] ?? null })) });
+        }),
       ),
       refreshList(),
     ]);

@@ -89,7 +89,8 @@ function breakdownView(candidate, admission) {
 }
 
 function candidateDetailView(candidate) {
-  const admission = candidate.admissions?.[candidate.admissions.length - 1];
+  // Newest first: the decision that stands.
+  const admission = candidate.admissions?.[0];
   return [
     h('h4', { class: 'candidate-title' }, candidate.title),
     h('p', { class: 'hint' }, `${candidate.candidate_id} · ${words(candidate.generation_mode)} · batch ${candidate.batch_id}`),

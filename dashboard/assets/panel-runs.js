@@ -247,7 +247,7 @@ function createRunDetail(runId) {
 
   async function refresh() {
     const answer = await fill(detail, 'Reading the run', () => api('GET', withQuery(`/control/api/v1/runs/${segment(runId)}`, { event_limit: 50 })), draw);
-    if (answer) showCancel(answer.run.finished_at !== null);
+    if (answer) showCancel(answer.finished);
   }
   return { el, refresh };
 }

@@ -71,18 +71,24 @@ export function errorBox(error, what = 'The request') {
  * @param {() => Promise<any>} read
  * @param {(answer: any) => Child} draw
  * @param {unknown} [drawnWith] anything else the drawing depends on (filters, a selection): a change redraws
- * @returns {Promise<any>} the answer, or undefined after an error
+ * @returns {Promise<any>} the answer once drawn; undefined after an error (`region.failed`) or when a newer read overtook it
  */
 export async function fill(region, what, read, draw, drawnWith = null) {
+  const ticket = region.begin();
+  let answer;
   try {
-    const answer = await read();
-    region.show({ answer, drawnWith }, () => draw(answer));
-    return answer;
+    answer = await read();
   } catch (error) {
+    if (!region.isLatest(ticket)) return undefined;
+    region.failed = true;
     region.invalidate();
     swap(region.el, errorBox(error, what));
     return undefined;
   }
+  if (!region.isLatest(ticket)) return undefined;
+  region.failed = false;
+  region.show({ answer, drawnWith }, () => draw(answer));
+  return answer;
 }
 
 /**
@@ -129,7 +135,8 @@ export function tabs(spec) {
         onClick: () => spec.onSelect(tab.id),
       },
       tab.text,
-      typeof tab.count === 'number' ? h('span', { class: 'tab-count' }, String(tab.count)) : null,
+      // Read as “Queued, 32”; seen as a count beside the name.
+      typeof tab.count === 'number' ? [h('span', { class: 'visually-hidden' }, ', '), h('span', { class: 'tab-count' }, String(tab.count))] : null,
     ),
   );
   const list = h('div', { role: 'tablist', 'aria-label': spec.label, class: 'tabs' }, buttons);
@@ -144,6 +151,11 @@ export function tabs(spec) {
     spec.onSelect(spec.tabs[next]?.id ?? spec.active);
   });
   return list;
+}
+
+/** The panel a tab list controls, named by its selected tab. @param {HTMLElement} panel @param {string} panelId @param {string} active */
+export function labelTabPanel(panel, panelId, active) {
+  panel.setAttribute('aria-labelledby', `${panelId}-tab-${active}`);
 }
 
 /** Keyset paging for the v1 lists: the cursors of the pages seen so far, so Previous goes back without a new API. */
@@ -239,7 +251,8 @@ export function debounced(action, ms = 300) {
 
 /**
  * Shows how long a command has run, once a second, until stopped: long calls (a rewrite batch, a cycle) keep the
- * person informed and the button stays disabled meanwhile.
+ * person informed and the button stays disabled meanwhile. The ticking text is not a live region: screen readers hear
+ * the outcome, not every second.
  * @param {HTMLElement} where
  * @param {string} text
  */
@@ -256,6 +269,9 @@ function startProgress(where, text) {
   };
 }
 
+/** An outcome, in a live region so that it is read out when it appears. @param {...Child} children */
+const outcome = (...children) => h('div', { class: 'outcome', role: 'status' }, ...children);
+
 /**
  * Runs one command from a button: the button is disabled while it runs (a second click does nothing), its outcome or
  * error is shown in `output`, and `done` runs after a success (to refresh the panel).
@@ -268,13 +284,15 @@ export async function runCommand(button, output, action, options) {
   if (button.disabled) return;
   button.disabled = true;
   button.setAttribute('aria-busy', 'true');
-  const progressLine = h('p', { class: 'progress', role: 'status' });
+  // A live region before its content changes, so the outcome is read out when it arrives.
+  output.setAttribute('aria-live', 'polite');
+  const progressLine = h('p', { class: 'progress', 'aria-live': 'off' });
   output.replaceChildren(progressLine);
   const stop = startProgress(progressLine, options.progress ?? 'Working…');
   try {
     const answer = await action();
     stop();
-    output.replaceChildren(...(options.shown ? [h('div', { class: 'outcome', role: 'status' }, options.shown(answer))] : []));
+    output.replaceChildren(...(options.shown ? [outcome(options.shown(answer))] : []));
     options.done?.(answer);
   } catch (error) {
     stop();
@@ -294,9 +312,10 @@ export async function runCommand(button, output, action, options) {
  *   dryRun: (input: any) => Promise<any>,
  *   preview: (answer: any, input: any) => Child,
  *   live: (input: any, key: string) => Promise<any>,
- *   result: (answer: any) => Child,
+ *   result: (answer: any, preview: any) => Child,
  *   liveLabel: string,
  *   blocked?: (preview: any) => string | null,
+ *   replayable?: boolean,
  *   progress?: string,
  *   onLive?: (answer: any) => void,
  * }} DryRunSpec
@@ -304,8 +323,13 @@ export async function runCommand(button, output, action, options) {
 
 /**
  * A command that is dry-run first: its live button appears only after a dry run answered, and only for the inputs
- * that dry run saw (changing an input takes the button away again). The live call carries one idempotency key per
- * preview, so a retry after an error cannot run the command twice. While a call runs, both buttons are disabled.
+ * that dry run saw (an input changed meanwhile, even during the dry run, takes the button away again). While a call
+ * runs, both buttons are disabled.
+ *
+ * A command whose live call takes an idempotency key (`replayable`, the default) keeps its preview and key after a
+ * failed live call, so trying again replays the same command. One that takes none (dispatch-next, draft-next: they
+ * act on whatever is first when they run) drops its preview instead: after an error, a new dry run shows what a
+ * retry would now do.
  */
 export class DryRunCommand {
   /** @param {DryRunSpec} spec */
@@ -314,14 +338,16 @@ export class DryRunCommand {
     /** @type {{ input: any, answer: any, key: string } | null} */
     this.previewed = null;
     this.busy = false;
+    /** An input changed while a dry run was on its way: its answer no longer describes the form. */
+    this.changedMeanwhile = false;
     const reasonId = uniqueId('blocked');
     this.dryButton = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', onClick: () => this.dryRun() }, 'Dry run'));
     this.liveButton = /** @type {HTMLButtonElement} */ (
       h('button', { type: 'button', class: 'primary', hidden: true, 'aria-describedby': reasonId, onClick: () => this.runLive() }, spec.liveLabel)
     );
     this.reason = h('span', { class: 'hint', id: reasonId });
-    this.progress = h('p', { class: 'progress', role: 'status' });
-    this.output = h('div', { class: 'command-output' });
+    this.progress = h('p', { class: 'progress', 'aria-live': 'off' });
+    this.output = h('div', { class: 'command-output', 'aria-live': 'polite' });
     const form = h('div', { class: 'fields' }, spec.fields ?? []);
     form.addEventListener('input', () => this.inputsChanged());
     form.addEventListener('change', () => this.inputsChanged());
@@ -336,9 +362,17 @@ export class DryRunCommand {
   }
 
   inputsChanged() {
-    if (!this.previewed || this.busy) return;
+    if (this.busy) {
+      this.changedMeanwhile = true;
+      return;
+    }
+    if (this.previewed) this.forget('The inputs changed: dry run again before the live call.');
+  }
+
+  /** Takes the live button away, saying why. @param {string} why */
+  forget(why) {
     this.previewed = null;
-    this.output.replaceChildren(h('p', { class: 'muted' }, 'The inputs changed: dry run again before the live call.'));
+    this.output.replaceChildren(h('p', { class: 'muted' }, why));
     this.update();
   }
 
@@ -355,6 +389,7 @@ export class DryRunCommand {
   async busyWith(text, body) {
     if (this.busy) return;
     this.busy = true;
+    this.changedMeanwhile = false;
     this.el.setAttribute('aria-busy', 'true');
     this.update();
     const stop = startProgress(this.progress, text);
@@ -383,6 +418,11 @@ export class DryRunCommand {
     await this.busyWith('Dry run…', async () => {
       try {
         const answer = await this.spec.dryRun(input);
+        if (this.changedMeanwhile) {
+          this.previewed = null;
+          this.output.replaceChildren(h('p', { class: 'muted' }, 'The inputs changed during the dry run: dry run again.'));
+          return;
+        }
         this.previewed = { input, answer, key: newKey() };
         this.output.replaceChildren(h('div', { class: 'preview' }, h('h4', null, 'Dry run'), this.spec.preview(answer, input)));
       } catch (error) {
@@ -392,16 +432,36 @@ export class DryRunCommand {
     });
   }
 
+  /** Whether the form still holds what the dry run saw (a script may change an input without an event). */
+  stillPreviewed() {
+    const previewed = this.previewed;
+    if (!previewed) return false;
+    try {
+      return JSON.stringify(this.readInput()) === JSON.stringify(previewed.input);
+    } catch {
+      return false;
+    }
+  }
+
   async runLive() {
     const previewed = this.previewed;
     if (!previewed || this.spec.blocked?.(previewed.answer)) return;
+    if (!this.stillPreviewed()) {
+      this.forget('The inputs changed: dry run again before the live call.');
+      return;
+    }
     await this.busyWith(this.spec.progress ?? 'Running…', async () => {
       try {
         const answer = await this.spec.live(previewed.input, previewed.key);
         this.previewed = null;
-        this.output.replaceChildren(h('div', { class: 'outcome', role: 'status' }, h('h4', null, 'Done'), this.spec.result(answer)));
+        this.output.replaceChildren(outcome(h('h4', null, 'Done'), this.spec.result(answer, previewed.answer)));
         this.spec.onLive?.(answer);
       } catch (error) {
+        if (this.spec.replayable === false) {
+          this.previewed = null;
+          this.output.replaceChildren(errorBox(error, this.spec.liveLabel), h('p', { class: 'muted' }, 'Dry run again to see what a retry would do now.'));
+          return;
+        }
         // The preview (and its key) stays: trying again replays the same command, never a second one.
         this.output.replaceChildren(
           h('div', { class: 'preview' }, h('h4', null, 'Dry run'), this.spec.preview(previewed.answer, previewed.input)),
@@ -414,22 +474,32 @@ export class DryRunCommand {
 
 /**
  * A command that asks once more before it runs (cancel a run): the first button shows a confirm and a keep button.
+ * Focus follows: to the confirm button when it appears, back to the first button when the question goes.
  * @param {{ label: string, confirmLabel: string, question: string, output: HTMLElement, action: () => Promise<any>, shown: (answer: any) => Child, done?: (answer: any) => void, what: string }} spec
  */
 export function confirmCommand(spec) {
   const holder = h('span', { class: 'confirm' });
-  const ask = () => {
-    const confirm = /** @type {HTMLButtonElement} */ (
-      h('button', { type: 'button', class: 'danger', 'data-key': `confirm-${spec.label}`, onClick: () => runCommand(confirm, spec.output, spec.action, { what: spec.what, shown: spec.shown, done: (answer) => { reset(); spec.done?.(answer); } }) }, spec.confirmLabel)
-    );
-    const keep = h('button', { type: 'button', onClick: () => reset() }, 'Keep');
-    holder.replaceChildren(h('span', { class: 'question' }, spec.question), ' ', confirm, ' ', keep);
-    confirm.focus();
-  };
-  const start = h('button', { type: 'button', class: 'danger', 'data-key': `start-${spec.label}`, onClick: ask }, spec.label);
+  const start = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: 'danger', 'data-key': `start-${spec.label}` }, spec.label));
   const reset = () => {
     holder.replaceChildren(start);
+    if (start.isConnected) start.focus();
   };
-  reset();
+  start.addEventListener('click', () => {
+    const confirm = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: 'danger', 'data-key': `confirm-${spec.label}` }, spec.confirmLabel));
+    confirm.addEventListener('click', () =>
+      runCommand(confirm, spec.output, spec.action, {
+        what: spec.what,
+        shown: spec.shown,
+        done: (answer) => {
+          reset();
+          spec.done?.(answer);
+        },
+      }),
+    );
+    const keep = h('button', { type: 'button', onClick: reset }, 'Keep');
+    holder.replaceChildren(h('span', { class: 'question' }, spec.question), ' ', confirm, ' ', keep);
+    confirm.focus();
+  });
+  holder.replaceChildren(start);
   return holder;
 }

@@ -40,6 +40,8 @@ export interface DashboardTab {
   calls: ApiCall[];
   /** Goes to a dashboard route (`#/queue`) and waits for its panel heading. */
   open(route: string): Promise<void>;
+  /** Waits until no API call has been on its way for a moment: the panel has drawn what it read. */
+  settled(): Promise<void>;
   signIn(token: string): Promise<void>;
   /** The card whose heading is `title`. */
   card(title: string): Locator;
@@ -59,6 +61,15 @@ export async function openDashboard(browser: Browser, baseUrl: string, options: 
   const page = await context.newPage();
   const problems: string[] = [];
   const calls: ApiCall[] = [];
+  let inFlight = 0;
+  let lastChange = Date.now();
+  const changed = (delta: number) => {
+    inFlight += delta;
+    lastChange = Date.now();
+  };
+  page.on('request', () => changed(1));
+  page.on('requestfinished', () => changed(-1));
+  page.on('requestfailed', () => changed(-1));
   page.on('console', (message) => {
     if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()}`);
   });
@@ -77,6 +88,9 @@ export async function openDashboard(browser: Browser, baseUrl: string, options: 
     async open(route) {
       await page.goto(`${shell}${route}`);
       await page.locator('main .panel > h2').first().waitFor();
+    },
+    async settled() {
+      await expect.poll(() => inFlight === 0 && Date.now() - lastChange >= 300, { timeout: 15_000, interval: 100 }).toBe(true);
     },
     async signIn(token) {
       await page.goto(shell);
