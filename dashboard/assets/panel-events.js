@@ -3,7 +3,7 @@
 import { api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { compactJson, when } from './format.js';
-import { card, CursorPager, debounced, field, fill, link, table } from './ui.js';
+import { card, CursorPager, fillPage, filterBar, link } from './ui.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
@@ -21,19 +21,16 @@ export function createEventsPanel(_context) {
   const pager = new CursorPager(() => void refresh());
   const list = new Region();
 
-  const inputs = Object.keys(filters).map((name) => {
-    const input = /** @type {HTMLInputElement} */ (h('input', { type: 'search', maxlength: 200, 'data-filter': name }));
-    input.addEventListener(
-      'input',
-      debounced((value) => {
-        filters[/** @type {keyof typeof filters} */ (name)] = value.trim();
-        pager.reset();
-        void refresh();
-      }),
-    );
-    return input;
-  });
-  const [entityType, entityId, eventType, search] = inputs;
+  const bar = filterBar(
+    filters,
+    [
+      { name: 'entity_type', label: 'Entity type', search: '', hint: 'e.g. run, queue_item, paper' },
+      { name: 'entity_id', label: 'Entity id', search: '' },
+      { name: 'event_type', label: 'Event type', search: '', hint: 'e.g. run.dispatched' },
+      { name: 'search', label: 'Search', search: '' },
+    ],
+    () => pager.restart(),
+  );
 
   const el = h(
     'div',
@@ -42,43 +39,29 @@ export function createEventsPanel(_context) {
     card(
       'Audit log',
       h('p', { class: 'muted' }, 'Every command appends its event in the same transaction as its change; nothing here is ever edited or deleted.'),
-      h(
-        'div',
-        { class: 'toolbar' },
-        field('Entity type', /** @type {HTMLElement} */ (entityType), 'e.g. run, queue_item, paper'),
-        field('Entity id', /** @type {HTMLElement} */ (entityId)),
-        field('Event type', /** @type {HTMLElement} */ (eventType), 'e.g. run.dispatched'),
-        field('Search', /** @type {HTMLElement} */ (search)),
-      ),
+      bar,
       list.el,
     ),
   );
 
   async function refresh() {
-    await fill(
-      list,
-      'Reading the events',
-      () => api('GET', withQuery('/control/api/v1/events', { ...filters, cursor: pager.cursor, page_size: 50 })),
-      (answer) => {
-        pager.seen(answer.page);
-        return [
-          table({
-            label: 'Audit events',
-            empty: Object.values(filters).some(Boolean) ? 'No event matches these filters.' : 'No events yet.',
-            rows: answer.items,
-            columns: [
-              { title: 'When', cell: (event) => when(event.created_at) },
-              { title: 'Event', cell: (event) => h('code', null, event.event_type) },
-              { title: 'Entity', cell: entityLink },
-              { title: 'By', cell: (event) => event.actor ?? '—' },
-              { title: 'Payload', cell: (event) => h('details', { class: 'json' }, h('summary', null, compactJson(event.payload, 80)), h('pre', null, JSON.stringify(event.payload, null, 2))) },
-            ],
-          }),
-          pager.view('Event pages'),
-        ];
+    await fillPage(list, pager, {
+      what: 'Reading the events',
+      read: () => api('GET', withQuery('/control/api/v1/events', { ...filters, cursor: pager.cursor, page_size: 50 })),
+      pages: 'Event pages',
+      drawnWith: filters,
+      table: {
+        label: 'Audit events',
+        empty: Object.values(filters).some(Boolean) ? 'No event matches these filters.' : 'No events yet.',
+        columns: [
+          { title: 'When', cell: (event) => when(event.created_at) },
+          { title: 'Event', cell: (event) => h('code', null, event.event_type) },
+          { title: 'Entity', cell: entityLink },
+          { title: 'By', cell: (event) => event.actor ?? '—' },
+          { title: 'Payload', cell: (event) => h('details', { class: 'json' }, h('summary', null, compactJson(event.payload, 80)), h('pre', null, JSON.stringify(event.payload, null, 2))) },
+        ],
       },
-      { ...filters, page: pager.index },
-    );
+    });
   }
 
   return { el, refresh };

@@ -3,7 +3,7 @@
 import { ACTOR, api, newKey, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { compactJson, count, when, words } from './format.js';
-import { age, badge, card, CursorPager, debounced, DryRunCommand, empty, facts, field, fill, link, runCommand, select, table } from './ui.js';
+import { age, badge, card, CursorPager, DryRunCommand, empty, facts, field, fill, fillPage, filterBar, link, runCommand, select, table } from './ui.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
@@ -15,6 +15,7 @@ const NEEDS_A_NOTE = ['fail', 'accepted_risk'];
 /** The checklist items only a person judges; the automated checklist judges the rest. */
 const FOR_A_PERSON = ['novelty_significance', 'target_venue_fit', 'final_human_approval'];
 const REVIEW_BASE = '/control/api/publication-automation';
+/** @type {[string, string][]} */
 const SORTS = [
   ['-rank_score', 'Highest rank'],
   ['-updated_at', 'Recently updated'],
@@ -154,32 +155,15 @@ function createPaperList(_context) {
     onLive: () => void refresh(),
   });
 
-  const statusSelect = select(PAPER_STATUSES, '', 'any status');
-  const reviewSelect = select(REVIEW_STATUSES, '', 'any review status');
-  const searchInput = /** @type {HTMLInputElement} */ (h('input', { type: 'search', placeholder: 'title, project, run…' }));
-  const sortSelect = h('select', null, SORTS.map(([value, text]) => h('option', { value }, text)));
-  const changed = () => {
-    pager.reset();
-    void refreshList();
-  };
-  statusSelect.addEventListener('change', () => {
-    state.status = /** @type {HTMLSelectElement} */ (statusSelect).value;
-    changed();
-  });
-  reviewSelect.addEventListener('change', () => {
-    state.review_status = /** @type {HTMLSelectElement} */ (reviewSelect).value;
-    changed();
-  });
-  sortSelect.addEventListener('change', () => {
-    state.sort = /** @type {HTMLSelectElement} */ (sortSelect).value;
-    changed();
-  });
-  searchInput.addEventListener(
-    'input',
-    debounced((value) => {
-      state.search = value.trim();
-      changed();
-    }),
+  const filters = filterBar(
+    state,
+    [
+      { name: 'status', label: 'Status', values: PAPER_STATUSES, blank: 'any status' },
+      { name: 'review_status', label: 'Review', values: REVIEW_STATUSES, blank: 'any review status' },
+      { name: 'search', label: 'Search', search: 'title, project, run…' },
+      { name: 'sort', label: 'Sort', options: SORTS },
+    ],
+    () => pager.restart(),
   );
 
   const el = h(
@@ -191,37 +175,30 @@ function createPaperList(_context) {
     card(
       'Review list',
       h('p', { class: 'muted' }, 'Ranked by rank score; each score lists the reasons it is made of.'),
-      h('div', { class: 'toolbar' }, field('Status', statusSelect), field('Review', reviewSelect), field('Search', searchInput), field('Sort', sortSelect)),
+      filters,
       list.el,
     ),
   );
 
   async function refreshList() {
-    await fill(
-      list,
-      'Reading the papers',
-      () => api('GET', withQuery('/control/api/v1/papers', { ...state, cursor: pager.cursor, page_size: 25 })),
-      (answer) => {
-        pager.seen(answer.page);
-        return [
-          table({
-            label: 'Papers by rank',
-            empty: state.status || state.review_status || state.search ? 'No paper matches these filters.' : 'No papers yet: draft one from a completed positive run.',
-            rows: answer.items,
-            columns: [
-              { title: 'Paper', cell: (paper) => [paperLink(paper), h('span', { class: 'hint block' }, paper.project_id)] },
-              { title: 'Status', cell: (paper) => badge(paper.paper_status) },
-              { title: 'Review', cell: (paper) => badge(paper.review_status) },
-              { title: 'Rank', numeric: true, cell: (paper) => String(paper.rank_score) },
-              { title: 'Why', cell: (paper) => (paper.rank_reasons?.length ? h('ul', { class: 'reasons' }, paper.rank_reasons.map((reason) => h('li', null, reason))) : '—') },
-              { title: 'Updated', cell: (paper) => age(paper.updated_at) },
-            ],
-          }),
-          pager.view('Paper pages'),
-        ];
+    await fillPage(list, pager, {
+      what: 'Reading the papers',
+      read: () => api('GET', withQuery('/control/api/v1/papers', { ...state, cursor: pager.cursor, page_size: 25 })),
+      pages: 'Paper pages',
+      drawnWith: state,
+      table: {
+        label: 'Papers by rank',
+        empty: state.status || state.review_status || state.search ? 'No paper matches these filters.' : 'No papers yet: draft one from a completed positive run.',
+        columns: [
+          { title: 'Paper', cell: (paper) => [paperLink(paper), h('span', { class: 'hint block' }, paper.project_id)] },
+          { title: 'Status', cell: (paper) => badge(paper.paper_status) },
+          { title: 'Review', cell: (paper) => badge(paper.review_status) },
+          { title: 'Rank', numeric: true, cell: (paper) => String(paper.rank_score) },
+          { title: 'Why', cell: (paper) => (paper.rank_reasons?.length ? h('ul', { class: 'reasons' }, paper.rank_reasons.map((reason) => h('li', null, reason))) : '—') },
+          { title: 'Updated', cell: (paper) => age(paper.updated_at) },
+        ],
       },
-      { ...state, page: pager.index },
-    );
+    });
   }
 
   async function refresh() {

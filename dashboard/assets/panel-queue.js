@@ -3,12 +3,13 @@
 import { ACTOR, api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { count, words } from './format.js';
-import { age, badge, card, CursorPager, debounced, DryRunCommand, facts, field, fill, labelTabPanel, link, runCommand, select, table, tabs, uniqueId } from './ui.js';
+import { age, badge, card, CursorPager, DryRunCommand, facts, field, fill, fillPage, filterBar, labelTabPanel, link, runCommand, table, tabs, uniqueId } from './ui.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
 const GROUPS = ['active', 'queued', 'blocked', 'paused', 'completed', 'all'];
 const STATUSES = ['queued', 'dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling', 'completed', 'paused', 'canceled', 'dispatch_error', 'blocked', 'needs_review'];
+/** @type {[string, string][]} */
 const SORTS = [
   ['dispatch', 'Dispatch order'],
   ['-updated_at', 'Recently updated'],
@@ -160,26 +161,21 @@ export function createQueuePanel(context) {
     );
   }
 
-  function itemsTable(answer) {
-    return [
-      table({
-        label: `Queue items: ${state.group}`,
-        empty: state.search || state.status ? 'No item matches these filters.' : `No ${state.group === 'all' ? '' : `${state.group} `}items.`,
-        rows: answer.items,
-        columns: [
-          { title: 'Project', cell: (item) => [h('strong', null, item.project_name), h('span', { class: 'hint block' }, item.project_id)] },
-          { title: 'Status', cell: (item) => [badge(item.status), item.manual_review_required ? [' ', badge('blocked', 'flagged')] : null] },
-          { title: 'Lane', cell: (item) => [item.lane ?? item.machine_target ?? 'default', h('span', { class: 'hint block' }, words(item.workload_class))] },
-          { title: 'Priority', numeric: true, cell: (item) => `${item.dispatch_priority} / ${item.selection_rank}` },
-          { title: 'Last run', cell: (item) => (item.current_run_id ? [link(`#/runs/${segment(item.current_run_id)}`, item.current_run_id), h('span', { class: 'hint block' }, words(item.last_run_state))] : '—') },
-          { title: 'Note', cell: (item) => [item.last_error ? h('span', { class: 'error-text' }, item.last_error) : null, item.next_action_hint ? h('span', { class: 'hint block' }, item.next_action_hint) : null] },
-          { title: 'Updated', cell: (item) => age(item.updated_at) },
-          { title: 'Actions', cell: rowActions },
-        ],
-      }),
-      pager.view('Queue pages'),
-    ];
-  }
+  /** The queue table as the filters stand. */
+  const itemsTable = () => ({
+    label: `Queue items: ${state.group}`,
+    empty: state.search || state.status ? 'No item matches these filters.' : `No ${state.group === 'all' ? '' : `${state.group} `}items.`,
+    columns: [
+      { title: 'Project', cell: (item) => [h('strong', null, item.project_name), h('span', { class: 'hint block' }, item.project_id)] },
+      { title: 'Status', cell: (item) => [badge(item.status), item.manual_review_required ? [' ', badge('blocked', 'flagged')] : null] },
+      { title: 'Lane', cell: (item) => [item.lane ?? item.machine_target ?? '—', h('span', { class: 'hint block' }, words(item.workload_class))] },
+      { title: 'Priority', numeric: true, cell: (item) => `${item.dispatch_priority} / ${item.selection_rank}` },
+      { title: 'Last run', cell: (item) => (item.current_run_id ? [link(`#/runs/${segment(item.current_run_id)}`, item.current_run_id), h('span', { class: 'hint block' }, words(item.last_run_state))] : '—') },
+      { title: 'Note', cell: (item) => [item.last_error ? h('span', { class: 'error-text' }, item.last_error) : null, item.next_action_hint ? h('span', { class: 'hint block' }, item.next_action_hint) : null] },
+      { title: 'Updated', cell: (item) => age(item.updated_at) },
+      { title: 'Actions', cell: rowActions },
+    ],
+  });
 
   const dispatch = new DryRunCommand({
     title: 'Dispatch the next item',
@@ -247,27 +243,15 @@ export function createQueuePanel(context) {
     );
   }
 
-  const searchInput = /** @type {HTMLInputElement} */ (h('input', { type: 'search', value: state.search, placeholder: 'project, error, lane…' }));
-  searchInput.addEventListener(
-    'input',
-    debounced((value) => {
-      state.search = value.trim();
-      pager.reset();
-      void refreshList();
-    }),
+  const filters = filterBar(
+    state,
+    [
+      { name: 'search', label: 'Search', search: 'project, error, lane…' },
+      { name: 'status', label: 'Status', values: STATUSES, blank: 'any status' },
+      { name: 'sort', label: 'Sort', options: SORTS },
+    ],
+    () => pager.restart(),
   );
-  const statusSelect = select(STATUSES, '', 'any status');
-  statusSelect.addEventListener('change', () => {
-    state.status = /** @type {HTMLSelectElement} */ (statusSelect).value;
-    pager.reset();
-    void refreshList();
-  });
-  const sortSelect = h('select', null, SORTS.map(([value, text]) => h('option', { value, selected: value === state.sort }, text)));
-  sortSelect.addEventListener('change', () => {
-    state.sort = /** @type {HTMLSelectElement} */ (sortSelect).value;
-    pager.reset();
-    void refreshList();
-  });
 
   const el = h(
     'div',
@@ -277,7 +261,7 @@ export function createQueuePanel(context) {
     card(
       'Items',
       tabsRegion.el,
-      h('div', { class: 'toolbar' }, field('Search', searchInput), field('Status', statusSelect), field('Sort', sortSelect)),
+      filters,
       parkForm,
       commandOutput,
       list.el,
@@ -293,16 +277,13 @@ export function createQueuePanel(context) {
   };
 
   async function refreshList() {
-    await fill(
-      list,
-      'Reading the queue',
-      () => api('GET', withQuery('/control/api/v1/queue', { group: state.group, status: state.status, search: state.search, sort: state.sort, cursor: pager.cursor, page_size: 25 })),
-      (answer) => {
-        pager.seen(answer.page);
-        return itemsTable(answer);
-      },
-      { ...state, flags: null, page: pager.index },
-    );
+    await fillPage(list, pager, {
+      what: 'Reading the queue',
+      read: () => api('GET', withQuery('/control/api/v1/queue', { group: state.group, status: state.status, search: state.search, sort: state.sort, cursor: pager.cursor, page_size: 25 })),
+      pages: 'Queue pages',
+      drawnWith: { ...state, flags: null },
+      table: itemsTable(),
+    });
   }
 
   async function refresh() {

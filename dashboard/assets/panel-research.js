@@ -6,7 +6,7 @@
 import { ACTOR, api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { count, decimal, percent, words } from './format.js';
-import { age, badge, card, debounced, DryRunCommand, externalLink, facts, field, fill, link, select, table } from './ui.js';
+import { age, badge, card, DryRunCommand, externalLink, facts, field, fill, filterBar, link, table } from './ui.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
@@ -342,27 +342,17 @@ export function createResearchPanel(_context) {
     void refreshDetail();
   };
 
-  const decisionSelect = select(DECISIONS, '', 'any decision');
-  const modeSelect = select(MODES, '', 'any mode');
-  const searchInput = /** @type {HTMLInputElement} */ (h('input', { type: 'search', placeholder: 'title, hypothesis, dedupe key…' }));
-  const filtersChanged = () => {
-    state.page = 1;
-    void refreshList();
-  };
-  decisionSelect.addEventListener('change', () => {
-    state.decision = /** @type {HTMLSelectElement} */ (decisionSelect).value;
-    filtersChanged();
-  });
-  modeSelect.addEventListener('change', () => {
-    state.generation_mode = /** @type {HTMLSelectElement} */ (modeSelect).value;
-    filtersChanged();
-  });
-  searchInput.addEventListener(
-    'input',
-    debounced((value) => {
-      state.search = value.trim();
-      filtersChanged();
-    }),
+  const filters = filterBar(
+    state,
+    [
+      { name: 'decision', label: 'Decision', values: DECISIONS, blank: 'any decision' },
+      { name: 'generation_mode', label: 'Mode', values: MODES, blank: 'any mode' },
+      { name: 'search', label: 'Search', search: 'title, hypothesis, dedupe key…' },
+    ],
+    () => {
+      state.page = 1;
+      void refreshList();
+    },
   );
 
   function candidatesView(answer) {
@@ -413,7 +403,7 @@ export function createResearchPanel(_context) {
     { class: 'panel' },
     h('h2', null, 'Research Facility'),
     card('Ledgers', counts.el),
-    card('Candidates', h('div', { class: 'toolbar' }, field('Decision', decisionSelect), field('Mode', modeSelect), field('Search', searchInput)), list.el, detail.el),
+    card('Candidates', filters, list.el, detail.el),
     h('div', { class: 'columns' }, promote.el, smoke.el),
     h('div', { class: 'columns' }, h('div', null, card('Provider budget', budget.el, h('div', { class: 'actions' }, budgetButton)), provider.el), cycle.el),
     h('div', { class: 'columns' }, importing.el, followup.el),

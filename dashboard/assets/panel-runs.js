@@ -3,11 +3,12 @@
 import { ACTOR, api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { compactJson, count, when, words } from './format.js';
-import { age, badge, card, confirmCommand, CursorPager, debounced, empty, externalLink, facts, field, fill, jsonDetails, link, select, table } from './ui.js';
+import { age, badge, card, confirmCommand, CursorPager, empty, externalLink, facts, fill, fillPage, filterBar, jsonDetails, link, table } from './ui.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
 const RUN_STATES = ['prepared', 'dispatching', 'awaiting_wake', 'running', 'question_pending', 'wake_ready', 'session_finished_ready', 'gate_timeout', 'gate_error', 'reconciled', 'dispatch_error', 'canceled'];
+/** @type {[string, string][]} */
 const SORTS = [
   ['-created_at', 'Newest'],
   ['created_at', 'Oldest'],
@@ -54,27 +55,14 @@ function createRunList(context) {
   const lanes = new Region();
   const list = new Region();
 
-  const stateSelect = select(RUN_STATES, '', 'any state');
-  const searchInput = /** @type {HTMLInputElement} */ (h('input', { type: 'search', placeholder: 'run, project, lane, decision, error…' }));
-  const sortSelect = h('select', null, SORTS.map(([value, text]) => h('option', { value }, text)));
-  const changed = () => {
-    pager.reset();
-    void refreshList();
-  };
-  stateSelect.addEventListener('change', () => {
-    state.state = /** @type {HTMLSelectElement} */ (stateSelect).value;
-    changed();
-  });
-  sortSelect.addEventListener('change', () => {
-    state.sort = /** @type {HTMLSelectElement} */ (sortSelect).value;
-    changed();
-  });
-  searchInput.addEventListener(
-    'input',
-    debounced((value) => {
-      state.search = value.trim();
-      changed();
-    }),
+  const filters = filterBar(
+    state,
+    [
+      { name: 'state', label: 'State', values: RUN_STATES, blank: 'any state' },
+      { name: 'search', label: 'Search', search: 'run, project, lane, decision, error…' },
+      { name: 'sort', label: 'Sort', options: SORTS },
+    ],
+    () => pager.restart(),
   );
 
   const el = h(
@@ -82,37 +70,30 @@ function createRunList(context) {
     { class: 'panel' },
     h('h2', null, 'Lanes and runs'),
     card('Lanes', lanes.el),
-    card('Runs', h('div', { class: 'toolbar' }, field('State', stateSelect), field('Search', searchInput), field('Sort', sortSelect)), list.el),
+    card('Runs', filters, list.el),
   );
 
   async function refreshList() {
-    await fill(
-      list,
-      'Reading the runs',
-      () => api('GET', withQuery('/control/api/v1/runs', { state: state.state, search: state.search, sort: state.sort, cursor: pager.cursor, page_size: 25 })),
-      (answer) => {
-        pager.seen(answer.page);
-        return [
-          table({
-            label: 'Runs',
-            empty: state.state || state.search ? 'No run matches these filters.' : 'No runs yet: dispatch an item from the Queue panel.',
-            rows: answer.items,
-            columns: [
-              { title: 'Run', cell: (run) => runLink(run.run_id) },
-              { title: 'Project', cell: (run) => run.project_id },
-              { title: 'State', cell: (run) => badge(run.state) },
-              { title: 'Lane', cell: (run) => run.lane },
-              { title: 'Decision', cell: (run) => (run.decision ? badge(run.decision) : '—') },
-              { title: 'Paper', cell: (run) => (run.paper_status ? words(run.paper_status) : '—') },
-              { title: 'Started', cell: (run) => age(run.created_at) },
-              { title: 'Finished', cell: (run) => age(run.finished_at) },
-            ],
-          }),
-          pager.view('Run pages'),
-        ];
+    await fillPage(list, pager, {
+      what: 'Reading the runs',
+      read: () => api('GET', withQuery('/control/api/v1/runs', { ...state, cursor: pager.cursor, page_size: 25 })),
+      pages: 'Run pages',
+      drawnWith: state,
+      table: {
+        label: 'Runs',
+        empty: state.state || state.search ? 'No run matches these filters.' : 'No runs yet: dispatch an item from the Queue panel.',
+        columns: [
+          { title: 'Run', cell: (run) => runLink(run.run_id) },
+          { title: 'Project', cell: (run) => run.project_id },
+          { title: 'State', cell: (run) => badge(run.state) },
+          { title: 'Lane', cell: (run) => run.lane },
+          { title: 'Decision', cell: (run) => (run.decision ? badge(run.decision) : '—') },
+          { title: 'Paper', cell: (run) => (run.paper_status ? words(run.paper_status) : '—') },
+          { title: 'Started', cell: (run) => age(run.created_at) },
+          { title: 'Finished', cell: (run) => age(run.finished_at) },
+        ],
       },
-      { ...state, page: pager.index },
-    );
+    });
   }
 
   async function refresh() {

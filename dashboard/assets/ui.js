@@ -93,7 +93,8 @@ export async function fill(region, what, read, draw, drawnWith = null) {
 
 /**
  * @typedef {{ title: string, cell: (row: any) => Child, numeric?: boolean }} Column
- * @param {{ label: string, columns: Column[], rows: any[], empty: string, rowClass?: (row: any) => string | undefined }} spec
+ * @typedef {{ label: string, columns: Column[], rows: any[], empty: string, rowClass?: (row: any) => string | undefined }} TableSpec
+ * @param {TableSpec} spec
  */
 export function table(spec) {
   if (spec.rows.length === 0) return empty(spec.empty);
@@ -153,6 +154,25 @@ export function tabs(spec) {
   return list;
 }
 
+/**
+ * One page of a v1 cursor list read into `region`: the table of its items and the pager under it.
+ * @param {import('./dom.js').Region} region
+ * @param {CursorPager} pager
+ * @param {{ what: string, read: () => Promise<any>, table: Omit<TableSpec, 'rows'>, pages: string, drawnWith: unknown }} spec
+ */
+export function fillPage(region, pager, spec) {
+  return fill(
+    region,
+    spec.what,
+    spec.read,
+    (answer) => {
+      pager.seen(answer.page);
+      return [table({ ...spec.table, rows: answer.items }), pager.view(spec.pages)];
+    },
+    { drawnWith: spec.drawnWith, page: pager.index },
+  );
+}
+
 /** The panel a tab list controls, named by its selected tab. @param {HTMLElement} panel @param {string} panelId @param {string} active */
 export function labelTabPanel(panel, panelId, active) {
   panel.setAttribute('aria-labelledby', `${panelId}-tab-${active}`);
@@ -174,6 +194,12 @@ export class CursorPager {
     this.cursors = [null];
     this.index = 0;
     this.next = null;
+  }
+
+  /** Back to the first page, and reads it. */
+  restart() {
+    this.reset();
+    this.onChange();
   }
 
   /** The `cursor` to ask for. */
@@ -235,6 +261,41 @@ export function select(values, selected, blank) {
     null,
     blank === undefined ? null : h('option', { value: '', selected: selected === '' }, blank),
     values.map((value) => h('option', { value, selected: value === selected }, words(value))),
+  );
+}
+
+/**
+ * @typedef {{ name: string, label: string, values?: string[], blank?: string, options?: [string, string][], search?: string, hint?: string }} Filter
+ * A list's filter: a select of `values` (with a `blank` “any” option) or of `options` ([value, text] pairs, a sort),
+ * or, with `search` (its placeholder), a text box read after typing stops.
+ */
+
+/**
+ * The filters above a list: each sets its field of `state` and calls `changed` (which goes back to the first page).
+ * @param {Record<string, any>} state
+ * @param {Filter[]} filters
+ * @param {() => void} changed
+ */
+export function filterBar(state, filters, changed) {
+  return h(
+    'div',
+    { class: 'toolbar' },
+    filters.map((filter) => {
+      const set = (/** @type {string} */ value) => {
+        state[filter.name] = value;
+        changed();
+      };
+      if (filter.search !== undefined) {
+        const input = h('input', { type: 'search', maxlength: 200, placeholder: filter.search, value: state[filter.name] ?? '' });
+        input.addEventListener('input', debounced((value) => set(value.trim())));
+        return field(filter.label, input, filter.hint);
+      }
+      const control = filter.options
+        ? h('select', null, filter.options.map(([value, text]) => h('option', { value, selected: value === state[filter.name] }, text)))
+        : select(filter.values ?? [], state[filter.name] ?? '', filter.blank);
+      control.addEventListener('change', () => set(/** @type {HTMLSelectElement} */ (control).value));
+      return field(filter.label, control, filter.hint);
+    }),
   );
 }
 
