@@ -34,7 +34,6 @@ export const DASHBOARD_CSP = [
 const CONTENT_TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml',
 };
 
 interface Asset {
@@ -94,7 +93,7 @@ export async function dashboardRoutes(instance: FastifyInstance): Promise<void> 
 
   const assetSchema = {
     tags,
-    summary: 'A static module, style sheet or image of the dashboard (revalidated by ETag)',
+    summary: 'A static module or style sheet of the dashboard (revalidated by ETag)',
     params: z.strictObject({ file: z.string().min(1).max(100).describe(`One of: ${[...assets.keys()].join(', ')}`) }),
     response: {
       200: { description: 'The file', content: Object.fromEntries([...new Set(Object.values(CONTENT_TYPES))].map((type) => [type, { schema: z.string() }])) },

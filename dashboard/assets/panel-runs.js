@@ -48,8 +48,7 @@ function lanesView(answer) {
   ];
 }
 
-/** @param {PanelContext} context */
-function createRunList(context) {
+function createRunList() {
   const state = { state: '', search: '', sort: '-created_at' };
   const pager = new CursorPager(() => void refreshList());
   const lanes = new Region();
@@ -99,7 +98,6 @@ function createRunList(context) {
   async function refresh() {
     await Promise.all([fill(lanes, 'Reading the lanes', () => api('GET', '/control/api/v1/lanes'), lanesView), refreshList()]);
   }
-  void context;
   return { el, refresh };
 }
 
@@ -236,5 +234,5 @@ function createRunDetail(runId) {
 /** @param {PanelContext} context */
 export function createRunsPanel(context) {
   const [runId] = context.params;
-  return runId ? createRunDetail(runId) : createRunList(context);
+  return runId ? createRunDetail(runId) : createRunList();
 }
