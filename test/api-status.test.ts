@@ -18,7 +18,7 @@ import { insertWorkerObservation } from '../store/worker-observations.ts';
 import { httpOnlyDeps, LogCapture, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { createTestDatabase } from './support/database.ts';
 import { CALLBACK_TOKEN, GATE_TOKEN, startGateProcess, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
-import { jsonClient } from './support/ledgers.ts';
+import { jsonClient, seedWorkerCallback } from './support/ledgers.ts';
 
 const SECRET_A = 'status-test-worker-secret-aaaaaaaa';
 const SECRET_B = 'status-test-worker-secret-bbbbbbbb';
@@ -88,14 +88,8 @@ async function seed(store: Store, items: Record<string, SeedItem>) {
   });
 }
 
-async function seedCallback(store: Store, key: string, runId: string, projectId: string, eventType: string, agoSec: number, ignoreReason?: string) {
-  await store.query(
-    `INSERT INTO worker_callbacks (idempotency_key, payload_hash, run_id, project_id, event_type, payload, ignored, ignore_reason,
-                                   response, received_at)
-     VALUES ($1, 'hash', $2, $3, $4, '{}'::jsonb, $5, $6, '{"ok":true}'::jsonb, clock_timestamp() - make_interval(secs => $7))`,
-    [key, runId, projectId, eventType, ignoreReason !== undefined, ignoreReason ?? null, agoSec],
-  );
-}
+const seedCallback = (store: Store, key: string, runId: string, projectId: string, eventType: string, agoSec: number, ignoreReason?: string) =>
+  seedWorkerCallback(store, { key, runId, projectId, eventType, agoSec, ignoreReason });
 
 describe('without dispatch settings', () => {
   let t: TestApp;

@@ -1,5 +1,3 @@
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserState, inPage, launchChromium, openDashboard, type DashboardTab } from './support/browser.ts';
@@ -34,13 +32,6 @@ afterAll(async () => {
   await browser?.close();
   await stack?.close();
 });
-
-/** The fake agent's instructions for a project's next run, in the directory the gate prepares for it. */
-async function writeScenario(projectId: string, scenario: Record<string, unknown>): Promise<void> {
-  const dir = join(stack.gateFixture.projectRoot, projectId);
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'scenario.json'), JSON.stringify(scenario));
-}
 
 const liveCalls = (path: string) => tab.calls.filter((call) => call.method === 'POST' && call.path === path && call.body?.includes('"dry_run":false'));
 
@@ -171,7 +162,7 @@ describe('the dashboard as an operator uses it', () => {
     const candidateId = imported.body.results[0].candidate_id;
     const promoted = await stack.api('POST', '/control/api/research/promote-candidate', { candidate_id: candidateId, dry_run: false, requested_by: 'test', idempotency_key: 'dashboard-cancel' });
     const projectId = promoted.body.project_id as string;
-    await writeScenario(projectId, { scenario: 'normal', work_sec: 120 });
+    await stack.writeScenario(projectId, { scenario: 'normal', work_sec: 120 });
     const dispatched = await stack.api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'test' });
     expect(dispatched.body.action).toBe('live_dispatch');
     stack.agents.remember(dispatched.body);
@@ -215,7 +206,7 @@ describe('the dashboard as an operator uses it', () => {
     await promote.getByRole('button', { name: 'Promote it' }).click();
     await expect.poll(() => promote.locator('.outcome').innerText()).toContain('Promoted');
     const projectId = (await stack.api('GET', '/control/api/v1/queue?group=queued')).body.items.find((item: { project_name: string }) => item.project_name === XSS_TITLE).project_id;
-    await writeScenario(projectId, { scenario: 'normal', work_sec: 1, decision: 'finalize_positive', results: { score: 0.91, baseline_score: 0.84 } });
+    await stack.writeScenario(projectId, { scenario: 'normal', work_sec: 1, decision: 'finalize_positive', results: { score: 0.91, baseline_score: 0.84 } });
 
     // Dispatch it: the dry run shows the candidate, its route and the preflight; a double click dispatches once.
     await tab.open('#/queue');

@@ -4,6 +4,7 @@ import { insertProject } from '../store/projects.ts';
 import { insertQueueItem, type QueueItemInsert } from '../store/queue-items.ts';
 import type { Queryable } from '../store/store.ts';
 import { NO_WORKERS, startTestApp, type TestApp } from './support/app.ts';
+import { seedWorkerCallback } from './support/ledgers.ts';
 
 let t: TestApp;
 
@@ -83,11 +84,7 @@ describe('GET /control/api/v1/lanes', () => {
     expect((await lane()).active).toMatchObject({ run: { run_id: runId, state: 'running' }, last_callback: null });
 
     const callback = (key: string, eventType: string, gateState: string, agoSec: number) =>
-      t.store.query(
-        `INSERT INTO worker_callbacks (idempotency_key, payload_hash, run_id, project_id, event_type, payload, ignored, response, received_at)
-         VALUES ($1, 'hash', $2, 'lanes-busy', $3, $4::jsonb, false, '{"ok":true}'::jsonb, clock_timestamp() - make_interval(secs => $5))`,
-        [key, runId, eventType, JSON.stringify({ gate_state: gateState }), agoSec],
-      );
+      seedWorkerCallback(t.store, { key, runId, projectId: 'lanes-busy', eventType, agoSec, payload: { gate_state: gateState } });
     await callback('lanes-cb-old', 'session_started', 'running', 120);
     await callback('lanes-cb-new', 'question_pending', 'question_pending', 30);
     const { last_callback: last } = (await lane()).active;

@@ -10,6 +10,7 @@ import { insertQueueItem } from '../store/queue-items.ts';
 import type { Queryable } from '../store/store.ts';
 import { startTestApp, UNREACHABLE_PAPER_WORKFLOWS, type TestApp } from './support/app.ts';
 import { deterministicPaperSettings } from './support/paper-settings.ts';
+import { seedWorkerCallback } from './support/ledgers.ts';
 
 let t: TestApp;
 let stateDir: string;
@@ -225,11 +226,7 @@ describe('the v1 details', () => {
   it('show one run with its worker callbacks, newest first, each with the gate state and reason it reported', async () => {
     const runId = 'walk-0005-20261123T100005Z';
     const callback = (key: string, eventType: string, gateState: string, reason: string, agoSec: number, ignoreReason: string | null = null) =>
-      t.store.query(
-        `INSERT INTO worker_callbacks (idempotency_key, payload_hash, run_id, project_id, event_type, payload, ignored, ignore_reason, response, received_at)
-         VALUES ($1, 'hash', $2, 'walk-0005', $3, $4::jsonb, $5, $6, '{"ok":true}'::jsonb, clock_timestamp() - make_interval(secs => $7))`,
-        [key, runId, eventType, JSON.stringify({ gate_state: gateState, reason, telemetry: { cpu_pct: 1 } }), ignoreReason !== null, ignoreReason, agoSec],
-      );
+      seedWorkerCallback(t.store, { key, runId, projectId: 'walk-0005', eventType, agoSec, ignoreReason, payload: { gate_state: gateState, reason, telemetry: { cpu_pct: 1 } } });
     await callback('cb-1', 'session_started', 'running', 'agent session running', 60);
     await callback('cb-2', 'wake_ready', 'wake_ready', 'quiet for 30 s', 10);
     await callback('cb-3', 'wake_ready', 'wake_ready', 'late copy', 5, 'run already finished');

@@ -24,6 +24,28 @@ export async function tableCounts(store: Store): Promise<Record<(typeof LEDGER_T
   return counts;
 }
 
+/** A worker callback stored as the callback route stores one, received `agoSec` seconds ago. */
+export async function seedWorkerCallback(
+  store: Store,
+  callback: { key: string; runId: string; projectId: string; eventType: string; agoSec: number; payload?: Record<string, unknown>; ignoreReason?: string | null },
+): Promise<void> {
+  await store.query(
+    `INSERT INTO worker_callbacks (idempotency_key, payload_hash, run_id, project_id, event_type, payload, ignored, ignore_reason,
+                                   response, received_at)
+     VALUES ($1, 'hash', $2, $3, $4, $5::jsonb, $6, $7, '{"ok":true}'::jsonb, clock_timestamp() - make_interval(secs => $8))`,
+    [
+      callback.key,
+      callback.runId,
+      callback.projectId,
+      callback.eventType,
+      JSON.stringify(callback.payload ?? {}),
+      callback.ignoreReason != null,
+      callback.ignoreReason ?? null,
+      callback.agoSec,
+    ],
+  );
+}
+
 /** JSON over `app.inject` with the test token. */
 export function jsonClient(t: TestApp) {
   const send = async (method: 'GET' | 'POST', url: string, payload?: unknown) => {
