@@ -4,7 +4,7 @@
  * types still depends on it. The determinism of workflows is checked on runtime imports alone, in
  * `.dependency-cruiser-runtime.cjs`, since type imports vanish from the workflow bundle.
  */
-const SOURCE = '^(api|http|services|clients|contracts|activities|workflows|worker-gate|domain|store|config|bin)/';
+const SOURCE = '^(api|http|files|services|clients|contracts|activities|workflows|worker-gate|domain|store|config|bin)/';
 
 /** Reaching `folders` (directly or through any chain of imports) from `from` is an error. */
 const mustNotReach = (name, comment, from, folders) => ({
@@ -39,6 +39,9 @@ module.exports = {
     ]),
     mustNotReach('http-primitives-stand-alone', 'http/ is shared by the control plane and the gate.', '^http/', [
       'api', 'services', 'activities', 'workflows', 'clients', 'worker-gate', 'store', 'bin', 'config',
+    ]),
+    mustNotReach('files-stand-alone', 'files/ (descriptor-based file safety) is shared by services, clients and the gate.', '^files/', [
+      'api', 'http', 'services', 'activities', 'workflows', 'clients', 'worker-gate', 'store', 'bin', 'config', 'contracts', 'domain',
     ]),
     mustNotReach('contracts-are-wire-types', 'contracts/ are shared by a service and its client.', '^contracts/', [
       'api', 'services', 'activities', 'workflows', 'clients', 'worker-gate', 'store', 'bin', 'config',

@@ -17,6 +17,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
+    // The processes the tests start check every answer against its response schema (README "HTTP conventions").
+    env: { RCP_CHECK_ANSWERS: '1' },
     // A missing service must fail the run loudly, never skip it.
     passWithNoTests: false,
   },

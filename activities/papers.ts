@@ -68,7 +68,7 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
     async writePaperDraft(ref: PaperRef): Promise<WrittenDraftRecord> {
       const { run, project } = await subjectOf(ref);
       const read = await readEvidence(settings.projectRoot, project.project_dir);
-      if (!read.complete) throw ApplicationFailure.nonRetryable(`the evidence is incomplete: ${read.missing.join('; ')}`, PAPER_FAILURE_TYPES.evidenceMissing);
+      if (!read.complete) throw ApplicationFailure.nonRetryable(`the evidence is incomplete: ${read.missing.join('; ')}`, PAPER_FAILURE_TYPES.evidenceMissing, read.missing);
       const evidence = draftEvidenceOf(read, { ...run, project_name: project.project_name });
       const written = await heartbeating(async () => {
         try {
@@ -78,7 +78,8 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
           throw error;
         }
       });
-      const evidenceSummary = { sha256: read.sha256, files: read.found, decision: evidence.decision };
+      // Each file's sha256 goes into the draft record: a package carries exactly these bytes or is refused.
+      const evidenceSummary = { sha256: read.sha256, files: read.found, file_hashes: read.hashes.map(({ path, sha256, bytes }) => ({ path, sha256, bytes })), decision: evidence.decision };
       const stored = await storeDraft(settings.stateDir, ref.paper_id, written, evidenceSummary);
       return {
         title: written.draft.title,

@@ -9,7 +9,6 @@ import { controlPlaneErrorAnswers } from './error-answers.ts';
 import { securityHeaders } from '../http/security-headers.ts';
 import { refuseUnstorableText, useZodTypeProvider } from '../http/validation.ts';
 import { allowedHosts } from '../http/allowed-hosts.ts';
-import { registerRateLimits } from '../http/rate-limit.ts';
 import { recordRequestDurations, type ServiceMetrics } from '../http/metrics.ts';
 import { observeRoutes, type RouteObservability } from '../http/route-observability.ts';
 import { registerGateMetrics } from '../worker-gate/gate-metrics.ts';
@@ -39,6 +38,8 @@ export interface HttpAppOptions {
   routeObservability?: RouteObservability;
   /** route_observability_memory_warn_rss_mib (0: none), reported by /control/api/v1/observability/memory. */
   memoryWarnRssMib?: number;
+  /** Check every answer against its response schema before it is sent (README "HTTP conventions", answers). */
+  checkAnswers?: boolean;
 }
 
 /**
@@ -48,7 +49,7 @@ export interface HttpAppOptions {
  */
 export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Promise<void> {
   const { controlPlane, workerGate } = options;
-  useZodTypeProvider(app);
+  useZodTypeProvider(app, { checkAnswers: options.checkAnswers ?? false });
   refuseUnstorableText(app);
   // Command bodies are JSON only; anything else is 415 rather than a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
@@ -61,7 +62,6 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
   // Before authentication: a request for a host name this server does not answer to learns nothing else.
   await app.register(allowedHosts, { allowedHosts: options.allowedHosts ?? [] });
   if (controlPlane) await app.register(cookie);
-  await registerRateLimits(app);
   await app.register(auth, {
     controlApiToken: options.controlApiToken,
     ...(controlPlane ? { store: controlPlane.store } : {}),

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import type { Store } from '../store/store.ts';
 import { findLiveSession, touchSession } from '../store/sessions.ts';
 import { HttpError, unauthorized } from '../http/errors.ts';
-import { csrfTokenFor, sha256Hex, tokensMatch } from '../http/tokens.ts';
+import { csrfTokenFor, sha256Hex, tokenMatcher, tokensMatch } from '../http/tokens.ts';
 import { hasCredentialQuery } from '../http/url-credentials.ts';
 
 export const SESSION_COOKIE = 'cp_session';
@@ -70,16 +70,22 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
     }
   });
 
+  type Matcher = (presented: string) => boolean;
+  const matcherOf = (token: string | undefined): Matcher | undefined => (token === undefined ? undefined : tokenMatcher(token));
+  const controlToken = matcherOf(options.controlApiToken);
+  const gateToken = matcherOf(options.workerGateToken);
+  const callbackToken = matcherOf(options.callbackToken);
+
   /** Any one of `accepted` (a token this server does not hold is left out) authenticates. */
-  const requireBearer = (request: FastifyRequest, ...accepted: (string | undefined)[]) => {
+  const requireBearer = (request: FastifyRequest, ...accepted: (Matcher | undefined)[]) => {
     const bearer = bearerFrom(request);
-    if (bearer === undefined || !accepted.some((token) => token !== undefined && tokensMatch(bearer, token))) throw unauthorized();
+    if (bearer === undefined || !accepted.some((matches) => matches !== undefined && matches(bearer))) throw unauthorized();
     request.principal = { kind: 'bearer' };
   };
 
   const authenticateControl = async (request: FastifyRequest) => {
-    if (!options.store) return requireBearer(request, options.controlApiToken);
-    if (bearerFrom(request) !== undefined) return requireBearer(request, options.controlApiToken);
+    if (!options.store) return requireBearer(request, controlToken);
+    if (bearerFrom(request) !== undefined) return requireBearer(request, controlToken);
     await authenticateSession(request, options.store, options.controlApiToken);
   };
 
@@ -87,7 +93,7 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
   const authenticateUnrouted = async (request: FastifyRequest) => {
     if (options.store) return authenticateControl(request);
     // The gate alone: either of its two tokens authenticates.
-    return requireBearer(request, options.controlApiToken, options.workerGateToken);
+    return requireBearer(request, controlToken, gateToken);
   };
 
   app.addHook('onRequest', async (request) => {
@@ -98,16 +104,16 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
 
     switch (kind) {
       case 'gate':
-        return requireBearer(request, options.workerGateToken);
+        return requireBearer(request, gateToken);
       case 'agent_event': {
         const bearer = bearerFrom(request);
         const runId = bearer === undefined ? undefined : options.agentRunFor?.(bearer);
-        if (runId === undefined) return requireBearer(request, options.controlApiToken);
+        if (runId === undefined) return requireBearer(request, controlToken);
         request.principal = { kind: 'agent_run', runId };
         return;
       }
       case 'callback':
-        return requireBearer(request, options.callbackToken);
+        return requireBearer(request, callbackToken);
       case 'control':
         return authenticateControl(request);
       case undefined:

@@ -1,41 +1,63 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { CORE_MODES } from '../domain/core-snapshot.ts';
+import { CORE_MODES, type CorePaperRow, type CoreQueueRow } from '../domain/core-snapshot.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
 import { QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import { anyObject, errorResponses, openObject } from '../http/responses.ts';
 import { HttpError } from '../http/errors.ts';
+import { withinJsonBounds } from '../http/json-bounds.ts';
 import { queryText } from '../http/validation.ts';
 import { createCore } from '../services/core.ts';
 import { readLegacyNotes } from '../services/legacy-notes.ts';
+import { PROJECT_ID_PATTERN } from '../store/projects.ts';
 import { AuditEventSchema } from './answers.ts';
 import type { AppDeps } from './deps.ts';
 
 /** Most rows of each kind one snapshot may carry, and the body size that allows (README "Core"). */
 export const CORE_SNAPSHOT_LIMITS = { rows: 20_000, body_bytes: 8 * 1024 * 1024 } as const;
 
+/**
+ * Bounds on one row as sent, kept whole in the stored snapshot: room for this product's own list rows (a paper's
+ * evidence summary names up to 500 result files) and a workflow tool's bookkeeping, too small for one row to crowd
+ * out the rest of a body.
+ */
+export const CORE_ROW_MAX_BYTES = 64 * 1024;
+export const CORE_ROW_MAX_DEPTH = 8;
+const ROW_BOUNDS = { maxBytes: CORE_ROW_MAX_BYTES, maxDepth: CORE_ROW_MAX_DEPTH };
+
 const id = z.string().min(1).max(200);
-const QueueRow = z.strictObject({
-  project_id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,127}$/, 'must be a project id: lowercase letters, digits, . _ -'),
+const smallInt = z.number().int().min(-1_000_000).max(1_000_000);
+const queueRowFields = {
+  project_id: z.string().regex(PROJECT_ID_PATTERN, 'must be a project id: lowercase letters, digits, . _ -'),
   project_name: z.string().min(1).max(300).optional(),
   status: z.enum(QUEUE_STATUSES),
   manual_review_required: z.boolean().optional(),
-  dispatch_priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
-  selection_rank: z.number().int().min(-1_000_000).max(1_000_000).optional(),
+  dispatch_priority: smallInt.optional(),
+  selection_rank: smallInt.optional(),
   machine_target: id.nullable().optional(),
   workload_class: z.enum(WORKLOAD_CLASSES).optional(),
   current_run_id: id.nullable().optional(),
-});
-const PaperRow = z.strictObject({
+} satisfies Record<keyof CoreQueueRow, z.ZodType>;
+const paperRowFields = {
   paper_id: z.string().min(1).max(500),
   project_id: id.optional(),
   run_id: id.optional(),
   paper_status: z.enum(PAPER_STATUSES),
   review_status: z.enum(REVIEW_STATUSES).optional(),
-  rank_score: z.number().int().min(-1_000_000).max(1_000_000).optional(),
-});
+  rank_score: smallInt.optional(),
+} satisfies Record<keyof CorePaperRow, z.ZodType>;
+
+// Rows come from any compatible source, this product's own v1 list rows included: the fields Core reads are checked,
+// every other field passes through to the stored snapshot as sent, within the row bounds.
+const rowNote = `Other fields are kept as sent in the stored snapshot and ignored; a row is at most ${CORE_ROW_MAX_BYTES} bytes as JSON and nests at most ${CORE_ROW_MAX_DEPTH} levels.`;
+const QueueRow = withinJsonBounds(z.looseObject(queueRowFields), 'queue row', ROW_BOUNDS).describe(
+  `A queue row from any compatible source (a v1 queue item as listed qualifies). Core reads the fields named here, project_id and status required. ${rowNote}`,
+);
+const PaperRow = withinJsonBounds(z.looseObject(paperRowFields), 'paper row', ROW_BOUNDS).describe(
+  `A paper row from any compatible source (a v1 paper as listed qualifies). Core reads the fields named here, paper_id and paper_status required. ${rowNote}`,
+);
 
 // No defaults here: the idempotency hash covers the body as sent, so the parsed body must be exactly that.
 const SnapshotBody = z.strictObject({
@@ -67,7 +89,7 @@ const ProjectionAnswer = openObject({
   total_queue_rows: z.number().int(),
   total_paper_rows: z.number().int(),
   status_counts: anyObject(),
-  active_rows: z.array(anyObject()),
+  active_rows: z.array(anyObject()).describe('The rows in flight (at most 50), each with the queue row fields Core reads and no others'),
   draft_candidate_count: z.number().int(),
   polish_candidate_count: z.number().int(),
   warnings: z.array(z.string()),
@@ -77,7 +99,7 @@ const LegacyNotesAnswer = openObject({
   ok: z.boolean(),
   source: z.string(),
   latest_ingest: anyObject().nullable(),
-  queued_projects: openObject({ count: z.number().int(), items: z.array(anyObject()) }),
+  queued_projects: openObject({ count: z.number().int(), items: z.array(anyObject()).describe('At most 100, each with the queue row fields Core reads and no others') }),
   skipped_reasons: anyObject(),
   recent_events: z.array(AuditEventSchema),
 });

@@ -6,6 +6,7 @@ import { httpApp, type HttpAppOptions, type WorkerGateRole } from './app.ts';
 import type { AuthKind } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { answerClientError } from '../http/client-errors.ts';
+import { closeConnectionsWithoutRequest, limitConnectionsPerClient } from '../http/connection-limits.ts';
 import { answerRoutingError, BODY_LIMIT_BYTES } from '../http/errors.ts';
 import type { OperationalTrace } from '../http/operational-trace.ts';
 import { ServiceMetrics } from '../http/metrics.ts';
@@ -17,14 +18,34 @@ const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 export const SHUTDOWN_DRAIN_GRACE_MS = 5_000;
 const DROP_WARNING_EVERY_MS = 60_000;
 
-/** Bounds on what one client can hold (README "HTTP conventions"); from http_request_timeout_sec and http_max_connections. */
+/**
+ * Bounds on what one client can hold (README "HTTP conventions"); from http_request_timeout_sec, http_max_connections
+ * and http_max_connections_per_address.
+ */
 export interface HttpLimits {
   requestTimeoutMs: number;
   maxConnections: number;
+  /** Open connections one client address (IPv6: one /64) may hold; at most maxConnections. */
+  maxConnectionsPerAddress: number;
+  /** How long a new connection may take to deliver its first request's headers (firstRequestTimeoutMs()). */
+  firstRequestTimeoutMs: number;
 }
 
+const FIRST_REQUEST_TIMEOUT_MS = 10_000;
+
+/**
+ * The first-request deadline: 10 s, or the request timeout when that is shorter. A client sends its request as soon
+ * as it has connected; a third of the default request timeout cuts an idle connection's hold on its slot threefold.
+ */
+export const firstRequestTimeoutMs = (requestTimeoutMs: number): number => Math.min(FIRST_REQUEST_TIMEOUT_MS, requestTimeoutMs);
+
 /** The config's defaults, for servers built without a config (tests, benchmarks). */
-export const DEFAULT_HTTP_LIMITS: HttpLimits = { requestTimeoutMs: 30_000, maxConnections: 256 };
+export const DEFAULT_HTTP_LIMITS: HttpLimits = {
+  requestTimeoutMs: 30_000,
+  maxConnections: 256,
+  maxConnectionsPerAddress: 128,
+  firstRequestTimeoutMs: FIRST_REQUEST_TIMEOUT_MS,
+};
 
 export interface RegisteredRoute {
   method: string;
@@ -49,6 +70,11 @@ export interface CreateServerOptions {
   memoryWarnRssMib?: number;
   /** The gate alone: its Prometheus registry (the control plane's is in its deps); a new one when absent. */
   metrics?: ServiceMetrics;
+  /**
+   * Check every answer against its response schema before it is sent, failing it with 500 where it does not match
+   * (README "HTTP conventions", answers): on in the tests and with RCP_CHECK_ANSWERS=1, off in service.
+   */
+  checkAnswers?: boolean;
 }
 
 /**
@@ -92,21 +118,39 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');
   });
-  limitConnections(app, limits.maxConnections, logger);
+  limitConnections(app, limits, logger);
   closeStalledConnectionsOnClose(app);
   await app.register(fp(httpApp, { name: 'http-app' }), appOptions);
   await app.ready();
   return app;
 }
 
-function limitConnections(app: FastifyInstance, maxConnections: number, logger: Logger): void {
-  app.server.maxConnections = maxConnections;
+function limitConnections(app: FastifyInstance, limits: HttpLimits, logger: Logger): void {
+  app.server.maxConnections = limits.maxConnections;
+  app.server.on(
+    'drop',
+    throttledWarning(logger, { max_connections: limits.maxConnections }, 'connection limit reached: closing new connections (http_max_connections)'),
+  );
+  limitConnectionsPerClient(
+    app.server,
+    limits.maxConnectionsPerAddress,
+    throttledWarning(
+      logger,
+      { max_connections_per_address: limits.maxConnectionsPerAddress },
+      'a client address holds its limit of connections: closing its new ones (http_max_connections_per_address)',
+    ),
+  );
+  closeConnectionsWithoutRequest(app.server, limits.firstRequestTimeoutMs);
+}
+
+/** A warning logged at most once a minute: a client refused in a loop must not flood the log. */
+function throttledWarning(logger: Logger, fields: Record<string, unknown>, message: string): () => void {
   let lastWarning = 0;
-  app.server.on('drop', () => {
+  return () => {
     if (Date.now() - lastWarning < DROP_WARNING_EVERY_MS) return;
     lastWarning = Date.now();
-    logger.warn({ max_connections: maxConnections }, 'connection limit reached: closing new connections (http_max_connections)');
-  });
+    logger.warn(fields, message);
+  };
 }
 
 /**
@@ -141,6 +185,7 @@ export function createServer(deps: AppDeps, logger: Logger, options: CreateServe
 const observabilityOptions = (options: CreateServerOptions) => ({
   ...(options.routeObservability ? { routeObservability: options.routeObservability } : {}),
   ...(options.memoryWarnRssMib !== undefined ? { memoryWarnRssMib: options.memoryWarnRssMib } : {}),
+  ...(options.checkAnswers !== undefined ? { checkAnswers: options.checkAnswers } : {}),
 });
 
 /** A server for the worker gate role alone: no database, no Temporal. */
@@ -148,7 +193,7 @@ export function createWorkerGateServer(
   controlApiToken: string,
   workerGate: WorkerGateRole,
   logger: Logger,
-  options: Pick<CreateServerOptions, 'onRoute' | 'allowedHosts' | 'limits' | 'operationalTrace' | 'routeObservability' | 'memoryWarnRssMib' | 'metrics'> = {},
+  options: Pick<CreateServerOptions, 'onRoute' | 'allowedHosts' | 'limits' | 'operationalTrace' | 'routeObservability' | 'memoryWarnRssMib' | 'metrics' | 'checkAnswers'> = {},
 ): Promise<FastifyInstance> {
   return buildServer(
     {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { listAuditEventsBefore, listAuditEventsPage, type AuditEventFilters } from '../store/audit-events.ts';
+import type { Queryable } from '../store/store.ts';
 import type { AppDeps } from './deps.ts';
 import { errorResponses, pageBody } from '../http/responses.ts';
 import { pageOf, queryInt, queryText } from '../http/validation.ts';
@@ -41,7 +42,7 @@ const payloadFilter = z.preprocess(
 );
 
 /** The audit log has one order in v1: newest first, by id. */
-const EVENT_ORDERS: readonly KeysetOrder[] = [{ name: '-id', columns: [descending('id', 'bigint')] }];
+export const EVENT_ORDERS: readonly KeysetOrder[] = [{ name: '-id', columns: [descending('id', 'bigint')] }];
 
 const cursorQuery = v1ListQuery(EVENT_ORDERS, { payload: payloadFilter, ...filterFields });
 
@@ -54,6 +55,17 @@ const filtersOf = (query: AuditEventFilters): AuditEventFilters => ({
 });
 
 const tags = ['events'];
+
+/** One v1 page of the audit log, newest first: the rows after the walk's key, and the key of the next page. */
+export async function auditEventsByCursor(reads: Queryable, filters: AuditEventFilters, walk: ReturnType<typeof walkFrom>) {
+  const rows = await listAuditEventsBefore(reads, filters, {
+    ...(walk.after ? { beforeId: Number(walk.after[0]) } : {}),
+    limit: walk.limit + 1,
+  });
+  const items = rows.slice(0, walk.limit);
+  const next = rows.length > walk.limit ? [String(items.at(-1)!.id)] : null;
+  return v1Page({ items, next }, walk.order, walk.limit);
+}
 
 export async function eventRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
@@ -80,13 +92,6 @@ export async function eventRoutes(instance: FastifyInstance, deps: AppDeps): Pro
   };
   app.get('/control/api/v1/events', { config: { auth: 'control' }, schema: byCursor }, async (request) => {
     const query = request.query;
-    const walk = walkFrom(EVENT_ORDERS, query);
-    const rows = await listAuditEventsBefore(deps.store.reads, filtersOf(query), {
-      ...(walk.after ? { beforeId: Number(walk.after[0]) } : {}),
-      limit: walk.limit + 1,
-    });
-    const items = rows.slice(0, walk.limit);
-    const next = rows.length > walk.limit ? [String(items.at(-1)!.id)] : null;
-    return v1Page({ items, next }, walk.order, walk.limit);
+    return auditEventsByCursor(deps.store.reads, filtersOf(query), walkFrom(EVENT_ORDERS, query));
   });
 }

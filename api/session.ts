@@ -5,10 +5,15 @@ import { endDashboardSession, startDashboardSession } from '../services/dashboar
 import { SESSION_ABSOLUTE_MS, SESSION_COOKIE, SESSION_IDLE_MS } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError, unauthorized } from '../http/errors.ts';
+import { clientKey, FailureLimit } from '../http/failure-limit.ts';
 import { errorResponses, openObject } from '../http/responses.ts';
 import { csrfTokenFor, tokensMatch } from '../http/tokens.ts';
 
-/** Sign-in attempts one client address may make per window, so the control token cannot be guessed at speed. */
+/**
+ * Wrong sign-ins one client address may make per window, so the control token cannot be guessed at speed. Only
+ * failures count, and a correct token is never refused: any local process shares the operator's address, and must
+ * not be able to lock the operator out.
+ */
 export const SIGN_IN_ATTEMPTS_PER_WINDOW = 10;
 export const SIGN_IN_WINDOW_MS = 60_000;
 
@@ -39,10 +44,13 @@ export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): P
     body: loginBody,
     response: { 200: LoginAnswer, ...errorResponses(401, 422, 429) },
   };
-  const signInLimit = { max: SIGN_IN_ATTEMPTS_PER_WINDOW, timeWindow: SIGN_IN_WINDOW_MS };
-  app.post('/control/api/session', { config: { auth: 'public', rateLimit: signInLimit }, schema: login }, async (request, reply) => {
+  const wrongSignIns = new FailureLimit({ maxFailures: SIGN_IN_ATTEMPTS_PER_WINDOW, windowMs: SIGN_IN_WINDOW_MS });
+  app.post('/control/api/session', { config: { auth: 'public' }, schema: login }, async (request, reply) => {
     const { token } = request.body;
-    if (!tokensMatch(token, deps.controlApiToken)) throw unauthorized();
+    if (!tokensMatch(token, deps.controlApiToken)) {
+      wrongSignIns.fail(clientKey(request.ip));
+      throw unauthorized();
+    }
     const { sessionId, expiresAt } = await startDashboardSession(deps.store, {
       absoluteMs: SESSION_ABSOLUTE_MS,
       idleMs: SESSION_IDLE_MS,

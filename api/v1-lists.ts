@@ -43,6 +43,11 @@ const PapersQuery = v1ListQuery(PAPER_ORDERS, {
   search: queryText(),
 });
 
+/** A page of queue rows, each with the operator commands its status allows (the v1 queue's answer). */
+export function withOperatorActions<Page extends { items: QueueItemRow[] }>(page: Page) {
+  return { ...page, items: page.items.map((item) => ({ ...item, operator_actions: queueItemCommands(item) })) };
+}
+
 /** A v1 queue row: the queue item and the operator commands it takes now (what a dashboard offers for it). */
 const QueueRowSchema = QueueItemSchema.extend({
   operator_actions: z.array(z.enum(Object.keys(QUEUE_ITEM_COMMANDS) as [keyof typeof QUEUE_ITEM_COMMANDS])).describe('mark_paused and/or requeue, as the row\'s status allows'),
@@ -95,8 +100,7 @@ export async function v1ListRoutes(instance: FastifyInstance, deps: AppDeps): Pr
     async (request) => {
       const { group, status, search } = request.query;
       const walk = walkFrom(QUEUE_ORDERS, request.query);
-      const page = v1Page(await walkQueueItems(reads, { group: group ?? 'all', status, search, ...walk }), walk.order, walk.limit);
-      return { ...page, items: page.items.map((item) => ({ ...item, operator_actions: queueItemCommands(item) })) };
+      return withOperatorActions(v1Page(await walkQueueItems(reads, { group: group ?? 'all', status, search, ...walk }), walk.order, walk.limit));
     },
   );
 

@@ -7,7 +7,8 @@
  *   (3) a dry queue check over the same ledgers with 100 findings.
  * The provider's own time is ~0, so (1) is what the control plane adds to a provider's latency.
  *   npm run bench:automation
- * Knobs (environment): BENCH_BATCHES=200 BENCH_TICKS=500 BENCH_CHECKS=200 BENCH_ITEMS=10000
+ * Knobs (environment): BENCH_BATCHES=200 BENCH_TICKS=500 BENCH_CHECKS=200 BENCH_ITEMS=10000 (BENCH_QUICK=1: small
+ *   counts, seconds; bench/knobs.ts)
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,12 +19,13 @@ import { pumpDispatch, pumpFollowup, pumpGate, pumpPaperDraft, type PumpDeps } f
 import { createResearchFacility } from '../services/research-facility.ts';
 import { openStore } from '../store/open-store.ts';
 import { log, loadNow, ms, timeEach, type Stats } from './figures.ts';
+import { knob } from './knobs.ts';
 import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase } from './support.ts';
 
-const BATCHES = Number(process.env.BENCH_BATCHES ?? 200);
-const TICKS = Number(process.env.BENCH_TICKS ?? 500);
-const CHECKS = Number(process.env.BENCH_CHECKS ?? 200);
-const ITEMS = Number(process.env.BENCH_ITEMS ?? 10_000);
+const BATCHES = knob('BENCH_BATCHES', 200, 10);
+const TICKS = knob('BENCH_TICKS', 500, 20);
+const CHECKS = knob('BENCH_CHECKS', 200, 10);
+const ITEMS = knob('BENCH_ITEMS', 10_000, 200);
 const DATABASE = `rcp_bench_automation_${process.pid}`;
 const loadStart = loadNow();
 

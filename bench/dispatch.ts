@@ -9,10 +9,11 @@
  * this process (startControlPlane), as `npm start` runs it.
  *   npm run bench:dispatch
  * Knobs (environment): BENCH_QUEUED_ROWS=100000 BENCH_DRY_RUNS=2000 BENCH_DRY_RUNS_BUSY=300 BENCH_LIVE_RUNS=60
- *   BENCH_FULL_RUNS=200 BENCH_LANES=20 BENCH_CALLERS=20 BENCH_LOG_LEVEL=error
+ *   BENCH_FULL_RUNS=200 BENCH_LANES=20 BENCH_CALLERS=20 BENCH_LOG_LEVEL=error (BENCH_QUICK=1: small counts, seconds;
+ *   bench/knobs.ts)
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
@@ -26,20 +27,21 @@ import { workerRoutingFrom } from '../domain/lanes.ts';
 import { nextDispatchCandidate } from '../store/dispatch-candidates.ts';
 import { openStore } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
-import { ms, stats, type Stats } from './figures.ts';
+import { loadNow, log, ms, stats, type Stats } from './figures.ts';
+import { knob, QUICK } from './knobs.ts';
 import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase } from './support.ts';
 import { epochMs, InstantGate } from './support/instant-gate.ts';
 import { goSignal, readyQuery, type bareSignalWorkflow, type bareWorkflow } from './workflows/bare.ts';
 
-const QUEUED_ROWS = Number(process.env.BENCH_QUEUED_ROWS ?? 100_000);
-const DRY_RUNS = Number(process.env.BENCH_DRY_RUNS ?? 2000);
-const DRY_RUNS_BUSY = Number(process.env.BENCH_DRY_RUNS_BUSY ?? 300);
-const LIVE_RUNS = Number(process.env.BENCH_LIVE_RUNS ?? 60);
-const FULL_RUNS = Number(process.env.BENCH_FULL_RUNS ?? 200);
-const LANES = Number(process.env.BENCH_LANES ?? 20);
-const CALLERS = Number(process.env.BENCH_CALLERS ?? 20);
+const QUEUED_ROWS = knob('BENCH_QUEUED_ROWS', 100_000, 2_000);
+const DRY_RUNS = knob('BENCH_DRY_RUNS', 2000, 100);
+const DRY_RUNS_BUSY = knob('BENCH_DRY_RUNS_BUSY', 300, 30);
+const LIVE_RUNS = knob('BENCH_LIVE_RUNS', 60, 5);
+const FULL_RUNS = knob('BENCH_FULL_RUNS', 200, 20);
+const LANES = knob('BENCH_LANES', 20, 4);
+const CALLERS = knob('BENCH_CALLERS', 20, 4);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'error';
-const WARMUP = 10;
+const WARMUP = QUICK ? 2 : 10;
 const FULL_PATH_DEADLINE_MS = 300_000;
 
 const CONTROL_TOKEN = 'bench-control-token-0123456789abcdef';
@@ -52,9 +54,7 @@ const BARE_WORKFLOWS = fileURLToPath(new URL('./workflows/bare.ts', import.meta.
 
 const laneName = (index: number) => `lane-${String(index).padStart(2, '0')}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const loadNow = () => loadavg().map((value) => value.toFixed(1)).join(' ');
 const loadStart = loadNow();
-const log = (message: string) => console.log(`[${new Date().toISOString().slice(11, 23)}] ${message}`);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Figures

@@ -2,7 +2,7 @@
  * CPU cost of the worker gate's sampling loop: sample_interval_sec 1 with 5 tracked runs whose agents are alive,
  * so every tick reads telemetry, scans /proc (stat + cwd of every process) and evaluates each run.
  * Target: < 1 % of one core.
- *   npx tsx bench/gate-sampler.ts [seconds=30] [runs=5]
+ *   npm run bench:gate-sampler -- [seconds=30] [runs=5]   (or BENCH_SECONDS, BENCH_RUNS; BENCH_QUICK=1: 3 s, 2 runs)
  */
 import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,9 +12,10 @@ import { ConfigFileSchema } from '../config/schema.ts';
 import { readProcessTable } from '../worker-gate/process-table.ts';
 import { TelemetrySampler } from '../worker-gate/telemetry/sampler.ts';
 import { WorkerGate } from '../worker-gate/worker-gate.ts';
+import { knob } from './knobs.ts';
 
-const seconds = Number(process.argv[2] ?? 30);
-const runCount = Number(process.argv[3] ?? 5);
+const seconds = process.argv[2] ? Number(process.argv[2]) : knob('BENCH_SECONDS', 30, 3);
+const runCount = process.argv[3] ? Number(process.argv[3]) : knob('BENCH_RUNS', 5, 2);
 
 function cpuMs(since?: NodeJS.CpuUsage): number {
   const usage = process.cpuUsage(since);

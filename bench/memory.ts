@@ -4,20 +4,21 @@
  * the service starts is a separate process and is reported beside it. Targets: <= 350 MiB idle on the embedded
  * defaults, <= 150 MiB idle on `pg` (the service process, without the Temporal server).
  *   npm run bench:memory       (BENCH_IDLE_SEC=20, BENCH_DURATION_SEC=10, BENCH_CONNECTIONS=10 by default;
- *                               BENCH_SHAPE=embedded or pg for one shape)
+ *                               BENCH_SHAPE=embedded or pg for one shape; BENCH_QUICK=1: seconds, bench/knobs.ts)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import { httpLoad } from './figures.ts';
+import { knob } from './knobs.ts';
 import { benchDatabaseUrl, ensureDatabase, percentileTable } from './support.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
-const IDLE_SEC = Number(process.env.BENCH_IDLE_SEC ?? 20);
-const DURATION_SEC = Number(process.env.BENCH_DURATION_SEC ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const IDLE_SEC = knob('BENCH_IDLE_SEC', 20, 2);
+const DURATION_SEC = knob('BENCH_DURATION_SEC', 10, 1);
+const CONNECTIONS = knob('BENCH_CONNECTIONS', 10, 4);
 const DATABASE = 'rcp_bench_memory';
 const TOKEN = 'bench-memory-token-0123456789abcdef';
 
@@ -133,12 +134,7 @@ async function measure(shape: Shape): Promise<Record<string, string | number>> {
 
     let peak = idle;
     const sampler = setInterval(() => (peak = Math.max(peak, rssKib(pid))), 100);
-    const result = await autocannon({
-      url: `${url}/control/api/v1/events?page_size=50`,
-      connections: CONNECTIONS,
-      duration: DURATION_SEC,
-      headers: { authorization: `Bearer ${token}` },
-    });
+    const result = await httpLoad(`${url}/control/api/v1/events?page_size=50`, { authorization: `Bearer ${token}` }, DURATION_SEC, CONNECTIONS);
     clearInterval(sampler);
     const after = rssKib(pid);
     return {
@@ -146,8 +142,7 @@ async function measure(shape: Shape): Promise<Record<string, string | number>> {
       'idle MiB': mib(idle),
       'load peak MiB': mib(peak),
       'after load MiB': mib(after),
-      'req/s': Math.round(result.requests.average),
-      'non-2xx': result.non2xx,
+      'req/s': Math.round(result.rps),
       'Temporal dev server idle MiB': temporalPid ? mib(temporalIdle) : 'none',
     };
   } finally {

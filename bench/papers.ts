@@ -8,8 +8,8 @@
  *   (3) the deterministic draft of one paper (deterministicDraft) and its automated checklist (judgeDraft), in process.
  * One fresh Postgres database, dropped at the end; each HTTP side in its own process (bench/papers-server.ts).
  *   npm run bench:papers
- * Knobs (environment): BENCH_DURATION_SEC=10 BENCH_CONNECTIONS=10 BENCH_PAPERS=10000 BENCH_DRAFT_CALLS=2000
- *   BENCH_DRAFTS=2000; BENCH_EXPLAIN=1 prints the candidate query's plan even when (2) meets its target.
+ * Knobs (environment): BENCH_DURATION_SEC=10 BENCH_WARMUP_SEC=2 BENCH_CONNECTIONS=10 BENCH_PAPERS=10000
+ *   BENCH_DRAFT_CALLS=2000 BENCH_DRAFTS=2000 (BENCH_QUICK=1: small counts, seconds; bench/knobs.ts); BENCH_EXPLAIN=1 prints the candidate query's plan even when (2) meets its target.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -23,17 +23,19 @@ import { draftEvidenceOf, readEvidence } from '../services/paper-evidence.ts';
 import { openStore } from '../store/open-store.ts';
 import { listDraftCandidates } from '../store/paper-drafts.ts';
 import type { Store } from '../store/store.ts';
-import { httpLoad, log, loadNow, ms, stopBenchServer, timeEach, yes, type LoadFigures, type Stats } from './figures.ts';
+import { loadNow, loadSideBySide, log, ms, stopBenchServer, timeEach, warmUp, yes, type LoadFigures, type Stats } from './figures.ts';
+import { knob } from './knobs.ts';
 import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase, startBenchServer } from './support.ts';
 
-const PAPER_COUNT = Number(process.env.BENCH_PAPERS ?? 10_000);
+const PAPER_COUNT = knob('BENCH_PAPERS', 10_000, 200);
 const PROJECT_COUNT = Math.max(10, Math.floor(PAPER_COUNT / 5));
 const UNDRAFTED = 10;
-const DURATION_SEC = Number(process.env.BENCH_DURATION_SEC ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const DURATION_SEC = knob('BENCH_DURATION_SEC', 10, 1);
+const WARMUP_SEC = knob('BENCH_WARMUP_SEC', 2, 0);
+const CONNECTIONS = knob('BENCH_CONNECTIONS', 10, 4);
 const ALONE_SEC = Math.max(1, Math.round(DURATION_SEC / 2));
-const DRAFT_CALLS = Number(process.env.BENCH_DRAFT_CALLS ?? 2000);
-const DRAFTS = Number(process.env.BENCH_DRAFTS ?? 2000);
+const DRAFT_CALLS = knob('BENCH_DRAFT_CALLS', 2000, 50);
+const DRAFTS = knob('BENCH_DRAFTS', 2000, 50);
 const TARGET = { ratio: 0.6, listP99: 20, draftNextP99: 25 } as const;
 
 const DATABASE = `rcp_bench_papers_${process.pid}`;
@@ -181,7 +183,6 @@ async function writeProjectFiles(projectRoot: string, projectDir: string, projec
 
 
 const auth = { authorization: `Bearer ${TOKEN}` };
-const load = (port: number, path: string, durationSec: number, connections = CONNECTIONS) => httpLoad(`http://127.0.0.1:${port}${path}`, auth, durationSec, connections);
 
 
 async function getJson(port: number, path: string): Promise<{ items: { paper_id: string; rank_score: number; updated_at: string }[]; total: number }> {
@@ -217,15 +218,12 @@ async function benchLists(fastifyPort: number, barePort: number): Promise<ListFi
   const figures: ListFigures[] = [];
   for (const path of LIST_PATHS) {
     await checkSameAnswer(fastifyPort, barePort, path);
-    // A short warm-up so JIT and pool connections are in place before measuring.
-    await load(fastifyPort, path, 2);
-    await load(barePort, path, 2);
+    const urls = { app: `http://127.0.0.1:${fastifyPort}${path}`, bare: `http://127.0.0.1:${barePort}${path}` };
+    await warmUp([urls.app, urls.bare], auth, WARMUP_SEC, CONNECTIONS);
     log(`(1) ${path}: ${DURATION_SEC} s each side, ${CONNECTIONS} connections`);
-    const app = await load(fastifyPort, path, DURATION_SEC);
-    const bare = await load(barePort, path, DURATION_SEC);
+    const { app, bare } = await loadSideBySide(urls, auth, DURATION_SEC, CONNECTIONS);
     log(`(1) ${path}: app ${app.rps.toFixed(0)} req/s p99 ${app.p99} ms, bare ${bare.rps.toFixed(0)} req/s p99 ${bare.p99} ms`);
-    const appAlone = await load(fastifyPort, path, ALONE_SEC, 1);
-    const bareAlone = await load(barePort, path, ALONE_SEC, 1);
+    const { app: appAlone, bare: bareAlone } = await loadSideBySide(urls, auth, ALONE_SEC, 1);
     figures.push({ path, app, bare, appAlone, bareAlone });
   }
   return figures;

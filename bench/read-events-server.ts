@@ -1,8 +1,11 @@
 /**
  * One side of bench/read-events.ts, run in its own process: either the real Fastify app or a bare node:http server
- * running the same SQL on the same kind of pool. Prints `listening <port>` when ready.
+ * calling the same read functions the routes call (same SQL, same pool, same body), without validation,
+ * authentication or Fastify. Prints `listening <port>` when ready.
  */
-import { listAuditEventsBefore, listAuditEventsPage } from '../store/audit-events.ts';
+import { auditEventsByCursor, EVENT_ORDERS } from '../api/events.ts';
+import { pageOf } from '../http/validation.ts';
+import { listAuditEventsPage } from '../store/audit-events.ts';
 import { createPgStore } from '../store/pg-store.ts';
 import { startBareServer, startBenchApp } from './bench-app.ts';
 
@@ -15,10 +18,9 @@ if (mode === 'fastify') {
   startBareServer(async (url) => {
     const pageSize = Number(url.searchParams.get('page_size') ?? 50);
     if (url.pathname === '/control/api/events') {
-      const page = await listAuditEventsPage(store, {}, { offset: 0, limit: pageSize });
-      return { ...page, page: 1, page_size: pageSize, has_more: page.total > pageSize };
+      const { items, total } = await listAuditEventsPage(store, {}, { offset: 0, limit: pageSize });
+      return pageOf(items, total, { page: 1, page_size: pageSize });
     }
-    const rows = await listAuditEventsBefore(store, {}, { limit: pageSize + 1 });
-    return { items: rows.slice(0, pageSize), page: { page_size: pageSize, returned: Math.min(rows.length, pageSize), has_more: rows.length > pageSize } };
+    return auditEventsByCursor(store.reads, {}, { order: EVENT_ORDERS[0]!, after: null, limit: pageSize });
   });
 }

@@ -4,6 +4,7 @@
  * authentication or Fastify. Prints `listening <port>` when ready.
  *   read-models-server.ts <fastify|bare> <database url> <token>
  */
+import { withOperatorActions } from '../api/v1-lists.ts';
 import { v1Page } from '../api/v1-paging.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { decodeCursor } from '../http/cursor.ts';
@@ -58,7 +59,7 @@ if (mode === 'fastify') {
       case '/control/api/v1/lanes':
         return readLanes(reads, BENCH_DISPATCH);
       case '/control/api/v1/queue':
-        return page(url, QUEUE_ORDERS, (walk) => walkQueueItems(reads, { group: 'all', ...walk }));
+        return withOperatorActions(await page(url, QUEUE_ORDERS, (walk) => walkQueueItems(reads, { group: 'all', ...walk })));
       case '/control/api/v1/runs':
         return page(url, RUN_ORDERS, (walk) => walkRuns(reads, walk));
       case '/control/api/v1/papers':

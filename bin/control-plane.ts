@@ -7,6 +7,7 @@ import { loadConfig, formatProblems } from '../config/load.ts';
 import { redactConfig, SECRET_FIELDS } from '../config/schema.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
+import { makePrivate } from '../store/private-files.ts';
 import { createLogger } from './runtime/logger.ts';
 import { createWorkerGateRole, startWorkerGateOnly } from './runtime/worker-gate-process.ts';
 
@@ -22,6 +23,8 @@ async function main(): Promise<void> {
   const { config } = loaded;
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info', secretConfigFields: SECRET_FIELDS });
   for (const warning of loaded.warnings) logger.warn(warning);
+  // The run records, the embedded database and the traces live here: no other user (an agent's) may enter it.
+  makePrivate(config.state_dir, { recursive: false });
   if (loaded.firstRun) {
     process.stdout.write(
       `\nFirst run: wrote ${loaded.configPath}\n` +

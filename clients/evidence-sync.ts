@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
 import { lstatSync, realpathSync } from 'node:fs';
 import { lstat, mkdir, readdir, rmdir } from 'node:fs/promises';
-import { dirname, isAbsolute, join, posix, relative, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, posix, relative, resolve } from 'node:path';
+import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
+import { isStrictlyInside, PinnedDir, reachableInside } from '../files/pinned-dir.ts';
 
 /**
  * Copies a run's paper evidence from a worker machine into the control plane's copy of the project, with rsync over
@@ -57,6 +59,8 @@ export const EVIDENCE_FILTERS: readonly string[] = [
 ];
 
 const STDERR_TAIL_CHARS = 500;
+/** The descriptor rsync finds the pinned destination parent on. */
+const PINNED_FD = 3;
 /** After timeout_ms the process group gets SIGTERM, and SIGKILL this long after if it is still there. */
 const KILL_GRACE_MS = 500;
 
@@ -136,11 +140,6 @@ function projectDirProblem(projectDir: string): string | undefined {
   return undefined;
 }
 
-const isStrictlyInside = (parent: string, child: string) => {
-  const rel = relative(parent, child);
-  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
-};
-
 const lexists = (path: string) => {
   try {
     lstatSync(path);
@@ -150,22 +149,13 @@ const lexists = (path: string) => {
   }
 };
 
-/** `path` with symbolic links followed on the part of it that exists; undefined when a link there points nowhere. */
-function realpathOfExistingPrefix(path: string): string | undefined {
-  let existing = path;
-  const rest: string[] = [];
-  while (!lexists(existing)) {
-    const parent = dirname(existing);
-    if (parent === existing) break;
-    rest.unshift(existing.slice(parent.length).replace(/^[/\\]/, ''));
-    existing = parent;
-  }
+const realRoot = (projectRoot: string) => {
   try {
-    return resolve(realpathSync(existing), ...rest);
+    return realpathSync(resolve(projectRoot));
   } catch {
-    return undefined;
+    return resolve(projectRoot);
   }
-}
+};
 
 /** Shows an argument as a POSIX shell would need it (for the operator's eyes; nothing runs it through a shell). */
 const shellQuote = (arg: string) => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`);
@@ -180,23 +170,37 @@ function knownHostsOption(file: string): string | undefined {
   return /\s/.test(value) ? `'UserKnownHostsFile="${value}"'` : `UserKnownHostsFile=${value}`;
 }
 
-/** Evidence files under `dir` (regular files only; links are not followed), relative and sorted. */
-async function listEvidence(dir: string): Promise<string[]> {
+/**
+ * Evidence files under `dir` (regular files only; links are not followed), relative and sorted, with their bytes in
+ * all; `over` when they pass EVIDENCE_CAPS (the walk stops at the cap on entries, whatever the tree holds).
+ */
+async function listEvidence(dir: string): Promise<{ files: string[]; over: boolean }> {
   const found: string[] = [];
-  const isFile = async (path: string) => (await lstat(path).catch(() => undefined))?.isFile() ?? false;
-  for (const file of ['run_notes.md', '.research/decision.json']) {
-    if (await isFile(join(dir, file))) found.push(file);
-  }
+  let bytes = 0;
+  let entriesLeft = EVIDENCE_CAPS.maxEntriesVisited;
+  const fileSize = async (path: string) => {
+    const info = await lstat(path).catch(() => undefined);
+    return info?.isFile() ? info.size : null;
+  };
+  const take = async (rel: string) => {
+    const size = await fileSize(join(dir, rel));
+    if (size === null) return;
+    found.push(rel);
+    bytes += size;
+  };
+  for (const file of ['run_notes.md', '.research/decision.json']) await take(file);
   const walk = async (relDir: string): Promise<void> => {
     const entries = await readdir(join(dir, relDir), { withFileTypes: true }).catch(() => []);
     for (const entry of entries) {
+      if (--entriesLeft < 0) return;
       const rel = `${relDir}/${entry.name}`;
       if (entry.isDirectory()) await walk(rel);
-      else if (entry.isFile()) found.push(rel);
+      else if (entry.isFile()) await take(rel);
     }
   };
   if ((await lstat(join(dir, 'results')).catch(() => undefined))?.isDirectory()) await walk('results');
-  return found.sort();
+  const over = entriesLeft < 0 || found.length > EVIDENCE_CAPS.maxFiles || bytes > EVIDENCE_CAPS.maxTotalBytes;
+  return { files: found.sort(), over };
 }
 
 interface Outcome {
@@ -208,14 +212,14 @@ interface Outcome {
 }
 
 /** Runs `program` in its own process group; after timeoutMs the whole group is killed. */
-function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Outcome> {
+function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number, pinnedFd: number): Promise<Outcome> {
   return new Promise((resolveOutcome) => {
     let stderr = '';
     let timedOut = false;
     let spawnError: string | null = null;
     let signal: NodeJS.Signals | null = null;
     let settled = false;
-    const child = spawn(program, args, { env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(program, args, { env, detached: true, stdio: ['ignore', 'ignore', 'pipe', pinnedFd] });
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4 * STDERR_TAIL_CHARS)));
     const signalGroup = (signal: NodeJS.Signals) => {
       if (child.pid === undefined) return;
@@ -265,7 +269,7 @@ export async function syncEvidence(
   target: { project_root: string; project_dir: string },
 ): Promise<EvidenceSyncReport> {
   const started = performance.now();
-  const root = realpathOfExistingPrefix(resolve(target.project_root)) ?? resolve(target.project_root);
+  const root = realRoot(target.project_root);
   const destination = resolve(root, target.project_dir);
   const parsed = parseSshHost(settings.ssh_host);
   const remoteDir = posix.join(settings.remote_root, target.project_dir);
@@ -288,10 +292,7 @@ export async function syncEvidence(
   const dirProblem = projectDirProblem(target.project_dir);
   if (dirProblem) return refuse(dirProblem);
   if (!isStrictlyInside(root, destination)) return refuse(`project_dir escapes project_root (${root})`);
-  const realDestination = realpathOfExistingPrefix(destination);
-  if (realDestination === undefined || !isStrictlyInside(root, realDestination)) {
-    return refuse('project_dir escapes project_root through a symbolic link');
-  }
+  if (!reachableInside(root, destination)) return refuse('project_dir escapes project_root through a symbolic link');
   if (!posix.isAbsolute(settings.remote_root) || CONTROL_CHARS.test(settings.remote_root)) {
     return refuse('remote_root must be an absolute path without control characters');
   }
@@ -335,10 +336,14 @@ export async function syncEvidence(
     '--no-owner',
     '--no-group',
     '--chmod=Du=rwx,Dgo=rx,Fu=rw,Fgo=r',
+    // The evidence reader's caps (domain/evidence-caps.ts): a bigger file is not copied at all.
+    `--max-size=${EVIDENCE_CAPS.maxFileBytes}`,
     ...EVIDENCE_FILTERS,
     '-e', sshArgs.join(' '),
     `${remoteHost}:${remoteDir.endsWith('/') ? remoteDir : `${remoteDir}/`}`,
-    `${destination}/`,
+    // The destination's parent is pinned (opened, its real path checked inside project_root) and handed to rsync as
+    // its descriptor 3: a link swapped into the path after the checks cannot carry the copy elsewhere.
+    `/proc/self/fd/${PINNED_FD}/${basename(destination)}/`,
   ];
   const command = [RSYNC_PROGRAM, ...args].map(shellQuote).join(' ');
 
@@ -348,6 +353,12 @@ export async function syncEvidence(
     firstCreated = await mkdir(dirname(destination), { recursive: true });
   } catch (error) {
     return refuse(`cannot create ${dirname(destination)}: ${(error as Error).message}`);
+  }
+  let parent: PinnedDir;
+  try {
+    parent = PinnedDir.open(root, relative(root, dirname(destination)), { allowBase: true });
+  } catch {
+    return refuse('project_dir escapes project_root through a symbolic link');
   }
   const destinationExisted = lexists(destination);
   const undoCreated = async () => {
@@ -359,7 +370,7 @@ export async function syncEvidence(
     }
   };
 
-  const outcome = await runBounded(RSYNC_PROGRAM, args, { ...process.env, ...settings.env }, settings.timeout_ms);
+  const outcome = await runBounded(RSYNC_PROGRAM, args, { ...process.env, ...settings.env }, settings.timeout_ms, parent.fd).finally(() => parent.close());
   const stderrTail = tail(outcome.stderr);
   let ok = false;
   let error: string | null = null;
@@ -382,12 +393,10 @@ export async function syncEvidence(
     }
   }
   if (!ok) await undoCreated();
-  return report({
-    ok,
-    command,
-    exit_code: outcome.exitCode,
-    timed_out: outcome.timedOut,
-    copied: await listEvidence(destination),
-    error,
-  });
+  const copied = await listEvidence(destination);
+  if (ok && copied.over) {
+    ok = false;
+    error = `the evidence is over its cap (${EVIDENCE_CAPS.maxFiles} files, ${EVIDENCE_CAPS.maxTotalBytes} bytes, ${EVIDENCE_CAPS.maxFileBytes} bytes a file): it counts as missing`;
+  }
+  return report({ ok, command, exit_code: outcome.exitCode, timed_out: outcome.timedOut, copied: copied.files, error });
 }

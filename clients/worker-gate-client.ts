@@ -49,7 +49,12 @@ export interface GateRequest {
   trace?: { writer: OperationalTrace; target: string };
 }
 
-/** One request to a gate; answers any HTTP status (the caller decides) and throws only when no answer came. */
+const isRedirect = (status: number): boolean => status >= 300 && status < 400;
+
+/**
+ * One request to a gate; answers any status but a redirect (the caller decides), and throws when no answer came or
+ * the gate answered 3xx: a redirect is a gate error that is not retried.
+ */
 export async function gateRequest<T = unknown>(baseUrl: string, request: GateRequest): Promise<WorkerGateResponse<T>> {
   const url = new URL(request.path, baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
   const started = performance.now();
@@ -82,6 +87,8 @@ export async function gateRequest<T = unknown>(baseUrl: string, request: GateReq
         ...(request.body !== undefined ? { 'content-type': 'application/json' } : {}),
       },
       ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
+      // A gate is not trusted to send the control plane's requests elsewhere: a redirect is an error, not followed.
+      redirect: 'manual',
       signal: AbortSignal.timeout(request.timeoutMs),
     });
   } catch (cause) {
@@ -98,6 +105,9 @@ export async function gateRequest<T = unknown>(baseUrl: string, request: GateReq
     // Not JSON: keep the text for the error message.
   }
   traced(response.status, text);
+  if (isRedirect(response.status)) {
+    throw new WorkerGateError(`${request.method} ${url.origin}${url.pathname}: answered ${response.status}; redirects are not followed`, response.status, false, body);
+  }
   return { status: response.status, body: body as T, ms: Math.round(performance.now() - started) };
 }
 

@@ -215,16 +215,21 @@ function resolvePaths(config: Config, configDir: string): Config {
   return out;
 }
 
+/** `path`'s permission bits when users other than its owner may use it, or null (also when it does not exist). */
+function exposedMode(path: string): number | null {
+  try {
+    const mode = statSync(path).mode & 0o777;
+    return (mode & 0o077) === 0 ? null : mode;
+  } catch {
+    return null;
+  }
+}
+
 /** The file holds every token of this install: other users of the machine (agents among them) must not read it. */
 function exposureWarning(configPath: string): string | undefined {
-  let mode: number;
-  try {
-    mode = statSync(configPath).mode;
-  } catch {
-    return undefined;
-  }
-  if ((mode & 0o077) === 0) return undefined;
-  return `${configPath} is readable or writable by other users (mode ${(mode & 0o777).toString(8)}); it holds this install's tokens: chmod 600 it`;
+  const mode = exposedMode(configPath);
+  if (mode === null) return undefined;
+  return `${configPath} is readable or writable by other users (mode ${mode.toString(8)}); it holds this install's tokens: chmod 600 it`;
 }
 
 /** Where the operational trace is written: operational_trace_log_path, or a file under state_dir when it is empty. */
@@ -236,6 +241,10 @@ function collectWarnings(config: Config, configPath: string, env: ConfigEnv): st
   const warnings: string[] = [];
   const exposure = exposureWarning(configPath);
   if (exposure) warnings.push(exposure);
+  const stateDirMode = exposedMode(config.state_dir);
+  if (stateDirMode !== null) {
+    warnings.push(`state_dir ${config.state_dir} was open to other users (mode ${stateDirMode.toString(8)}); it holds the run records and the embedded database: made 0700`);
+  }
   if (config.roles.includes('worker_gate') && !existsSync(config.dispatch_script_path)) {
     warnings.push(`dispatch_script_path: ${config.dispatch_script_path} does not exist`);
   }

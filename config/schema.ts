@@ -178,6 +178,10 @@ export const ConfigFieldsSchema = z.strictObject({
   http_max_connections: doc(z.number().int().min(1).default(256), {
     description: 'Most client connections open at once; a connection beyond it is closed as soon as it is accepted.',
   }),
+  http_max_connections_per_address: doc(z.number().int().min(1).default(128), {
+    description:
+      'Most connections one client address (IPv6: one /64) may hold open at once, capped at http_max_connections; a connection beyond it is closed as soon as it is accepted. Every local process connects from the same loopback address and shares this limit.',
+  }),
   dispatch_timeout_sec: doc(z.number().positive().default(30), {
     description: 'How long the dispatch script may run before the dispatch fails (504).',
   }),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { withinJsonBounds } from '../http/json-bounds.ts';
 import { openObject } from '../http/responses.ts';
 import { CALLBACK_EVENT_TYPES, GATE_STATES } from '../domain/gate.ts';
 
@@ -74,26 +75,12 @@ export type GateCallbackPayload = z.infer<typeof GateCallbackPayloadSchema>;
 export const CALLBACK_OBJECT_MAX_BYTES = 16 * 1024;
 export const CALLBACK_OBJECT_MAX_DEPTH = 8;
 
-/** True when objects and arrays nest more than `limit` levels; looks no deeper than that, so any depth is safe. */
-function nestsDeeperThan(value: unknown, limit: number): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (limit === 0) return true;
-  const children = Array.isArray(value) ? value : Object.values(value);
-  return children.some((child) => nestsDeeperThan(child, limit - 1));
-}
-
 /**
  * A JSON object of another gate's making: stored as sent, never acted on field by field. Its values arrive parsed from
  * JSON, so `unknown` is JSON here (and keeps the published schema free of a recursive JSON type).
  */
 const boundedJsonObject = (what: string) =>
-  z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
-    if (nestsDeeperThan(value, CALLBACK_OBJECT_MAX_DEPTH)) {
-      ctx.addIssue({ code: 'custom', message: `${what} nests deeper than ${CALLBACK_OBJECT_MAX_DEPTH} levels` });
-    } else if (Buffer.byteLength(JSON.stringify(value)) > CALLBACK_OBJECT_MAX_BYTES) {
-      ctx.addIssue({ code: 'custom', message: `${what} is larger than ${CALLBACK_OBJECT_MAX_BYTES} bytes as JSON` });
-    }
-  });
+  withinJsonBounds(z.record(z.string(), z.unknown()), what, { maxBytes: CALLBACK_OBJECT_MAX_BYTES, maxDepth: CALLBACK_OBJECT_MAX_DEPTH });
 
 /**
  * The callback body the control plane accepts (README "Runs"). A worker host may run a gate of another

@@ -14,6 +14,10 @@ export const PROJECTION_VERSION = 'svc-core.queue.v1';
 /** Most active rows a projection lists, and most warnings any answer carries. */
 export const CORE_LIMITS = { active_rows: 50, warnings: 50 } as const;
 
+/**
+ * The fields Core reads from a queue row. A row as sent may carry any others (a compatible source's own bookkeeping);
+ * they stay in the stored snapshot and nothing here looks at them.
+ */
 export interface CoreQueueRow {
   project_id: string;
   project_name?: string | undefined;
@@ -26,6 +30,7 @@ export interface CoreQueueRow {
   current_run_id?: string | null | undefined;
 }
 
+/** The fields Core reads from a paper row; any others it carries are kept in the stored snapshot and ignored. */
 export interface CorePaperRow {
   paper_id: string;
   project_id?: string | undefined;
@@ -33,6 +38,24 @@ export interface CorePaperRow {
   paper_status: PaperStatus;
   review_status?: ReviewStatus | undefined;
   rank_score?: number | undefined;
+}
+
+// Every field of CoreQueueRow once: `satisfies` fails the build when the interface gains a field this list lacks.
+const QUEUE_ROW_FIELDS = Object.keys({
+  project_id: true,
+  project_name: true,
+  status: true,
+  manual_review_required: true,
+  dispatch_priority: true,
+  selection_rank: true,
+  machine_target: true,
+  workload_class: true,
+  current_run_id: true,
+} satisfies Record<keyof CoreQueueRow, true>) as (keyof CoreQueueRow)[];
+
+/** A queue row as Core reads it: the fields of CoreQueueRow it carries, without the others a source sent along. */
+export function readQueueRow(row: CoreQueueRow): CoreQueueRow {
+  return Object.fromEntries(QUEUE_ROW_FIELDS.filter((field) => field in row).map((field) => [field, row[field]])) as unknown as CoreQueueRow;
 }
 
 /** Paper statuses whose draft may be polished (rewritten) while its review is still open. */
@@ -70,8 +93,9 @@ export interface QueueProjection {
 
 /**
  * The queue a snapshot describes: one row per project (a repeated project_id keeps its last row) and per paper,
- * statuses counted, rows in flight listed (by project_id, at most CORE_LIMITS.active_rows), papers waiting for a
- * first draft (`eligible`) and papers whose draft may still be polished (drafted, review not final).
+ * statuses counted, rows in flight listed (by project_id, at most CORE_LIMITS.active_rows, with the fields Core reads
+ * alone), papers waiting for a first draft (`eligible`) and papers whose draft may still be polished (drafted, review
+ * not final).
  */
 export function projectQueue(snapshot: { queue_rows: readonly CoreQueueRow[]; paper_rows: readonly CorePaperRow[] }): QueueProjection {
   const queue = uniqueQueueRows(snapshot.queue_rows);
@@ -88,7 +112,7 @@ export function projectQueue(snapshot: { queue_rows: readonly CoreQueueRow[]; pa
     total_queue_rows: queue.rows.length,
     total_paper_rows: papers.rows.length,
     status_counts: statusCounts,
-    active_rows: active.slice(0, CORE_LIMITS.active_rows),
+    active_rows: active.slice(0, CORE_LIMITS.active_rows).map(readQueueRow),
     draft_candidate_count: papers.rows.filter((paper) => paper.paper_status === 'eligible').length,
     polish_candidate_count: papers.rows.filter(
       (paper) => POLISHABLE.includes(paper.paper_status) && !FINAL_REVIEWS.includes(paper.review_status ?? 'unreviewed'),

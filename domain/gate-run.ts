@@ -41,6 +41,11 @@ export interface GateRun extends GateSession {
   root_start_ticks: number | null;
   process_group_id: number | null;
   tmux_session: string | null;
+  /**
+   * The dispatch script as the gate started it (in a session of its own): a pid an agent names is taken as the root
+   * only if it descends from this process or works in the project. Absent from records written before this existed.
+   */
+  dispatch_script?: TrackedPid | null;
   vram_baseline_mib: number | null;
   /** Every process the gate has tracked for this run, with its start time, to tell a reused pid apart. */
   known_pids: TrackedPid[];
@@ -159,6 +164,11 @@ export function adoptRoot(run: GateRun, rootPid: number, rootStat: TrackedPid | 
   };
 }
 
+/** The dispatch script is running as `script` (pid and start time): the processes it starts are the gate's own. */
+export function recordDispatchScript(run: GateRun, script: TrackedPid | null): GateRun {
+  return { ...run, dispatch_script: script };
+}
+
 /** The script started the agent: from now on the gate watches the run's processes. */
 export function markDispatched(run: GateRun, outcome: DispatchOutcome, rootStat: TrackedPid | null): GateRun {
   const started: GateRun = {
@@ -166,7 +176,8 @@ export function markDispatched(run: GateRun, outcome: DispatchOutcome, rootStat:
     dispatch_status: 'started',
     dispatch_duration_ms: outcome.duration_ms,
     script_output: outcome.script_output,
-    root_pid: outcome.root_pid,
+    // A root the agent named while the script ran (and the gate checked) stays unless the script names its own.
+    root_pid: outcome.root_pid ?? run.root_pid,
     process_group_id: outcome.process_group_id,
     tmux_session: outcome.tmux_session,
   };
@@ -206,16 +217,16 @@ export function recordCallback(run: GateRun, callback: RecordedCallback): GateRu
   return { ...run, callbacks: [...run.callbacks, callback] };
 }
 
-/** A lifecycle event as the gate received it, with what the agent runtime reported about its processes. */
+/** A lifecycle event as the gate received it, with the tmux session the agent runtime reported. */
 export interface RunEventInput extends LifecycleInput {
-  process_group_id?: number | undefined;
   tmux_session?: string | undefined;
 }
 
 /**
  * Applies a lifecycle event to the run: its session changes as `applyLifecycleEvent` says, the event is counted, and
- * the process group or tmux session the agent reports fill in what the dispatch script did not. A new session
- * forgets the callbacks of the previous one.
+ * the tmux session the agent reports fills in what the dispatch script did not. A process group is never taken from
+ * an agent: every process of a group named by it would be signalled on cancel. A new session forgets the callbacks of
+ * the previous one.
  */
 export function applyRunEvent(run: GateRun, input: RunEventInput): { run: GateRun; outcome: LifecycleOutcome } {
   const outcome = applyLifecycleEvent(run, input);
@@ -225,7 +236,6 @@ export function applyRunEvent(run: GateRun, input: RunEventInput): { run: GateRu
     events_received: run.events_received + 1,
     events_ignored: run.events_ignored + (outcome.ignored_reason ? 1 : 0),
     callbacks: outcome.session_reset ? [] : run.callbacks,
-    process_group_id: run.process_group_id ?? input.process_group_id ?? null,
     tmux_session: run.tmux_session ?? input.tmux_session ?? null,
   };
   return { run: next, outcome };

@@ -86,11 +86,28 @@ function judgeSection(itemId: ChecklistItemId, heading: string, found: Map<strin
     : { item_id: itemId, status: 'pass', note: `the ${heading} section is present` };
 }
 
+/** The draft's text outside code spans and fenced code: where Markdown is markup. */
+const outsideCode = (markdown: string) => markdown.replace(/^```[^\n]*\n[\s\S]*?^```[^\n]*$/gm, ' ').replace(/`[^`\n]*`/g, ' ');
+
+/** Raw HTML (a tag, a comment, a processing instruction) and links to a script or data scheme: a draft is plain Markdown. */
+function markupProblems(markdown: string): string[] {
+  const text = outsideCode(markdown);
+  const problems: string[] = [];
+  const tag = /<\/?[A-Za-z][^>\n]*>?|<!--|<\?|<!\[?[A-Za-z]/.exec(text);
+  if (tag) problems.push(`raw HTML (${JSON.stringify(tag[0].slice(0, 40))})`);
+  const scheme = /\b(?:javascript|vbscript|data|file):/i.exec(text);
+  if (scheme) problems.push(`a link scheme that is not allowed (${JSON.stringify(scheme[0])})`);
+  return problems;
+}
+
 function judgeFormatting(markdown: string, found: Map<string, string>): ChecklistJudgement {
   const titles = markdown.split('\n').filter((line) => /^# /.test(line)).length;
   const order = [...found.keys()].filter((heading) => (DRAFT_SECTIONS as readonly string[]).includes(heading));
+  const extra = [...found.keys()].filter((heading) => !(DRAFT_SECTIONS as readonly string[]).includes(heading));
   const problems: string[] = [];
   if (titles !== 1) problems.push(`${titles} top-level titles (one expected)`);
+  if (extra.length > 0) problems.push(`sections that are not the paper's: ${extra.map((heading) => JSON.stringify(heading.slice(0, 60))).join(', ')}`);
+  problems.push(...markupProblems(markdown));
   const missing = DRAFT_SECTIONS.filter((heading) => !found.has(heading));
   if (missing.length > 0) problems.push(`missing sections: ${missing.join(', ')}`);
   else if (order.join() !== DRAFT_SECTIONS.join()) problems.push(`sections out of order: ${order.join(', ')}`);

@@ -57,8 +57,21 @@ export function formatNumber(value: number): string {
   return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(6)));
 }
 
-const escapeCell = (text: string) => text.replace(/\|/g, '\\|').replace(/`/g, "'").replace(/\s+/g, ' ');
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
+
+/**
+ * A name the agent chose (a file, a key, an id) as a code span: on one line, without backticks (which would end the
+ * span and let the rest be read as Markdown or raw HTML), without control characters, and with pipes escaped so a
+ * table cell stays one cell. Inside a code span nothing else is markup.
+ */
+export const codeSpan = (text: string) =>
+  `\`${oneLine(text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, ' ')).replace(/`/g, "'").replace(/\|/g, '\\|') || ' '}\``;
+
+/** Text from outside with `&`, `<` and brackets escaped, so that raw HTML or a link in it stays text in the Markdown. */
+const asText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/\[/g, '\\[').replace(/\]/g, '\\]');
+
+/** The agent's own words, quoted: markup stays text, and each line starts with '>' so a heading never becomes a section. */
+const quoteLine = (line: string) => (line ? `> ${asText(line)}` : '>');
 
 function titleOf(evidence: DraftEvidence): string {
   const outcome = evidence.decision === 'finalize_positive' ? 'a positive result' : `decision ${evidence.decision ?? 'none'}`;
@@ -68,7 +81,7 @@ function titleOf(evidence: DraftEvidence): string {
 function abstractOf(evidence: DraftEvidence, values: ResultValue[]): string {
   const measured = values.length === 0 ? 'It recorded no numeric results.' : 'Its numeric results are tabulated under Results.';
   const summary = evidence.decision_summary ? " The agent's own summary is quoted under Decision." : '';
-  return `This paper reports run \`${evidence.run_id}\` of project \`${evidence.project_id}\`, which ended with the decision \`${evidence.decision ?? 'none'}\`. ${measured}${summary}`;
+  return `This paper reports run ${codeSpan(evidence.run_id)} of project ${codeSpan(evidence.project_id)}, which ended with the decision ${codeSpan(evidence.decision ?? 'none')}. ${measured}${summary}`;
 }
 
 function resultsSection(values: ResultValue[]): string[] {
@@ -76,7 +89,7 @@ function resultsSection(values: ResultValue[]): string[] {
   const shown = values.slice(0, MAX_RESULT_ROWS);
   const lines = ['| file | result | value |', '|---|---|---|'];
   // Names go in code spans: the checklist traces every number outside code spans back to a results file.
-  for (const { file, key, value } of shown) lines.push(`| \`${escapeCell(file)}\` | \`${escapeCell(key || '(value)')}\` | ${formatNumber(value)} |`);
+  for (const { file, key, value } of shown) lines.push(`| ${codeSpan(file)} | ${codeSpan(key || '(value)')} | ${formatNumber(value)} |`);
   if (values.length > shown.length) lines.push('', `Further results are in the files and not shown here (\`${values.length - shown.length}\` more).`);
   return lines;
 }
@@ -88,7 +101,8 @@ export function deterministicDraft(evidence: DraftEvidence): Draft {
   const notes = evidence.run_notes.trim().slice(0, MAX_NOTES_CHARS) || 'The run notes are empty.';
   const files = [...new Set(evidence.results.map((r) => r.path))].sort();
   const markdown = [
-    `# ${title}`,
+    // The title is the project's name, which a research provider or an import may have chosen.
+    `# ${asText(title)}`,
     '',
     '## Abstract',
     '',
@@ -97,7 +111,7 @@ export function deterministicDraft(evidence: DraftEvidence): Draft {
     '## Method',
     '',
     // The notes are the agent's words: quoted, so their headings cannot become sections of the paper.
-    ...notes.split('\n').map((line) => (line ? `> ${line}` : '>')),
+    ...notes.split('\n').map(quoteLine),
     '',
     '## Results',
     '',
@@ -105,9 +119,9 @@ export function deterministicDraft(evidence: DraftEvidence): Draft {
     '',
     '## Decision',
     '',
-    `The agent's decision is \`${evidence.decision ?? 'none'}\`.`,
+    `The agent's decision is ${codeSpan(evidence.decision ?? 'none')}.`,
     // The summary is the agent's words, quoted like the notes: its numbers are its claims, not the paper's.
-    ...(evidence.decision_summary ? ['', `> ${oneLine(evidence.decision_summary)}`] : []),
+    ...(evidence.decision_summary ? ['', quoteLine(oneLine(evidence.decision_summary))] : []),
     '',
     '## Limitations',
     '',
@@ -115,7 +129,7 @@ export function deterministicDraft(evidence: DraftEvidence): Draft {
     '',
     '## Reproducibility',
     '',
-    `Project \`${evidence.project_id}\`, run \`${evidence.run_id}\`${evidence.finished_at ? `, finished ${evidence.finished_at}` : ''}. Evidence: \`run_notes.md\`${files.map((file) => `, \`${file}\``).join('')}.`,
+    `Project ${codeSpan(evidence.project_id)}, run ${codeSpan(evidence.run_id)}${evidence.finished_at ? `, finished ${oneLine(evidence.finished_at)}` : ''}. Evidence: \`run_notes.md\`${files.map((file) => `, ${codeSpan(file)}`).join('')}.`,
     '',
   ].join('\n');
   return { title, abstract, markdown };

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * The opaque `cursor` of the v1 lists (README "Read models"): the sort a walk uses and the sort key of the last row it
@@ -13,7 +13,7 @@ export interface CursorPosition {
 }
 
 const CHECK_LENGTH = 16;
-const check = (payload: string) => createHash('sha256').update(`rcp-cursor-v1\0${payload}`).digest('base64url').slice(0, CHECK_LENGTH);
+const check = (payload: string) => hash('sha256', `rcp-cursor-v1\0${payload}`, 'base64url').slice(0, CHECK_LENGTH);
 
 export function encodeCursor(position: CursorPosition): string {
   const payload = Buffer.from(JSON.stringify({ s: position.sort, k: position.key })).toString('base64url');

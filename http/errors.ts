@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { SECURITY_HEADERS } from './security-headers.ts';
-import { problemsFromValidation } from './validation.ts';
+import { boundedProblems, problemsFromValidation, type ValidationProblem } from './validation.ts';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -47,7 +47,7 @@ export function registerErrorHandling(app: FastifyInstance, mapError: ErrorMappe
     const problems = problemsFromValidation(error);
     if (problems) return reply.code(422).send({ detail: problems });
     const mapped = mapError(error);
-    if (mapped) return reply.code(mapped.status).send({ detail: mapped.detail });
+    if (mapped) return reply.code(mapped.status).send({ detail: boundedDetail(mapped) });
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       return reply.code(413).send({ detail: `request body exceeds ${BODY_LIMIT_BYTES} bytes` });
     }
@@ -62,6 +62,10 @@ export function registerErrorHandling(app: FastifyInstance, mapError: ErrorMappe
     return reply.code(500).send({ detail: 'internal error', request_id: request.id });
   });
 }
+
+/** A refused command's list of problems is bounded as a schema failure's is. */
+const boundedDetail = (answer: ClientAnswer): unknown =>
+  answer.status === 422 && Array.isArray(answer.detail) ? boundedProblems(answer.detail as ValidationProblem[]) : answer.detail;
 
 /** What the client is told for errors Fastify raises while routing; never the URL itself. */
 const ROUTING_ERROR_DETAIL: Readonly<Record<string, string>> = {

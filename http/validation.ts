@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { hasZodFastifySchemaValidationErrors, validatorCompiler } from 'fastify-type-provider-zod';
+import { answerSerializerCompiler, type AnswerSerializerOptions } from './serialization.ts';
 import { z } from 'zod';
 
 export type LocRoot = 'body' | 'query' | 'path' | 'header';
@@ -29,30 +30,76 @@ const pathFromPointer = (pointer: string): (string | number)[] =>
   pointer === '/' ? [] : pointer.slice(1).split('/').map((part) => (/^\d+$/.test(part) ? Number(part) : part));
 
 /**
+ * Bounds every 422 answer: a body of thousands of unknown keys is answered with as many entries as a body of a few,
+ * so that its answer (and the memory to build it) stays small whatever the request holds.
+ */
+export const MAX_VALIDATION_PROBLEMS = 20;
+/** An unknown key is echoed in `loc` up to this many characters: a 1 MiB key name must not come back whole. */
+const MAX_ECHOED_KEY_CHARS = 200;
+
+const echoedKey = (key: string): string => (key.length > MAX_ECHOED_KEY_CHARS ? `${key.slice(0, MAX_ECHOED_KEY_CHARS)}…` : key);
+
+/** Collects at most MAX_VALIDATION_PROBLEMS entries and counts the rest, which become one summary entry. */
+class ProblemList {
+  private readonly listed: ValidationProblem[] = [];
+  private omitted = 0;
+
+  add(problem: () => ValidationProblem): void {
+    if (this.listed.length < MAX_VALIDATION_PROBLEMS) this.listed.push(problem());
+    else this.omitted += 1;
+  }
+
+  addCount(count: number): void {
+    this.omitted += count;
+  }
+
+  entries(root: LocRoot | undefined): ValidationProblem[] {
+    if (this.omitted === 0) return this.listed;
+    const more = { loc: root ? [root] : [], msg: `${this.omitted} more problems not listed`, type: 'too_many_problems' };
+    return [...this.listed, more];
+  }
+}
+
+/** `problems` as a 422 answers them: the first MAX_VALIDATION_PROBLEMS, then one entry counting the rest. */
+export function boundedProblems(problems: readonly ValidationProblem[]): ValidationProblem[] {
+  const list = new ProblemList();
+  for (const problem of problems) list.add(() => problem);
+  return list.entries(problems[0]?.loc[0] === undefined ? undefined : (problems[0].loc[0] as LocRoot));
+}
+
+/**
  * The 422 entries of a request that failed its route schema, `loc` rooted at body, query, path or header, one entry
- * per unknown key.
+ * per unknown key, at most MAX_VALIDATION_PROBLEMS of them and then one summary entry.
  */
 export function problemsFromValidation(error: unknown): ValidationProblem[] | undefined {
   if (error instanceof InvalidRequest) return error.problems;
   if (!hasZodFastifySchemaValidationErrors(error)) return undefined;
   const root = LOC_ROOTS[(error as { validationContext?: string }).validationContext ?? 'body'] ?? 'body';
-  return error.validation.flatMap((issue): ValidationProblem[] => {
+  const list = new ProblemList();
+  for (const issue of error.validation) {
     const path = pathFromPointer(issue.instancePath);
     if (issue.keyword === 'unrecognized_keys') {
       const keys = (issue.params as { keys: string[] }).keys;
-      return keys.map((key) => ({ loc: [root, ...path, key], msg: 'unknown field', type: 'unrecognized_keys' }));
+      const shown = Math.min(keys.length, MAX_VALIDATION_PROBLEMS);
+      for (let index = 0; index < shown; index += 1) {
+        list.add(() => ({ loc: [root, ...path, echoedKey(keys[index]!)], msg: 'unknown field', type: 'unrecognized_keys' }));
+      }
+      list.addCount(keys.length - shown);
+    } else {
+      list.add(() => ({ loc: [root, ...path], msg: issue.message ?? 'invalid', type: issue.keyword }));
     }
-    return [{ loc: [root, ...path], msg: issue.message ?? 'invalid', type: issue.keyword }];
-  });
+  }
+  return list.entries(root);
 }
 
-/** A request refused before its route schema ran, answered as a schema failure is (422, one entry per problem). */
+/** A request refused before its route schema ran, answered as a schema failure is (422, bounded as those are). */
 export class InvalidRequest extends Error {
   readonly problems: ValidationProblem[];
 
   constructor(problems: ValidationProblem[]) {
-    super(problems.map((problem) => `${problem.loc.join('.')}: ${problem.msg}`).join('; '));
-    this.problems = problems;
+    const bounded = boundedProblems(problems);
+    super(bounded.map((problem) => `${problem.loc.join('.')}: ${problem.msg}`).join('; '));
+    this.problems = bounded;
     this.name = 'InvalidRequest';
   }
 }
@@ -136,16 +183,16 @@ export function refuseUnstorableText(app: FastifyInstance): void {
 }
 
 /**
- * Route schemas are zod schemas: handlers get the parsed values, typed from the schemas, and answers are checked
- * against their response schemas.
+ * Route schemas are zod schemas: handlers get the parsed values, typed from the schemas, and answers are written by
+ * serializers compiled from their response schemas (checked against them too where `checkAnswers` is on).
  */
-export function useZodTypeProvider(app: FastifyInstance): void {
+export function useZodTypeProvider(app: FastifyInstance, answers: AnswerSerializerOptions): void {
   // Fastify hands a missing body over as null; a body schema's default then applies, as for an absent body.
   app.setValidatorCompiler<z.core.$ZodType>((route) => {
     const validate = validatorCompiler(route);
     return (data: unknown) => validate(data ?? undefined);
   });
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(answerSerializerCompiler(answers));
 }
 
 const emptyToUndefined = (value: unknown) => (value === '' ? undefined : value);

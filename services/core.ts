@@ -27,6 +27,7 @@ export interface CoreSettings {
   enforceEnabled: boolean;
 }
 
+/** A snapshot as sent; its rows may carry fields beyond Core's, which are stored with them and otherwise ignored. */
 export interface SnapshotRequest {
   idempotency_key: string;
   source?: string | undefined;

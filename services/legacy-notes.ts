@@ -1,4 +1,4 @@
-import { uniqueQueueRows } from '../domain/core-snapshot.ts';
+import { readQueueRow, uniqueQueueRows } from '../domain/core-snapshot.ts';
 import { listAuditEventsBefore } from '../store/audit-events.ts';
 import { latestCoreSnapshot } from '../store/core-snapshots.ts';
 import type { Queryable } from '../store/store.ts';
@@ -10,7 +10,8 @@ export const LEGACY_NOTES_LIMITS = { queued_projects: 100, events: 20 } as const
 
 /**
  * `GET /control/api/intake/legacy-notes` (README "Core"): the latest snapshot the legacy notes sync posted, the
- * projects it has queued (in dispatch order), how many of its rows were skipped and why, and its recent ingests.
+ * projects it has queued (in dispatch order, the fields Core reads), how many of its rows were skipped and why, and
+ * its recent ingests.
  */
 export async function readLegacyNotes(q: Queryable) {
   const [latest, events] = await Promise.all([
@@ -42,7 +43,7 @@ export async function readLegacyNotes(q: Queryable) {
           warnings: latest.warnings,
         }
       : null,
-    queued_projects: { count: queued.length, items: queued.slice(0, LEGACY_NOTES_LIMITS.queued_projects) },
+    queued_projects: { count: queued.length, items: queued.slice(0, LEGACY_NOTES_LIMITS.queued_projects).map(readQueueRow) },
     skipped_reasons: latest ? Object.fromEntries(Object.entries(latest.skipped).filter(([, n]) => (n ?? 0) > 0)) : {},
     recent_events: events,
   };

@@ -1,21 +1,21 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, realpath, stat } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { hasPaperEvidence } from '../contracts/worker-callback.ts';
 import type { DraftEvidence } from '../domain/paper-draft.ts';
+import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
+import { hasControlChars, PinnedDir, UnsafePathError } from '../files/pinned-dir.ts';
 
 /**
  * A run's paper evidence as the control plane reads it: from its own copy of the project, `<project_root>/<project_dir>`
  * (the worker's directory itself when the gate runs on this machine, or what evidence sync copied). Evidence is
- * `run_notes.md` plus `.research/decision.json`, or `run_notes.md` plus non-empty `results/**\/*.json`. A file that
- * leads out of the project (a symbolic link) counts as absent.
+ * `run_notes.md` plus `.research/decision.json`, or `run_notes.md` plus non-empty `results/**\/*.json`.
+ *
+ * An agent writes these files, so they are read as README "Security model" says: the project directory is pinned once
+ * (its real path inside project_root), every file is opened once through it (no link followed, one link only, a
+ * regular file) and read from that handle, and the whole read is bounded by EVIDENCE_CAPS. A file that breaks a rule
+ * counts as absent; evidence over a cap counts as missing.
  */
 
 export const EVIDENCE_FILES = { notes: 'run_notes.md', decision: '.research/decision.json', results: 'results' } as const;
-
-const MAX_RESULT_FILES = 500;
-const MAX_RESULT_DEPTH = 8;
-const MAX_FILE_BYTES = 5 * 1024 * 1024;
 
 export interface EvidenceCheck {
   /** Enough for a paper. */
@@ -27,54 +27,47 @@ export interface EvidenceCheck {
   missing: string[];
 }
 
+/** One evidence file as read: its sha256 and size, and its bytes when the caller asked to keep them. */
+export interface EvidenceFileRead {
+  path: string;
+  sha256: string;
+  bytes: number;
+  content?: Buffer;
+}
+
 export interface ReadEvidence extends EvidenceCheck {
   files: { run_notes: string | null; decision: { decision: string | null; summary: string | null } | null; results: { path: string; data: unknown }[] };
   /** sha256 over every evidence file read, in path order: what the draft was written from. */
   sha256: string;
+  /** Each file read, in the order of `found`. */
+  hashes: EvidenceFileRead[];
 }
 
-const inside = (parent: string, child: string) => {
-  const rel = relative(parent, child);
-  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
-};
-
-/** The project's directory under project_root, or null when project_dir would lead out of it. */
-export function projectPath(projectRoot: string, projectDir: string): string | null {
-  const root = resolve(projectRoot);
-  const path = resolve(root, projectDir);
-  return inside(root, path) ? path : null;
-}
-
-async function readInside(project: string, rel: string): Promise<Buffer | null> {
-  try {
-    const real = await realpath(join(project, rel));
-    if (!inside(await realpath(project), real)) return null;
-    const info = await stat(real);
-    if (!info.isFile() || info.size === 0 || info.size > MAX_FILE_BYTES) return null;
-    return await readFile(real);
-  } catch {
-    return null;
+/** The numbers of a results file, its shape kept (resultValues reads nothing else), at most `budget.left` of them. */
+function numbersOf(node: unknown, budget: { left: number }): unknown {
+  if (budget.left <= 0) return undefined;
+  if (typeof node === 'number') {
+    if (!Number.isFinite(node)) return undefined;
+    budget.left -= 1;
+    return node;
   }
-}
-
-async function resultFiles(project: string): Promise<string[]> {
-  const found: string[] = [];
-  const walk = async (rel: string, depth: number) => {
-    if (depth > MAX_RESULT_DEPTH || found.length >= MAX_RESULT_FILES) return;
-    let entries;
-    try {
-      entries = await readdir(join(project, rel), { withFileTypes: true });
-    } catch {
-      return;
+  if (Array.isArray(node)) {
+    const kept: unknown[] = [];
+    for (const item of node) {
+      if (budget.left <= 0) break;
+      kept.push(numbersOf(item, budget) ?? null);
     }
-    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      const child = `${rel}/${entry.name}`;
-      if (entry.isDirectory()) await walk(child, depth + 1);
-      else if (entry.isFile() && entry.name.endsWith('.json') && found.length < MAX_RESULT_FILES) found.push(child);
+    return kept.some((item) => item !== null) ? kept : undefined;
+  }
+  if (node !== null && typeof node === 'object') {
+    const kept: Record<string, unknown> = {};
+    for (const key of Object.keys(node).sort()) {
+      const value = numbersOf((node as Record<string, unknown>)[key], budget);
+      if (value !== undefined) kept[key] = value;
     }
-  };
-  await walk(EVIDENCE_FILES.results, 0);
-  return found;
+    return Object.keys(kept).length > 0 ? kept : undefined;
+  }
+  return undefined;
 }
 
 function parseDecision(bytes: Buffer): { decision: string | null; summary: string | null } {
@@ -89,46 +82,136 @@ function parseDecision(bytes: Buffer): { decision: string | null; summary: strin
   }
 }
 
-/** Reads every evidence file of the project copy; `complete` says whether they are enough for a paper. */
-export async function readEvidence(projectRoot: string, projectDir: string): Promise<ReadEvidence> {
-  const project = projectPath(projectRoot, projectDir);
-  const none = { run_notes: null, decision: null, results: [] };
-  if (project === null) {
-    return { complete: false, project_path: projectDir, found: [], missing: [`project_dir ${projectDir} leads out of project_root`], files: none, sha256: '' };
+class OverCap extends Error {}
+
+/** The evidence reading of one project: the pinned directory and what the caps have left. */
+class EvidenceReader {
+  private filesLeft = EVIDENCE_CAPS.maxFiles;
+  private bytesLeft = EVIDENCE_CAPS.maxTotalBytes;
+  private entriesLeft = EVIDENCE_CAPS.maxEntriesVisited;
+  readonly taken: EvidenceFileRead[] = [];
+  private readonly project: PinnedDir;
+  private readonly keepBytes: boolean;
+
+  constructor(project: PinnedDir, keepBytes: boolean) {
+    this.project = project;
+    this.keepBytes = keepBytes;
   }
-  const hash = createHash('sha256');
-  const found: string[] = [];
-  const take = (rel: string, bytes: Buffer) => {
-    found.push(rel);
-    hash.update(`${rel}\0${bytes.length}\0`).update(bytes);
-  };
-  const notes = await readInside(project, EVIDENCE_FILES.notes);
-  if (notes) take(EVIDENCE_FILES.notes, notes);
-  const decisionBytes = await readInside(project, EVIDENCE_FILES.decision);
-  if (decisionBytes) take(EVIDENCE_FILES.decision, decisionBytes);
-  const results: { path: string; data: unknown }[] = [];
-  for (const rel of await resultFiles(project)) {
-    const bytes = await readInside(project, rel);
-    if (!bytes) continue;
+
+  /** A file's bytes (or null when absent or refused), streamed from its one handle and counted against the caps. */
+  async read(rel: string): Promise<Buffer | null> {
+    if (rel.split('/').some(hasControlChars)) return null;
+    let file;
     try {
-      results.push({ path: rel, data: JSON.parse(bytes.toString('utf8')) });
-      take(rel, bytes);
-    } catch {
-      // A results file that is not JSON is not evidence.
+      file = this.project.openFile(rel, EVIDENCE_CAPS.maxFileBytes);
+    } catch (error) {
+      if (error instanceof UnsafePathError && error.reason === 'too_large') throw new OverCap(error.message);
+      return null;
     }
+    if (file.size === 0) {
+      PinnedDir.release(file);
+      return null;
+    }
+    this.filesLeft -= 1;
+    this.bytesLeft -= file.size;
+    if (this.filesLeft < 0 || this.bytesLeft < 0) {
+      PinnedDir.release(file);
+      throw new OverCap(`more than ${EVIDENCE_CAPS.maxFiles} files or ${EVIDENCE_CAPS.maxTotalBytes} bytes`);
+    }
+    const chunks: Buffer[] = [];
+    const hash = createHash('sha256');
+    await PinnedDir.streamFile(file, (chunk) => {
+      hash.update(chunk);
+      chunks.push(chunk);
+    });
+    const bytes = Buffer.concat(chunks);
+    this.taken.push({ path: rel, sha256: hash.digest('hex'), bytes: bytes.length, ...(this.keepBytes ? { content: bytes } : {}) });
+    return bytes;
   }
-  const complete = hasPaperEvidence({ run_notes: notes !== null, decision_file: decisionBytes !== null, results_json_files: results.length });
-  const missing: string[] = [];
-  if (!notes) missing.push(`${EVIDENCE_FILES.notes} (absent or empty)`);
-  if (!decisionBytes && results.length === 0) missing.push(`${EVIDENCE_FILES.decision} or a non-empty ${EVIDENCE_FILES.results}/**/*.json`);
-  return {
-    complete,
-    project_path: project,
-    found,
-    missing: complete ? [] : missing,
-    files: { run_notes: notes?.toString('utf8') ?? null, decision: decisionBytes ? parseDecision(decisionBytes) : null, results },
-    sha256: hash.digest('hex'),
-  };
+
+  /** `results/**\/*.json`, sorted, depth-limited; entries beyond the cap make the evidence over the cap. */
+  resultFiles(): string[] {
+    const found: string[] = [];
+    const walk = (rel: string, depth: number) => {
+      if (depth > EVIDENCE_CAPS.maxDepth) return;
+      let dir: PinnedDir;
+      try {
+        dir = this.project.openDir(rel);
+      } catch {
+        return;
+      }
+      try {
+        const { entries, truncated } = dir.entries(this.entriesLeft);
+        this.entriesLeft -= entries.length;
+        if (truncated) throw new OverCap(`more than ${EVIDENCE_CAPS.maxEntriesVisited} entries under ${EVIDENCE_FILES.results}/`);
+        for (const entry of entries) {
+          if (hasControlChars(entry.name)) continue;
+          const child = `${rel}/${entry.name}`;
+          if (entry.kind === 'dir') walk(child, depth + 1);
+          else if (entry.kind === 'file' && entry.name.endsWith('.json')) found.push(child);
+        }
+      } finally {
+        dir.close();
+      }
+    };
+    walk(EVIDENCE_FILES.results, 0);
+    if (found.length > EVIDENCE_CAPS.maxFiles) throw new OverCap(`more than ${EVIDENCE_CAPS.maxFiles} results files`);
+    return found;
+  }
+}
+
+const noFiles = { run_notes: null, decision: null, results: [] };
+const MISSING_ALL = [`${EVIDENCE_FILES.notes} (absent or empty)`, `${EVIDENCE_FILES.decision} or a non-empty ${EVIDENCE_FILES.results}/**/*.json`];
+
+/**
+ * Reads every evidence file of the project copy; `complete` says whether they are enough for a paper. With
+ * `keepBytes`, each file's bytes are kept in `hashes` (packaging copies exactly what it read).
+ */
+export async function readEvidence(projectRoot: string, projectDir: string, options: { keepBytes?: boolean } = {}): Promise<ReadEvidence> {
+  const refused = (projectPath: string, why: string): ReadEvidence => ({ complete: false, project_path: projectPath, found: [], missing: [why], files: noFiles, sha256: '', hashes: [] });
+  let project: PinnedDir;
+  try {
+    project = PinnedDir.open(projectRoot, projectDir, { selfBoundary: true });
+  } catch (error) {
+    if (error instanceof UnsafePathError) return refused(projectDir, `project_dir ${projectDir} leads out of project_root`);
+    // A project not copied here yet misses every file.
+    return { ...refused(projectDir, `${EVIDENCE_FILES.notes} (absent or empty)`), missing: MISSING_ALL };
+  }
+  const reader = new EvidenceReader(project, options.keepBytes ?? false);
+  try {
+    const notes = await reader.read(EVIDENCE_FILES.notes);
+    const decisionBytes = await reader.read(EVIDENCE_FILES.decision);
+    const results: { path: string; data: unknown }[] = [];
+    const budget = { left: EVIDENCE_CAPS.maxResultValues };
+    for (const rel of reader.resultFiles()) {
+      const bytes = await reader.read(rel);
+      if (!bytes) continue;
+      try {
+        results.push({ path: rel, data: numbersOf(JSON.parse(bytes.toString('utf8')), budget) ?? null });
+      } catch {
+        // A results file that is not JSON is not evidence.
+        reader.taken.pop();
+      }
+    }
+    const complete = hasPaperEvidence({ run_notes: notes !== null, decision_file: decisionBytes !== null, results_json_files: results.length });
+    const missing = MISSING_ALL.filter((_, index) => (index === 0 ? !notes : !decisionBytes && results.length === 0));
+    const hash = createHash('sha256');
+    for (const file of reader.taken) hash.update(`${file.path}\0${file.bytes}\0`).update(file.sha256);
+    return {
+      complete,
+      project_path: project.path,
+      found: reader.taken.map((file) => file.path),
+      missing: complete ? [] : missing,
+      files: { run_notes: notes?.toString('utf8') ?? null, decision: decisionBytes ? parseDecision(decisionBytes) : null, results },
+      sha256: hash.digest('hex'),
+      hashes: reader.taken,
+    };
+  } catch (error) {
+    if (error instanceof OverCap) return refused(project.path, `the evidence is over its cap (${error.message}): it counts as missing`);
+    throw error;
+  } finally {
+    project.close();
+  }
 }
 
 /** What the writers are given: the evidence files, with the decision as the gate recorded it when the file lacks one. */

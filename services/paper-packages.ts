@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { z } from 'zod';
 import { HUMAN_CHECKLIST_ITEM_IDS, type ChecklistStatus } from '../domain/paper-status.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { runIdempotent } from '../store/idempotency-keys.ts';
@@ -27,6 +28,9 @@ export interface PackageRequest {
   target_label: string;
   dry_run: boolean;
 }
+
+/** The evidence hashes a draft record holds (activities/papers.ts writes them). */
+const RecordedHashesSchema = z.array(z.object({ path: z.string(), sha256: z.string(), bytes: z.number() }));
 
 interface PackageFile {
   path: string;
@@ -58,6 +62,27 @@ async function writeAtomically(path: string, bytes: Buffer | string): Promise<vo
 }
 
 export function createPaperPackages(store: Store, settings: PaperSettings, clock: () => Date = () => new Date()) {
+  /**
+   * The evidence files exactly as the draft was written from them: read once each (services/paper-evidence.ts) and
+   * compared with the sha256 the draft record holds, so a file edited, added or removed since is a 409 naming it.
+   */
+  async function reviewedEvidence(paper: PaperRow): Promise<{ path: string; content: Buffer }[]> {
+    const recorded = RecordedHashesSchema.safeParse(paper.evidence_summary?.file_hashes);
+    if (!recorded.success) throw new CommandRefusedError(409, `the draft of '${paper.paper_id}' records no evidence hashes: rewrite the draft`);
+    const project = await getProject(store, paper.project_id);
+    const read = project ? await readEvidence(settings.projectRoot, project.project_dir, { keepBytes: true }) : null;
+    if (!read || !read.complete) throw new CommandRefusedError(409, `the evidence the draft was written from is missing now: ${read?.missing.join('; ') ?? 'the project is gone'}`);
+    const now = new Map(read.hashes.map((file) => [file.path, file]));
+    for (const file of recorded.data) {
+      const current = now.get(file.path);
+      if (!current) throw new CommandRefusedError(409, `the evidence file ${JSON.stringify(file.path)} is gone since the draft was written: rewrite the draft`);
+      if (current.sha256 !== file.sha256) throw new CommandRefusedError(409, `the evidence file ${JSON.stringify(file.path)} changed since the draft was written: rewrite the draft`);
+    }
+    const added = read.hashes.find((file) => !recorded.data.some((known) => known.path === file.path));
+    if (added) throw new CommandRefusedError(409, `the evidence file ${JSON.stringify(added.path)} appeared since the draft was written: rewrite the draft`);
+    return read.hashes.map((file) => ({ path: file.path, content: file.content! }));
+  }
+
   /** The draft's files as recorded, the evidence it was written from, and the checklist as it stands. */
   async function gatherFiles(paper: PaperRow & { checklist: { item_id: string; status: string; note: string | null }[] }): Promise<PackageFile[]> {
     const files: PackageFile[] = [];
@@ -71,11 +96,7 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
       if (sha256(bytes) !== artifact.sha256) throw new CommandRefusedError(409, `the draft file ${artifact.path} changed since it was recorded: rewrite the draft`);
       files.push({ path: artifact.path.slice(artifact.path.lastIndexOf('/') + 1), bytes });
     }
-    const project = await getProject(store, paper.project_id);
-    if (project) {
-      const evidence = await readEvidence(settings.projectRoot, project.project_dir);
-      for (const rel of evidence.found) files.push({ path: `evidence/${rel}`, bytes: await readFile(join(evidence.project_path, rel)) });
-    }
+    for (const file of await reviewedEvidence(paper)) files.push({ path: `evidence/${file.path}`, bytes: file.content });
     const checklist = paper.checklist.map(({ item_id, status, note }) => ({ item_id, status, note }));
     files.push({ path: 'checklist.json', bytes: Buffer.from(`${JSON.stringify(checklist, null, 2)}\n`) });
     return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));

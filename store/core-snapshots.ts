@@ -9,6 +9,7 @@ export interface CoreSnapshotInsert {
   source: string;
   mode: Exclude<CoreMode, 'off'>;
   captured_at: string;
+  /** The rows as sent, every field kept, including those Core does not read. */
   queue_rows: readonly CoreQueueRow[];
   paper_rows: readonly CorePaperRow[];
   warnings: readonly string[];
@@ -23,6 +24,7 @@ export interface CoreSnapshotRow {
   source: string;
   mode: Exclude<CoreMode, 'off'>;
   captured_at: string;
+  /** As sent: a row may carry fields beyond those its type names. */
   queue_rows: CoreQueueRow[];
   paper_rows: CorePaperRow[];
   queue_row_count: number;

@@ -5,6 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
+import { makePrivate } from './private-files.ts';
 import { ROW_PARSERS } from './row-parsers.ts';
 import type { Queryable, QueryResult, Store } from './store.ts';
 
@@ -47,10 +48,13 @@ async function initializeDataDir(dataDir: string): Promise<void> {
 /** In-process Postgres (PGlite). `dataDir` undefined keeps everything in memory (tests). */
 export async function createEmbeddedStore(dataDir?: string): Promise<Store> {
   if (dataDir) {
-    await mkdir(dataDir, { recursive: true });
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
     await initializeDataDir(dataDir);
   }
   const db = await PGlite.create(dataDir ?? 'memory://', { parsers: ROW_PARSERS, postgresqlconf: EMBEDDED_POSTGRES_SETTINGS });
+  // PGlite writes its files 0666 whatever the umask, some of them as it opens: the ledgers must not be writable by
+  // other users (the agents'). Files it adds later sit in a 0700 directory that no other user can enter.
+  if (dataDir) makePrivate(dataDir, { recursive: true });
   return {
     backend: 'embedded',
     location: dataDir ?? 'memory://',

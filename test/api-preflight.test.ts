@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchSettingsFrom, type DispatchSettings } from '../services/dispatch-settings.ts';
-import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { testPort } from './support/ports.ts';
 import { ConfigFileSchema } from '../config/schema.ts';
 import { runWorkerPreflight } from '../services/worker-preflight.ts';
 import { DISPATCH_REQUIRED_CHECKS, PREFLIGHT_DEFAULTS, type PreflightCheck, type PreflightResult } from '../domain/preflight.ts';
@@ -63,7 +63,7 @@ beforeAll(async () => {
     startGate(),
     startGate({ completion_callback_token: 'another-callback-token-0123456789abcdef' }),
   ]);
-  downUrl = `http://127.0.0.1:${await freePort()}`;
+  downUrl = `http://127.0.0.1:${await testPort()}`;
   const target = (url: string, extra: Record<string, unknown> = {}) => ({ wake_gate_url: url, bearer_token: GATE_TOKEN, role: 'gpu_worker', ...extra });
   settings = settingsFor({
     worker_wake_gate_url: healthy.fixture.url,

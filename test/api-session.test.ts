@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
+import { testPort } from './support/ports.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -85,9 +86,9 @@ describe('sign-in rate limit', () => {
   const attempt = (remoteAddress: string, token = 'wrong-token') =>
     t.app.inject({ method: 'POST', url: '/control/api/session', payload: { token }, remoteAddress });
 
-  it('answers the 11th attempt from one address within a minute with 429 and Retry-After, even with the right token', async () => {
+  it('answers the 11th wrong attempt from one address within a minute with 429 and Retry-After', async () => {
     for (let i = 0; i < 10; i += 1) expect((await attempt('203.0.113.7')).statusCode).toBe(401);
-    const limited = await attempt('203.0.113.7', TEST_TOKEN);
+    const limited = await attempt('203.0.113.7');
     expect(limited.statusCode).toBe(429);
     expect(limited.json()).toEqual({ detail: expect.stringMatching(/^too many requests; retry in \d+ s$/) });
     const retryAfter = Number(limited.headers['retry-after']);
@@ -96,11 +97,36 @@ describe('sign-in rate limit', () => {
     expect(limited.headers['set-cookie']).toBeUndefined();
   });
 
+  it('spends nothing on successful sign-ins, and counts an IPv6 client per /64', async () => {
+    for (let i = 0; i < 15; i += 1) expect((await attempt('203.0.113.10', TEST_TOKEN)).statusCode).toBe(200);
+    expect((await attempt('203.0.113.10')).statusCode).toBe(401);
+    for (let i = 0; i < 10; i += 1) await attempt(`2001:db8:1:2::${i + 1}`);
+    expect((await attempt('2001:db8:1:2:ffff::9')).statusCode).toBe(429);
+    expect((await attempt('2001:db8:1:3::1')).statusCode).toBe(401);
+  });
+
   it('leaves other addresses and the other routes of a limited address alone', async () => {
     for (let i = 0; i < 11; i += 1) await attempt('203.0.113.8');
-    expect((await attempt('203.0.113.8', TEST_TOKEN)).statusCode).toBe(429);
-    expect((await attempt('203.0.113.9', TEST_TOKEN)).statusCode).toBe(200);
+    expect((await attempt('203.0.113.8')).statusCode).toBe(429);
+    expect((await attempt('203.0.113.9')).statusCode).toBe(401);
     const other = await t.app.inject({ method: 'GET', url: '/control/health', headers: t.auth, remoteAddress: '203.0.113.8' });
     expect(other.statusCode).toBe(200);
+  });
+});
+
+describe('a local process guessing tokens (issue 32, L5)', () => {
+  it('cannot lock the operator out: after its wrong sign-ins over real HTTP from the same address, the correct token signs in', async () => {
+    const port = await testPort();
+    await t.app.listen({ host: '127.0.0.1', port });
+    const signIn = (token: string) =>
+      fetch(`http://127.0.0.1:${port}/control/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+    const guesses = [];
+    for (let i = 0; i < 12; i += 1) guesses.push((await signIn(`guess-${i}`)).status);
+    // The earlier tests' wrong token (injected from 127.0.0.1) spent one failure of this address already.
+    expect(guesses.slice(-3)).toEqual([429, 429, 429]);
+    expect(guesses.filter((status) => status === 401).length).toBeLessThanOrEqual(10);
+    const operator = await signIn(TEST_TOKEN);
+    expect(operator.status).toBe(200);
+    expect(operator.headers.get('set-cookie')).toMatch(/^cp_session=/);
   });
 });

@@ -4,7 +4,7 @@ import { createServer } from '../api/create-server.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
 import { createLogger } from '../bin/runtime/logger.ts';
-import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { testPort } from './support/ports.ts';
 import { workerRoutingFrom, type RoutingConfig } from '../domain/lanes.ts';
 import { emptyPaperPipelineCounts } from '../domain/paper-candidacy.ts';
 import { QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
@@ -349,7 +349,7 @@ describe('refresh_worker against real worker gates', () => {
   beforeAll(async () => {
     fixture = await writeGateConfig({ callbackUrl: `${NO_GATE}/control/api/worker-callback` });
     gate = await startGateProcess(fixture);
-    downUrl = `http://127.0.0.1:${await freePort()}`;
+    downUrl = `http://127.0.0.1:${await testPort()}`;
   });
   afterAll(async () => {
     await gate?.kill('SIGTERM');

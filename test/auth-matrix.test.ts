@@ -135,7 +135,7 @@ beforeAll(async () => {
     workerGate: role,
     onRoute: (route) => bothRoutes.push(route),
   });
-  const gateApp = await createWorkerGateServer(TEST_TOKEN, role, logger, { onRoute: (route) => gateRoutes.push(route) });
+  const gateApp = await createWorkerGateServer(TEST_TOKEN, role, logger, { onRoute: (route) => gateRoutes.push(route), checkAnswers: true });
   f = {
     dir,
     gate,

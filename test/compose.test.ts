@@ -9,7 +9,8 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../config/load.ts';
 import { ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../config/schema.ts';
-import { freePort, startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
+import { startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
+import { testPort } from './support/ports.ts';
 
 /**
  * Docker is not on the machines this suite runs on, so the compose stack (README "The compose stack") is checked the
@@ -130,7 +131,7 @@ describe('docker-compose.yml', () => {
 
   it('registers the namespace once the Temporal frontend answers, and again without harm', async () => {
     const cli = inject('temporalCliPath');
-    const port = await freePort();
+    const port = await testPort();
     const address = `127.0.0.1:${port}`;
     const namespace = `compose-${randomBytes(4).toString('hex')}`;
     const run = () =>

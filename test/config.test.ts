@@ -86,6 +86,7 @@ describe('loadConfig: valid files and defaults', () => {
       allowed_hosts: [],
       http_request_timeout_sec: 30,
       http_max_connections: 256,
+      http_max_connections_per_address: 128,
       dispatch_timeout_sec: 30,
       log_events: true,
       live_dispatch_enabled: false,
@@ -128,6 +129,15 @@ describe('loadConfig: valid files and defaults', () => {
     expect(httpLimitsFrom(await configOf(baseConfig({ http_request_timeout_sec: 2.5, http_max_connections: 4 })))).toEqual({
       requestTimeoutMs: 2500,
       maxConnections: 4,
+      // Capped by http_max_connections, and the first-request deadline by the request timeout.
+      maxConnectionsPerAddress: 4,
+      firstRequestTimeoutMs: 2500,
+    });
+    expect(httpLimitsFrom(await configOf(baseConfig({ http_request_timeout_sec: 60, http_max_connections_per_address: 8 })))).toEqual({
+      requestTimeoutMs: 60_000,
+      maxConnections: 256,
+      maxConnectionsPerAddress: 8,
+      firstRequestTimeoutMs: 10_000,
     });
   });
 
@@ -190,6 +200,7 @@ const RANGE_CASES: RangeCase[] = [
   { field: 'temporal_ui_port', inside: [1, 65535], outside: [0, 65536] },
   { field: 'http_request_timeout_sec', inside: [1, 3600], outside: [0.99, 3600.01] },
   { field: 'http_max_connections', inside: [1], outside: [0] },
+  { field: 'http_max_connections_per_address', inside: [1], outside: [0] },
   { field: 'dispatch_timeout_sec', inside: [0.001], outside: [0, -1] },
   { field: 'sample_interval_sec', inside: [1], outside: [0.99] },
   { field: 'idle_sustain_sec', inside: [30], outside: [29.99] },
@@ -258,7 +269,7 @@ describe('loadConfig: numeric ranges', () => {
     ]);
   });
 
-  it.each(['listen_port', 'temporal_ui_port', 'http_max_connections', 'paper_writer_max_tokens', 'operational_trace_max_payload_bytes'])(
+  it.each(['listen_port', 'temporal_ui_port', 'http_max_connections', 'http_max_connections_per_address', 'paper_writer_max_tokens', 'operational_trace_max_payload_bytes'])(
     'requires %s to be an integer',
     async (field) => {
       expect(await problemsOf(baseConfig({ [field]: 2048.5 }))).toEqual([`${field}: must be an integer`]);

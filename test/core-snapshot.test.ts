@@ -64,6 +64,18 @@ describe('the Core queue projection', () => {
       { numRuns: 300 },
     );
   });
+
+  it('ignores every field a row carries beyond those Core reads, and lists none of them', () => {
+    const extras = fc.dictionary(fc.constantFrom('updated_at', 'owner', 'lane', 'operator_actions'), fc.jsonValue(), { maxKeys: 3 });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(queueRow, extras), { maxLength: 30 }), fc.array(fc.tuple(paperRow, extras), { maxLength: 15 }), (queue, papers) => {
+        const plain = projectQueue({ queue_rows: queue.map(([row]) => row), paper_rows: papers.map(([row]) => row) });
+        const sent = projectQueue({ queue_rows: queue.map(([row, extra]) => ({ ...extra, ...row })), paper_rows: papers.map(([row, extra]) => ({ ...extra, ...row })) });
+        expect(sent).toStrictEqual(plain);
+      }),
+      { numRuns: 200 },
+    );
+  });
 });
 
 describe('enforce', () => {

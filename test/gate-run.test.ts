@@ -142,11 +142,12 @@ describe('lifecycle events on a run', () => {
     expect(second.run).toMatchObject({ events_received: 2, events_ignored: 1 });
   });
 
-  it('fills in the process group and tmux session the script did not report, and never replaces them', () => {
-    const filled = applyRunEvent(run({ dispatch_status: 'started' }), { event: 'session-start', received_at: at(1), process_group_id: 500, tmux_session: 'tmux-a' }).run;
-    expect(filled).toMatchObject({ process_group_id: 500, tmux_session: 'tmux-a' });
-    const kept = applyRunEvent(filled, { event: 'session-idle', received_at: at(2), process_group_id: 600, tmux_session: 'tmux-b' }).run;
-    expect(kept).toMatchObject({ process_group_id: 500, tmux_session: 'tmux-a' });
+  it('fills in the tmux session the script did not report, never replaces it, and takes no process group from an agent', () => {
+    const event = { event: 'session-start', received_at: at(1), tmux_session: 'tmux-a', process_group_id: 1 } as const;
+    const filled = applyRunEvent(run({ dispatch_status: 'started' }), event).run;
+    expect(filled).toMatchObject({ process_group_id: null, tmux_session: 'tmux-a' });
+    const kept = applyRunEvent(filled, { event: 'session-idle', received_at: at(2), tmux_session: 'tmux-b' }).run;
+    expect(kept).toMatchObject({ process_group_id: null, tmux_session: 'tmux-a' });
   });
 
   it('forgets the callbacks of the previous session when a new session starts', () => {

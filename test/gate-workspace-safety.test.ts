@@ -2,6 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSwapper } from './support/swapper.ts';
 import { inspectEvidence } from '../worker-gate/evidence.ts';
 import { CallbackReceiver, gateClient, startGateProcess, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
 
@@ -95,6 +96,22 @@ describe('prepare-project never writes through a link out of project_root', () =
     const prepared = await prepare('ordinary');
     expect(prepared.status, JSON.stringify(prepared.body)).toBe(200);
     expect(JSON.parse(await readFile(join(project, 'real-meta', 'project.json'), 'utf8'))).toMatchObject({ run_id: 'ordinary-run' });
+  });
+});
+
+describe('M3: prepare-project under a .research swapped for a link in a loop', () => {
+  it('writes nothing outside project_root during 200 prepares, and answers each 200 or 400', { timeout: 60_000 }, async () => {
+    const { project, away } = await plant('racing-meta');
+    const swapper = startSwapper(join(project, '.research'), { kind: 'dir', linkTo: away, durationMs: 30_000 });
+    const statuses = new Set<number>();
+    try {
+      for (let i = 0; i < 200; i++) statuses.add((await prepare('racing-meta', { run_id: `racing-meta-${i}` })).status);
+    } finally {
+      await swapper.stop();
+    }
+    expect([...statuses].every((status) => status === 200 || status === 400), [...statuses].join()).toBe(true);
+    expect(await readFile(join(away, 'project.json'), 'utf8')).toBe(ORIGINAL);
+    expect(readdirSync(away)).toEqual(['project.json']);
   });
 });
 

@@ -7,6 +7,7 @@ import { startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
 import { loadWorkflowBundle } from '../bin/runtime/workflow-bundle.ts';
 import { openStore } from '../store/open-store.ts';
 import { buildFakeAgentBundle } from './support/fake-agent-bundle.ts';
+import { claimPortBlock } from './support/ports.ts';
 import { databaseUrl, quoteIdent, withAdminClient } from './support/postgres.ts';
 
 declare module 'vitest' {
@@ -14,6 +15,9 @@ declare module 'vitest' {
     pgTemplateDatabase: string;
     temporalAddress: string;
     temporalCliPath: string;
+    /** This run's block of test ports, and where each worker slot keeps its next one (test/support/ports.ts). */
+    portBlock: number;
+    portNextFiles: string;
   }
 }
 
@@ -66,12 +70,16 @@ export default async function setup(project: TestProject) {
     throw error;
   }
 
+  const ports = await claimPortBlock();
+  project.provide('portBlock', ports.block);
+  project.provide('portNextFiles', ports.nextPortFiles);
   project.provide('pgTemplateDatabase', template);
   project.provide('temporalAddress', server.address);
   project.provide('temporalCliPath', temporalCliPath);
 
   return async () => {
     await server.stop();
+    await ports.release();
     await rm(temporalDir, { recursive: true, force: true });
     await dropRunDatabases(template);
   };

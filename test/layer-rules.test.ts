@@ -12,7 +12,7 @@ const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixtures/layers/', import.meta.url));
 const DEPCRUISE = `${REPO}node_modules/dependency-cruiser/bin/dependency-cruise.mjs`;
-const PROJECT_FOLDERS = ['api', 'http', 'services', 'clients', 'contracts', 'activities', 'workflows', 'worker-gate', 'domain', 'store', 'config', 'bin'];
+const PROJECT_FOLDERS = ['api', 'http', 'files', 'services', 'clients', 'contracts', 'activities', 'workflows', 'worker-gate', 'domain', 'store', 'config', 'bin'];
 
 interface Violation {
   from: string;

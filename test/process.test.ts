@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { testPort } from './support/ports.ts';
 import { SIMULATED_AGENT_PATH } from '../config/first-run.ts';
 import { createTestDatabase } from './support/database.ts';
 import { CallbackReceiver } from './support/gate.ts';
@@ -73,7 +73,7 @@ describe('the real entry point', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'rcp-process-'));
     configPath = join(dir, 'config.json');
-    await writeFile(configPath, JSON.stringify(processConfig({ temporal_ui_port: await freePort() })));
+    await writeFile(configPath, JSON.stringify(processConfig({ temporal_ui_port: await testPort() })));
   });
   afterAll(async () => rm(dir, { recursive: true, force: true }));
 
@@ -176,7 +176,7 @@ describe('the real entry point', () => {
   }, 150_000);
 
   it('refuses a broken configuration with exit status 2, listing every problem and binding nothing', async () => {
-    const port = await freePort();
+    const port = await testPort();
     const badPath = join(dir, 'bad.json');
     await writeFile(badPath, JSON.stringify({ listen_port: port, sample_interval_sec: 0, control_api_bearer_token: 'changeme' }));
     const started = startEntryPoint(badPath);
@@ -212,7 +212,7 @@ describe('a stalled client (README "HTTP conventions")', () => {
     let uiPort: number;
 
     beforeAll(async () => {
-      uiPort = await freePort();
+      uiPort = await testPort();
       const configPath = join(dir, 'control-plane.json');
       await writeFile(configPath, JSON.stringify({ ...base, temporal_ui_enabled: false, temporal_ui_port: uiPort }));
       started = startEntryPoint(configPath);

@@ -1,7 +1,7 @@
 import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunLauncher } from '../services/run-launcher.ts';
-import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { testPort } from './support/ports.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
@@ -36,7 +36,7 @@ beforeAll(async () => {
   stack = await startRunStack({
     defaultLane: false,
     controlPlaneOverrides: async (gate) => {
-      downUrl = `http://127.0.0.1:${await freePort()}`;
+      downUrl = `http://127.0.0.1:${await testPort()}`;
       const onGate = (role: 'gpu_worker' | 'cpu_worker' = 'gpu_worker') => gateTarget(gate, role);
       return {
         worker_targets: {

@@ -6,7 +6,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createActivities } from '../activities/index.ts';
 import { deterministicPaperSettings } from './support/paper-settings.ts';
-import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { testPort } from './support/ports.ts';
 import { ensureSearchAttributes } from '../bin/runtime/search-attributes.ts';
 import { loadWorkflowBundle } from '../bin/runtime/workflow-bundle.ts';
 import { WORKFLOWS_ON_MAIN_THREAD } from '../bin/runtime/temporal-runtime.ts';
@@ -78,7 +78,7 @@ beforeAll(async () => {
     routing: workerRoutingFrom({
       worker_targets: {
         ...Object.fromEntries(LANES.map((lane) => [lane, { wake_gate_url: gateFixture.url, bearer_token: GATE_TOKEN, role: 'gpu_worker' }])),
-        [DOWN_LANE]: { wake_gate_url: `http://127.0.0.1:${await freePort()}`, bearer_token: GATE_TOKEN, role: 'cpu_worker' },
+        [DOWN_LANE]: { wake_gate_url: `http://127.0.0.1:${await testPort()}`, bearer_token: GATE_TOKEN, role: 'cpu_worker' },
       },
       workload_machine_targets: {},
     }),

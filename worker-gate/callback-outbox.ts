@@ -186,6 +186,8 @@ export class CallbackOutbox {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.token}` },
         body: JSON.stringify({ ...entry.payload, delivered_at: deliveredAt }),
+        // A moved callback URL is reported as the failure it is (and retried), never chased to another address.
+        redirect: 'manual',
         signal: controller.signal,
       });
       status = response.status;

@@ -13,6 +13,8 @@ export interface DispatchScriptOptions {
   cwd: string;
   env: NodeJS.ProcessEnv;
   timeoutMs: number;
+  /** Called with the script's pid as soon as it runs: the process, its session and its descendants are the gate's own. */
+  onSpawn?: (pid: number) => void;
 }
 
 const STDOUT_LIMIT = 64 * 1024;
@@ -63,6 +65,7 @@ export function runDispatchScript(options: DispatchScriptOptions): Promise<Dispa
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    if (child.pid !== undefined) options.onSpawn?.(child.pid);
     const fail = (message: string, exitCode: number | null, signal: string | null, status: 502 | 504 = 502) =>
       finish({
         ok: false,

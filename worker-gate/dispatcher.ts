@@ -6,6 +6,7 @@ import {
   activeRunIn,
   markCancelled,
   markDispatched,
+  recordDispatchScript,
   markDispatchInterrupted,
   recordCancelStops,
   startingRun,
@@ -184,6 +185,11 @@ export class GateDispatcher {
       scriptPath: config.dispatch_script_path,
       cwd: projectDir,
       timeoutMs: config.dispatch_timeout_sec * 1000,
+      // Recorded before the agent can post an event naming its root: the pid it names must descend from this one.
+      onSpawn: (pid) => {
+        const stat = readProcessStat(pid);
+        runs.save(recordDispatchScript(runs.get(starting.run_id) ?? starting, stat ? { pid, startTicks: stat.startTicks } : null));
+      },
       env: dispatchEnvironment(process.env, {
         RUN_ID: request.run_id,
         PROJECT_ID: request.project_id,

@@ -1,9 +1,8 @@
-import { mkdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { HttpError } from '../http/errors.ts';
 import type { PrepareProjectRequest } from '../contracts/worker-gate.ts';
-import { writeJsonAtomic, writeTextAtomic } from './json-files.ts';
-import { resolvedRoot, resolveProjectPaths, staysInsideRoot } from './project-paths.ts';
+import { PinnedDir, UnsafePathError } from '../files/pinned-dir.ts';
+import { resolvedRoot, resolveProjectPaths } from './project-paths.ts';
 
 export const PROJECT_META_DIR = '.research';
 
@@ -29,15 +28,6 @@ export interface PrepareResult {
   overwritten: boolean;
 }
 
-function readIfExists(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
-}
-
 function previousRunId(projectJsonText: string | null): string | null {
   if (projectJsonText === null) return null;
   try {
@@ -52,39 +42,48 @@ function previousRunId(projectJsonText: string | null): string | null {
 const CLIENT_PATH_ERRORS = new Set(['ENAMETOOLONG', 'ENOENT', 'ENOTDIR', 'EISDIR', 'ELOOP', 'EEXIST']);
 
 function asClientError(error: unknown): unknown {
+  if (error instanceof UnsafePathError) return new HttpError(400, error.message);
   const code = (error as NodeJS.ErrnoException).code;
   return code !== undefined && CLIENT_PATH_ERRORS.has(code) ? new HttpError(400, `cannot write the project files: ${code}`) : error;
 }
 
+/** The largest prompt or project.json read back to compare with a retried call; a bigger one is refused (400). */
+const MAX_READ_BACK_BYTES = 16 * 1024 * 1024;
+
 /**
  * Creates the workspace for a run: the project directory, the prompt file and `.research/project.json`.
  * Preparing the same run again with the same prompt is a no-op, so the control plane may retry it.
- * Every path read or written is checked against project_root with symbolic links followed, before and again after
- * the directories are created, so a link planted in the project (`.research -> /elsewhere`) is refused (400).
+ * Each directory is opened once (files/pinned-dir.ts: its real path inside project_root, checked on the handle) and
+ * every read and write goes through that handle, so a link swapped in between (`.research -> /elsewhere`) can neither
+ * carry a write out of project_root nor be raced: it is refused (400) or never seen.
  */
 export function prepareProject(projectRoot: string, request: PrepareProjectRequest): PrepareResult {
+  const opened: PinnedDir[] = [];
   try {
-    return prepareInsideRoot(projectRoot, request);
+    return prepareInsideRoot(projectRoot, request, opened);
   } catch (error) {
     throw asClientError(error);
+  } finally {
+    for (const dir of opened) dir.close();
   }
 }
 
-function prepareInsideRoot(projectRoot: string, request: PrepareProjectRequest): PrepareResult {
+function prepareInsideRoot(projectRoot: string, request: PrepareProjectRequest, opened: PinnedDir[]): PrepareResult {
   const resolved = resolveProjectPaths(projectRoot, request.project_dir, request.prompt_file);
   if (!resolved.ok) throw new HttpError(400, resolved.reason);
   const { projectDir, promptFile } = resolved.paths;
-  const metaDir = join(projectDir, PROJECT_META_DIR);
-  const projectJsonPath = join(metaDir, 'project.json');
   const root = resolvedRoot(projectRoot);
-  const mustStayInside = (path: string, what: string) => {
-    if (!staysInsideRoot(root, path)) throw new HttpError(400, `${what} escapes project_root through a symbolic link`);
-  };
-  mustStayInside(metaDir, PROJECT_META_DIR);
-  mustStayInside(projectJsonPath, `${PROJECT_META_DIR}/project.json`);
+  const pin = (dir: PinnedDir) => (opened.push(dir), dir);
+  const project = pin(PinnedDir.open(root, relative(root, projectDir), { create: true }));
+  const meta = pin(project.openDir(PROJECT_META_DIR, { create: true }));
+  const promptDir = pin(PinnedDir.open(root, relative(root, dirname(promptFile)), { create: true }));
+  const promptName = basename(promptFile);
+  const metaPath = join(projectDir, PROJECT_META_DIR);
+  const projectJsonPath = join(metaPath, 'project.json');
 
-  const existingPrompt = readIfExists(promptFile);
-  const existingProjectJson = readIfExists(projectJsonPath);
+  const readBack = (dir: PinnedDir, name: string) => dir.readFileIfExists(name, MAX_READ_BACK_BYTES)?.toString('utf8') ?? null;
+  const existingPrompt = readBack(promptDir, promptName);
+  const existingProjectJson = readBack(meta, 'project.json');
   const sameRunAgain = previousRunId(existingProjectJson) === request.run_id && existingPrompt === request.prompt_text;
   const result: PrepareResult = {
     ok: true,
@@ -105,13 +104,7 @@ function prepareInsideRoot(projectRoot: string, request: PrepareProjectRequest):
     throw new HttpError(409, `${existing.join(' and ')} already exist${existing.length === 1 ? 's' : ''}; send overwrite true to replace`);
   }
 
-  mkdirSync(dirname(promptFile), { recursive: true });
-  mkdirSync(metaDir, { recursive: true });
-  // Again now that the directories exist: one may have been swapped for a link since the first check.
-  mustStayInside(dirname(promptFile), 'prompt_file');
-  mustStayInside(promptFile, 'prompt_file');
-  mustStayInside(projectJsonPath, `${PROJECT_META_DIR}/project.json`);
-  writeTextAtomic(promptFile, request.prompt_text, 0o644);
+  promptDir.writeFileAtomic(promptName, request.prompt_text, 0o644);
   const projectJson: ProjectJson = {
     run_id: request.run_id,
     project_id: request.project_id,
@@ -121,6 +114,6 @@ function prepareInsideRoot(projectRoot: string, request: PrepareProjectRequest):
     prompt_file: promptFile,
     prepared_at: new Date().toISOString(),
   };
-  writeJsonAtomic(projectJsonPath, projectJson);
+  meta.writeFileAtomic('project.json', `${JSON.stringify(projectJson, null, 2)}\n`, 0o600);
   return { ...result, created: true, overwritten: existing.length > 0 };
 }

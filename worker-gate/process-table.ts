@@ -43,7 +43,7 @@ function readProcess(procRoot: string, name: string, withCwd: boolean): ProcessI
   const statText = readTolerant(() => readFileSync(join(procRoot, name, 'stat'), 'utf8'));
   const stat = statText === null ? null : parseProcPidStat(statText);
   if (!stat) return null;
-  const cwd = withCwd ? readTolerant(() => readlinkSync(join(procRoot, name, 'cwd'))) : null;
+  const cwd = withCwd ? readProcessCwd(stat.pid, procRoot) : null;
   return { pid: stat.pid, ppid: stat.ppid, pgrp: stat.pgrp, comm: stat.comm, state: stat.state, startTicks: stat.startTicks, cwd };
 }
 
@@ -60,6 +60,11 @@ export function readCmdline(pid: number, procRoot = '/proc'): string[] | null {
 export function readProcessStat(pid: number, procRoot = '/proc'): ProcPidStat | null {
   const text = readTolerant(() => readFileSync(join(procRoot, String(pid), 'stat'), 'utf8'));
   return text === null ? null : parseProcPidStat(text);
+}
+
+/** The working directory of one process, or null when it is gone or out of reach. */
+export function readProcessCwd(pid: number, procRoot = '/proc'): string | null {
+  return readTolerant(() => readlinkSync(join(procRoot, String(pid), 'cwd')));
 }
 
 /** USER_HZ, the unit of /proc start times; asked of getconf once, 100 (the Linux value everywhere) if that fails. */

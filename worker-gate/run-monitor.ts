@@ -23,10 +23,11 @@ import { evaluateQuietWindow, toWindowSample } from '../domain/quiet-window.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import type { CallbackOutbox } from './callback-outbox.ts';
 import { buildCallbackPayload } from './callback-payload.ts';
+import { checkAgentNamedPid } from './agent-named-pid.ts';
 import { inspectEvidence } from './evidence.ts';
 import { profileFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
-import { clockTicksPerSecond, readCmdline, readProcessStat, readProcessTable, type ProcessInfo } from './process-table.ts';
+import { clockTicksPerSecond, readCmdline, readProcessTable, type ProcessInfo } from './process-table.ts';
 import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
 import type { RunRecords } from './run-records.ts';
 import { reapProcesses, selectStaleProcesses } from './stale-reaper.ts';
@@ -134,12 +135,11 @@ export class RunMonitor {
       question: event.question,
       message: event.message,
       received_at: receivedAt,
-      process_group_id: event.process_group_id,
       tmux_session: event.tmux_session,
     });
     const { outcome } = applied;
     let run = applied.run;
-    if (run.root_pid === null && event.root_pid) run = adoptRoot(run, event.root_pid, readProcessStat(event.root_pid));
+    if (run.root_pid === null && event.root_pid) run = this.adoptNamedRoot(run, event.root_pid);
 
     const keys: string[] = [];
     for (const { event_type, observed_at } of outcome.callbacks) {
@@ -165,6 +165,15 @@ export class RunMonitor {
       session_reset: outcome.session_reset,
       callbacks: keys,
     };
+  }
+
+  /** Takes the pid the agent names as the run's root only where it is the run's own process (agent-named-pid.ts). */
+  private adoptNamedRoot(run: GateRun, pid: number): GateRun {
+    const verdict = checkAgentNamedPid(pid, run);
+    if (verdict.ok) return adoptRoot(run, pid, verdict.process);
+    this.options.events.append('agent_pid_refused', run.run_id, { root_pid: pid, reason: verdict.reason });
+    this.options.logger.warn({ run_id: run.run_id, root_pid: pid, reason: verdict.reason }, 'root_pid named by the agent refused');
+    return run;
   }
 
   private tick(): Promise<void> {

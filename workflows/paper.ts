@@ -51,6 +51,17 @@ function activityFailure(error: unknown): string | null {
   return error.cause instanceof ApplicationFailure || error.cause instanceof Error ? error.cause.message : error.message;
 }
 
+/**
+ * What the evidence lacked when it went missing between the check and the writing (a project whose files changed in
+ * between, an agent's swapping included); null for any other failure.
+ */
+function evidenceLost(error: unknown): string[] | null {
+  const failure = error instanceof ActivityFailure ? error.cause : error;
+  if (!(failure instanceof ApplicationFailure) || failure.type !== PAPER_FAILURE_TYPES.evidenceMissing) return null;
+  const missing = failure.details?.[0];
+  return Array.isArray(missing) ? missing.map(String) : [failure.message];
+}
+
 export async function paperWorkflow(input: PaperWorkflowInput): Promise<PaperWorkflowResult> {
   const info = workflowInfo();
   const step: StepRef = { ...input, step_key: `${info.workflowId}/${info.runId}` };
@@ -73,6 +84,8 @@ export async function paperWorkflow(input: PaperWorkflowInput): Promise<PaperWor
     const reason = activityFailure(error);
     if (reason === null) throw error;
     await ledger.abandonPaperStep(step, started.from, reason);
+    const missing = evidenceLost(error);
+    if (missing) return { outcome: 'evidence_missing', paper_id: input.paper_id, project_path: evidence.project_path, missing, evidence_sync: evidence.evidence_sync };
     return { outcome: 'failed', paper_id: input.paper_id, error: reason };
   }
   return {

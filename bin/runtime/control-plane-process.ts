@@ -13,7 +13,7 @@ import type { Store } from '../../store/store.ts';
 import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { temporalRunLauncher } from '../../clients/run-workflows.ts';
 import { temporalCycleLauncher } from '../../clients/research-cycles.ts';
-import { httpLimitsFrom } from './http-limits.ts';
+import { checkAnswersFromEnvironment, httpLimitsFrom } from './http-limits.ts';
 import { operationalTraceFrom } from './operational-trace.ts';
 import { routeObservabilityFrom } from './route-observability.ts';
 import { ServiceMetrics } from '../../http/metrics.ts';
@@ -119,6 +119,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
       {
         allowedHosts: config.allowed_hosts,
         limits: httpLimitsFrom(config),
+        checkAnswers: checkAnswersFromEnvironment(),
         ...(workerGate ? { workerGate } : {}),
         ...(trace ? { operationalTrace: trace } : {}),
         ...routeObservabilityFrom(config),

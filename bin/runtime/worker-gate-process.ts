@@ -5,7 +5,7 @@ import { createWorkerGateServer } from '../../api/create-server.ts';
 import type { Config } from '../../config/schema.ts';
 import { WorkerGate } from '../../worker-gate/worker-gate.ts';
 import { browsableHost } from './browsable-host.ts';
-import { httpLimitsFrom } from './http-limits.ts';
+import { checkAnswersFromEnvironment, httpLimitsFrom } from './http-limits.ts';
 import { operationalTraceFrom } from './operational-trace.ts';
 import { routeObservabilityFrom } from './route-observability.ts';
 
@@ -53,6 +53,7 @@ export async function startWorkerGateOnly(config: Config, logger: Logger): Promi
     app = await createWorkerGateServer(config.control_api_bearer_token, role, logger, {
       allowedHosts: config.allowed_hosts,
       limits: httpLimitsFrom(config),
+      checkAnswers: checkAnswersFromEnvironment(),
       ...(trace ? { operationalTrace: trace } : {}),
       ...routeObservabilityFrom(config),
     });

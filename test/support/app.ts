@@ -129,7 +129,7 @@ export async function startTestApp(
   options: {
     workerGate?: boolean;
     allowedHosts?: string[];
-    server?: Pick<CreateServerOptions, 'routeObservability' | 'memoryWarnRssMib'>;
+    server?: Pick<CreateServerOptions, 'routeObservability' | 'memoryWarnRssMib' | 'limits'>;
     /** 'debug' unless given: a test sending thousands of requests keeps only what matters in memory. */
     logLevel?: string;
     readStatementTimeoutMs?: number;
@@ -150,6 +150,7 @@ export async function startTestApp(
     logger,
     {
       onRoute: (route) => routes.push(route),
+      checkAnswers: true,
       ...(testGate ? { workerGate: { gate: testGate.gate, token: TEST_GATE_TOKEN } } : {}),
       ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
       ...options.server,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
-import { freePort } from '../../bin/runtime/temporal-dev-server.ts';
+import { testPort } from './ports.ts';
 import { CALLBACK_TOKEN, CONTROL_TOKEN, GATE_TOKEN, startServiceProcess, type ServiceProcess } from './gate.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -25,7 +25,7 @@ export interface ControlPlaneFixture {
 /** Reserves the port first, so the gate's config can name this process's callback URL before either starts. */
 export async function reserveControlPlane(): Promise<Omit<ControlPlaneFixture, 'configPath'>> {
   const dir = await mkdtemp(join(tmpdir(), 'rcp-control-plane-'));
-  const port = await freePort();
+  const port = await testPort();
   const url = `http://127.0.0.1:${port}`;
   return { dir, port, url, callbackUrl: `${url}/control/api/worker-callback`, taskQueue: `runs-test-${randomBytes(4).toString('hex')}` };
 }

@@ -1,15 +1,17 @@
 /**
  * A process that starts a Temporal dev server, prints its pid, and then ends without stopping it, as argv says:
- *   node --import tsx test/support/dev-server-parent.ts <binary> <log file> exit|throw|hang
+ *   node --import tsx test/support/dev-server-parent.ts <binary> <log file> <port> exit|throw|hang
  * exit: process.exit(1) (the shutdown deadline, a second signal); throw: an uncaught exception; hang: wait to be killed.
+ * The port comes from the test (test/support/ports.ts), which owns the ports of its slot.
  */
-import { freePort, startTemporalDevServer } from '../../bin/runtime/temporal-dev-server.ts';
+import { startTemporalDevServer } from '../../bin/runtime/temporal-dev-server.ts';
 
-const [binaryPath, logFile, ending] = process.argv.slice(2);
-if (!binaryPath || !logFile || !['exit', 'throw', 'hang'].includes(ending ?? '')) {
-  throw new Error('usage: dev-server-parent.ts <binary> <log file> exit|throw|hang');
+const [binaryPath, logFile, portText, ending] = process.argv.slice(2);
+const port = Number(portText);
+if (!binaryPath || !logFile || !Number.isInteger(port) || !['exit', 'throw', 'hang'].includes(ending ?? '')) {
+  throw new Error('usage: dev-server-parent.ts <binary> <log file> <port> exit|throw|hang');
 }
-const server = await startTemporalDevServer({ binaryPath, logFile, namespace: 'default', headless: true, port: await freePort() });
+const server = await startTemporalDevServer({ binaryPath, logFile, namespace: 'default', headless: true, port });
 process.stdout.write(`${server.pid} ${server.address}\n`);
 if (ending === 'exit') process.exit(1);
 if (ending === 'throw') setTimeout(() => { throw new Error('an uncaught exception'); }, 0);

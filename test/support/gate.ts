@@ -4,7 +4,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../bin/runtime/temporal-dev-server.ts';
+import { testPort } from './ports.ts';
 import type { GateCallbackPayload } from '../../contracts/worker-callback.ts';
 import { START_COMMAND_ARGS } from './process.ts';
 
@@ -44,7 +44,7 @@ export class CallbackReceiver {
   }
 
   static async start(): Promise<CallbackReceiver> {
-    const receiver = new CallbackReceiver(await freePort());
+    const receiver = new CallbackReceiver(await testPort());
     await receiver.up();
     return receiver;
   }
@@ -107,7 +107,7 @@ export interface GateFixture {
  */
 export async function writeGateConfig(options: GateConfigOptions): Promise<GateFixture> {
   const dir = await mkdtemp(join(tmpdir(), 'rcp-gate-'));
-  const port = await freePort();
+  const port = await testPort();
   const configPath = join(dir, 'config.json');
   const config = {
     roles: ['worker_gate'],

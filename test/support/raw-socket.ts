@@ -8,11 +8,14 @@ export interface RawConnection {
   isOpen(): boolean;
 }
 
-/** A TCP connection to the server of `url` that writes `bytes` (as they are, possibly an unfinished request) once connected. */
-export function rawConnection(url: string, bytes = ''): Promise<RawConnection> {
+/**
+ * A TCP connection to the server of `url` that writes `bytes` (as they are, possibly an unfinished request) once
+ * connected; from `localAddress` when given (any of 127/8 reaches a loopback server as a client of its own).
+ */
+export function rawConnection(url: string, bytes = '', localAddress?: string): Promise<RawConnection> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: hostname, port: Number(port) });
+    const socket = connect({ host: hostname, port: Number(port), ...(localAddress ? { localAddress } : {}) });
     let text = '';
     let open = true;
     socket.setEncoding('utf8');

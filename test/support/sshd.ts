@@ -4,7 +4,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '../../bin/runtime/temporal-dev-server.ts';
+import { testPort } from './ports.ts';
 import { acceptsConnections } from './raw-socket.ts';
 
 const run = promisify(execFile);
@@ -64,7 +64,7 @@ async function waitFor(what: string, probe: () => Promise<boolean> | boolean, ch
 async function startServer(dir: string, user: string): Promise<{ child: ChildProcess; port: number }> {
   // A port picked free can be taken before sshd binds it: try a few.
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = await testPort();
     const config = join(dir, 'sshd_config');
     await writeFile(
       config,

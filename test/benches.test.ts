@@ -1,0 +1,60 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+// expected duration: ~110 s
+
+/**
+ * Every bench script in its quick mode (BENCH_QUICK=1: small counts, seconds; bench/knobs.ts), so a change that
+ * breaks a bench fails the suite: a bench that throws, disagrees with its bare server or gets a non-2xx answer exits
+ * non-zero. The figures of a quick run say nothing about the targets, so only that they were printed is checked.
+ */
+
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BENCH_TIMEOUT_MS = 150_000;
+
+function runBench(script: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, BENCH_QUICK: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), BENCH_TIMEOUT_MS - 5_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+/** The script, and a line of the report it prints at the end, once every measure is taken. */
+const BENCHES: [string, RegExp][] = [
+  ['bench/read-events.ts', /^\/control\/api\/v1\/events\?page_size=50 +\d+ /m],
+  ['bench/read-models.ts', /^deep page vs first page \(one connection\): p50 [\d.]+ vs [\d.]+ ms/m],
+  ['bench/papers.ts', /^\(2\) draft-next dry run p50 \/ p99 +[\d.]+ \/ [\d.]+ ms/m],
+  ['bench/dispatch.ts', /^\(c\) doubled +0 /m],
+  ['bench/memory.ts', /^control plane alone, pg backend +\d+ +\d+ /m],
+  ['bench/automation.ts', /^\(3\) queue check, dry, 100 findings +\d+ /m],
+  ['bench/gate-sampler.ts', /^ {2}sampler +[\d.]+ ms CPU per sample/m],
+];
+
+describe('every bench in its quick mode', () => {
+  it('covers every bench script of package.json', () => {
+    const scripts = (JSON.parse(readFileSync(`${REPO_ROOT}/package.json`, 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const benchFiles = Object.entries(scripts)
+      .filter(([name]) => name === 'bench' || name.startsWith('bench:'))
+      .map(([, command]) => /^tsx (bench\/\S+\.ts)$/.exec(command)?.[1] ?? command);
+    expect(benchFiles.sort()).toEqual(BENCHES.map(([script]) => script).sort());
+  });
+
+  it.each(BENCHES)('%s runs to its report', { timeout: BENCH_TIMEOUT_MS }, async (script, reportLine) => {
+    const { code, output } = await runBench(script);
+    expect(code, output.slice(-4000)).toBe(0);
+    expect(output).toMatch(reportLine);
+  });
+});

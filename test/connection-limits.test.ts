@@ -1,0 +1,89 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from './support/app.ts';
+import { testPort } from './support/ports.ts';
+import { rawConnection, type RawConnection } from './support/raw-socket.ts';
+
+// Issue 32, L4: 256 idle connections with no credentials took every slot of http_max_connections, and each held its
+// slot for the whole request timeout (30 s), so no other client got an answer: not an operator, not a callback, not an
+// agent's event. The attack runs over real sockets against both roles on one server, scaled down.
+const LIMITS = { requestTimeoutMs: 30_000, maxConnections: 8, maxConnectionsPerAddress: 4, firstRequestTimeoutMs: 2_000 };
+/** Any address of 127/8 reaches the loopback server as a client of its own. */
+const HOARDER = '127.0.0.2';
+const SLACK_MS = 1_000;
+const REQUEST_TIMEOUT_ANSWER = /^HTTP\/1\.1 408 Request Timeout\r\n[\s\S]*\r\n\r\n\{"detail":"request timeout"\}$/;
+
+let t: TestApp;
+let url: string;
+
+beforeAll(async () => {
+  t = await startTestApp({}, { workerGate: true, logLevel: 'warn', server: { limits: LIMITS } });
+  const port = await testPort();
+  await t.app.listen({ host: '127.0.0.1', port });
+  url = `http://127.0.0.1:${port}`;
+});
+afterAll(async () => t?.close());
+// A failed test must not leave its connections holding slots the next one needs.
+const opened: RawConnection[] = [];
+afterEach(() => {
+  for (const connection of opened.splice(0)) connection.socket.destroy();
+});
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `count` connections from `localAddress` that send nothing, opened one after another so the server counts them in order. */
+async function idleConnections(count: number, localAddress: string): Promise<RawConnection[]> {
+  const connections: RawConnection[] = [];
+  for (let index = 0; index < count; index += 1) connections.push(await rawConnection(url, '', localAddress));
+  opened.push(...connections);
+  return connections;
+}
+
+describe('connection limits (README "HTTP conventions", Limits)', () => {
+  it('keeps a hoarding address to its share of connections and closes its idle ones after the first-request deadline', async () => {
+    const connections = await idleConnections(LIMITS.maxConnections, HOARDER);
+    const held = connections.slice(0, LIMITS.maxConnectionsPerAddress);
+    const beyond = connections.slice(LIMITS.maxConnectionsPerAddress);
+    await pause(300);
+    expect(beyond.map((connection) => connection.isOpen())).toEqual(beyond.map(() => false));
+    for (const connection of beyond) expect((await connection.closed).text).toBe('');
+    expect(held.every((connection) => connection.isOpen())).toBe(true);
+
+    // Another client is answered while the hoarder holds its share: an operator's read, an agent's event, a gate route.
+    const read = await fetch(`${url}/control/api/queue-health`, { headers: { authorization: `Bearer ${TEST_TOKEN}` } });
+    expect(read.status).toBe(200);
+    const event = await fetch(`${url}/legacy-agent/event`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ event: 'session-start', run_id: 'run-of-nobody' }),
+    });
+    expect(event.status).toBe(200);
+    expect((await fetch(`${url}/dashboard/api`, { headers: { authorization: `Bearer ${TEST_GATE_TOKEN}` } })).status).toBe(200);
+
+    for (const connection of held) {
+      const { text, afterMs } = await connection.closed;
+      expect(text).toMatch(REQUEST_TIMEOUT_ANSWER);
+      expect(afterMs).toBeGreaterThanOrEqual(LIMITS.firstRequestTimeoutMs - 50);
+      expect(afterMs).toBeLessThan(LIMITS.firstRequestTimeoutMs + SLACK_MS);
+    }
+    // Its closed connections gave their places back.
+    const again = await idleConnections(LIMITS.maxConnectionsPerAddress, HOARDER);
+    await pause(300);
+    expect(again.every((connection) => connection.isOpen())).toBe(true);
+  }, 15_000);
+
+  it('cuts only connections that have not delivered a request: a slow body and an idle keep-alive connection stay', async () => {
+    const body = JSON.stringify({ event: 'session-start', run_id: 'run-of-nobody' });
+    const head = `POST /legacy-agent/event HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TEST_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
+    const slowBody = await rawConnection(url, head + body.slice(0, 5));
+    const keptAlive = await rawConnection(url, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    opened.push(slowBody, keptAlive);
+    await pause(LIMITS.firstRequestTimeoutMs + 500);
+    expect(slowBody.isOpen()).toBe(true);
+    expect(keptAlive.isOpen()).toBe(true);
+
+    slowBody.socket.write(body.slice(5));
+    expect((await slowBody.closed).text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    keptAlive.socket.destroy();
+    expect((await keptAlive.closed).text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  }, 15_000);
+});
