@@ -61,6 +61,8 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
       const target = { project_root: settings.projectRoot, project_dir: project.project_dir };
       const sync = settings.evidenceSync ? await heartbeating(() => syncEvidence(settings.evidenceSync!, target)) : null;
       const read = await readEvidence(settings.projectRoot, project.project_dir);
+      // Over its caps on the worker, the evidence is missing even where an older copy of it is here.
+      if (sync?.over_cap) return { complete: false, project_path: read.project_path, missing: [sync.error ?? 'the evidence is over its cap'], evidence_sync: sync };
       return { complete: read.complete, project_path: read.project_path, missing: read.missing, evidence_sync: sync };
     },
 

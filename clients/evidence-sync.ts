@@ -37,6 +37,8 @@ export interface EvidenceSyncReport {
   timed_out: boolean;
   /** Evidence files present locally after the sync, relative to the project directory, sorted. */
   copied: string[];
+  /** The evidence is over its caps (domain/evidence-caps.ts), on the worker or as copied: it counts as missing. */
+  over_cap: boolean;
   /**
    * Why it failed (a reason, or the tail of rsync's and ssh's stderr); null on a clean success. On a partial
    * transfer that still counts as ok (rsync exit 23/24 after connecting), the stderr tail as a warning.
@@ -207,19 +209,34 @@ interface Outcome {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
   timedOut: boolean;
+  /** Stopped by onStdoutLine. */
+  stopped: boolean;
   stderr: string;
   spawnError: string | null;
 }
 
+interface RunOptions {
+  /** Handed to the child as its descriptor 3 (the pinned destination parent). */
+  pinnedFd?: number;
+  /** Each line of stdout; answering false stops the command (its whole group is killed). */
+  onStdoutLine?: (line: string) => boolean;
+}
+
+/** The longest stdout line kept while waiting for its end: rsync's list lines are a path plus ~50 bytes. */
+const MAX_STDOUT_LINE = 16 * 1024;
+
 /** Runs `program` in its own process group; after timeoutMs the whole group is killed. */
-function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number, pinnedFd: number): Promise<Outcome> {
+function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number, options: RunOptions = {}): Promise<Outcome> {
   return new Promise((resolveOutcome) => {
     let stderr = '';
     let timedOut = false;
+    let stopped = false;
     let spawnError: string | null = null;
     let signal: NodeJS.Signals | null = null;
     let settled = false;
-    const child = spawn(program, args, { env, detached: true, stdio: ['ignore', 'ignore', 'pipe', pinnedFd] });
+    const stdio: ('ignore' | 'pipe' | number)[] = ['ignore', options.onStdoutLine ? 'pipe' : 'ignore', 'pipe'];
+    if (options.pinnedFd !== undefined) stdio.push(options.pinnedFd);
+    const child = spawn(program, args, { env, detached: true, stdio });
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4 * STDERR_TAIL_CHARS)));
     const signalGroup = (signal: NodeJS.Signals) => {
       if (child.pid === undefined) return;
@@ -229,14 +246,27 @@ function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, tim
         // The group is gone already.
       }
     };
+    const onLine = options.onStdoutLine;
+    if (onLine && child.stdout) {
+      let pending = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        if (stopped) return;
+        const lines = (pending + chunk).split('\n');
+        pending = lines.pop() ?? '';
+        if (pending.length > MAX_STDOUT_LINE || !lines.every((line) => onLine(line))) {
+          stopped = true;
+          signalGroup('SIGKILL');
+        }
+      });
+    }
     const timers: NodeJS.Timeout[] = [];
     const finish = (exitCode: number | null) => {
       if (settled) return;
       settled = true;
       timers.forEach(clearTimeout);
-      // After a timeout, nothing rsync started in its group (an ssh still closing) outlives the sync.
-      if (timedOut) signalGroup('SIGKILL');
-      resolveOutcome({ exitCode, signal, timedOut, stderr, spawnError });
+      // After a timeout or a stop, nothing rsync started in its group (an ssh still closing) outlives the sync.
+      if (timedOut || stopped) signalGroup('SIGKILL');
+      resolveOutcome({ exitCode, signal, timedOut, stopped, stderr, spawnError });
     };
     timers.push(
       setTimeout(() => {
@@ -256,6 +286,40 @@ function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, tim
       finish(timedOut ? null : code);
     });
   });
+}
+
+// One line of `rsync --list-only --no-human-readable`: mode, size, date, time, name (non-printables escaped as \#ooo).
+const LIST_LINE = /^([-dlpscb])[-rwxsStT]{9}\S*\s+(\d+)\s+\d{4}\/\d{2}\/\d{2}\s+\d{2}:\d{2}:\d{2}\s(.+)$/;
+
+interface RemoteListing {
+  files: number;
+  bytes: number;
+  /** Why the remote evidence is over EVIDENCE_CAPS; null when it is within them. */
+  over: string | null;
+}
+
+/**
+ * Counts the remote evidence before anything is copied, with rsync's own listing over the same filters. The listing
+ * is read line by line and stopped at the cap on entries, so a tree of a million files costs no more than the cap.
+ */
+function listingCounter(): { onLine: (line: string) => boolean; listing: RemoteListing } {
+  const listing: RemoteListing = { files: 0, bytes: 0, over: null };
+  let entries = 0;
+  const onLine = (line: string) => {
+    const parsed = LIST_LINE.exec(line);
+    if (!parsed) return true;
+    if (++entries > EVIDENCE_CAPS.maxEntriesVisited) listing.over = `more than ${EVIDENCE_CAPS.maxEntriesVisited} entries`;
+    else if (parsed[1] === '-') {
+      const size = Number(parsed[2]);
+      listing.files += 1;
+      listing.bytes += size;
+      if (size > EVIDENCE_CAPS.maxFileBytes) listing.over = `a file of ${size} bytes (at most ${EVIDENCE_CAPS.maxFileBytes})`;
+      else if (listing.files > EVIDENCE_CAPS.maxFiles) listing.over = `more than ${EVIDENCE_CAPS.maxFiles} files`;
+      else if (listing.bytes > EVIDENCE_CAPS.maxTotalBytes) listing.over = `more than ${EVIDENCE_CAPS.maxTotalBytes} bytes`;
+    }
+    return listing.over === null;
+  };
+  return { onLine, listing };
 }
 
 const tail = (text: string) => {
@@ -282,6 +346,7 @@ export async function syncEvidence(
     exit_code: null,
     timed_out: false,
     copied: [],
+    over_cap: false,
     error: null,
     duration_ms: Math.round(performance.now() - started),
     ...fields,
@@ -320,32 +385,55 @@ export async function syncEvidence(
   if (parsed.user) sshArgs.push('-l', parsed.user);
 
   const remoteHost = parsed.host.includes(':') ? `[${parsed.host}]` : parsed.host;
-  const args = [
+  const remoteSource = `${remoteHost}:${remoteDir.endsWith('/') ? remoteDir : `${remoteDir}/`}`;
+  const selection = [
     '-a',
-    // Compare contents, not size and mtime: an agent that rewrites a results file within the second of the last sync,
-    // at the same size, would otherwise keep its old copy here.
-    '--checksum',
     '--prune-empty-dirs',
     // Paths travel inside rsync's protocol, not through the remote shell (no word splitting, no globbing there).
     '--protect-args',
-    // Evidence is plain files: no links (one could point the paper at a file of the control plane's), no devices,
-    // no ownership taken from the worker, ordinary modes.
+    // Evidence is plain files: no links (one could point the paper at a file of the control plane's), no devices.
     '--no-links',
     '--no-devices',
     '--no-specials',
+    ...EVIDENCE_FILTERS,
+    '-e', sshArgs.join(' '),
+  ];
+  const listArgs = [...selection, '--list-only', '--no-human-readable', remoteSource];
+  const args = [
+    ...selection,
+    // Compare contents, not size and mtime: an agent that rewrites a results file within the second of the last sync,
+    // at the same size, would otherwise keep its old copy here.
+    '--checksum',
+    // No ownership taken from the worker, ordinary modes.
     '--no-owner',
     '--no-group',
     '--chmod=Du=rwx,Dgo=rx,Fu=rw,Fgo=r',
-    // The evidence reader's caps (domain/evidence-caps.ts): a bigger file is not copied at all.
+    // The evidence reader's caps (domain/evidence-caps.ts): a file that grew past its cap since the listing is not copied.
     `--max-size=${EVIDENCE_CAPS.maxFileBytes}`,
-    ...EVIDENCE_FILTERS,
-    '-e', sshArgs.join(' '),
-    `${remoteHost}:${remoteDir.endsWith('/') ? remoteDir : `${remoteDir}/`}`,
+    remoteSource,
     // The destination's parent is pinned (opened, its real path checked inside project_root) and handed to rsync as
     // its descriptor 3: a link swapped into the path after the checks cannot carry the copy elsewhere.
     `/proc/self/fd/${PINNED_FD}/${basename(destination)}/`,
   ];
-  const command = [RSYNC_PROGRAM, ...args].map(shellQuote).join(' ');
+  const shown = (programArgs: string[]) => [RSYNC_PROGRAM, ...programArgs].map(shellQuote).join(' ');
+  const env = { ...process.env, ...settings.env };
+  const deadline = performance.now() + settings.timeout_ms;
+  const timeLeft = () => Math.max(1, deadline - performance.now());
+  const judge = (outcome: Outcome) => judgeOutcome(outcome, settings.timeout_ms, `${remoteDir} does not exist on ${describeTarget(parsed)}`, describeTarget(parsed));
+
+  // The remote evidence is counted first: over its caps, nothing is copied and it counts as missing.
+  const counter = listingCounter();
+  const listed = await runBounded(RSYNC_PROGRAM, listArgs, env, timeLeft(), { onStdoutLine: counter.onLine });
+  if (counter.listing.over !== null) {
+    return report({
+      ok: false,
+      over_cap: true,
+      command: shown(listArgs),
+      error: `the evidence on the worker is over its cap (${counter.listing.over}): nothing was copied and it counts as missing`,
+    });
+  }
+  const listing = judge(listed);
+  if (!listing.ok) return report({ ok: false, command: shown(listArgs), exit_code: listed.exitCode, timed_out: listed.timedOut, error: listing.error });
 
   // rsync creates the project directory itself but not its parents; created ones are removed again on failure.
   let firstCreated: string | undefined;
@@ -370,33 +458,34 @@ export async function syncEvidence(
     }
   };
 
-  const outcome = await runBounded(RSYNC_PROGRAM, args, { ...process.env, ...settings.env }, settings.timeout_ms, parent.fd).finally(() => parent.close());
-  const stderrTail = tail(outcome.stderr);
-  let ok = false;
-  let error: string | null = null;
-  if (outcome.spawnError) {
-    error = outcome.spawnError;
-  } else if (outcome.timedOut) {
-    error = `timed out after ${settings.timeout_ms} ms${stderrTail ? `: ${stderrTail}` : ''}`;
-  } else if (outcome.exitCode === 0) {
-    ok = true;
-  } else if (outcome.exitCode !== null && PARTIAL_TRANSFER.has(outcome.exitCode)) {
-    // Connected, but something could not be read. A missing project directory is a misconfiguration, not a
-    // project without results: rsync says `change_dir "<dir>" failed` for it.
-    const missingDir = /change_dir .* failed: No such file or directory/.test(outcome.stderr);
-    ok = !missingDir;
-    error = missingDir ? `remote project directory ${remoteDir} does not exist on ${describeTarget(parsed)}` : stderrTail || null;
-  } else {
-    error = stderrTail || (outcome.signal ? `rsync was killed by ${outcome.signal}` : `rsync exited with code ${outcome.exitCode}`);
-    if (outcome.exitCode === 255 || outcome.exitCode === 12 || outcome.exitCode === 5) {
-      error = `could not connect to ${describeTarget(parsed)} over ssh (rsync exit ${outcome.exitCode}): ${error}`;
-    }
-  }
+  const outcome = await runBounded(RSYNC_PROGRAM, args, env, timeLeft(), { pinnedFd: parent.fd }).finally(() => parent.close());
+  let { ok, error } = judge(outcome);
   if (!ok) await undoCreated();
+  // What grew on the worker between the listing and the copy is caught here.
   const copied = await listEvidence(destination);
-  if (ok && copied.over) {
+  const overCap = ok && copied.over;
+  if (overCap) {
     ok = false;
     error = `the evidence is over its cap (${EVIDENCE_CAPS.maxFiles} files, ${EVIDENCE_CAPS.maxTotalBytes} bytes, ${EVIDENCE_CAPS.maxFileBytes} bytes a file): it counts as missing`;
   }
-  return report({ ok, command, exit_code: outcome.exitCode, timed_out: outcome.timedOut, copied: copied.files, error });
+  return report({ ok, over_cap: overCap, command: shown(args), exit_code: outcome.exitCode, timed_out: outcome.timedOut, copied: copied.files, error });
+}
+
+/** Whether a finished rsync counts as a sync, and if not, why (a reason, or the tail of rsync's and ssh's stderr). */
+function judgeOutcome(outcome: Outcome, timeoutMs: number, missingDirMessage: string, target: string): { ok: boolean; error: string | null } {
+  const stderrTail = tail(outcome.stderr);
+  if (outcome.spawnError) return { ok: false, error: outcome.spawnError };
+  if (outcome.timedOut) return { ok: false, error: `timed out after ${timeoutMs} ms${stderrTail ? `: ${stderrTail}` : ''}` };
+  if (outcome.exitCode === 0) return { ok: true, error: null };
+  if (outcome.exitCode !== null && PARTIAL_TRANSFER.has(outcome.exitCode)) {
+    // Connected, but something could not be read. A missing project directory is a misconfiguration, not a
+    // project without results: rsync says `change_dir "<dir>" failed` for it.
+    const missingDir = /change_dir .* failed: No such file or directory/.test(outcome.stderr);
+    return missingDir ? { ok: false, error: `remote project directory ${missingDirMessage}` } : { ok: true, error: stderrTail || null };
+  }
+  const error = stderrTail || (outcome.signal ? `rsync was killed by ${outcome.signal}` : `rsync exited with code ${outcome.exitCode}`);
+  if (outcome.exitCode === 255 || outcome.exitCode === 12 || outcome.exitCode === 5) {
+    return { ok: false, error: `could not connect to ${target} over ssh (rsync exit ${outcome.exitCode}): ${error}` };
+  }
+  return { ok: false, error };
 }

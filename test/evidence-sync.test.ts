@@ -81,11 +81,11 @@ describe('evidence sync over ssh', () => {
 
     const report = await syncEvidence(settings, { project_root: projectRoot, project_dir: 'p1' });
 
-    expect(report).toMatchObject({ ok: true, exit_code: 0, timed_out: false, error: null });
+    expect(report).toMatchObject({ ok: true, exit_code: 0, timed_out: false, over_cap: false, error: null });
     expect(report.copied).toEqual(Object.keys(EVIDENCE).sort());
     expect(report.source).toBe(`${sshd.host}:${remote}`);
     expect(report.destination).toBe(join(projectRoot, 'p1'));
-    expect(report.command).toMatch(/^rsync -a --checksum --prune-empty-dirs /);
+    expect(report.command).toMatch(/^rsync -a --prune-empty-dirs .* --checksum .*--max-size=5242880 /);
     expect(report.command).toContain('BatchMode=yes');
     expect(report.duration_ms).toBeGreaterThan(0);
 
@@ -149,6 +149,25 @@ describe('evidence sync over ssh', () => {
     expect(report.exit_code).toBe(23);
     expect(report.error).toMatch(/remote project directory .*nested\/missing does not exist/);
     expect(report.copied).toEqual([]);
+    expect(listTree(projectRoot)).toEqual([]);
+  });
+
+  it.each([
+    ['201 results files', 'cap-files', (dir: string) => writeTree(dir, Object.fromEntries(Array.from({ length: 201 }, (_, i) => [`results/r${i}.json`, '{"a":1}']))), /more than 200 files/],
+    ['a results file over 5 MiB', 'cap-file-size', (dir: string) => writeTree(dir, { 'results/big.json': 'x'.repeat(5 * 1024 * 1024 + 1) }), /a file of 5242881 bytes/],
+    ['more than 32 MiB in all', 'cap-total', (dir: string) => writeTree(dir, Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`results/r${i}.json`, 'x'.repeat(5 * 1024 * 1024)]))), /more than 33554432 bytes/],
+  ])('over its caps on the worker (%s): counted first, nothing is copied, over_cap', async (_label, projectDir, plant, reason) => {
+    const remote = join(sshd.remoteRoot, projectDir);
+    await writeTree(remote, EVIDENCE);
+    await plant(remote);
+    const projectRoot = await freshRoot();
+
+    const report = await syncEvidence(settings, { project_root: projectRoot, project_dir: projectDir });
+
+    expect(report).toMatchObject({ ok: false, over_cap: true, copied: [] });
+    expect(report.command).toContain('--list-only');
+    expect(report.error).toMatch(reason);
+    expect(report.error).toContain('counts as missing');
     expect(listTree(projectRoot)).toEqual([]);
   });
 

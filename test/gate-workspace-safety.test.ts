@@ -150,13 +150,45 @@ describe('evidence the gate reports', () => {
     await symlink(join(away, 'decision.json'), join(project, '.research', 'decision.json'));
     await symlink(join(away, 'notes.md'), join(project, 'run_notes.md'));
     await symlink(join(away, 'results'), join(project, 'results'));
-    expect(inspectEvidence(project)).toEqual({
+    expect(inspectEvidence(fixture.projectRoot, project)).toEqual({
       run_notes: false,
       decision_file: false,
       decision: null,
       decision_summary: null,
       results_json_files: 0,
       sufficient_for_paper: false,
+    });
+  });
+
+  it('reports nothing for a project directory that is itself a link out of project_root', async () => {
+    const { away } = await plant('linked-project-away');
+    await writeFile(join(away, 'notes.md'), 'notes from elsewhere');
+    await mkdir(join(away, '.research'));
+    await writeFile(join(away, '.research', 'decision.json'), JSON.stringify({ decision: 'positive' }));
+    await writeFile(join(away, 'run_notes.md'), 'notes from elsewhere');
+    await mkdir(join(away, 'results'));
+    await writeFile(join(away, 'results', 'r.json'), '{"a":1}');
+    const project = join(fixture.projectRoot, 'linked-project');
+    await symlink(away, project);
+    expect(inspectEvidence(fixture.projectRoot, project)).toMatchObject({ run_notes: false, decision_file: false, results_json_files: 0, sufficient_for_paper: false });
+  });
+
+  it('reads what the agent left inside its project: notes, the decision, and non-empty results files at any depth', async () => {
+    const { project } = await plant('honest-evidence');
+    await mkdir(join(project, '.research'), { recursive: true });
+    await writeFile(join(project, '.research', 'decision.json'), JSON.stringify({ decision: 'positive', summary: 'it worked' }));
+    await writeFile(join(project, 'run_notes.md'), '# Notes');
+    await mkdir(join(project, 'results', 'deep', 'er'), { recursive: true });
+    await writeFile(join(project, 'results', 'a.json'), '{"a":1}');
+    await writeFile(join(project, 'results', 'deep', 'er', 'b.json'), '{"b":2}');
+    await writeFile(join(project, 'results', 'empty.json'), '');
+    expect(inspectEvidence(fixture.projectRoot, project)).toEqual({
+      run_notes: true,
+      decision_file: true,
+      decision: 'positive',
+      decision_summary: 'it worked',
+      results_json_files: 2,
+      sufficient_for_paper: true,
     });
   });
 });

@@ -228,6 +228,20 @@ describe('evidence sync over ssh', () => {
     expect(local).not.toContain('train.py');
   });
 
+  it('answers a rewrite 424 with over_cap when the evidence on the worker grew past its caps, though an older copy is here', { timeout: 60_000 }, async () => {
+    const paperId = await h.completedRun('grown', { evidence: false });
+    await writeRemote('grown');
+    expect((await draftNext(h)).body).toMatchObject({ action: 'drafted', paper_id: paperId });
+    for (let i = 0; i < 201; i++) await writeFile(join(sshd.remoteRoot, 'grown', 'results', `extra-${i}.json`), '{"score":1}');
+
+    const before = (await h.call('GET', '/control/api/papers?search=grown')).body.items[0];
+    const answer = await h.call('POST', `/control/api/publication-automation/${encodeURIComponent(paperId)}/rewrite-draft`, { idempotency_key: 'grown-1', requested_by: 'writer-test' });
+    expect(answer.status).toBe(424);
+    expect(answer.body.detail.evidence_sync).toMatchObject({ enabled: true, ok: false, over_cap: true, copied: [], missing: [expect.stringMatching(/over its cap \(more than 200 files\)/)] });
+    expect((await readdir(join(h.settings.projectRoot, 'grown', 'results'), { recursive: true })).filter((name) => name.startsWith('extra-'))).toEqual([]);
+    expect((await h.call('GET', '/control/api/papers?search=grown')).body.items[0]).toEqual(before);
+  });
+
   it('answers a rewrite 424 with what sync tried and what is missing when the worker cannot be reached, writing nothing', { timeout: 60_000 }, async () => {
     const paperId = await h.completedRun('unsynced', { evidence: false });
     await writeRemote('unsynced');

@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { relative } from 'node:path';
 import type { Logger } from 'pino';
 import type { DispatchRequest, PrepareProjectRequest } from '../contracts/worker-gate.ts';
 import type { TelemetrySample } from '../domain/gate.ts';
@@ -13,6 +13,7 @@ import {
   type GateRun,
 } from '../domain/gate-run.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
+import { PinnedDir, UnsafePathError } from '../files/pinned-dir.ts';
 import { HttpError } from '../http/errors.ts';
 import { payloadHash } from '../http/payload-hash.ts';
 import { randomToken, sha256Hex } from '../http/tokens.ts';
@@ -22,7 +23,7 @@ import type { GateEventLog } from './gate-event-log.ts';
 import { prepareProject, type PrepareResult } from './prepare-project.ts';
 import { readProcessStat, readProcessTable } from './process-table.ts';
 import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
-import { resolveProjectPaths } from './project-paths.ts';
+import { resolvedRoot, resolveProjectPaths } from './project-paths.ts';
 import type { RunRecords } from './run-records.ts';
 import { reapProcesses, type ReapResult } from './stale-reaper.ts';
 
@@ -148,15 +149,28 @@ export class GateDispatcher {
   }
 
   private async startRun(request: DispatchRequest, workloadClass: WorkloadClass, hash: string): Promise<DispatchResponse> {
-    const { config, runs, events, logger } = this.options;
+    const { config, runs } = this.options;
     const resolved = resolveProjectPaths(config.project_root, request.project_dir, request.prompt_file);
     if (!resolved.ok) throw new HttpError(400, resolved.reason);
     const { projectDir, promptFile } = resolved.paths;
-    if (!existsSync(projectDir) || !statSync(projectDir).isDirectory()) {
-      throw new HttpError(409, `project_dir ${projectDir} does not exist; call /prepare-project first`);
-    }
     const busy = activeRunIn(runs.all(), projectDir);
     if (busy) throw new HttpError(409, `project_dir ${projectDir} already has an active run '${busy.run_id}' (${busy.gate_state})`);
+    const project = pinProject(config.project_root, projectDir);
+    try {
+      return await this.startRunIn(project, { projectDir, promptFile }, request, workloadClass, hash);
+    } finally {
+      project.close();
+    }
+  }
+
+  private async startRunIn(
+    project: PinnedDir,
+    { projectDir, promptFile }: { projectDir: string; promptFile: string },
+    request: DispatchRequest,
+    workloadClass: WorkloadClass,
+    hash: string,
+  ): Promise<DispatchResponse> {
+    const { config, runs, events, logger } = this.options;
 
     // The agent's only credential: good for its own run's events, and kept here as a hash alone.
     const eventToken = randomToken();
@@ -183,7 +197,8 @@ export class GateDispatcher {
     runs.save(starting);
     const result = await runDispatchScript({
       scriptPath: config.dispatch_script_path,
-      cwd: projectDir,
+      // The pinned directory itself: a link swapped in for the project after the checks cannot move the agent out.
+      cwd: `/proc/self/fd/${project.fd}`,
       timeoutMs: config.dispatch_timeout_sec * 1000,
       // Recorded before the agent can post an event naming its root: the pid it names must descend from this one.
       onSpawn: (pid) => {
@@ -253,5 +268,16 @@ export class GateDispatcher {
     events.append('run_cancelled', runId, { stopped: outcomes });
     logger.info({ run_id: runId, stopped: outcomes.length }, 'run cancelled');
     return { ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: false, stopped: outcomes };
+  }
+}
+
+/** The project directory held open, its real path inside project_root (files/pinned-dir.ts); 409 when it is not there. */
+function pinProject(projectRoot: string, projectDir: string): PinnedDir {
+  const root = resolvedRoot(projectRoot);
+  try {
+    return PinnedDir.open(root, relative(root, projectDir), { selfBoundary: true });
+  } catch (error) {
+    if (error instanceof UnsafePathError) throw new HttpError(400, `project_dir ${projectDir} escapes project_root through a symbolic link`);
+    throw new HttpError(409, `project_dir ${projectDir} does not exist; call /prepare-project first`);
   }
 }

@@ -1,31 +1,34 @@
-import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { relative } from 'node:path';
 import { hasPaperEvidence, type RunEvidence } from '../contracts/worker-callback.ts';
-import { isStrictlyInside } from './project-paths.ts';
+import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
+import { hasControlChars, PinnedDir } from '../files/pinned-dir.ts';
+import { resolvedRoot } from './project-paths.ts';
 
-const MAX_RESULT_FILES_VISITED = 2000;
 const MAX_DEPTH = 8;
+/** decision.json is a few hundred bytes; a bigger one is not read (the summary is cut at 2,000 characters anyway). */
+const MAX_DECISION_BYTES = 64 * 1024;
 
-function isNonEmptyFile(path: string | null): boolean {
-  if (path === null) return false;
+/** A non-empty regular file below `dir`, checked on its one handle (files/pinned-dir.ts). */
+function isNonEmptyFile(dir: PinnedDir, rel: string): boolean {
   try {
-    const stat = statSync(path);
-    return stat.isFile() && stat.size > 0;
+    const file = dir.openFile(rel, EVIDENCE_CAPS.maxFileBytes);
+    PinnedDir.release(file);
+    return file.size > 0;
   } catch {
     return false;
   }
 }
 
-function readDecision(path: string | null): { present: boolean; decision: string | null; summary: string | null } {
-  if (path === null) return { present: false, decision: null, summary: null };
-  let text: string;
+function readDecision(project: PinnedDir): { present: boolean; decision: string | null; summary: string | null } {
+  let bytes: Buffer | null;
   try {
-    text = readFileSync(path, 'utf8');
+    bytes = project.readFileIfExists('.research/decision.json', MAX_DECISION_BYTES);
   } catch {
-    return { present: false, decision: null, summary: null };
+    bytes = null;
   }
+  if (bytes === null) return { present: false, decision: null, summary: null };
   try {
-    const parsed = JSON.parse(text) as { decision?: unknown; summary?: unknown };
+    const parsed = JSON.parse(bytes.toString('utf8')) as { decision?: unknown; summary?: unknown };
     return {
       present: true,
       decision: typeof parsed.decision === 'string' ? parsed.decision : null,
@@ -36,54 +39,67 @@ function readDecision(path: string | null): { present: boolean; decision: string
   }
 }
 
-function countNonEmptyJson(dir: string | null): number {
-  if (dir === null) return 0;
+/** Non-empty `results/**\/*.json` files, walked through pinned directories and stopped at the cap on entries. */
+function countNonEmptyJson(project: PinnedDir): number {
   let count = 0;
-  let visited = 0;
-  const walk = (current: string, depth: number) => {
-    if (depth > MAX_DEPTH || visited > MAX_RESULT_FILES_VISITED) return;
-    let entries;
-    try {
-      entries = readdirSync(current, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const entry of entries) {
-      visited++;
-      const path = join(current, entry.name);
-      if (entry.isDirectory()) walk(path, depth + 1);
-      else if (entry.isFile() && entry.name.endsWith('.json') && isNonEmptyFile(path)) count++;
+  let entriesLeft = EVIDENCE_CAPS.maxEntriesVisited;
+  const walk = (dir: PinnedDir, depth: number) => {
+    if (depth > MAX_DEPTH) return;
+    for (const entry of dir.entries(Math.max(0, entriesLeft)).entries) {
+      if (--entriesLeft < 0 || hasControlChars(entry.name)) continue;
+      if (entry.kind === 'dir') {
+        let child: PinnedDir;
+        try {
+          child = dir.openDir(entry.name);
+        } catch {
+          continue;
+        }
+        try {
+          walk(child, depth + 1);
+        } finally {
+          child.close();
+        }
+      } else if (entry.kind === 'file' && entry.name.endsWith('.json') && isNonEmptyFile(dir, entry.name)) count++;
     }
   };
-  walk(dir, 0);
+  let results: PinnedDir;
+  try {
+    results = project.openDir('results');
+  } catch {
+    return 0;
+  }
+  try {
+    walk(results, 0);
+  } finally {
+    results.close();
+  }
   return count;
 }
 
-const realpathOrNull = (path: string) => {
-  try {
-    return realpathSync(path);
-  } catch {
-    return null;
-  }
-};
-
 /**
- * What evidence the agent left in its project (README "Worker gate"), read when the gate reports readiness. A file
- * that is a symbolic link out of the project counts as absent: the gate reads nothing outside the project for an agent.
+ * What evidence the agent left in its project (README "Worker gate"), read when the gate reports readiness. The project
+ * directory is pinned inside project_root and every file is opened once without following links (files/pinned-dir.ts):
+ * a file that links out of the project, or one swapped for a link meanwhile, counts as absent.
  */
-export function inspectEvidence(projectDir: string): RunEvidence {
-  const project = realpathOrNull(projectDir);
-  const inProject = (path: string) => {
-    const real = realpathOrNull(path);
-    return project !== null && real !== null && isStrictlyInside(project, real) ? path : null;
-  };
-  const decision = readDecision(inProject(join(projectDir, '.research', 'decision.json')));
-  const facts = {
-    run_notes: isNonEmptyFile(inProject(join(projectDir, 'run_notes.md'))),
-    decision_file: decision.present,
-    decision: decision.decision,
-    decision_summary: decision.summary,
-    results_json_files: countNonEmptyJson(inProject(join(projectDir, 'results'))),
-  };
-  return { ...facts, sufficient_for_paper: hasPaperEvidence(facts) };
+export function inspectEvidence(projectRoot: string, projectDir: string): RunEvidence {
+  let project: PinnedDir | null = null;
+  try {
+    const root = resolvedRoot(projectRoot);
+    project = PinnedDir.open(root, relative(root, projectDir), { selfBoundary: true });
+  } catch {
+    project = null;
+  }
+  try {
+    const decision = project ? readDecision(project) : { present: false, decision: null, summary: null };
+    const facts = {
+      run_notes: project ? isNonEmptyFile(project, 'run_notes.md') : false,
+      decision_file: decision.present,
+      decision: decision.decision,
+      decision_summary: decision.summary,
+      results_json_files: project ? countNonEmptyJson(project) : 0,
+    };
+    return { ...facts, sufficient_for_paper: hasPaperEvidence(facts) };
+  } finally {
+    project?.close();
+  }
 }

@@ -221,7 +221,7 @@ export class RunMonitor {
       : detectSilentExit(run, Date.now(), this.options.config.sample_interval_sec);
     run = transition.run;
     if (transition.callback) {
-      const evidence = transition.callback.with_evidence ? inspectEvidence(run.project_dir) : null;
+      const evidence = transition.callback.with_evidence ? inspectEvidence(this.options.config.project_root, run.project_dir) : null;
       run = this.sendCallback(run, transition.callback, evidence).run;
     }
 

@@ -16,6 +16,14 @@ const deadline = Date.now() + Number(durationMs);
 const real = target + '.swap-real';
 const link = target + '.swap-link';
 for (let i = 0; Date.now() < deadline; i++) {
+  if (kind === 'relink') {
+    try {
+      fs.rmSync(link, { force: true });
+      fs.symlinkSync(i % 2 === 0 ? content : linkTo, link);
+      fs.renameSync(link, target);
+    } catch {}
+    continue;
+  }
   try {
     if (kind === 'dir') {
       fs.rmSync(real, { recursive: true, force: true });
@@ -29,12 +37,15 @@ for (let i = 0; Date.now() < deadline; i++) {
     fs.renameSync(link, target);
   } catch {}
 }
-fs.rmSync(target, { recursive: true, force: true });
-if (kind === 'dir') fs.mkdirSync(target); else fs.writeFileSync(target, content);
+fs.rmSync(target, { recursive: kind === 'dir', force: true });
+if (kind === 'dir') fs.mkdirSync(target); else if (kind === 'relink') fs.symlinkSync(content, target); else fs.writeFileSync(target, content);
 `;
 
-/** `kind` 'file': `target` alternates between a file holding `content` and a link to `linkTo`; 'dir': a directory and the link. */
-export function startSwapper(target: string, options: { kind: 'file' | 'dir'; linkTo: string; content?: string; durationMs: number }): Swapper {
+/**
+ * `kind` 'file': `target` alternates between a file holding `content` and a link to `linkTo`; 'dir': a directory and the
+ * link; 'relink': always a link, to `content` (a path) and to `linkTo` in turn, each swap one atomic rename.
+ */
+export function startSwapper(target: string, options: { kind: 'file' | 'dir' | 'relink'; linkTo: string; content?: string; durationMs: number }): Swapper {
   const child = spawn(process.execPath, ['-e', SCRIPT, target, options.kind, options.linkTo, options.content ?? '', String(options.durationMs)], { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
