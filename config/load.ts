@@ -210,7 +210,8 @@ function resolvePaths(config: Config, configDir: string): Config {
   const out = { ...config };
   for (const field of PATH_FIELDS) {
     // Empty log paths mean "not set" and stay empty.
-    if (out[field] !== '') out[field] = resolve(configDir, out[field]);
+    const value = out[field];
+    if (value !== undefined && value !== '') out[field] = resolve(configDir, value);
   }
   return out;
 }
@@ -245,7 +246,7 @@ function collectWarnings(config: Config, configPath: string, env: ConfigEnv): st
   if (stateDirMode !== null) {
     warnings.push(`state_dir ${config.state_dir} was open to other users (mode ${stateDirMode.toString(8)}); it holds the run records and the embedded database: made 0700`);
   }
-  if (config.roles.includes('worker_gate') && !existsSync(config.dispatch_script_path)) {
+  if (config.roles.includes('worker_gate') && config.dispatch_script_path !== undefined && !existsSync(config.dispatch_script_path)) {
     warnings.push(`dispatch_script_path: ${config.dispatch_script_path} does not exist`);
   }
   if (config.operational_trace_enabled) {

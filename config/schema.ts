@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AGENT_RUNTIMES } from '../domain/agent-runtimes.ts';
 import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../domain/gate.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import type { GateThresholdProfile } from '../domain/workload.ts';
@@ -154,8 +155,9 @@ export const ConfigFieldsSchema = z.strictObject({
   project_root: doc(nonEmptyText(), {
     description: 'Directory under which project workspaces live. Relative paths resolve against the config file directory.',
   }),
-  dispatch_script_path: doc(nonEmptyText(), {
-    description: 'Script the worker gate runs (without a shell) to start an agent. Relative paths resolve against the config file directory.',
+  dispatch_script_path: doc(nonEmptyText().optional(), {
+    description:
+      "Script the worker gate runs (without a shell) to start an agent when its agent_runtime is 'script'; required then. Relative paths resolve against the config file directory.",
   }),
   roles: doc(
     z
@@ -224,6 +226,16 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   agent_sandbox: doc(text().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).default(''), {
     description: "Sandbox the agent is started in (SANDBOX); '' leaves the agent's own default. dispatch-next may override it.",
+  }),
+  agent_runtime: doc(z.enum(AGENT_RUNTIMES).default('script'), {
+    description:
+      "Worker gate: the agent it starts. 'script' runs dispatch_script_path; 'codex' runs Codex CLI under the gate's own launcher, with its lifecycle hooks (README \"Running real agents\").",
+  }),
+  agent_runtime_by_workload_class: doc(z.partialRecord(WorkloadClassSchema, z.enum(AGENT_RUNTIMES)).default({}), {
+    description: 'Worker gate: workload class → agent runtime, over agent_runtime for runs of that class.',
+  }),
+  codex_path: doc(text().default(''), {
+    description: "Worker gate: the codex executable; '' runs the pinned version that scripts/ensure-agents.sh installs in the user cache.",
   }),
   default_workload_class: doc(WorkloadClassSchema.default('inference_eval'), {
     description: 'Workload class used when an item names none.',
@@ -426,6 +438,7 @@ function checkCrossFieldRules(raw: Record<string, unknown>, report: ProblemSink)
   }
   if (Array.isArray(raw.roles) && raw.roles.includes('worker_gate')) {
     requireWhen(raw, ['worker_wake_gate_bearer_token'], 'roles includes "worker_gate" (it guards the gate\'s own routes)', report);
+    if (runsScripts(raw)) requireWhen(raw, ['dispatch_script_path'], 'the worker gate starts agents with agent_runtime "script"', report);
   }
   if (raw.push_alerts_enabled === true) {
     requireWhen(raw, ['push_app_token', 'push_user_key', 'push_api_url'], 'push_alerts_enabled is true', report);
@@ -453,6 +466,13 @@ function checkCrossFieldRules(raw: Record<string, unknown>, report: ProblemSink)
       }
     }
   }
+}
+
+/** Whether a worker gate with this raw config runs dispatch_script_path for some workload class. */
+function runsScripts(raw: Record<string, unknown>): boolean {
+  const byClass = isRecord(raw.agent_runtime_by_workload_class) ? raw.agent_runtime_by_workload_class : {};
+  const fallback = raw.agent_runtime ?? 'script';
+  return WORKLOAD_CLASSES.some((cls) => (byClass[cls] ?? fallback) === 'script');
 }
 
 const OPTIONAL_FIELDS = Object.entries(ConfigFieldsSchema.shape)

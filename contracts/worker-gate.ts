@@ -61,6 +61,7 @@ export const DispatchScriptOutputSchema = z.looseObject({
 
 const optionalText = (max: number) => z.string().max(max).nullish().transform((v) => v ?? undefined);
 const optionalPid = z.number().int().positive().nullish().transform((v) => v ?? undefined);
+const tokenCount = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 /** Lifecycle event the agent runtime posts to `/legacy-agent/event`. */
 export const ControlPlaneEventSchema = z.strictObject({
@@ -75,6 +76,13 @@ export const ControlPlaneEventSchema = z.strictObject({
   timestamp: z.iso.datetime({ offset: true }).nullish().transform((v) => v ?? undefined),
   tmux_session: optionalText(200),
   message: optionalText(20_000),
+  /** With session-end, from a launcher that saw the agent's process end: non-zero ends the run in error. */
+  exit_code: z.number().int().min(0).max(255).nullish().transform((v) => v ?? undefined),
+  /** The tokens the agent's session has spent so far, as its tool reports them. */
+  token_usage: z
+    .strictObject({ input_tokens: tokenCount, output_tokens: tokenCount, total_tokens: tokenCount })
+    .nullish()
+    .transform((v) => v ?? undefined),
 });
 export type ControlPlaneEvent = z.output<typeof ControlPlaneEventSchema>;
 

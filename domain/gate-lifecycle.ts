@@ -26,6 +26,8 @@ export interface LifecycleInput {
   session_id?: string | undefined;
   question?: string | undefined;
   message?: string | undefined;
+  /** With session-end: how the agent's process ended, as its launcher saw it; non-zero ends the run in error. */
+  exit_code?: number | undefined;
   /** Gate clock time the event was received. */
   received_at: string;
 }
@@ -100,6 +102,12 @@ export function applyLifecycleEvent(current: GateSession, input: LifecycleInput)
       }
       break;
     case 'session-end':
+      if (input.exit_code !== undefined && input.exit_code !== 0) {
+        session.gate_state = 'error';
+        session.gate_reason = `the agent exited with status ${input.exit_code}`;
+        callbacks.push({ event_type: 'gate_error', observed_at: input.received_at });
+        break;
+      }
       session.idle_seen_at ??= input.received_at;
       session.ended = true;
       session.gate_state = 'finished_pending_gate';

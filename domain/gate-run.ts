@@ -2,6 +2,7 @@
  * State changes of one run the worker gate dispatched (README "Worker gate"). Each function takes a record and
  * returns the next one; the gate's I/O modules apply them and persist the result.
  */
+import type { TokenUsage } from './agent-runtimes.ts';
 import { applyLifecycleEvent, freshSession, readyCallbackFor, type GateSession, type LifecycleInput, type LifecycleOutcome } from './gate-lifecycle.ts';
 import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES, type CallbackEventType, type DispatchMode, type ReasoningEffort } from './gate.ts';
 import type { QuietWindowMetrics, QuietWindowVerdict } from './quiet-window.ts';
@@ -41,6 +42,8 @@ export interface GateRun extends GateSession {
   root_start_ticks: number | null;
   process_group_id: number | null;
   tmux_session: string | null;
+  /** The tokens the agent reported spending, with its last event that carried them; absent from older records. */
+  token_usage?: TokenUsage | null;
   /**
    * The dispatch script as the gate started it (in a session of its own): a pid an agent names is taken as the root
    * only if it descends from this process or works in the project. Absent from records written before this existed.
@@ -220,6 +223,7 @@ export function recordCallback(run: GateRun, callback: RecordedCallback): GateRu
 /** A lifecycle event as the gate received it, with the tmux session the agent runtime reported. */
 export interface RunEventInput extends LifecycleInput {
   tmux_session?: string | undefined;
+  token_usage?: TokenUsage | undefined;
 }
 
 /**
@@ -237,6 +241,7 @@ export function applyRunEvent(run: GateRun, input: RunEventInput): { run: GateRu
     events_ignored: run.events_ignored + (outcome.ignored_reason ? 1 : 0),
     callbacks: outcome.session_reset ? [] : run.callbacks,
     tmux_session: run.tmux_session ?? input.tmux_session ?? null,
+    token_usage: input.token_usage ?? run.token_usage ?? null,
   };
   return { run: next, outcome };
 }

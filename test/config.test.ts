@@ -20,7 +20,6 @@ const REQUIRED_FIELDS = [
   'completion_callback_token',
   'state_dir',
   'project_root',
-  'dispatch_script_path',
 ] as const;
 
 type RawConfig = Record<string, unknown>;
@@ -171,6 +170,23 @@ describe('loadConfig: required fields', () => {
     delete raw[field];
     const problems = await problemsOf(raw);
     expect(problems).toEqual([`${field}: is required`]);
+  });
+
+  it('needs dispatch_script_path only where a worker gate runs scripts', async () => {
+    const gate = { roles: ['worker_gate'], worker_wake_gate_bearer_token: WORKER_TOKEN };
+    const withoutScript = () => {
+      const raw = baseConfig(gate);
+      delete raw.dispatch_script_path;
+      return raw;
+    };
+    expect(await problemsOf(withoutScript())).toEqual(['dispatch_script_path: is required when the worker gate starts agents with agent_runtime "script"']);
+    expect(await problemsOf({ ...withoutScript(), agent_runtime: 'codex', agent_runtime_by_workload_class: { training: 'script' } })).toEqual([
+      'dispatch_script_path: is required when the worker gate starts agents with agent_runtime "script"',
+    ]);
+    await expect(configOf({ ...withoutScript(), agent_runtime: 'codex' })).resolves.toMatchObject({ agent_runtime: 'codex' });
+    const controlPlane = baseConfig();
+    delete controlPlane.dispatch_script_path;
+    await expect(configOf(controlPlane)).resolves.toBeDefined();
   });
 
   it.each(['state_dir', 'project_root', 'dispatch_script_path'])('refuses an empty %s', async (field) => {
@@ -706,7 +722,7 @@ describe('loadConfig: first run', () => {
       allowed_hosts: ['localhost'],
     });
     expect(first.warnings.filter((warning) => warning.includes('chmod 600'))).toEqual([]);
-    expect(isAbsolute(first.config.dispatch_script_path)).toBe(true);
+    expect(isAbsolute(first.config.dispatch_script_path ?? '')).toBe(true);
     expect(first.config.dispatch_script_path).toMatch(/worker-gate[/\\]simulated-agent\.sh$/);
     expect((await stat(configPath)).mode & 0o777).toBe(0o600);
 
@@ -737,7 +753,7 @@ describe('loadConfig: first run', () => {
 });
 
 describe('config field docs and secrets', () => {
-  it('documents every field, with the six required ones marked', () => {
+  it('documents every field, with the five required ones marked', () => {
     const docs = configFieldDocs();
     expect(docs.map((d) => d.name)).toEqual(Object.keys(ConfigFieldsSchema.shape));
     expect(docs.filter((d) => d.required).map((d) => d.name)).toEqual([...REQUIRED_FIELDS]);

@@ -150,7 +150,8 @@ export function createEventPoster(env: DispatchEnv, sessionId: string, retryForS
       const body = JSON.stringify({
         event,
         run_id: env.RUN_ID,
-        session_id: sessionId,
+        // '' when the agent has no session id yet: a made-up one would start the gate's record of the run over.
+        session_id: sessionId || undefined,
         project_id: env.PROJECT_ID,
         timestamp: new Date().toISOString(),
         root_pid: process.pid,

@@ -18,7 +18,8 @@ import { HttpError } from '../http/errors.ts';
 import { payloadHash } from '../http/payload-hash.ts';
 import { randomToken, sha256Hex } from '../http/tokens.ts';
 import { dispatchEnvironment, runDispatchScript } from './dispatch-script.ts';
-import type { WorkerGateConfig } from './gate-config.ts';
+import { agentStartFor, checkDispatchOptions, type AgentStart } from './agent-start.ts';
+import { runtimeFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
 import { prepareProject, type PrepareResult } from './prepare-project.ts';
 import { readProcessStat, readProcessTable } from './process-table.ts';
@@ -153,11 +154,14 @@ export class GateDispatcher {
     const resolved = resolveProjectPaths(config.project_root, request.project_dir, request.prompt_file);
     if (!resolved.ok) throw new HttpError(400, resolved.reason);
     const { projectDir, promptFile } = resolved.paths;
+    const runtime = runtimeFor(config, workloadClass);
+    checkDispatchOptions(runtime, request);
     const busy = activeRunIn(runs.all(), projectDir);
     if (busy) throw new HttpError(409, `project_dir ${projectDir} already has an active run '${busy.run_id}' (${busy.gate_state})`);
     const project = pinProject(config.project_root, projectDir);
     try {
-      return await this.startRunIn(project, { projectDir, promptFile }, request, workloadClass, hash);
+      const start = agentStartFor(config, runtime, project, projectDir, request);
+      return await this.startRunIn(project, start, { projectDir, promptFile }, request, workloadClass, hash);
     } finally {
       project.close();
     }
@@ -165,6 +169,7 @@ export class GateDispatcher {
 
   private async startRunIn(
     project: PinnedDir,
+    start: AgentStart,
     { projectDir, promptFile }: { projectDir: string; promptFile: string },
     request: DispatchRequest,
     workloadClass: WorkloadClass,
@@ -186,7 +191,7 @@ export class GateDispatcher {
         mode: request.mode,
         model: request.model,
         reasoning_effort: request.reasoning_effort,
-        sandbox: request.sandbox,
+        sandbox: start.sandbox,
         request_hash: hash,
         event_token_sha256: sha256Hex(eventToken),
         vram_baseline_mib: this.options.latestSample()?.vram_used_mib ?? null,
@@ -196,7 +201,7 @@ export class GateDispatcher {
     // Written before the script runs: a gate that dies now must not start the agent a second time after restart.
     runs.save(starting);
     const result = await runDispatchScript({
-      scriptPath: config.dispatch_script_path,
+      scriptPath: start.scriptPath,
       // The pinned directory itself: a link swapped in for the project after the checks cannot move the agent out.
       cwd: `/proc/self/fd/${project.fd}`,
       timeoutMs: config.dispatch_timeout_sec * 1000,
@@ -213,9 +218,10 @@ export class GateDispatcher {
         DISPATCH_MODE: request.mode,
         MODEL: request.model,
         REASONING_EFFORT: request.reasoning_effort,
-        SANDBOX: request.sandbox,
+        SANDBOX: start.sandbox,
         GATE_EVENT_URL: this.options.eventUrl(),
         GATE_EVENT_TOKEN: eventToken,
+        ...start.env,
       }),
     });
     if (!result.ok) {

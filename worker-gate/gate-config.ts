@@ -1,4 +1,5 @@
 import type { Config } from '../config/schema.ts';
+import type { AgentRuntime } from '../domain/agent-runtimes.ts';
 import { resolveWorkloadProfile, type GateThresholdProfile, type WorkloadClass } from '../domain/workload.ts';
 
 export type WorkerGateConfig = Pick<
@@ -6,6 +7,9 @@ export type WorkerGateConfig = Pick<
   | 'state_dir'
   | 'project_root'
   | 'dispatch_script_path'
+  | 'agent_runtime'
+  | 'agent_runtime_by_workload_class'
+  | 'codex_path'
   | 'dispatch_timeout_sec'
   | 'sample_interval_sec'
   | 'idle_sustain_sec'
@@ -29,4 +33,9 @@ export type WorkerGateConfig = Pick<
 /** The quiet-window thresholds of a workload class, with this gate's overrides. */
 export function profileFor(config: WorkerGateConfig, workloadClass: WorkloadClass): GateThresholdProfile {
   return resolveWorkloadProfile(workloadClass, config, config.workload_profiles);
+}
+
+/** The agent this gate starts for a run of the workload class (README "Running real agents"). */
+export function runtimeFor(config: WorkerGateConfig, workloadClass: WorkloadClass): AgentRuntime {
+  return config.agent_runtime_by_workload_class[workloadClass] ?? config.agent_runtime;
 }

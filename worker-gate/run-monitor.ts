@@ -136,6 +136,8 @@ export class RunMonitor {
       message: event.message,
       received_at: receivedAt,
       tmux_session: event.tmux_session,
+      exit_code: event.exit_code,
+      token_usage: event.token_usage,
     });
     const { outcome } = applied;
     let run = applied.run;

@@ -1,0 +1,156 @@
+import { existsSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
+import { CallbackReceiver, gateClient, startGateProcess, waitUntil, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
+import { ResponsesServer } from './support/model-servers.ts';
+import { testPort } from './support/ports.ts';
+
+/**
+ * Codex CLI, the real binary (scripts/ensure-agents.sh), under a real gate process with agent_runtime "codex", against
+ * a scripted Responses server: the launcher, the lifecycle hooks, the quiet window and the callbacks, end to end. The
+ * scenarios run at once, each its own project and conversation (the prompt holds the key the model server scripts).
+ */
+
+// The quiet window needs idle_sustain_sec (min 30) of samples after the agent's processes exited.
+const WINDOW_MS = 90_000;
+const API_KEY = 'sk-scripted-model-key-0123456789';
+
+interface Gate {
+  fixture: GateFixture;
+  process: GateProcess;
+  client: ReturnType<typeof gateClient>;
+}
+
+let receiver: CallbackReceiver;
+let model: ResponsesServer;
+let gate: Gate;
+/** A second gate whose model server is down: nothing listens at its base URL. */
+let gateWithoutModel: Gate;
+
+async function startCodexGate(baseUrl: string): Promise<Gate> {
+  const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: 'codex', dispatch_timeout_sec: 30 } });
+  const process = await startGateProcess(fixture, { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: API_KEY });
+  return { fixture, process, client: gateClient(fixture) };
+}
+
+beforeAll(async () => {
+  if (!existsSync(pinnedAgentBinary('codex'))) {
+    throw new Error(`Codex CLI is not installed at ${pinnedAgentBinary('codex')}: run bash scripts/ensure-agents.sh (npm test's pretest does)`);
+  }
+  receiver = await CallbackReceiver.start();
+  model = await ResponsesServer.start();
+  [gate, gateWithoutModel] = await Promise.all([startCodexGate(model.baseUrl), startCodexGate(`http://127.0.0.1:${await testPort()}/v1`)]);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([gate?.process.kill('SIGTERM'), gateWithoutModel?.process.kill('SIGTERM')]);
+  await receiver?.down();
+  await model?.down();
+  for (const started of [gate, gateWithoutModel]) if (started) await rm(started.fixture.dir, { recursive: true, force: true });
+});
+
+/** Prepares project `key` with a prompt holding the key; answers the /dispatch body of run `<key>-<n>-run`. */
+async function prepared(on: Gate, key: string, n = 1, prompt = `Run the experiment. [${key}]`) {
+  const body = on.client.dispatchBody(`${key}-${n}-run`, { project_id: key, project_dir: key, model: 'scripted-model', sandbox: 'workspace-write' });
+  const answer = await on.client.prepare({ run_id: body.run_id, project_id: key, project_dir: key, prompt_file: 'prompt.md', prompt_text: prompt, overwrite: true });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return body;
+}
+
+async function dispatched(on: Gate, body: Record<string, unknown>) {
+  const answer = await on.client.dispatch(body);
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return String(body.run_id);
+}
+
+const sessionRecord = async (on: Gate, key: string) => JSON.parse(await readFile(join(on.fixture.projectRoot, key, '.research', 'agent', 'session.json'), 'utf8'));
+const callbackTypes = (runId: string) => receiver.forRun(runId).map((callback) => callback.body.event_type);
+
+const WRITE_EVIDENCE = [
+  'mkdir -p results/main .research',
+  `printf '# Run notes\\nThe loss went down.\\n' > run_notes.md`,
+  `printf '{"accuracy": 0.91}\\n' > results/main/metrics.json`,
+  `printf '{"decision": "finalize_positive", "summary": "it worked"}\\n' > .research/decision.json`,
+].join(' && ');
+
+describe.concurrent('Codex CLI under the gate', () => {
+  it('(a) writes its evidence with its own tools and ends: the run completes with its decision, and its session is recorded', { timeout: WINDOW_MS + 30_000 }, async () => {
+    model.script('codex-a', [{ kind: 'command', cmd: WRITE_EVIDENCE }, { kind: 'message', text: 'The experiment is done.' }]);
+    const runId = await dispatched(gate, await prepared(gate, 'codex-a'));
+
+    const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(finished.body.evidence).toMatchObject({ run_notes: true, decision_file: true, decision: 'finalize_positive', results_json_files: 1, sufficient_for_paper: true });
+    expect(callbackTypes(runId)).toEqual(['session_started', 'session_finished_ready']);
+
+    const record = await sessionRecord(gate, 'codex-a');
+    expect(record).toMatchObject({ runtime: 'codex', mode: 'exec', exit_code: 0, last_message: 'The experiment is done.', token_usage: { input_tokens: 200, output_tokens: 20, total_tokens: 220 } });
+    expect(record.session_id).toMatch(/^[0-9a-f-]{36}$/);
+    const events = await readFile(join(gate.fixture.projectRoot, 'codex-a', '.research', 'agent', 'events.jsonl'), 'utf8');
+    expect(events).toContain('"turn.completed"');
+    // The model key reached the model server, and nothing of the agent's records holds it.
+    expect(model.requestsOf('codex-a')).toHaveLength(2);
+    expect(`${events}${JSON.stringify(record)}`).not.toContain(API_KEY);
+    expect((await gate.client.runView(runId))?.token_usage).toEqual({ input_tokens: 200, output_tokens: 20, total_tokens: 220 });
+  });
+
+  it('(b) a second dispatch in resume mode continues the same session', { timeout: 2 * WINDOW_MS + 30_000 }, async () => {
+    model.script('codex-b', [{ kind: 'message', text: 'First part done; the number is 4217.' }, { kind: 'message', text: 'Continued from where I was.' }]);
+    const first = await dispatched(gate, await prepared(gate, 'codex-b', 1, 'Start the study and remember the number. [codex-b]'));
+    await receiver.waitFor(first, 'session_finished_ready', WINDOW_MS);
+    const session = (await sessionRecord(gate, 'codex-b')).session_id;
+
+    const second = await dispatched(gate, { ...(await prepared(gate, 'codex-b', 2, 'Go on with the study. [codex-b]')), mode: 'resume' });
+    await receiver.waitFor(second, 'session_finished_ready', WINDOW_MS);
+    expect(await sessionRecord(gate, 'codex-b')).toMatchObject({ mode: 'resume', session_id: session, exit_code: 0, last_message: 'Continued from where I was.' });
+    // The resumed conversation carries the first one: its prompt and the model's answer are in the new request.
+    const resumed = JSON.stringify(model.requestsOf('codex-b').at(-1)?.body.input);
+    expect(resumed).toContain('Start the study and remember the number.');
+    expect(resumed).toContain('the number is 4217');
+  });
+
+  it('(c) the model asks the user a question (request_user_input): the run goes to question_pending with it', { timeout: WINDOW_MS }, async () => {
+    model.script('codex-c', [{ kind: 'question', question: 'Which dataset should I use?' }]);
+    const runId = await dispatched(gate, await prepared(gate, 'codex-c'));
+    const asked = await receiver.waitFor(runId, 'question_pending', 30_000);
+    expect(asked.body.question).toContain('Which dataset should I use?');
+  });
+
+  it('(e) the model server is down: the agent exits non-zero and the run ends in gate_error within seconds', { timeout: WINDOW_MS }, async () => {
+    const started = Date.now();
+    const runId = await dispatched(gateWithoutModel, await prepared(gateWithoutModel, 'codex-e'));
+    const failed = await receiver.waitFor(runId, 'gate_error', 30_000);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(failed.body.reason).toMatch(/the agent exited with status 1/);
+    expect(await sessionRecord(gateWithoutModel, 'codex-e')).toMatchObject({ exit_code: 1, last_error: expect.stringMatching(/connect|error sending request/i) });
+  });
+
+  it('(f) a process the agent started outlives it: the quiet window waits, and the reaper ends it by its marker', { timeout: WINDOW_MS + 30_000 }, async () => {
+    model.script('codex-f', [
+      { kind: 'command', cmd: `${WRITE_EVIDENCE} && (setsid bash -c 'exec -a rcp-linger-marker sleep 300' >/dev/null 2>&1 &)` },
+      { kind: 'message', text: 'Left a helper running.' },
+    ]);
+    // Codex's workspace-write sandbox ends every process a command leaves behind (measured): only danger-full-access
+    // lets one outlive the agent, so that is the sandbox this scenario runs in.
+    const runId = await dispatched(gate, { ...(await prepared(gate, 'codex-f')), sandbox: 'danger-full-access' });
+    const reaped = await waitUntil('the lingering process to be reaped', async () => (await gate.client.runView(runId))?.reaped?.[0], WINDOW_MS);
+    expect(reaped.command).toContain('rcp-linger-marker');
+    const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(finished.at).toBeGreaterThan(Date.parse(reaped.at));
+  });
+
+  it('refuses a sandbox Codex does not have with 422, starting nothing', async () => {
+    const body = await prepared(gate, 'codex-bad-sandbox');
+    const answer = await gate.client.dispatch({ ...body, sandbox: 'acceptEdits' });
+    expect(answer.status).toBe(422);
+    expect(answer.body.detail).toMatch(/read-only, workspace-write, danger-full-access/);
+  });
+
+  it('refuses a resume of a project that has no recorded session with 409', async () => {
+    const body = await prepared(gate, 'codex-no-session');
+    const answer = await gate.client.dispatch({ ...body, mode: 'resume' });
+    expect(answer.status).toBe(409);
+    expect(answer.body.detail).toMatch(/no recorded codex session/);
+  });
+});

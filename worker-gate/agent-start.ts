@@ -1,0 +1,51 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { DispatchRequest } from '../contracts/worker-gate.ts';
+import { DEFAULT_AGENT_SANDBOX, dispatchOptionProblems, type AgentRuntime } from '../domain/agent-runtimes.ts';
+import type { PinnedDir } from '../files/pinned-dir.ts';
+import { HttpError } from '../http/errors.ts';
+import { sha256Hex } from '../http/tokens.ts';
+import type { WorkerGateConfig } from './gate-config.ts';
+import { pinnedAgentBinary } from './launchers/installed-agents.ts';
+import { lastRecordedSession } from './launchers/records.ts';
+
+const LAUNCHER_SCRIPT = fileURLToPath(new URL('./launchers/launcher.sh', import.meta.url));
+
+/** How the gate starts a run's agent: the script it runs, the sandbox it hands over, and what the script needs besides the contract. */
+export interface AgentStart {
+  scriptPath: string;
+  sandbox: string;
+  env: Record<string, string>;
+}
+
+/** Refuses (422) dispatch options the runtime's tool does not take; before anything is written. */
+export function checkDispatchOptions(runtime: AgentRuntime, request: DispatchRequest): void {
+  const problems = dispatchOptionProblems(runtime, { sandbox: request.sandbox });
+  if (problems.length > 0) throw new HttpError(422, problems.join('; '));
+}
+
+/**
+ * The start of a run's agent under `runtime` (README "Running real agents"): `script` runs dispatch_script_path as it
+ * is; a real tool runs the gate's launcher, with the tool's executable, the tool's own home for this project (under
+ * state_dir, out of the agent's reach in its sandbox) and, for a resume, the project's last recorded session.
+ */
+export function agentStartFor(config: WorkerGateConfig, runtime: AgentRuntime, project: PinnedDir, projectDir: string, request: DispatchRequest): AgentStart {
+  if (runtime === 'script') {
+    if (!config.dispatch_script_path) throw new HttpError(502, "dispatch_script_path is not set, and this run's agent_runtime is 'script'");
+    return { scriptPath: config.dispatch_script_path, sandbox: request.sandbox, env: {} };
+  }
+  const binary = config.codex_path || pinnedAgentBinary(runtime);
+  if (!existsSync(binary)) throw new HttpError(502, `${runtime} is not installed at ${binary}: run scripts/ensure-agents.sh, or set codex_path`);
+  const env: Record<string, string> = {
+    AGENT_RUNTIME: runtime,
+    AGENT_BINARY: binary,
+    AGENT_HOME: join(config.state_dir, 'worker-gate', 'agent-homes', sha256Hex(projectDir).slice(0, 16), runtime),
+  };
+  if (request.mode === 'resume') {
+    const session = lastRecordedSession(project, runtime);
+    if (!session) throw new HttpError(409, `mode resume: the project has no recorded ${runtime} session to continue (dispatch it with mode exec first)`);
+    env.RESUME_SESSION_ID = session;
+  }
+  return { scriptPath: LAUNCHER_SCRIPT, sandbox: request.sandbox || DEFAULT_AGENT_SANDBOX[runtime], env };
+}

@@ -1,0 +1,110 @@
+// A lifecycle hook of a real agent (README "Running real agents", event table): the tool runs it with the hook's JSON
+// on stdin and the name of its event as the argument; it posts the gate event that the hook event maps to, to
+// GATE_EVENT_URL with the run's GATE_EVENT_TOKEN (both inherited from the tool's environment).
+//
+// Plain JavaScript with no imports of the project: a hook runs at every turn of the agent, and on Node 20 a TypeScript
+// loader would add about a second to each. It follows the README's retry rules without holding the agent: it tries for
+// HOOK_BUDGET_MS, and an event not delivered by then is handed to a detached copy of this script (`--deliver`) that
+// keeps trying for AGENT_EVENT_RETRY_SEC, while the hook itself returns. It never prints: the tool reads a hook's stdout
+// as its decision, and silence lets the agent go on.
+import { spawn } from 'node:child_process';
+
+const HOOK_BUDGET_MS = 2_000;
+const POST_TIMEOUT_MS = 1_500;
+const MAX_STDIN_BYTES = 1024 * 1024;
+const MAX_TEXT = 20_000;
+
+/** The gate event for a hook event, or null for one the gate does not follow. */
+function gateEventFor(hookEvent, input) {
+  switch (hookEvent) {
+    case 'SessionStart':
+      return { event: 'session-start', message: `session started (${String(input.source ?? 'startup')})` };
+    case 'Stop':
+      return { event: 'session-idle', message: text(input.last_assistant_message) ?? 'turn ended' };
+    case 'PreToolUse':
+      // Codex's question to the user is a tool call; any other tool is the agent at work.
+      if (input.tool_name !== 'request_user_input') return null;
+      return { event: 'ask-user-question', question: questionOf(input.tool_input), message: 'the agent asks the user' };
+    case 'PermissionRequest':
+      return { event: 'ask-user-question', question: `permission for ${String(input.tool_name ?? 'a tool')}: ${text(JSON.stringify(input.tool_input ?? {}))}`, message: 'the agent asks for a permission' };
+    case 'SessionEnd':
+      return { event: 'session-stop', message: `session ended (${String(input.reason ?? 'other')})` };
+    default:
+      return null;
+  }
+}
+
+function text(value) {
+  return typeof value === 'string' && value.length > 0 ? value.slice(0, MAX_TEXT) : null;
+}
+
+function questionOf(toolInput) {
+  const questions = Array.isArray(toolInput?.questions) ? toolInput.questions : [];
+  const asked = questions.map((q) => text(q?.question) ?? text(q?.header)).filter(Boolean);
+  return (asked.length > 0 ? asked.join('\n') : text(JSON.stringify(toolInput ?? {})) ?? 'a question').slice(0, MAX_TEXT);
+}
+
+async function readStdin() {
+  const chunks = [];
+  let size = 0;
+  for await (const chunk of process.stdin) {
+    size += chunk.length;
+    if (size > MAX_STDIN_BYTES) break;
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    return {};
+  }
+}
+
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+/** Posts until accepted, a final answer (a 4xx but 429), or `giveUpAt`; true when accepted or final. */
+async function post(body, giveUpAt) {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      const response = await fetch(process.env.GATE_EVENT_URL, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.GATE_EVENT_TOKEN}` },
+        body,
+        signal: AbortSignal.timeout(Math.max(100, Math.min(POST_TIMEOUT_MS, giveUpAt - Date.now()))),
+      });
+      await response.text().catch(() => '');
+      if (response.ok || (response.status !== 429 && response.status < 500)) return true;
+    } catch {
+      // Not reached, or timed out: try again.
+    }
+    const wait = Math.round(Math.min(10_000, 250 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2));
+    if (Date.now() + wait > giveUpAt) return false;
+    await sleep(wait);
+  }
+}
+
+async function hook(hookEvent) {
+  const input = await readStdin();
+  const mapped = gateEventFor(hookEvent, input);
+  if (!mapped || !process.env.GATE_EVENT_URL || !process.env.GATE_EVENT_TOKEN) return;
+  const body = JSON.stringify({
+    ...mapped,
+    run_id: process.env.RUN_ID,
+    project_id: process.env.PROJECT_ID,
+    session_id: typeof input.session_id === 'string' ? input.session_id.slice(0, 200) : undefined,
+    timestamp: new Date().toISOString(),
+  });
+  if (await post(body, Date.now() + HOOK_BUDGET_MS)) return;
+  const deliverer = spawn(process.execPath, [process.argv[1], '--deliver'], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+  deliverer.stdin.end(body);
+  deliverer.unref();
+}
+
+async function deliver() {
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  const retrySec = Number(process.env.AGENT_EVENT_RETRY_SEC ?? 600);
+  await post(Buffer.concat(chunks).toString('utf8'), Date.now() + (Number.isFinite(retrySec) ? retrySec : 600) * 1000);
+}
+
+const argument = process.argv[2] ?? '';
+await (argument === '--deliver' ? deliver() : hook(argument));

@@ -1,0 +1,143 @@
+/**
+ * The gate's launcher for real agents (README "Running real agents"). The gate runs it as the dispatch script of a run
+ * whose agent_runtime is a real tool, with the dispatch environment plus AGENT_RUNTIME, AGENT_BINARY, AGENT_HOME and,
+ * for a resume, RESUME_SESSION_ID.
+ *
+ * Invoked so, it is the *launcher*: it starts itself again with `--agent`, detached (its own process group), prints
+ * `{"root_pid":…,"process_group_id":…}` and exits. With `--agent` it is the *runner*: it writes the tool's isolated
+ * home (config and lifecycle hooks that post to the gate), starts the tool in its process group, keeps the tool's
+ * event stream under `.research/agent/`, and when the tool exits records the session (id, last message, exit code,
+ * token usage) and posts `session-end` with the exit code, so a run's end is seen even when the tool sends no end hook.
+ */
+import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { AGENT_SESSION_ID } from '../../domain/agent-runtimes.ts';
+import {
+  AGENT_FLAG,
+  checkWorkspaceOrExit,
+  createEventPoster,
+  dispatchEnvSchema,
+  launchDetachedAgent,
+  log,
+  parseEnvOrExit,
+  reportLaunched,
+  writeFileAtomic,
+  type DispatchEnv,
+} from '../agent-kit.ts';
+import { codexLauncher } from './codex.ts';
+import { agentRecordsDir, type AgentSessionRecord } from './records.ts';
+import type { AgentStreamState, RuntimeLauncher } from './runtime-launcher.ts';
+
+const LAUNCHERS: Record<string, RuntimeLauncher> = { codex: codexLauncher };
+
+const launcherEnvSchema = z.object({
+  AGENT_RUNTIME: z.enum(['codex']),
+  AGENT_BINARY: z.string().min(1),
+  AGENT_HOME: z.string().min(1),
+  RESUME_SESSION_ID: z.string().regex(AGENT_SESSION_ID).optional(),
+});
+
+/** The tool's event stream and stderr are kept up to these sizes: an agent's output is bounded like everything it makes. */
+const MAX_EVENT_LOG_BYTES = 16 * 1024 * 1024;
+const MAX_STDERR_BYTES = 1024 * 1024;
+const MAX_PROMPT_BYTES = 1024 * 1024;
+const MAX_RECORDED_TEXT = 20_000;
+
+const HOOK_SCRIPT = fileURLToPath(new URL('./gate-event-hook.mjs', import.meta.url));
+const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+
+/** A file that takes at most `limit` bytes and drops the rest. */
+function boundedLog(path: string, limit: number): { write(chunk: Buffer): void; end(): Promise<void> } {
+  const stream = createWriteStream(path, { flags: 'a', mode: 0o600 });
+  let written = 0;
+  return {
+    write(chunk) {
+      if (written >= limit) return;
+      const part = chunk.subarray(0, limit - written);
+      written += part.length;
+      stream.write(part);
+    },
+    end: () => new Promise((done) => stream.end(done)),
+  };
+}
+
+const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
+
+async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherEnvSchema>): Promise<void> {
+  const launcher = LAUNCHERS[launcherEnv.AGENT_RUNTIME]!;
+  const records = agentRecordsDir(env.PROJECT_DIR);
+  const startedAt = new Date().toISOString();
+  const prompt = (await readFile(resolve(env.PROJECT_DIR, env.PROMPT_FILE))).subarray(0, MAX_PROMPT_BYTES).toString('utf8');
+  const toolEnv = {
+    ...process.env,
+    ...launcher.prepareHome(launcherEnv.AGENT_HOME, (event) => `${shellQuote(process.execPath)} ${shellQuote(HOOK_SCRIPT)} ${event}`, process.env),
+  };
+  const args = launcher.argv({
+    prompt,
+    model: env.MODEL,
+    reasoningEffort: env.REASONING_EFFORT,
+    sandbox: env.SANDBOX,
+    resumeSessionId: env.DISPATCH_MODE === 'resume' ? (launcherEnv.RESUME_SESSION_ID ?? null) : null,
+  });
+  const state: AgentStreamState = { sessionId: launcherEnv.RESUME_SESSION_ID ?? null, lastMessage: null, lastError: null, tokenUsage: null };
+  const events = boundedLog(join(records, 'events.jsonl'), MAX_EVENT_LOG_BYTES);
+  const stderr = boundedLog(join(records, 'stderr.log'), MAX_STDERR_BYTES);
+  // The gate signals the whole group; the runner stays to record how the tool ended and to post it.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => log(`${signal} received; waiting for ${launcher.runtime} to end`));
+
+  log(`starting ${launcher.runtime} (${env.DISPATCH_MODE})`);
+  const child = spawn(launcherEnv.AGENT_BINARY, args, { cwd: env.PROJECT_DIR, env: toolEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let pending = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    events.write(chunk);
+    const lines = (pending + chunk.toString('utf8')).split('\n');
+    pending = lines.pop() ?? '';
+    if (pending.length > 1024 * 1024) pending = '';
+    for (const line of lines) launcher.readStreamLine(line, state);
+  });
+  child.stderr.on('data', (chunk: Buffer) => stderr.write(chunk));
+  const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error: string | null }>((done) => {
+    child.once('error', (error) => done({ code: null, signal: null, error: error.message }));
+    child.once('close', (code, signal) => done({ code, signal, error: null }));
+  });
+  if (pending) launcher.readStreamLine(pending, state);
+  await Promise.all([events.end(), stderr.end()]);
+  const exitCode = ended.code ?? (ended.signal ? 128 + (SIGNAL_NUMBERS[ended.signal] ?? 0) : 127);
+  const record: AgentSessionRecord = {
+    runtime: launcher.runtime,
+    run_id: env.RUN_ID,
+    mode: env.DISPATCH_MODE,
+    session_id: state.sessionId,
+    exit_code: exitCode,
+    signal: ended.signal,
+    last_message: state.lastMessage?.slice(0, MAX_RECORDED_TEXT) ?? null,
+    last_error: (ended.error ?? state.lastError)?.slice(0, MAX_RECORDED_TEXT) ?? null,
+    token_usage: state.tokenUsage,
+    started_at: startedAt,
+    ended_at: new Date().toISOString(),
+  };
+  await writeFileAtomic(join(records, 'session.json'), `${JSON.stringify(record, null, 2)}\n`);
+  log(`${launcher.runtime} exited with ${exitCode}${ended.signal ? ` (${ended.signal})` : ''}`);
+  const poster = createEventPoster(env, state.sessionId ?? '');
+  await poster.post('session-end', `${launcher.runtime} exited with status ${exitCode}`, {
+    exit_code: exitCode,
+    ...(state.tokenUsage ? { token_usage: state.tokenUsage } : {}),
+  });
+}
+
+async function main(): Promise<void> {
+  const env = parseEnvOrExit(dispatchEnvSchema, process.env, 'launcher');
+  const launcherEnv = parseEnvOrExit(launcherEnvSchema, process.env, 'launcher');
+  if (process.argv.includes(AGENT_FLAG)) {
+    await runAgent(env, launcherEnv);
+    return;
+  }
+  checkWorkspaceOrExit(env, 'launcher');
+  reportLaunched(launchDetachedAgent(fileURLToPath(import.meta.url), env.PROJECT_DIR));
+}
+
+await main();

@@ -1,0 +1,31 @@
+import type { AgentRuntime, TokenUsage } from '../../domain/agent-runtimes.ts';
+
+/** What a launcher starts the tool with: the dispatch contract, resolved. */
+export interface LaunchRequest {
+  prompt: string;
+  model: string;
+  reasoningEffort: string;
+  sandbox: string;
+  /** Set for `mode: resume`: the project's last recorded session. */
+  resumeSessionId: string | null;
+}
+
+/** What the runner learns from the tool's output stream while it runs. */
+export interface AgentStreamState {
+  sessionId: string | null;
+  lastMessage: string | null;
+  lastError: string | null;
+  tokenUsage: TokenUsage | null;
+}
+
+/** One real agent tool, as the gate's launcher drives it (worker-gate/launchers/launcher.ts). */
+export interface RuntimeLauncher {
+  runtime: Exclude<AgentRuntime, 'script'>;
+  /** The gate environment's variables this tool reads its model credentials and server from. */
+  credentialVariables: readonly string[];
+  /** Writes the tool's isolated home (config, hooks) and answers the variables that point the tool at it. */
+  prepareHome(home: string, hookCommand: (event: string) => string, env: NodeJS.ProcessEnv): Record<string, string>;
+  argv(request: LaunchRequest): string[];
+  /** Takes one line of the tool's machine-readable output into `state`. */
+  readStreamLine(line: string, state: AgentStreamState): void;
+}
