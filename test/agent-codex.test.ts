@@ -16,6 +16,8 @@ import { testPort } from './support/ports.ts';
 // The quiet window needs idle_sustain_sec (min 30) of samples after the agent's processes exited.
 const WINDOW_MS = 90_000;
 const API_KEY = 'sk-scripted-model-key-0123456789';
+/** A secret of the gate's environment that agent_credential_env does not name: no agent may see it. */
+const UNRELATED_SECRET = 'lab-database-password-0123456789';
 
 interface Gate {
   fixture: GateFixture;
@@ -31,7 +33,7 @@ let gateWithoutModel: Gate;
 
 async function startCodexGate(baseUrl: string): Promise<Gate> {
   const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: 'codex', dispatch_timeout_sec: 30 } });
-  const process = await startGateProcess(fixture, { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: API_KEY });
+  const process = await startGateProcess(fixture, { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: API_KEY, LAB_DB_PASSWORD: UNRELATED_SECRET });
   return { fixture, process, client: gateClient(fixture) };
 }
 
@@ -77,7 +79,7 @@ const WRITE_EVIDENCE = [
 
 describe.concurrent('Codex CLI under the gate', () => {
   it('(a) writes its evidence with its own tools and ends: the run completes with its decision, and its session is recorded', { timeout: WINDOW_MS + 30_000 }, async () => {
-    model.script('codex-a', [{ kind: 'command', cmd: WRITE_EVIDENCE }, { kind: 'message', text: 'The experiment is done.' }]);
+    model.script('codex-a', [{ kind: 'command', cmd: `${WRITE_EVIDENCE} && env > agent-env.txt` }, { kind: 'message', text: 'The experiment is done.' }]);
     const runId = await dispatched(gate, await prepared(gate, 'codex-a'));
 
     const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
@@ -89,9 +91,13 @@ describe.concurrent('Codex CLI under the gate', () => {
     expect(record.session_id).toMatch(/^[0-9a-f-]{36}$/);
     const events = await readFile(join(gate.fixture.projectRoot, 'codex-a', '.research', 'agent', 'events.jsonl'), 'utf8');
     expect(events).toContain('"turn.completed"');
-    // The model key reached the model server, and nothing of the agent's records holds it.
+    // The model key reached the model server and the agent, and nothing else: not the agent's records, the gate's log,
+    // its dashboard or the callbacks. The gate's other secrets never reached the agent's commands.
     expect(model.requestsOf('codex-a')).toHaveLength(2);
-    expect(`${events}${JSON.stringify(record)}`).not.toContain(API_KEY);
+    const dashboard = JSON.stringify((await gate.client.dashboard()).body);
+    const callbacks = JSON.stringify(receiver.received.map((callback) => callback.body));
+    for (const place of [events, JSON.stringify(record), gate.process.output(), dashboard, callbacks]) expect(place).not.toContain(API_KEY);
+    expect(await readFile(join(gate.fixture.projectRoot, 'codex-a', 'agent-env.txt'), 'utf8')).not.toContain(UNRELATED_SECRET);
     expect((await gate.client.runView(runId))?.token_usage).toEqual({ input_tokens: 200, output_tokens: 20, total_tokens: 220 });
   });
 

@@ -222,7 +222,7 @@ export class GateDispatcher {
         GATE_EVENT_URL: this.options.eventUrl(),
         GATE_EVENT_TOKEN: eventToken,
         ...start.env,
-      }),
+      }, start.passedEnv),
     });
     if (!result.ok) {
       runs.remove(starting.run_id);
