@@ -4,6 +4,7 @@ import type { Store } from '../store/store.ts';
 import { findLiveSession, touchSession } from '../store/sessions.ts';
 import { HttpError, unauthorized } from '../http/errors.ts';
 import { csrfTokenFor, sha256Hex, tokenMatcher, tokensMatch } from '../http/tokens.ts';
+import { requestHook } from '../http/hooks.ts';
 import { hasCredentialQuery } from '../http/url-credentials.ts';
 
 export const SESSION_COOKIE = 'cp_session';
@@ -83,20 +84,20 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
     request.principal = { kind: 'bearer' };
   };
 
-  const authenticateControl = async (request: FastifyRequest) => {
-    if (!options.store) return requireBearer(request, controlToken);
-    if (bearerFrom(request) !== undefined) return requireBearer(request, controlToken);
-    await authenticateSession(request, options.store, options.controlApiToken);
+  /** A bearer token is checked at once; only a dashboard session waits for the store. */
+  const authenticateControl = (request: FastifyRequest): void | Promise<void> => {
+    if (!options.store || bearerFrom(request) !== undefined) return requireBearer(request, controlToken);
+    return authenticateSession(request, options.store, options.controlApiToken);
   };
 
   /** No route matched: the answer is 404 for a caller who could have called something here, else 401. */
-  const authenticateUnrouted = async (request: FastifyRequest) => {
+  const authenticateUnrouted = (request: FastifyRequest): void | Promise<void> => {
     if (options.store) return authenticateControl(request);
     // The gate alone: either of its two tokens authenticates.
     return requireBearer(request, controlToken, gateToken);
   };
 
-  app.addHook('onRequest', async (request) => {
+  const authenticate = (request: FastifyRequest): void | Promise<void> => {
     const kind = request.routeOptions.config.auth;
     if (kind === 'public') return;
     // A credential in a URL ends up in logs and browser history: refused even next to a valid header.
@@ -119,8 +120,9 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
       case undefined:
         return authenticateUnrouted(request);
     }
-  });
-  app.addHook('preValidation', async (request) => requireOwnRun(request));
+  };
+  app.addHook('onRequest', requestHook(authenticate));
+  app.addHook('preValidation', requestHook(requireOwnRun));
 }
 
 /**

@@ -115,8 +115,9 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
       for (const method of [route.method].flat()) onRoute({ method, url: route.url, auth: route.config?.auth });
     });
   }
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info({ req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');
+    done();
   });
   limitConnections(app, limits, logger);
   closeStalledConnectionsOnClose(app);

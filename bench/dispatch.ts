@@ -460,17 +460,21 @@ async function main(): Promise<void> {
     databaseCreated = true;
     store = await openStore({ backend: 'pg', pgDatabaseUrl: benchDatabaseUrl(DATABASE) });
 
-    const port = await freePort();
-    gate = new InstantGate({
-      gateToken: GATE_TOKEN,
-      callbackUrl: `http://127.0.0.1:${port}/control/api/worker-callback`,
-      callbackToken: CALLBACK_TOKEN,
-      autoFinish: false,
-    });
+    gate = new InstantGate({ gateToken: GATE_TOKEN, callbackUrl: '', callbackToken: CALLBACK_TOKEN, autoFinish: false });
     await gate.start();
-    const config = benchConfig(dir, port, gate, temporal.address);
     log(`starting the control plane (Temporal ${temporal.address}, database ${DATABASE})`);
-    controlPlane = await startControlPlane(config, pino({ level: LOG_LEVEL }));
+    let config: Config;
+    // The port must be in the config before the server binds it; one found free can be taken meanwhile: pick again.
+    for (let attempt = 1; ; attempt++) {
+      config = benchConfig(dir, await freePort(), gate, temporal.address);
+      gate.callbackUrl = config.completion_callback_url;
+      try {
+        controlPlane = await startControlPlane(config, pino({ level: LOG_LEVEL }));
+        break;
+      } catch (error) {
+        if (attempt >= 3 || (error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+      }
+    }
     const api = controlApi(controlPlane.url);
 
     const dry = await benchDryRun(store, api, config);

@@ -7,19 +7,21 @@
  *                               BENCH_SHAPE=embedded or pg for one shape; BENCH_QUICK=1: seconds, bench/knobs.ts)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { httpLoad } from './figures.ts';
-import { knob } from './knobs.ts';
-import { benchDatabaseUrl, ensureDatabase, percentileTable } from './support.ts';
+import { knob, QUICK } from './knobs.ts';
+import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { firstRunConfig } from '../config/first-run.ts';
+import { benchDatabaseUrl, dropDatabase, ensureDatabase, percentileTable } from './support.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const IDLE_SEC = knob('BENCH_IDLE_SEC', 20, 2);
 const DURATION_SEC = knob('BENCH_DURATION_SEC', 10, 1);
 const CONNECTIONS = knob('BENCH_CONNECTIONS', 10, 4);
-const DATABASE = 'rcp_bench_memory';
+const DATABASE = QUICK ? `rcp_bench_memory_quick_${process.pid}` : 'rcp_bench_memory';
 const TOKEN = 'bench-memory-token-0123456789abcdef';
 
 /** `npm start`'s own command line (its Node flags matter here), with paths that work from another directory. */
@@ -70,8 +72,22 @@ interface Shape {
 
 const embeddedDefaults: Shape = {
   name: 'embedded defaults (both roles, PGlite, embedded Temporal)',
-  // No SVC_CONFIG: the first run writes state/config.json in the working directory, exactly as `npm start` does.
-  prepare: async () => ({}),
+  // No SVC_CONFIG: the service reads state/config.json in the working directory, as `npm start` does. It is the
+  // first-run config, written here on ports picked now, since the first run's fixed 8787 and 8233 may be in use
+  // (another run of the suite, a developer's own npm start).
+  async prepare(dir) {
+    const port = await freePort();
+    mkdirSync(join(dir, 'state'), { mode: 0o700 });
+    const config = {
+      ...firstRunConfig(),
+      listen_port: port,
+      completion_callback_url: `http://127.0.0.1:${port}/control/api/worker-callback`,
+      worker_wake_gate_url: `http://127.0.0.1:${port}`,
+      temporal_ui_port: await freePort(),
+    };
+    writeFileSync(join(dir, 'state', 'config.json'), JSON.stringify(config), { mode: 0o600 });
+    return {};
+  },
 };
 
 const pgControlPlane: Shape = {
@@ -156,9 +172,24 @@ const rows = [];
 // BENCH_SHAPE=embedded or BENCH_SHAPE=pg measures one shape alone.
 const shapes = { embedded: embeddedDefaults, pg: pgControlPlane };
 const only = process.env.BENCH_SHAPE as keyof typeof shapes | undefined;
-for (const shape of only ? [shapes[only]] : Object.values(shapes)) {
-  console.log(`measuring: ${shape.name} (idle ${IDLE_SEC} s, then ${DURATION_SEC} s of GET /control/api/v1/events at ${CONNECTIONS} connections)`);
-  rows.push(await measure(shape));
+/** A port picked for the service may be taken before it binds it: the service then exits at once, and is started again. */
+async function measureOnFreePorts(shape: Shape): Promise<Record<string, string | number>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await measure(shape);
+    } catch (error) {
+      if (attempt >= 3 || !/EADDRINUSE|address already in use/i.test((error as Error).message)) throw error;
+    }
+  }
+}
+
+try {
+  for (const shape of only ? [shapes[only]] : Object.values(shapes)) {
+    console.log(`measuring: ${shape.name} (idle ${IDLE_SEC} s, then ${DURATION_SEC} s of GET /control/api/v1/events at ${CONNECTIONS} connections)`);
+    rows.push(await measureOnFreePorts(shape));
+  }
+} finally {
+  if (QUICK) await dropDatabase(DATABASE);
 }
 console.log(`\nnode ${process.version}\n`);
 console.log(percentileTable(rows));

@@ -41,8 +41,8 @@ export interface AllowedHostsOptions {
  */
 async function allowedHostsPlugin(app: FastifyInstance, { allowedHosts }: AllowedHostsOptions): Promise<void> {
   if (allowedHosts.length === 0) return;
-  app.addHook('onRequest', async (request) => {
-    if (!hostAllowed(request.headers.host, allowedHosts)) throw new HttpError(421, 'host not allowed');
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(hostAllowed(request.headers.host, allowedHosts) ? undefined : new HttpError(421, 'host not allowed'));
   });
 }
 

@@ -94,10 +94,11 @@ export class ServiceMetrics {
 
 /** Times every request by the route it matched; requests that matched none share the template `unmatched`. */
 export function recordRequestDurations(app: FastifyInstance, metrics: ServiceMetrics): void {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.httpRequestDuration.observe(
       { route: request.routeOptions.url ?? 'unmatched', method: request.method, status_code: String(reply.statusCode) },
       reply.elapsedTime / 1000,
     );
+    done();
   });
 }

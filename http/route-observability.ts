@@ -122,10 +122,11 @@ function sizeOf(path: string): number {
 
 /** Feeds every finished request to the route log. */
 export function observeRoutes(app: FastifyInstance, observability: RouteObservability): void {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     observability.record(
       { route: request.routeOptions.url ?? 'unmatched', method: request.method, status: reply.statusCode, durationMs: reply.elapsedTime },
       request.log,
     );
+    done();
   });
 }

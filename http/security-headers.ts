@@ -14,15 +14,16 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 async function securityHeadersPlugin(app: FastifyInstance): Promise<void> {
   // onRequest, so even a 401 from the auth hook carries them.
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.headers({ 'x-request-id': request.id, ...SECURITY_HEADERS });
+    done();
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     const type = reply.getHeader('content-type');
     if (typeof type === 'string' && type.startsWith('text/html') && !reply.hasHeader('content-security-policy')) {
       reply.header('content-security-policy', DEFAULT_HTML_CSP);
     }
-    return payload;
+    done(null, payload);
   });
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, validatorCompiler } from 'fastify-type-provider-zod';
+import { requestHook } from './hooks.ts';
 import { answerSerializerCompiler, type AnswerSerializerOptions } from './serialization.ts';
 import { z } from 'zod';
 
@@ -172,14 +173,17 @@ function unstorableLocations(roots: [LocRoot, unknown][]): ValidationProblem[] {
  * store either in text or jsonb, and no input of this service has a use for them (README "HTTP conventions").
  */
 export function refuseUnstorableText(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
-    const problems = unstorableLocations([
-      ['path', request.params],
-      ['query', request.query],
-      ['body', request.body],
-    ]);
-    if (problems.length > 0) throw new InvalidRequest(problems);
-  });
+  app.addHook(
+    'preValidation',
+    requestHook((request) => {
+      const problems = unstorableLocations([
+        ['path', request.params],
+        ['query', request.query],
+        ['body', request.body],
+      ]);
+      if (problems.length > 0) throw new InvalidRequest(problems);
+    }),
+  );
 }
 
 /**

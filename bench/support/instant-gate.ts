@@ -65,7 +65,12 @@ export class InstantGate {
   private readonly options: InstantGateOptions;
 
   constructor(options: InstantGateOptions) {
-    this.options = options;
+    this.options = { ...options };
+  }
+
+  /** Where the callbacks go: the control plane's URL, known once its port is. */
+  set callbackUrl(url: string) {
+    this.options.callbackUrl = url;
   }
 
   get url(): string {

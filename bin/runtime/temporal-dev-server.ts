@@ -37,7 +37,28 @@ export interface TemporalDevServer {
 const DEFAULT_PORT = 7233;
 const LOG_TAIL_LINES = 20;
 
+/** How often a start is tried again when a port this process picked was taken before the server bound it. */
+const PORT_RACE_ATTEMPTS = 3;
+
+/**
+ * Starts the dev server. A port picked here (none given) is only known to be free when it is picked: another process
+ * may bind it before the server does. Such a start fails with "address already in use" in the log, and is tried again
+ * on newly picked ports; a port the caller gave is never replaced.
+ */
 export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts);
+    } catch (error) {
+      const portsPicked = opts.port === undefined || (!opts.headless && opts.uiPort === undefined);
+      const lost = error instanceof Error && /address already in use/i.test(error.message);
+      if (!portsPicked || !lost || attempt >= PORT_RACE_ATTEMPTS) throw error;
+      opts.onProgress?.('a port picked for the Temporal dev server was taken before it bound it; picking again');
+    }
+  }
+}
+
+async function startOnce(opts: TemporalDevServerOptions): Promise<TemporalDevServer> {
   const progress = opts.onProgress ?? (() => {});
   const ip = opts.ip ?? '127.0.0.1';
   // Absolute so the pidFile check can compare it against the recorded command line.

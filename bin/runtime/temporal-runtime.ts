@@ -59,6 +59,7 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
 };
 
 let runtimeMetricsUrl: string | undefined;
+const METRICS_PORT_ATTEMPTS = 3;
 
 /**
  * Routes the SDK's logs into pino, leaves signal handling to our own graceful shutdown, and has the SDK's native core
@@ -67,16 +68,25 @@ let runtimeMetricsUrl: string | undefined;
  */
 async function installTemporalRuntime(logger: Logger): Promise<string> {
   if (runtimeMetricsUrl) return runtimeMetricsUrl;
-  const bindAddress = `127.0.0.1:${await freePort()}`;
-  Runtime.install({
-    logger: new DefaultLogger('WARN', (entry) => {
-      logger[PINO_LEVEL[entry.level]]({ component: 'temporal', ...entry.meta }, entry.message);
-    }),
-    shutdownSignals: [],
-    telemetryOptions: { metrics: { prometheus: { bindAddress, countersTotalSuffix: true, useSecondsForDurations: true, unitSuffix: true } } },
-  });
-  runtimeMetricsUrl = `http://${bindAddress}/metrics`;
-  return runtimeMetricsUrl;
+  // The exporter must be told its port, and one found free may be taken before the exporter binds it: the install
+  // then throws "Address already in use" and installs nothing, so it is tried again on another.
+  for (let attempt = 1; ; attempt++) {
+    const bindAddress = `127.0.0.1:${await freePort()}`;
+    try {
+      Runtime.install({
+        logger: new DefaultLogger('WARN', (entry) => {
+          logger[PINO_LEVEL[entry.level]]({ component: 'temporal', ...entry.meta }, entry.message);
+        }),
+        shutdownSignals: [],
+        telemetryOptions: { metrics: { prometheus: { bindAddress, countersTotalSuffix: true, useSecondsForDurations: true, unitSuffix: true } } },
+      });
+    } catch (error) {
+      if (attempt < METRICS_PORT_ATTEMPTS && /address already in use/i.test((error as Error).message)) continue;
+      throw error;
+    }
+    runtimeMetricsUrl = `http://${bindAddress}/metrics`;
+    return runtimeMetricsUrl;
+  }
 }
 
 /** Finds the Temporal CLI, building it once with the install script (which prints its own progress). */

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { testPort } from './ports.ts';
 
 /** One request as a loopback server under test received it, body read whole. */
 export interface ReceivedRequest {
@@ -51,11 +52,10 @@ export class Receiver {
   }
 }
 
-/** A loopback URL nothing listens on. */
+/**
+ * A loopback URL nothing listens on: a port of this worker's own slot (test/support/ports.ts), which no other test
+ * file is handed, so nothing can start listening there while the test counts on it being closed.
+ */
 export async function closedUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}/hook`;
+  return `http://127.0.0.1:${await testPort()}/hook`;
 }
