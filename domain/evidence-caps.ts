@@ -14,6 +14,8 @@ export const EVIDENCE_CAPS = {
   maxEntriesVisited: 2_000,
   /** Directory levels under results/. */
   maxDepth: 8,
+  /** Levels of nesting inside one results file; a deeper file is not evidence. */
+  maxResultDepth: 64,
   /** Numbers kept from all results files together (the draft tabulates at most 200 of them). */
   maxResultValues: 10_000,
 } as const;

@@ -95,7 +95,9 @@ function markupProblems(markdown: string): string[] {
   const problems: string[] = [];
   const tag = /<\/?[A-Za-z][^>\n]*>?|<!--|<\?|<!\[?[A-Za-z]/.exec(text);
   if (tag) problems.push(`raw HTML (${JSON.stringify(tag[0].slice(0, 40))})`);
-  const scheme = /\b(?:javascript|vbscript|data|file):/i.exec(text);
+  // A scheme counts where Markdown makes a link of it (an inline target, an autolink, a reference definition), not in
+  // prose: "Training data: 10k rows" is an honest sentence.
+  const scheme = /(?:\]\(\s*<?|<|^[ \t]*\[[^\]\n]*\]:[ \t]*<?)(?:javascript|vbscript|data|file):/im.exec(text);
   if (scheme) problems.push(`a link scheme that is not allowed (${JSON.stringify(scheme[0])})`);
   return problems;
 }

@@ -16,14 +16,21 @@ interface Window {
 
 const DEFAULT_MAX_CLIENTS = 10_000;
 
+/** Every loopback address, IPv4 (all of 127.0.0.0/8) and IPv6, is the one client `loopback`. */
+export const LOOPBACK_CLIENT = 'loopback';
+
 /**
- * The client a failure is counted for: the TCP peer's address, an IPv4-mapped IPv6 address as IPv4, and IPv6 per /64
- * (one host holds a whole /64, so counting per address would give it 2^64 budgets).
+ * The client a failure or a connection is counted for: the TCP peer's address, an IPv4-mapped IPv6 address as IPv4,
+ * IPv6 per /64 (one host holds a whole /64, so counting per address would give it 2^64 budgets), and the whole
+ * loopback range as one (every local process can connect from any of 127.0.0.0/8, so counting per address would give
+ * a local process 16 million budgets).
  */
 export function clientKey(address: string | undefined): string {
   if (!address) return 'unknown';
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
+  const ipv4 = mapped ? mapped[1]! : address;
+  if (ipv4.startsWith('127.') || address === '::1') return LOOPBACK_CLIENT;
+  if (mapped) return ipv4;
   if (!isIPv6(address)) return address;
   const [head = '', tail = ''] = address.split('%')[0]!.split('::');
   const headParts = head ? head.split(':') : [];

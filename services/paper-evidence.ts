@@ -3,6 +3,7 @@ import { hasPaperEvidence } from '../contracts/worker-callback.ts';
 import type { DraftEvidence } from '../domain/paper-draft.ts';
 import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
 import { hasControlChars, PinnedDir, UnsafePathError } from '../files/pinned-dir.ts';
+import { NotResultsJson, resultNumbers } from './result-numbers.ts';
 
 /**
  * A run's paper evidence as the control plane reads it: from its own copy of the project, `<project_root>/<project_dir>`
@@ -41,33 +42,6 @@ export interface ReadEvidence extends EvidenceCheck {
   sha256: string;
   /** Each file read, in the order of `found`. */
   hashes: EvidenceFileRead[];
-}
-
-/** The numbers of a results file, its shape kept (resultValues reads nothing else), at most `budget.left` of them. */
-function numbersOf(node: unknown, budget: { left: number }): unknown {
-  if (budget.left <= 0) return undefined;
-  if (typeof node === 'number') {
-    if (!Number.isFinite(node)) return undefined;
-    budget.left -= 1;
-    return node;
-  }
-  if (Array.isArray(node)) {
-    const kept: unknown[] = [];
-    for (const item of node) {
-      if (budget.left <= 0) break;
-      kept.push(numbersOf(item, budget) ?? null);
-    }
-    return kept.some((item) => item !== null) ? kept : undefined;
-  }
-  if (node !== null && typeof node === 'object') {
-    const kept: Record<string, unknown> = {};
-    for (const key of Object.keys(node).sort()) {
-      const value = numbersOf((node as Record<string, unknown>)[key], budget);
-      if (value !== undefined) kept[key] = value;
-    }
-    return Object.keys(kept).length > 0 ? kept : undefined;
-  }
-  return undefined;
 }
 
 function parseDecision(bytes: Buffer): { decision: string | null; summary: string | null } {
@@ -187,8 +161,9 @@ export async function readEvidence(projectRoot: string, projectDir: string, opti
       const bytes = await reader.read(rel);
       if (!bytes) continue;
       try {
-        results.push({ path: rel, data: numbersOf(JSON.parse(bytes.toString('utf8')), budget) ?? null });
-      } catch {
+        results.push({ path: rel, data: resultNumbers(bytes, budget) ?? null });
+      } catch (error) {
+        if (!(error instanceof NotResultsJson)) throw error;
         // A results file that is not JSON is not evidence.
         reader.taken.pop();
       }

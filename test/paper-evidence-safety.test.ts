@@ -148,6 +148,32 @@ describe('H2: a huge results tree costs the control plane a bounded amount', () 
     expect(peak - baseline, `RSS grew by ${Math.round((peak - baseline) / 1024 / 1024)} MiB`).toBeLessThan(RSS_BOUND);
     await rm(join(h.settings.projectRoot, 'h2-huge'), { recursive: true, force: true });
   });
+
+  it('6 × 5 MiB results files, just inside every cap: each is read and parsed, drafted and packaged, RSS stays bounded', { timeout: 120_000 }, async () => {
+    // Under the file-count cap the reader gets past the listing: here every byte of 30 MiB of JSON objects of about
+    // 440,000 keys each is streamed in and parsed, by the draft (dry run and live) and by the package.
+    const paperId = await h.completedRun('h2-inside-caps', { finishedAt: '2026-01-04T12:00:00Z' });
+    const results = join(h.settings.projectRoot, 'h2-inside-caps', 'results');
+    await mkdir(results, { recursive: true });
+    const entries = Array.from({ length: 440_000 }, (_, i) => `"k${i}":${i}.5`);
+    const heavy = Buffer.from(`{${entries.join(',')}}`.slice(0, 5 * 1024 * 1024 - 1).replace(/,[^,]*$/, '}'));
+    for (let i = 0; i < 6; i++) await writeFile(join(results, `r${i}.json`), heavy);
+    global.gc?.();
+    const baseline = process.memoryUsage.rss();
+    let peak = baseline;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10);
+    try {
+      const dry = await draftNext({ dry_run: true });
+      expect(dry.status).toBe(200);
+      await draftAndApprove(paperId);
+      const packaged = await h.call('POST', packageUrl(paperId), { idempotency_key: `package-${paperId}`, requested_by: 'reviewer', target_label: 'h2', dry_run: false });
+      expect(packaged.status, JSON.stringify(packaged.body)).toBe(200);
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(peak - baseline, `RSS grew by ${Math.round((peak - baseline) / 1024 / 1024)} MiB`).toBeLessThan(RSS_BOUND);
+    await rm(join(h.settings.projectRoot, 'h2-inside-caps'), { recursive: true, force: true });
+  });
 });
 
 describe('L1: a result file name stays a name in the draft', () => {
@@ -168,6 +194,16 @@ describe('L1: a result file name stays a name in the draft', () => {
     expect(judge(draft.markdown.replace('## Limitations', '<img src=x onerror=alert(1)>\n\n## Limitations'))).toMatchObject({ status: 'fail', note: expect.stringContaining('raw HTML') });
     expect(judge(draft.markdown.replace('## Limitations', '[x](javascript:alert(1))\n\n## Limitations'))).toMatchObject({ status: 'fail', note: expect.stringContaining('javascript:') });
     expect(judge(draft.markdown.replace('## Limitations', '## Secrets\n\nmore\n\n## Limitations'))).toMatchObject({ status: 'fail', note: expect.stringContaining('Secrets') });
+    for (const link of ['<data:text/html,x>', '[x]: file:///etc/passwd', '[x]( vbscript:msgbox)']) {
+      expect(judge(draft.markdown.replace('## Limitations', `${link}\n\n## Limitations`))).toMatchObject({ status: 'fail', note: expect.stringContaining('link scheme') });
+    }
+  });
+
+  it('formatting_quality passes prose that names a scheme without linking it', () => {
+    const draft = deterministicDraft(draftEvidence());
+    const prose = 'Training data: 10k rows. The results file: metrics.json. A javascript: prefix was never used.';
+    const judged = judgeDraft({ markdown: draft.markdown.replace('## Limitations', `${prose}\n\n## Limitations`), title: draft.title, abstract: draft.abstract, results: [] });
+    expect(judged.find((item) => item.item_id === 'formatting_quality')).toMatchObject({ status: 'pass' });
   });
 });
 

@@ -10,7 +10,7 @@ export interface RawConnection {
 
 /**
  * A TCP connection to the server of `url` that writes `bytes` (as they are, possibly an unfinished request) once
- * connected; from `localAddress` when given (any of 127/8 reaches a loopback server as a client of its own).
+ * connected; from `localAddress` when given (any of 127/8 reaches a loopback server, which counts all of them as one client).
  */
 export function rawConnection(url: string, bytes = '', localAddress?: string): Promise<RawConnection> {
   const { hostname, port } = new URL(url);
