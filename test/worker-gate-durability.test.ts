@@ -15,8 +15,10 @@ import {
 // expected duration: ~80 s
 
 const WINDOW_MS = 80_000;
-// The 'slow' fake agent keeps working this long, so the gate can be killed while it is alive.
-const SLOW_AGENT_ENV = { FAKE_AGENT_WORK_SEC: '8' };
+// The 'slow' fake agent keeps working this long, so the gate can be killed while it is alive; its child lives 20 s
+// longer, so the agent (which ends after its child) is still alive when a gate that was down 12 s comes back, however
+// soon its retried idle event then gets through.
+const SLOW_AGENT_ENV = { FAKE_AGENT_WORK_SEC: '8', FAKE_AGENT_CHILD_EXTRA_SEC: '20' };
 
 /** One test's own callback receiver and gate, so the tests (each waits out quiet windows) run side by side. */
 class Rig {
