@@ -114,12 +114,31 @@ describe('H2: a huge results tree costs the control plane a bounded amount', () 
   // sparse. Bound: the control plane's RSS grows by less than 256 MiB while it looks at the candidate, dry run and live.
   const RSS_BOUND = 256 * 1024 * 1024;
 
+  /** A JSON object of about 440,000 numeric keys, just under the 5 MiB file cap. */
+  function heavyResultsFile(): Buffer {
+    const entries = Array.from({ length: 440_000 }, (_, i) => `"k${i}":${i}.5`);
+    return Buffer.from(`{${entries.join(',')}}`.slice(0, 5 * 1024 * 1024 - 1).replace(/,[^,]*$/, '}'));
+  }
+
+  /** How far the control plane's RSS rose above where it was while `work` ran. */
+  async function rssGrowthDuring(work: () => Promise<void>): Promise<number> {
+    global.gc?.();
+    const baseline = process.memoryUsage.rss();
+    let peak = baseline;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10);
+    try {
+      await work();
+    } finally {
+      clearInterval(sampler);
+    }
+    return peak - baseline;
+  }
+
   it('500 × 5 MiB results files: draft-next answers, the candidate is skipped as over the cap, RSS stays bounded', { timeout: 120_000 }, async () => {
     const paperId = await h.completedRun('h2-huge', { finishedAt: '2026-01-04T00:00:00Z' });
     const results = join(h.settings.projectRoot, 'h2-huge', 'results', 'bulk');
     await mkdir(results, { recursive: true });
-    const entries = Array.from({ length: 440_000 }, (_, i) => `"k${i}":${i}.5`);
-    const heavy = Buffer.from(`{${entries.join(',')}}`.slice(0, 5 * 1024 * 1024 - 1).replace(/,[^,]*$/, '}'));
+    const heavy = heavyResultsFile();
     for (let i = 0; i < 500; i++) {
       const file = join(results, `r${String(i).padStart(3, '0')}.json`);
       if (i < 60) await writeFile(file, heavy);
@@ -132,20 +151,14 @@ describe('H2: a huge results tree costs the control plane a bounded amount', () 
         }
       }
     }
-    global.gc?.();
-    const baseline = process.memoryUsage.rss();
-    let peak = baseline;
-    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10);
-    try {
+    const growth = await rssGrowthDuring(async () => {
       const dry = await draftNext({ dry_run: true });
       expect(dry.status).toBe(200);
       const live = await draftNext({ dry_run: false });
       expect(live.status).toBe(200);
       expect(live.body.skipped).toEqual(expect.arrayContaining([expect.objectContaining({ paper_id: paperId, reason: 'missing_evidence' })]));
-    } finally {
-      clearInterval(sampler);
-    }
-    expect(peak - baseline, `RSS grew by ${Math.round((peak - baseline) / 1024 / 1024)} MiB`).toBeLessThan(RSS_BOUND);
+    });
+    expect(growth, `RSS grew by ${Math.round(growth / 1024 / 1024)} MiB`).toBeLessThan(RSS_BOUND);
     await rm(join(h.settings.projectRoot, 'h2-huge'), { recursive: true, force: true });
   });
 
@@ -155,23 +168,16 @@ describe('H2: a huge results tree costs the control plane a bounded amount', () 
     const paperId = await h.completedRun('h2-inside-caps', { finishedAt: '2026-01-04T12:00:00Z' });
     const results = join(h.settings.projectRoot, 'h2-inside-caps', 'results');
     await mkdir(results, { recursive: true });
-    const entries = Array.from({ length: 440_000 }, (_, i) => `"k${i}":${i}.5`);
-    const heavy = Buffer.from(`{${entries.join(',')}}`.slice(0, 5 * 1024 * 1024 - 1).replace(/,[^,]*$/, '}'));
+    const heavy = heavyResultsFile();
     for (let i = 0; i < 6; i++) await writeFile(join(results, `r${i}.json`), heavy);
-    global.gc?.();
-    const baseline = process.memoryUsage.rss();
-    let peak = baseline;
-    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10);
-    try {
+    const growth = await rssGrowthDuring(async () => {
       const dry = await draftNext({ dry_run: true });
       expect(dry.status).toBe(200);
       await draftAndApprove(paperId);
       const packaged = await h.call('POST', packageUrl(paperId), { idempotency_key: `package-${paperId}`, requested_by: 'reviewer', target_label: 'h2', dry_run: false });
       expect(packaged.status, JSON.stringify(packaged.body)).toBe(200);
-    } finally {
-      clearInterval(sampler);
-    }
-    expect(peak - baseline, `RSS grew by ${Math.round((peak - baseline) / 1024 / 1024)} MiB`).toBeLessThan(RSS_BOUND);
+    });
+    expect(growth, `RSS grew by ${Math.round(growth / 1024 / 1024)} MiB`).toBeLessThan(RSS_BOUND);
     await rm(join(h.settings.projectRoot, 'h2-inside-caps'), { recursive: true, force: true });
   });
 });
