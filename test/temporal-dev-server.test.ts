@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -96,21 +96,50 @@ describe('startTemporalDevServer', () => {
     expect(existsSync(dbFile)).toBe(true);
   });
 
-  it('reports the log tail when the server exits during startup', { timeout: 20_000 }, async () => {
+  /** Lines a start appended to the log: one per attempt. */
+  const attemptsIn = (logFile: string) => readFileSync(logFile, 'utf8').split('\n').filter((line) => line.startsWith('=== ')).length;
+
+  it('reports the cause and the log tail when the server exits during startup, once for a port the caller gave', { timeout: 20_000 }, async () => {
     const binaryPath = requireBinary();
     const sockets = new Set<Socket>();
     const blocker = createServer((socket) => sockets.add(socket));
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const address = blocker.address();
     const busyPort = typeof address === 'object' && address !== null ? address.port : 0;
+    const logFile = join(workDir, 'busy.log');
     try {
-      await expect(start({ binaryPath, port: busyPort, logFile: join(workDir, 'busy.log') })).rejects.toThrow(
-        /exited with code \d+ before it answered[\s\S]*last 20 lines[\s\S]*can't set frontend port/,
+      await expect(start({ binaryPath, port: busyPort, logFile })).rejects.toThrow(
+        /exited with code \d+ before it answered: .*can't set frontend port.*address already in use.*\n--- last 20 lines[\s\S]*can't set frontend port/,
       );
+      expect(attemptsIn(logFile)).toBe(1);
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => blocker.close(() => resolve()));
     }
+  });
+
+  it('starts again when a port the server picked for itself was taken, naming the lost port above a panic longer than the tail', { timeout: 20_000 }, async () => {
+    // The real server's own port picks cannot be steered into a collision, so a stand-in does what it does then.
+    const standIn = join(workDir, 'loses-its-port.sh');
+    writeFileSync(
+      standIn,
+      [
+        '#!/bin/sh',
+        `echo 'time=now level=ERROR msg="Failed to start gRPC listener" error="listen tcp 127.0.0.1:45678: bind: address already in use"'`,
+        `echo 'panic: runtime error: invalid memory address or nil pointer dereference'`,
+        'i=0; while [ $i -lt 40 ]; do echo "go.temporal.io/server/frame$i()"; i=$((i+1)); done',
+        'exit 2',
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const logFile = join(workDir, 'loses-its-port.log');
+    const progress: string[] = [];
+    await expect(start({ binaryPath: standIn, logFile, onProgress: (message) => progress.push(message) })).rejects.toThrow(
+      /exited with code 2 before it answered: .*Failed to start gRPC listener.*127\.0\.0\.1:45678: bind: address already in use/,
+    );
+    expect(attemptsIn(logFile)).toBe(3);
+    expect(progress.filter((message) => message.includes('starting again'))).toHaveLength(2);
   });
 
   describe('never outlives the process that started it', () => {

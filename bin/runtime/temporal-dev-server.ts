@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -40,20 +40,34 @@ const LOG_TAIL_LINES = 20;
 /** How often a start is tried again when a port this process picked was taken before the server bound it. */
 const PORT_RACE_ATTEMPTS = 3;
 
+/** A start that failed; takenPort when its log says that port was already in use when the server bound it. */
+export class DevServerStartError extends Error {
+  readonly takenPort: number | undefined;
+
+  constructor(message: string, takenPort: number | undefined) {
+    super(message);
+    this.name = 'DevServerStartError';
+    this.takenPort = takenPort;
+  }
+}
+
 /**
- * Starts the dev server. A port picked here (none given) is only known to be free when it is picked: another process
- * may bind it before the server does. Such a start fails with "address already in use" in the log, and is tried again
- * on newly picked ports; a port the caller gave is never replaced.
+ * Starts the dev server. A port picked for it is only known to be free when it is picked: another process may bind
+ * it before the server does. That holds for the ports picked here (none given) and for the internal ports the server
+ * picks itself for its history, matching and worker services and its membership: losing one of those, it logs the
+ * failed listen as an error and goes on into a panic whose stack trace fills the log's tail. Such a start names the
+ * port "already in use" somewhere in its log and is tried again, on newly picked ports where this function picked
+ * them; a start that lost a port the caller gave fails at once, since that port is never replaced.
  */
 export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<TemporalDevServer> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnce(opts);
     } catch (error) {
-      const portsPicked = opts.port === undefined || (!opts.headless && opts.uiPort === undefined);
-      const lost = error instanceof Error && /address already in use/i.test(error.message);
-      if (!portsPicked || !lost || attempt >= PORT_RACE_ATTEMPTS) throw error;
-      opts.onProgress?.('a port picked for the Temporal dev server was taken before it bound it; picking again');
+      const givenPorts = [opts.port, opts.uiPort];
+      const racedForPort = error instanceof DevServerStartError && error.takenPort !== undefined && !givenPorts.includes(error.takenPort);
+      if (!racedForPort || attempt >= PORT_RACE_ATTEMPTS) throw error;
+      opts.onProgress?.('a port picked for the Temporal dev server was taken before it bound it; starting again');
     }
   }
 }
@@ -83,6 +97,7 @@ async function startOnce(opts: TemporalDevServerOptions): Promise<TemporalDevSer
   progress(`starting Temporal dev server on ${address} (${dbFile ?? 'in-memory'}), log: ${logFile}`);
   const startedAt = Date.now();
   const logFd = openSync(logFile, 'a');
+  const attemptLogStart = fstatSync(logFd).size;
   writeSync(logFd, `\n=== ${new Date().toISOString()} ${opts.binaryPath} ${args.join(' ')}\n`);
   // detached: own process group, so a terminal Ctrl-C reaches only us and we can stop our
   // workers before the server goes away.
@@ -107,7 +122,7 @@ async function startOnce(opts: TemporalDevServerOptions): Promise<TemporalDevSer
   const pid = child.pid;
   if (pid === undefined) {
     await exited;
-    throw startupError(`Temporal dev server (${opts.binaryPath}) ${exitReason ?? 'did not start'}`, logFile);
+    throw startupError(`Temporal dev server (${opts.binaryPath}) ${exitReason ?? 'did not start'}`, logFile, attemptLogStart);
   }
   if (pidFile !== undefined) writeFileSync(pidFile, `${pid}\n`);
   killOnExit.set(pid, pidFile);
@@ -139,7 +154,7 @@ async function startOnce(opts: TemporalDevServerOptions): Promise<TemporalDevSer
   } catch (err) {
     await stop();
     const reason = err instanceof Error ? err.message : String(err);
-    throw startupError(`Temporal dev server (pid ${pid}, ${address}) ${reason}`, logFile);
+    throw startupError(`Temporal dev server (pid ${pid}, ${address}) ${reason}`, logFile, attemptLogStart);
   }
   progress(`Temporal dev server answering at ${address} after ${Date.now() - startedAt} ms (pid ${pid})`);
   return { address, ...(uiUrl === undefined ? {} : { uiUrl }), pid, stop };
@@ -180,9 +195,8 @@ function devServerArgs(o: {
   dbFile: string | undefined;
   namespace: string;
 }): string[] {
-  // Metrics, HTTP API and the internal history/matching/worker services default to random
-  // free ports in this CLI version, so only the frontend and UI ports can collide with
-  // another dev server on the machine, and we always choose those explicitly.
+  // Metrics, HTTP API and the internal history/matching/worker services take ports the CLI picks
+  // itself in this version; only the frontend and UI ports are chosen here.
   const args = ['server', 'start-dev', '--ip', o.ip, '--port', String(o.port)];
   // 'default' is always created; naming it again would register it twice.
   if (o.namespace !== 'default') args.push('--namespace', o.namespace);
@@ -329,17 +343,32 @@ function removePidFileIfOwned(pidFile: string, pid: number): void {
   }
 }
 
-function startupError(message: string, logFile: string): Error {
-  return new Error(`${message}\n--- last ${LOG_TAIL_LINES} lines of ${logFile} ---\n${logTail(logFile)}`);
+/** The line that says why a start failed: a Go panic's first line, or the CLI's error line. */
+const CAUSE_LINE = /^(?:panic: .*|.*\blevel=ERROR\b.*)$/m;
+const TAKEN_PORT = /listen tcp \S*:(\d+): bind: address already in use/i;
+
+/**
+ * The error names the cause from this attempt's part of the log (a panic's cause is at its top, above a stack trace
+ * longer than the tail) and quotes the log's last lines.
+ */
+function startupError(message: string, logFile: string, attemptLogStart: number): DevServerStartError {
+  let attemptLog: string;
+  try {
+    attemptLog = readFileSync(logFile).subarray(attemptLogStart).toString('utf8');
+  } catch (err) {
+    attemptLog = `(could not read log: ${err instanceof Error ? err.message : String(err)})`;
+  }
+  const cause = CAUSE_LINE.exec(attemptLog)?.[0];
+  const tail = attemptLog.split('\n').filter((l) => l.trim() !== '').slice(-LOG_TAIL_LINES).join('\n');
+  return new DevServerStartError(
+    `${message}${cause === undefined ? '' : `: ${cause}`}\n--- last ${LOG_TAIL_LINES} lines of ${logFile} ---\n${tail}`,
+    takenPortIn(attemptLog),
+  );
 }
 
-function logTail(logFile: string): string {
-  try {
-    const lines = readFileSync(logFile, 'utf8').split('\n').filter((l) => l.trim() !== '');
-    return lines.slice(-LOG_TAIL_LINES).join('\n');
-  } catch (err) {
-    return `(could not read log: ${err instanceof Error ? err.message : String(err)})`;
-  }
+function takenPortIn(attemptLog: string): number | undefined {
+  const port = TAKEN_PORT.exec(attemptLog)?.[1];
+  return port === undefined ? undefined : Number(port);
 }
 
 async function defaultUiPort(ip: string, port: number): Promise<number> {
