@@ -57,6 +57,8 @@ export function bearerFrom(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
+const BEARER_PRINCIPAL: Principal = Object.freeze({ kind: 'bearer' });
+
 const isAuthKind = (value: unknown): value is AuthKind => AUTH_KINDS.includes(value as AuthKind);
 
 /**
@@ -65,6 +67,8 @@ const isAuthKind = (value: unknown): value is AuthKind => AUTH_KINDS.includes(va
  * 404. A HEAD route is Fastify's copy of the GET route, options included, so it takes the same credentials.
  */
 async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<void> {
+  // Declared up front, so setting it on a request keeps the shape every request object shares (Fastify's advice).
+  app.decorateRequest('principal', undefined);
   app.addHook('onRoute', (route) => {
     if (!isAuthKind(route.config?.auth)) {
       throw new Error(`route ${[route.method].flat().join(',')} ${route.url} declares no auth kind (config.auth: ${AUTH_KINDS.join(' | ')})`);
@@ -78,15 +82,16 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
   const callbackToken = matcherOf(options.callbackToken);
 
   /** Any one of `accepted` (a token this server does not hold is left out) authenticates. */
-  const requireBearer = (request: FastifyRequest, ...accepted: (Matcher | undefined)[]) => {
-    const bearer = bearerFrom(request);
+  const requireBearer = (request: FastifyRequest, ...accepted: (Matcher | undefined)[]) => acceptBearer(request, bearerFrom(request), accepted);
+  const acceptBearer = (request: FastifyRequest, bearer: string | undefined, accepted: (Matcher | undefined)[]) => {
     if (bearer === undefined || !accepted.some((matches) => matches !== undefined && matches(bearer))) throw unauthorized();
-    request.principal = { kind: 'bearer' };
+    request.principal = BEARER_PRINCIPAL;
   };
 
   /** A bearer token is checked at once; only a dashboard session waits for the store. */
   const authenticateControl = (request: FastifyRequest): void | Promise<void> => {
-    if (!options.store || bearerFrom(request) !== undefined) return requireBearer(request, controlToken);
+    const bearer = bearerFrom(request);
+    if (!options.store || bearer !== undefined) return acceptBearer(request, bearer, [controlToken]);
     return authenticateSession(request, options.store, options.controlApiToken);
   };
 

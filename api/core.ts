@@ -20,8 +20,8 @@ export const CORE_SNAPSHOT_LIMITS = { rows: 20_000, body_bytes: 8 * 1024 * 1024 
 
 /**
  * Bounds on one row as sent, kept whole in the stored snapshot: room for this product's own list rows (a paper's
- * evidence summary names up to 500 result files) and a workflow tool's bookkeeping, too small for one row to crowd
- * out the rest of a body.
+ * evidence summary names up to 200 result files, about 150 bytes each with their paths and hashes) and a workflow
+ * tool's bookkeeping, too small for one row to crowd out the rest of a body.
  */
 export const CORE_ROW_MAX_BYTES = 64 * 1024;
 export const CORE_ROW_MAX_DEPTH = 8;

@@ -86,6 +86,17 @@ function requestTimeouts(limitMs: number): { requestTimeout: number; connections
   return { requestTimeout: limitMs - connectionsCheckingInterval, connectionsCheckingInterval };
 }
 
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The request log (README "HTTP conventions", request log): a read that succeeded is logged at debug, everything else
+ * (a write, a refusal, a failure) at info. Dashboards and scripts poll the read routes every few seconds, and a line
+ * per poll would bury the writes and errors an operator looks for; the metrics count every request either way.
+ */
+function requestLogLevel(method: string, status: number): 'debug' | 'info' {
+  return READ_METHODS.has(method) && status < 400 ? 'debug' : 'info';
+}
+
 async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: CreateServerOptions): Promise<FastifyInstance> {
   const limits = options.limits ?? DEFAULT_HTTP_LIMITS;
   const { requestTimeout, connectionsCheckingInterval } = requestTimeouts(limits.requestTimeoutMs);
@@ -116,7 +127,8 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
     });
   }
   app.addHook('onResponse', (request, reply, done) => {
-    request.log.info({ req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');
+    const level = requestLogLevel(request.method, reply.statusCode);
+    request.log[level]({ req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');
     done();
   });
   limitConnections(app, limits, logger);

@@ -167,6 +167,23 @@ function unstorableLocations(roots: [LocRoot, unknown][]): ValidationProblem[] {
   return problems.slice(0, MAX_TEXT_PROBLEMS);
 }
 
+/** Any character that may make text unstorable; a surrogate may still be paired, which the full walk tells. */
+const MAYBE_UNSTORABLE = /[\u0000\uD800-\uDFFF]/;
+
+/**
+ * True for nothing, or a flat object of strings (a query, path parameters) in which no key or value holds a character
+ * of MAYBE_UNSTORABLE: the common request, answered without the walk's allocations. Anything else gets the walk.
+ */
+function plainlyStorable(value: unknown): boolean {
+  if (value === undefined || value === null) return true;
+  if (typeof value !== 'object' || Array.isArray(value)) return false;
+  for (const key in value) {
+    const text = (value as Record<string, unknown>)[key];
+    if (typeof text !== 'string' || MAYBE_UNSTORABLE.test(key) || MAYBE_UNSTORABLE.test(text)) return false;
+  }
+  return true;
+}
+
 /**
  * Refuses the NUL character and unpaired surrogates in every text a request carries (query, path parameters, JSON
  * body: strings at any depth and object keys) with 422, on every route, before its schema runs: Postgres cannot
@@ -176,6 +193,7 @@ export function refuseUnstorableText(app: FastifyInstance): void {
   app.addHook(
     'preValidation',
     requestHook((request) => {
+      if (plainlyStorable(request.query) && plainlyStorable(request.params) && plainlyStorable(request.body)) return;
       const problems = unstorableLocations([
         ['path', request.params],
         ['query', request.query],

@@ -148,4 +148,18 @@ describe('request logging', () => {
     expect(t.logs.text).not.toContain('incoming request');
     expect(t.logs.text).not.toContain(TEST_TOKEN);
   });
+
+  it('logs a read that succeeded at debug, and a write, a refusal or a failure at info', async () => {
+    const levelOf = async (request: { method: 'GET' | 'POST'; url: string; headers?: Record<string, string>; payload?: Record<string, unknown> }) => {
+      const id = `log-level-${Math.random().toString(36).slice(2)}`;
+      await t.app.inject({ ...request, headers: { ...request.headers, 'x-request-id': id } });
+      const line = t.logs.lines.find((text) => text.includes(id) && text.includes('request completed'));
+      return line === undefined ? undefined : (JSON.parse(line) as { level: number }).level;
+    };
+    const [DEBUG, INFO] = [20, 30];
+    expect(await levelOf({ method: 'GET', url: '/control/health', headers: t.auth })).toBe(DEBUG);
+    expect(await levelOf({ method: 'GET', url: '/control/health' })).toBe(INFO);
+    expect(await levelOf({ method: 'GET', url: '/control/api/no-such-route', headers: t.auth })).toBe(INFO);
+    expect(await levelOf({ method: 'POST', url: '/control/api/queue/enqueue', headers: t.auth, payload: {} })).toBe(INFO);
+  });
 });
