@@ -229,17 +229,20 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   agent_runtime: doc(z.enum(AGENT_RUNTIMES).default('script'), {
     description:
-      "Worker gate: the agent it starts. 'script' runs dispatch_script_path; 'codex' runs Codex CLI under the gate's own launcher, with its lifecycle hooks (README \"Running real agents\").",
+      "Worker gate: the agent it starts. 'script' runs dispatch_script_path; 'codex' runs Codex CLI and 'claude-code' Claude Code, each under the gate's own launcher with its lifecycle hooks (README \"Running real agents\").",
   }),
   agent_runtime_by_workload_class: doc(z.partialRecord(WorkloadClassSchema, z.enum(AGENT_RUNTIMES)).default({}), {
     description: 'Worker gate: workload class → agent runtime, over agent_runtime for runs of that class.',
   }),
-  agent_credential_env: doc(z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')).default(['OPENAI_API_KEY', 'OPENAI_BASE_URL']), {
+  agent_credential_env: doc(z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')).default(['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL']), {
     description:
       "Worker gate: the names of its environment variables that a real agent receives (model keys and server URLs); the values are read from the gate's environment, never from this file. Nothing else of the gate's environment reaches the agent but what a process needs (PATH, HOME, locale).",
   }),
   codex_path: doc(text().default(''), {
     description: "Worker gate: the codex executable; '' runs the pinned version that scripts/ensure-agents.sh installs in the user cache.",
+  }),
+  claude_code_path: doc(text().default(''), {
+    description: "Worker gate: the claude executable (Claude Code); '' runs the pinned version that scripts/ensure-agents.sh installs in the user cache.",
   }),
   default_workload_class: doc(WorkloadClassSchema.default('inference_eval'), {
     description: 'Workload class used when an item names none.',

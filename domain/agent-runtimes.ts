@@ -1,21 +1,27 @@
+/** The real agents the gate launches itself: Codex CLI and Claude Code, each under the gate's own launcher. */
+export const LAUNCHED_RUNTIMES = ['codex', 'claude-code'] as const;
+export type LaunchedRuntime = (typeof LAUNCHED_RUNTIMES)[number];
+
 /**
  * The agents a worker gate can start (README "Running real agents"): `script` runs `dispatch_script_path` (the
- * simulated agent, or a launcher of the operator's own); `codex` is Codex CLI under the gate's own launcher.
+ * simulated agent, or a launcher of the operator's own), the others a real tool.
  */
-export const AGENT_RUNTIMES = ['script', 'codex'] as const;
+export const AGENT_RUNTIMES = ['script', ...LAUNCHED_RUNTIMES] as const;
 export type AgentRuntime = (typeof AGENT_RUNTIMES)[number];
 
-/** A real agent the gate launches itself. */
-export type LaunchedRuntime = Exclude<AgentRuntime, 'script'>;
-
-/** Each tool's own values for the dispatch contract's `sandbox` ('' leaves the tool's default). */
+/**
+ * Each tool's own values for the dispatch contract's `sandbox` ('' leaves the launcher's default): Codex's sandbox
+ * modes, Claude Code's permission modes.
+ */
 export const AGENT_SANDBOXES: Readonly<Record<LaunchedRuntime, readonly string[]>> = {
   codex: ['read-only', 'workspace-write', 'danger-full-access'],
+  'claude-code': ['default', 'acceptEdits', 'plan', 'bypassPermissions'],
 };
 
 /** The sandbox a launcher uses when the dispatch leaves it empty. */
 export const DEFAULT_AGENT_SANDBOX: Readonly<Record<LaunchedRuntime, string>> = {
   codex: 'workspace-write',
+  'claude-code': 'acceptEdits',
 };
 
 /** A session id an agent tool gives out: what a resume may name. */

@@ -3,7 +3,8 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
-import { CallbackReceiver, gateClient, startGateProcess, waitUntil, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
+import { agentRecord, dispatchedRun, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from './support/agent-gates.ts';
+import { CallbackReceiver, waitUntil } from './support/gate.ts';
 import { ResponsesServer } from './support/model-servers.ts';
 import { testPort } from './support/ports.ts';
 
@@ -13,29 +14,21 @@ import { testPort } from './support/ports.ts';
  * scenarios run at once, each its own project and conversation (the prompt holds the key the model server scripts).
  */
 
+// expected duration: ~70 s
+
 // The quiet window needs idle_sustain_sec (min 30) of samples after the agent's processes exited.
 const WINDOW_MS = 90_000;
 const API_KEY = 'sk-scripted-model-key-0123456789';
 /** A secret of the gate's environment that agent_credential_env does not name: no agent may see it. */
 const UNRELATED_SECRET = 'lab-database-password-0123456789';
 
-interface Gate {
-  fixture: GateFixture;
-  process: GateProcess;
-  client: ReturnType<typeof gateClient>;
-}
-
 let receiver: CallbackReceiver;
 let model: ResponsesServer;
-let gate: Gate;
+let gate: AgentGate;
 /** A second gate whose model server is down: nothing listens at its base URL. */
-let gateWithoutModel: Gate;
+let gateWithoutModel: AgentGate;
 
-async function startCodexGate(baseUrl: string): Promise<Gate> {
-  const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: 'codex', dispatch_timeout_sec: 30 } });
-  const process = await startGateProcess(fixture, { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: API_KEY, LAB_DB_PASSWORD: UNRELATED_SECRET });
-  return { fixture, process, client: gateClient(fixture) };
-}
+const startCodexGate = (baseUrl: string) => startAgentGate(receiver, 'codex', { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: API_KEY, LAB_DB_PASSWORD: UNRELATED_SECRET });
 
 beforeAll(async () => {
   if (!existsSync(pinnedAgentBinary('codex'))) {
@@ -53,29 +46,9 @@ afterAll(async () => {
   for (const started of [gate, gateWithoutModel]) if (started) await rm(started.fixture.dir, { recursive: true, force: true });
 });
 
-/** Prepares project `key` with a prompt holding the key; answers the /dispatch body of run `<key>-<n>-run`. */
-async function prepared(on: Gate, key: string, n = 1, prompt = `Run the experiment. [${key}]`) {
-  const body = on.client.dispatchBody(`${key}-${n}-run`, { project_id: key, project_dir: key, model: 'scripted-model', sandbox: 'workspace-write' });
-  const answer = await on.client.prepare({ run_id: body.run_id, project_id: key, project_dir: key, prompt_file: 'prompt.md', prompt_text: prompt, overwrite: true });
-  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-  return body;
-}
-
-async function dispatched(on: Gate, body: Record<string, unknown>) {
-  const answer = await on.client.dispatch(body);
-  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-  return String(body.run_id);
-}
-
-const sessionRecord = async (on: Gate, key: string) => JSON.parse(await readFile(join(on.fixture.projectRoot, key, '.research', 'agent', 'session.json'), 'utf8'));
+const prepared = (on: AgentGate, key: string, n = 1, prompt?: string) => preparedRun(on, key, { n, sandbox: 'workspace-write', ...(prompt ? { prompt } : {}) });
+const dispatched = dispatchedRun;
 const callbackTypes = (runId: string) => receiver.forRun(runId).map((callback) => callback.body.event_type);
-
-const WRITE_EVIDENCE = [
-  'mkdir -p results/main .research',
-  `printf '# Run notes\\nThe loss went down.\\n' > run_notes.md`,
-  `printf '{"accuracy": 0.91}\\n' > results/main/metrics.json`,
-  `printf '{"decision": "finalize_positive", "summary": "it worked"}\\n' > .research/decision.json`,
-].join(' && ');
 
 describe.concurrent('Codex CLI under the gate', () => {
   it('(a) writes its evidence with its own tools and ends: the run completes with its decision, and its session is recorded', { timeout: WINDOW_MS + 30_000 }, async () => {
@@ -89,7 +62,7 @@ describe.concurrent('Codex CLI under the gate', () => {
     const record = await sessionRecord(gate, 'codex-a');
     expect(record).toMatchObject({ runtime: 'codex', mode: 'exec', exit_code: 0, last_message: 'The experiment is done.', token_usage: { input_tokens: 200, output_tokens: 20, total_tokens: 220 } });
     expect(record.session_id).toMatch(/^[0-9a-f-]{36}$/);
-    const events = await readFile(join(gate.fixture.projectRoot, 'codex-a', '.research', 'agent', 'events.jsonl'), 'utf8');
+    const events = await agentRecord(gate, 'codex-a', 'events.jsonl');
     expect(events).toContain('"turn.completed"');
     // The model key reached the model server and the agent, and nothing else: not the agent's records, the gate's log,
     // its dashboard or the callbacks. The gate's other secrets never reached the agent's commands.

@@ -84,7 +84,8 @@ describe('the real worker gate process', () => {
   it('applies allowed_hosts from its config and never logs a credential from a query string', async () => {
     const receiver = await CallbackReceiver.start();
     const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { allowed_hosts: ['gate.lab'] } });
-    const gate = await startGateProcess(fixture);
+    // At debug the log has a line for every request, a successful read's too.
+    const gate = await startGateProcess(fixture, { LOG_LEVEL: 'debug' });
     try {
       const gateAuth = { authorization: `Bearer ${GATE_TOKEN}` };
       const refused = await get(`${fixture.url}/dashboard/api`, { host: `attacker.example:${fixture.port}`, ...gateAuth });

@@ -37,8 +37,9 @@ export function agentStartFor(config: WorkerGateConfig, runtime: AgentRuntime, p
     if (!config.dispatch_script_path) throw new HttpError(502, "dispatch_script_path is not set, and this run's agent_runtime is 'script'");
     return { scriptPath: config.dispatch_script_path, sandbox: request.sandbox, env: {}, passedEnv: null };
   }
-  const binary = config.codex_path || pinnedAgentBinary(runtime);
-  if (!existsSync(binary)) throw new HttpError(502, `${runtime} is not installed at ${binary}: run scripts/ensure-agents.sh, or set codex_path`);
+  const pathField = runtime === 'codex' ? 'codex_path' : 'claude_code_path';
+  const binary = config[pathField] || pinnedAgentBinary(runtime);
+  if (!existsSync(binary)) throw new HttpError(502, `${runtime} is not installed at ${binary}: run scripts/ensure-agents.sh, or set ${pathField}`);
   const env: Record<string, string> = {
     AGENT_RUNTIME: runtime,
     AGENT_BINARY: binary,

@@ -4,13 +4,15 @@ import { testPort } from './ports.ts';
 
 /**
  * Scripted model servers that real agent tools talk to, offline: the OpenAI Responses API (Codex CLI posts to
- * `{base_url}/responses`, streamed). A test scripts the steps of one conversation under a key that its prompt holds
- * (several runs can share the server at once); each request whose conversation holds the key takes the next step: a
- * shell command for the tool to run, a final message, or a question to the user. The wire facts (the least a turn
- * must carry, ids unique across restarts) are those the README's "Running real agents" section states.
+ * `{base_url}/responses`, streamed) and the Anthropic Messages API (Claude Code posts to `{base_url}/v1/messages`,
+ * streamed). A test scripts the steps of one conversation under a key that its prompt holds (several runs can share
+ * the server at once); each request whose conversation holds the key takes the next step: a shell command for the
+ * tool to run, a file to write, a final message, or a question to the user. The wire facts (the least a turn must
+ * carry, ids unique across restarts) are those the README's "Running real agents" section states.
  */
 export type ModelStep =
   | { kind: 'command'; cmd: string; usage?: number }
+  | { kind: 'write'; path: string; content: string; usage?: number }
   | { kind: 'message'; text: string; usage?: number }
   | { kind: 'question'; question: string; usage?: number };
 
@@ -22,7 +24,8 @@ export interface RecordedRequest {
   key: string | null;
 }
 
-export class ResponsesServer {
+/** What both servers share: the scripts, the recorded requests, the port kept across a restart. */
+abstract class ScriptedModelServer {
   readonly requests: RecordedRequest[] = [];
   private readonly scripts = new Map<string, ModelStep[]>();
   private server: Server | undefined;
@@ -32,24 +35,20 @@ export class ResponsesServer {
 
   readonly port: number;
 
-  private constructor(port: number) {
+  protected constructor(port: number) {
     this.port = port;
   }
 
-  static async start(): Promise<ResponsesServer> {
-    const server = new ResponsesServer(await testPort());
-    await server.up();
-    return server;
-  }
-
-  /** The base URL a tool is configured with (Codex: OPENAI_BASE_URL). */
-  get baseUrl(): string {
-    return `http://127.0.0.1:${this.port}/v1`;
-  }
+  /** The base URL a tool is configured with. */
+  abstract get baseUrl(): string;
+  /** Whether a request goes to the model (anything else is 404). */
+  protected abstract isModelRequest(request: IncomingMessage): boolean;
+  /** Streams the answer that takes `step`. */
+  protected abstract stream(step: ModelStep, id: (kind: string) => string, response: ServerResponse): void;
 
   /**
-   * The steps that the requests of the conversation whose prompt holds `key` take, in order; a request past the end,
-   * or one holding no key, is answered with a short final message.
+   * The steps that the requests of the conversation whose prompt holds `[key]` take, in order; a request past the
+   * end, or one holding no key, is answered with a short final message.
    */
   script(key: string, steps: ModelStep[]): void {
     this.scripts.set(key, [...steps]);
@@ -80,45 +79,117 @@ export class ResponsesServer {
   private async answer(request: IncomingMessage, response: ServerResponse): Promise<void> {
     let text = '';
     for await (const chunk of request) text += chunk;
-    if (request.method !== 'POST' || !request.url?.endsWith('/responses')) {
+    if (request.method !== 'POST' || !this.isModelRequest(request)) {
       response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
       return;
     }
     const body = JSON.parse(text) as Record<string, any>;
-    const key = [...this.scripts.keys()].find((candidate) => text.includes(candidate)) ?? null;
+    // Bracketed, as the prompts write it: a bare key such as `claude-a` may also be a prefix of words a tool's own
+    // system prompt holds.
+    const key = [...this.scripts.keys()].find((candidate) => text.includes(`[${candidate}]`)) ?? null;
     this.requests.push({ at: Date.now(), body, key });
     const step = (key ? this.scripts.get(key)?.shift() : undefined) ?? { kind: 'message', text: 'Nothing more to do.' };
     const n = ++this.served;
-    const id = (kind: string) => `${kind}_${this.idPrefix}_${n}`;
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const send = (event: Record<string, unknown>) => response.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
-    send({ type: 'response.created', response: { id: id('resp') } });
-    send({ type: 'response.output_item.done', output_index: 0, item: this.itemFor(step, id) });
+    this.stream(step, (kind) => `${kind}_${this.idPrefix}_${n}`, response);
+    response.end();
+  }
+}
+
+const sse = (response: ServerResponse, event: Record<string, unknown>) => response.write(`event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
+
+/** The OpenAI Responses API, as Codex CLI speaks it. */
+export class ResponsesServer extends ScriptedModelServer {
+  static async start(): Promise<ResponsesServer> {
+    const server = new ResponsesServer(await testPort());
+    await server.up();
+    return server;
+  }
+
+  /** Codex: OPENAI_BASE_URL. */
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.port}/v1`;
+  }
+
+  protected isModelRequest(request: IncomingMessage): boolean {
+    return request.url?.endsWith('/responses') ?? false;
+  }
+
+  protected stream(step: ModelStep, id: (kind: string) => string, response: ServerResponse): void {
+    sse(response, { type: 'response.created', response: { id: id('resp') } });
+    sse(response, { type: 'response.output_item.done', output_index: 0, item: this.itemFor(step, id) });
     const usage = step.usage ?? 100;
-    send({
+    sse(response, {
       type: 'response.completed',
       response: {
         id: id('resp'),
         usage: { input_tokens: usage, input_tokens_details: { cached_tokens: 0 }, output_tokens: 10, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: usage + 10 },
       },
     });
-    response.end();
   }
 
   private itemFor(step: ModelStep, id: (kind: string) => string): Record<string, unknown> {
+    const call = (name: string, args: unknown) => ({ type: 'function_call', id: id('fc'), call_id: id('call'), name, arguments: JSON.stringify(args) });
     switch (step.kind) {
       case 'command':
-        return { type: 'function_call', id: id('fc'), call_id: id('call'), name: 'exec_command', arguments: JSON.stringify({ cmd: step.cmd }) };
+        return call('exec_command', { cmd: step.cmd });
+      case 'write':
+        return call('exec_command', { cmd: `mkdir -p "$(dirname '${step.path}')" && printf '%s' '${step.content.replace(/'/g, `'\\''`)}' > '${step.path}'` });
       case 'question':
-        return {
-          type: 'function_call',
-          id: id('fc'),
-          call_id: id('call'),
-          name: 'request_user_input',
-          arguments: JSON.stringify({ questions: [{ id: 'q1', header: 'Question', question: step.question, options: [{ label: 'Yes', description: 'go on' }, { label: 'No', description: 'stop' }] }] }),
-        };
+        return call('request_user_input', {
+          questions: [{ id: 'q1', header: 'Question', question: step.question, options: [{ label: 'Yes', description: 'go on' }, { label: 'No', description: 'stop' }] }],
+        });
       case 'message':
         return { type: 'message', role: 'assistant', id: id('msg'), content: [{ type: 'output_text', text: step.text }] };
     }
+  }
+}
+
+/**
+ * The Anthropic Messages API, as Claude Code speaks it: the whole event sequence of one message, since leaving out
+ * `content_block_stop` fails the call and leaving out the closing `message_delta` and `message_stop` hangs it. A
+ * question is a tool call that needs a permission (Bash, under the acceptEdits mode): -p mode has no question tool.
+ */
+export class MessagesServer extends ScriptedModelServer {
+  static async start(): Promise<MessagesServer> {
+    const server = new MessagesServer(await testPort());
+    await server.up();
+    return server;
+  }
+
+  /** Claude Code: ANTHROPIC_BASE_URL (it appends /v1/messages). */
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  protected isModelRequest(request: IncomingMessage): boolean {
+    return /^\/v1\/messages(\?|$)/.test(request.url ?? '');
+  }
+
+  protected stream(step: ModelStep, id: (kind: string) => string, response: ServerResponse): void {
+    const usage = step.usage ?? 100;
+    sse(response, {
+      type: 'message_start',
+      message: { id: id('msg'), type: 'message', role: 'assistant', model: 'scripted-model', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage, output_tokens: 1 } },
+    });
+    const toolUse = (name: string, input: unknown) => {
+      sse(response, { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: id('toolu'), name, input: {} } });
+      sse(response, { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify(input) } });
+    };
+    switch (step.kind) {
+      case 'command':
+      case 'question':
+        toolUse("Bash", { command: step.kind === "command" ? step.cmd : `curl -s http://127.0.0.1:9/ # ${step.question}`, description: "run it" });
+        break;
+      case 'write':
+        toolUse('Write', { file_path: step.path, content: step.content });
+        break;
+      case 'message':
+        sse(response, { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+        sse(response, { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: step.text } });
+    }
+    sse(response, { type: 'content_block_stop', index: 0 });
+    sse(response, { type: 'message_delta', delta: { stop_reason: step.kind === 'message' ? 'end_turn' : 'tool_use', stop_sequence: null }, usage: { output_tokens: 10 } });
+    sse(response, { type: 'message_stop' });
   }
 }

@@ -90,7 +90,7 @@ export const codexLauncher: RuntimeLauncher = {
   runtime: 'codex',
   credentialVariables: ['OPENAI_API_KEY', 'OPENAI_BASE_URL'],
 
-  prepareHome(home, hookCommand, env) {
+  prepareHome({ home }, hookCommand, env) {
     mkdirSync(home, { recursive: true, mode: 0o700 });
     chmodSync(home, 0o700);
     const hooksPath = join(home, 'hooks.json');

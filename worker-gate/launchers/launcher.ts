@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { AGENT_SESSION_ID } from '../../domain/agent-runtimes.ts';
+import { AGENT_SESSION_ID, LAUNCHED_RUNTIMES, type LaunchedRuntime } from '../../domain/agent-runtimes.ts';
 import {
   AGENT_FLAG,
   checkWorkspaceOrExit,
@@ -28,14 +28,15 @@ import {
   writeFileAtomic,
   type DispatchEnv,
 } from '../agent-kit.ts';
+import { claudeCodeLauncher } from './claude-code.ts';
 import { codexLauncher } from './codex.ts';
 import { agentRecordsDir, type AgentSessionRecord } from './records.ts';
 import type { AgentStreamState, RuntimeLauncher } from './runtime-launcher.ts';
 
-const LAUNCHERS: Record<string, RuntimeLauncher> = { codex: codexLauncher };
+const LAUNCHERS: Record<LaunchedRuntime, RuntimeLauncher> = { codex: codexLauncher, 'claude-code': claudeCodeLauncher };
 
 const launcherEnvSchema = z.object({
-  AGENT_RUNTIME: z.enum(['codex']),
+  AGENT_RUNTIME: z.enum(LAUNCHED_RUNTIMES),
   AGENT_BINARY: z.string().min(1),
   AGENT_HOME: z.string().min(1),
   RESUME_SESSION_ID: z.string().regex(AGENT_SESSION_ID).optional(),
@@ -72,17 +73,19 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
   const records = agentRecordsDir(env.PROJECT_DIR);
   const startedAt = new Date().toISOString();
   const prompt = (await readFile(resolve(env.PROJECT_DIR, env.PROMPT_FILE))).subarray(0, MAX_PROMPT_BYTES).toString('utf8');
-  const toolEnv = {
-    ...process.env,
-    ...launcher.prepareHome(launcherEnv.AGENT_HOME, (event) => `${shellQuote(process.execPath)} ${shellQuote(HOOK_SCRIPT)} ${event}`, process.env),
-  };
-  const args = launcher.argv({
+  const request = {
     prompt,
     model: env.MODEL,
     reasoningEffort: env.REASONING_EFFORT,
     sandbox: env.SANDBOX,
     resumeSessionId: env.DISPATCH_MODE === 'resume' ? (launcherEnv.RESUME_SESSION_ID ?? null) : null,
-  });
+    home: launcherEnv.AGENT_HOME,
+  };
+  const toolEnv = {
+    ...process.env,
+    ...launcher.prepareHome(request, (event) => `${shellQuote(process.execPath)} ${shellQuote(HOOK_SCRIPT)} ${event}`, process.env),
+  };
+  const args = launcher.argv(request);
   const state: AgentStreamState = { sessionId: launcherEnv.RESUME_SESSION_ID ?? null, lastMessage: null, lastError: null, tokenUsage: null };
   const events = boundedLog(join(records, 'events.jsonl'), MAX_EVENT_LOG_BYTES);
   const stderr = boundedLog(join(records, 'stderr.log'), MAX_STDERR_BYTES);

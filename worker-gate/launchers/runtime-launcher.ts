@@ -8,6 +8,8 @@ export interface LaunchRequest {
   sandbox: string;
   /** Set for `mode: resume`: the project's last recorded session. */
   resumeSessionId: string | null;
+  /** The tool's isolated home for this project, as prepareHome wrote it. */
+  home: string;
 }
 
 /** What the runner learns from the tool's output stream while it runs. */
@@ -23,8 +25,8 @@ export interface RuntimeLauncher {
   runtime: Exclude<AgentRuntime, 'script'>;
   /** The gate environment's variables this tool reads its model credentials and server from. */
   credentialVariables: readonly string[];
-  /** Writes the tool's isolated home (config, hooks) and answers the variables that point the tool at it. */
-  prepareHome(home: string, hookCommand: (event: string) => string, env: NodeJS.ProcessEnv): Record<string, string>;
+  /** Writes the tool's isolated home (config, hooks) and answers the variables that point the tool at it and configure it. */
+  prepareHome(request: LaunchRequest, hookCommand: (event: string) => string, env: NodeJS.ProcessEnv): Record<string, string>;
   argv(request: LaunchRequest): string[];
   /** Takes one line of the tool's machine-readable output into `state`. */
   readStreamLine(line: string, state: AgentStreamState): void;

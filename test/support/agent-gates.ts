@@ -1,0 +1,54 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import type { LaunchedRuntime } from '../../domain/agent-runtimes.ts';
+import { gateClient, startGateProcess, writeGateConfig, type CallbackReceiver, type GateFixture, type GateProcess } from './gate.ts';
+
+/** A real gate process whose runs start a real agent tool (agent_runtime), for the tests of each tool. */
+export interface AgentGate {
+  fixture: GateFixture;
+  process: GateProcess;
+  client: ReturnType<typeof gateClient>;
+}
+
+export async function startAgentGate(receiver: CallbackReceiver, runtime: LaunchedRuntime, env: Record<string, string>): Promise<AgentGate> {
+  const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: runtime, dispatch_timeout_sec: 30 } });
+  const process = await startGateProcess(fixture, env);
+  return { fixture, process, client: gateClient(fixture) };
+}
+
+/** Prepares project `key` with a prompt holding the key; answers the /dispatch body of run `<key>-<n>-run`. */
+export async function preparedRun(on: AgentGate, key: string, options: { n?: number; prompt?: string; sandbox: string }) {
+  const n = options.n ?? 1;
+  const body = on.client.dispatchBody(`${key}-${n}-run`, { project_id: key, project_dir: key, model: 'scripted-model', sandbox: options.sandbox });
+  const prompt = options.prompt ?? `Run the experiment. [${key}]`;
+  const answer = await on.client.prepare({ run_id: body.run_id, project_id: key, project_dir: key, prompt_file: 'prompt.md', prompt_text: prompt, overwrite: true });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return body;
+}
+
+/** Dispatches the body; answers the run id. */
+export async function dispatchedRun(on: AgentGate, body: Record<string, unknown>): Promise<string> {
+  const answer = await on.client.dispatch(body);
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return String(body.run_id);
+}
+
+/** A file the launcher keeps under the project's `.research/agent/`. */
+export const agentRecord = (on: AgentGate, key: string, file: 'session.json' | 'events.jsonl' | 'stderr.log') =>
+  readFile(join(on.fixture.projectRoot, key, '.research', 'agent', file), 'utf8');
+
+export const sessionRecord = async (on: AgentGate, key: string) => JSON.parse(await agentRecord(on, key, 'session.json'));
+
+/** The evidence a finished study leaves, as files: run notes, one results file, the decision. */
+export const EVIDENCE = [
+  { path: 'run_notes.md', content: '# Run notes\nThe loss went down.\n' },
+  { path: 'results/main/metrics.json', content: '{"accuracy": 0.91}\n' },
+  { path: '.research/decision.json', content: '{"decision": "finalize_positive", "summary": "it worked"}\n' },
+] as const;
+
+/** One shell command that writes EVIDENCE. */
+export const WRITE_EVIDENCE = [
+  'mkdir -p results/main .research',
+  ...EVIDENCE.map(({ path, content }) => `printf '%s' '${content}' > ${path}`),
+].join(' && ');
