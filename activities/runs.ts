@@ -105,6 +105,14 @@ export function createRunActivities(deps: RunActivityDeps) {
     return candidate ?? null;
   };
 
+  /** The run's token budget: its candidate's expected_token_budget times agent_token_budget_multiple, or none. */
+  const tokenBudgetOf = async (candidateId: string | null): Promise<number | undefined> => {
+    const multiple = settings.tokenBudgetMultiple ?? 0;
+    if (!candidateId || multiple <= 0) return undefined;
+    const expected = (await getCandidate(store, candidateId))?.expected_token_budget;
+    return expected ? Math.ceil(expected * multiple) : undefined;
+  };
+
   return {
     async claimRun(input: ClaimRunInput): Promise<{ claimed: boolean; reason?: string }> {
       const target = targetOf(input.lane);
@@ -142,9 +150,10 @@ export function createRunActivities(deps: RunActivityDeps) {
 
     async dispatchRun(input: GateCallInput & { agent: AgentSettings }): Promise<Record<string, unknown>> {
       const run = await requireRun(input.run_id);
-      const { fields } = await gateRunFields(run);
+      const { project, fields } = await gateRunFields(run);
       const { workload_class, machine_target, ...rest } = fields;
-      const body = { ...rest, ...input.agent, workload_class, machine_target };
+      const tokenBudget = await tokenBudgetOf(project.candidate_id);
+      const body = { ...rest, ...input.agent, workload_class, machine_target, ...(tokenBudget === undefined ? {} : { token_budget: tokenBudget }) };
       try {
         return await heartbeating(() => workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).dispatch(body));
       } catch (error) {

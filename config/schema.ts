@@ -227,6 +227,10 @@ export const ConfigFieldsSchema = z.strictObject({
   agent_sandbox: doc(text().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).default(''), {
     description: "Sandbox the agent is started in (SANDBOX); '' leaves the agent's own default. dispatch-next may override it.",
   }),
+  agent_token_budget_multiple: doc(z.number().min(0).max(1000).default(2), {
+    description:
+      "A run's token budget: its research candidate's expected_token_budget times this. Past it, the worker gate's launcher stops a real agent (SIGINT, then SIGTERM and SIGKILL) and the run ends in gate_error; 0 sets no budget. A run without a candidate, or whose candidate names no budget, has none.",
+  }),
   agent_runtime: doc(z.enum(AGENT_RUNTIMES).default('script'), {
     description:
       "Worker gate: the agent it starts. 'script' runs dispatch_script_path; 'codex' runs Codex CLI and 'claude-code' Claude Code, each under the gate's own launcher with its lifecycle hooks (README \"Running real agents\").",

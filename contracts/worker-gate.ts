@@ -46,6 +46,11 @@ export const DispatchSchema = z.strictObject({
   model: z.string().max(200).default(''),
   reasoning_effort: z.enum(REASONING_EFFORTS).default('medium'),
   sandbox: z.string().max(200).default(''),
+  /**
+   * The tokens a real agent may spend before the gate's launcher stops it (the candidate's expected_token_budget times
+   * the control plane's agent_token_budget_multiple); absent: no limit.
+   */
+  token_budget: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   /** Which threshold profile the quiet window uses; the gate's default_workload_class when absent. */
   workload_class: z.enum(WORKLOAD_CLASSES).optional(),
   machine_target: z.string().min(1).max(200).optional(),
@@ -83,6 +88,8 @@ export const ControlPlaneEventSchema = z.strictObject({
     .strictObject({ input_tokens: tokenCount, output_tokens: tokenCount, total_tokens: tokenCount })
     .nullish()
     .transform((v) => v ?? undefined),
+  /** With session-end, from the gate's launcher: the run's token budget, which token_usage passed, so it stopped the agent. */
+  token_budget_exceeded: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).nullish().transform((v) => v ?? undefined),
 });
 export type ControlPlaneEvent = z.output<typeof ControlPlaneEventSchema>;
 

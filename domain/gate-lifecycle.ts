@@ -28,6 +28,8 @@ export interface LifecycleInput {
   message?: string | undefined;
   /** With session-end: how the agent's process ended, as its launcher saw it; non-zero ends the run in error. */
   exit_code?: number | undefined;
+  /** With session-end: the launcher stopped the agent past this token budget, having seen `tokens_used`. */
+  token_budget_exceeded?: { budget: number; tokens_used: number } | undefined;
   /** Gate clock time the event was received. */
   received_at: string;
 }
@@ -102,6 +104,13 @@ export function applyLifecycleEvent(current: GateSession, input: LifecycleInput)
       }
       break;
     case 'session-end':
+      if (input.token_budget_exceeded) {
+        const { budget, tokens_used } = input.token_budget_exceeded;
+        session.gate_state = 'error';
+        session.gate_reason = `token budget exceeded: the agent spent ${tokens_used} tokens of its budget of ${budget}, and the gate stopped it`;
+        callbacks.push({ event_type: 'gate_error', observed_at: input.received_at });
+        break;
+      }
       if (input.exit_code !== undefined && input.exit_code !== 0) {
         session.gate_state = 'error';
         session.gate_reason = `the agent exited with status ${input.exit_code}`;

@@ -26,6 +26,8 @@ export interface GateRun extends GateSession {
   model: string;
   reasoning_effort: ReasoningEffort;
   sandbox: string;
+  /** The tokens the agent may spend before its launcher stops it; null: no limit. Absent from older records. */
+  token_budget?: number | null;
   /** Hash of the dispatch request: a repeated /dispatch for this run must match it. */
   request_hash: string;
   /**
@@ -108,6 +110,7 @@ export type GateRunRequest = Pick<
   | 'model'
   | 'reasoning_effort'
   | 'sandbox'
+  | 'token_budget'
   | 'request_hash'
   | 'event_token_sha256'
   | 'vram_baseline_mib'

@@ -16,6 +16,8 @@ export interface DispatchSettings {
   agent: AgentDefaults;
   /** The operational trace, when enabled: calls to worker gates are recorded in it. */
   trace?: OperationalTrace;
+  /** agent_token_budget_multiple: a run's token budget is its candidate's expected_token_budget times this; 0 or absent: none. */
+  tokenBudgetMultiple?: number;
 }
 
 export interface AgentDefaults {
@@ -36,6 +38,7 @@ export function dispatchSettingsFrom(config: Config, trace?: OperationalTrace): 
     completionCallbackToken: config.completion_callback_token,
     dispatchTimeoutSec: config.dispatch_timeout_sec,
     maxWaitAfterIdleSec: config.max_wait_after_idle_sec,
+    tokenBudgetMultiple: config.agent_token_budget_multiple,
   };
 }
 

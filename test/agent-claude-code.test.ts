@@ -96,6 +96,20 @@ describe.concurrent('Claude Code under the gate', () => {
     expect(asked.body.question).toMatch(/^permission for Bash: .*Which dataset should I use\?/);
   });
 
+  it('(d) past its token budget the agent is stopped (SIGINT first), and the run ends in gate_error with the budget reason', { timeout: WINDOW_MS }, async () => {
+    // The first answer alone spends more than the budget; the later ones are slow, so the stop comes in the middle.
+    model.script('claude-d', [
+      { kind: 'write', path: 'step-1.txt', content: 'one', usage: 3_000 },
+      ...[2, 3, 4, 5].map((n) => ({ kind: 'write' as const, path: `step-${n}.txt`, content: String(n), delayMs: 3_000 })),
+      { kind: 'message', text: 'All steps done.' },
+    ]);
+    const runId = await dispatchedRun(gate, { ...(await prepared(gate, 'claude-d')), token_budget: 2_000 });
+    const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
+    expect(failed.body.reason).toMatch(/^token budget exceeded: the agent spent \d+ tokens of its budget of 2000, and the gate stopped it$/);
+    expect(await sessionRecord(gate, 'claude-d')).toMatchObject({ token_budget: 2_000, stopped_over_budget: true });
+    expect(model.requestsOf('claude-d').length).toBeLessThan(6);
+  });
+
   it('(e) the model server is down: the agent exits non-zero and the run ends in gate_error within seconds', { timeout: WINDOW_MS }, async () => {
     const started = Date.now();
     const runId = await dispatchedRun(gateWithoutModel, await prepared(gateWithoutModel, 'claude-e'));

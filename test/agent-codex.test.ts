@@ -96,6 +96,21 @@ describe.concurrent('Codex CLI under the gate', () => {
     expect(asked.body.question).toContain('Which dataset should I use?');
   });
 
+  it('(d) past its token budget the agent is stopped (SIGINT first), and the run ends in gate_error with the budget reason', { timeout: WINDOW_MS }, async () => {
+    // Codex reports usage in its stream only when the turn completes: the launcher reads the session's rollout file,
+    // which counts every answer, so the stop comes in the middle of the turn.
+    model.script('codex-d', [
+      { kind: 'command', cmd: 'echo one', usage: 3_000 },
+      ...[2, 3, 4].map((n) => ({ kind: 'command' as const, cmd: `echo ${n}`, delayMs: 3_000 })),
+      { kind: 'message', text: 'All steps done.' },
+    ]);
+    const runId = await dispatched(gate, { ...(await prepared(gate, 'codex-d')), token_budget: 2_000 });
+    const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
+    expect(failed.body.reason).toMatch(/^token budget exceeded: the agent spent \d+ tokens of its budget of 2000, and the gate stopped it$/);
+    expect(await sessionRecord(gate, 'codex-d')).toMatchObject({ token_budget: 2_000, stopped_over_budget: true });
+    expect(model.requestsOf('codex-d').length).toBeLessThan(5);
+  });
+
   it('(e) the model server is down: the agent exits non-zero and the run ends in gate_error within seconds', { timeout: WINDOW_MS }, async () => {
     const started = Date.now();
     const runId = await dispatched(gateWithoutModel, await prepared(gateWithoutModel, 'codex-e'));

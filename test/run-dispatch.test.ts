@@ -7,7 +7,7 @@ import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import type { Store } from '../store/store.ts';
 import { startTestApp } from './support/app.ts';
-import { CALLBACK_TOKEN, dispatchCount, GATE_TOKEN, waitUntil, type GateFixture } from './support/gate.ts';
+import { CALLBACK_TOKEN, dispatchCount, GATE_TOKEN, gateClient, waitUntil, type GateFixture } from './support/gate.ts';
 import { tableCounts } from './support/ledgers.ts';
 import { isProcessRunning } from './support/process.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
@@ -49,6 +49,8 @@ beforeAll(async () => {
           fail: onGate(),
           cancel: onGate(),
           question: onGate(),
+          budget: onGate(),
+          budgetNone: onGate(),
           ...Object.fromEntries(SPREAD_LANES.map((lane) => [lane, onGate()])),
           down: { wake_gate_url: downUrl, bearer_token: GATE_TOKEN, role: 'cpu_worker' },
         },
@@ -487,5 +489,22 @@ describe('live dispatch', () => {
     expect(run.question).toBe('Which dataset split should the final evaluation use?');
     // Flagged: never picked again until an operator requeues it.
     expect((await dryRun()).body).toMatchObject({ action: 'noop' });
+  });
+
+  it("hands the gate the run's token budget: its candidate's expected_token_budget times agent_token_budget_multiple (2)", { timeout: 60_000 }, async () => {
+    await seed('budget-one', 'budget', { scenario: 'question' });
+    await store.query(
+      `INSERT INTO research_candidates (candidate_id, batch_id, generation_mode, title, dedupe_key, novelty, feasibility, score, decision, expected_token_budget)
+       VALUES ('cand-budget-one', 'batch-budget', 'manual_import', 'A budgeted study', 'test:budget-one', 6, 7, 70, 'admitted', 1500)`,
+    );
+    await store.query(`UPDATE projects SET candidate_id = 'cand-budget-one' WHERE project_id = 'budget-one'`);
+    const runId = await liveDispatch('budget-one');
+    expect((await gateClient(gateFixture).runView(runId))?.token_budget).toBe(3000);
+  });
+
+  it('hands no token budget for a run without a candidate', { timeout: 60_000 }, async () => {
+    await seed('budget-none', 'budgetNone', { scenario: 'question' });
+    const runId = await liveDispatch('budget-none');
+    expect((await gateClient(gateFixture).runView(runId))?.token_budget).toBeNull();
   });
 });

@@ -138,6 +138,8 @@ export class RunMonitor {
       tmux_session: event.tmux_session,
       exit_code: event.exit_code,
       token_usage: event.token_usage,
+      token_budget_exceeded:
+        event.token_budget_exceeded === undefined ? undefined : { budget: event.token_budget_exceeded, tokens_used: event.token_usage?.total_tokens ?? 0 },
     });
     const { outcome } = applied;
     let run = applied.run;

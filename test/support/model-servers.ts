@@ -10,11 +10,13 @@ import { testPort } from './ports.ts';
  * tool to run, a file to write, a final message, or a question to the user. The wire facts (the least a turn must
  * carry, ids unique across restarts) are those the README's "Running real agents" section states.
  */
-export type ModelStep =
-  | { kind: 'command'; cmd: string; usage?: number }
-  | { kind: 'write'; path: string; content: string; usage?: number }
-  | { kind: 'message'; text: string; usage?: number }
-  | { kind: 'question'; question: string; usage?: number };
+/** `usage`: the input tokens the answer reports (100 when absent; output is 10); `delayMs`: how long it takes. */
+export type ModelStep = { usage?: number; delayMs?: number } & (
+  | { kind: 'command'; cmd: string }
+  | { kind: 'write'; path: string; content: string }
+  | { kind: 'message'; text: string }
+  | { kind: 'question'; question: string }
+);
 
 export interface RecordedRequest {
   at: number;
@@ -90,6 +92,8 @@ abstract class ScriptedModelServer {
     this.requests.push({ at: Date.now(), body, key });
     const step = (key ? this.scripts.get(key)?.shift() : undefined) ?? { kind: 'message', text: 'Nothing more to do.' };
     const n = ++this.served;
+    if (step.delayMs) await new Promise((resolve) => setTimeout(resolve, step.delayMs));
+    if (response.destroyed) return;
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     this.stream(step, (kind) => `${kind}_${this.idPrefix}_${n}`, response);
     response.end();

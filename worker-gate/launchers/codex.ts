@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TokenUsage } from '../../domain/agent-runtimes.ts';
+import { CodexRolloutUsage } from './codex-rollout.ts';
 import type { AgentStreamState, LaunchRequest, RuntimeLauncher } from './runtime-launcher.ts';
 
 /** Hook events Codex fires in exec mode, with the labels its trust keys use. */
@@ -105,6 +106,8 @@ export const codexLauncher: RuntimeLauncher = {
     if (request.resumeSessionId) return ['exec', 'resume', ...common, '-c', `sandbox_mode=${tomlString(request.sandbox)}`, request.resumeSessionId, request.prompt];
     return ['exec', ...common, '--sandbox', request.sandbox, request.prompt];
   },
+
+  watchUsage: ({ home }, startedAt) => new CodexRolloutUsage(home, startedAt),
 
   readStreamLine(line: string, state: AgentStreamState) {
     let event: { type?: unknown; thread_id?: unknown; usage?: unknown; item?: { type?: unknown; text?: unknown }; error?: { message?: unknown }; message?: unknown };

@@ -9,13 +9,13 @@
  * event stream under `.research/agent/`, and when the tool exits records the session (id, last message, exit code,
  * token usage) and posts `session-end` with the exit code, so a run's end is seen even when the tool sends no end hook.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { AGENT_SESSION_ID, LAUNCHED_RUNTIMES, type LaunchedRuntime } from '../../domain/agent-runtimes.ts';
+import { AGENT_SESSION_ID, LAUNCHED_RUNTIMES, type LaunchedRuntime, type TokenUsage } from '../../domain/agent-runtimes.ts';
 import {
   AGENT_FLAG,
   checkWorkspaceOrExit,
@@ -40,6 +40,7 @@ const launcherEnvSchema = z.object({
   AGENT_BINARY: z.string().min(1),
   AGENT_HOME: z.string().min(1),
   RESUME_SESSION_ID: z.string().regex(AGENT_SESSION_ID).optional(),
+  TOKEN_BUDGET: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
 });
 
 /** The tool's event stream and stderr are kept up to these sizes: an agent's output is bounded like everything it makes. */
@@ -68,6 +69,31 @@ function boundedLog(path: string, limit: number): { write(chunk: Buffer): void; 
 
 const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
 
+const USAGE_POLL_MS = 1_000;
+
+/** How long each signal of a budget stop has before the next: SIGINT lets the tool end its session, then TERM, then KILL. */
+const BUDGET_STOP_GRACE_MS = 10_000;
+
+/**
+ * Stops the tool once it has spent more than its budget: SIGINT first, so that it ends its session (and fires its end
+ * hook), then SIGTERM and SIGKILL if it is still there. Answers whether it stopped the tool.
+ */
+function budgetGuard(child: ChildProcess, budget: number | undefined): { check(usage: TokenUsage | null): void; exceeded(): boolean } {
+  let stopping = false;
+  return {
+    check(usage) {
+      if (stopping || budget === undefined || usage === null || usage.total_tokens <= budget) return;
+      stopping = true;
+      log(`token budget exceeded: ${usage.total_tokens} tokens spent of ${budget}; stopping the agent (SIGINT, then SIGTERM and SIGKILL)`);
+      child.kill('SIGINT');
+      const escalate = (signal: NodeJS.Signals, afterMs: number) => setTimeout(() => child.exitCode === null && child.signalCode === null && child.kill(signal), afterMs).unref();
+      escalate('SIGTERM', BUDGET_STOP_GRACE_MS);
+      escalate('SIGKILL', 2 * BUDGET_STOP_GRACE_MS);
+    },
+    exceeded: () => stopping,
+  };
+}
+
 async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherEnvSchema>): Promise<void> {
   const launcher = LAUNCHERS[launcherEnv.AGENT_RUNTIME]!;
   const records = agentRecordsDir(env.PROJECT_DIR);
@@ -94,6 +120,17 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
 
   log(`starting ${launcher.runtime} (${env.DISPATCH_MODE})`);
   const child = spawn(launcherEnv.AGENT_BINARY, args, { cwd: env.PROJECT_DIR, env: toolEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const budget = budgetGuard(child, launcherEnv.TOKEN_BUDGET);
+  const usageWatcher = launcherEnv.TOKEN_BUDGET === undefined ? undefined : launcher.watchUsage?.(request, startedAt);
+  // What the tool's stream reported, or what the watcher read where that is more (the stream may report only at the end).
+  let watchedUsage: TokenUsage | null = null;
+  const spent = () => (watchedUsage && watchedUsage.total_tokens > (state.tokenUsage?.total_tokens ?? 0) ? watchedUsage : state.tokenUsage);
+  const watching = usageWatcher
+    ? setInterval(() => {
+        watchedUsage = usageWatcher.poll(state.sessionId) ?? watchedUsage;
+        budget.check(spent());
+      }, USAGE_POLL_MS)
+    : undefined;
   let pending = '';
   child.stdout.on('data', (chunk: Buffer) => {
     events.write(chunk);
@@ -101,12 +138,16 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     pending = lines.pop() ?? '';
     if (pending.length > 1024 * 1024) pending = '';
     for (const line of lines) launcher.readStreamLine(line, state);
+    budget.check(spent());
   });
   child.stderr.on('data', (chunk: Buffer) => stderr.write(chunk));
   const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error: string | null }>((done) => {
     child.once('error', (error) => done({ code: null, signal: null, error: error.message }));
     child.once('close', (code, signal) => done({ code, signal, error: null }));
   });
+  clearInterval(watching);
+  watchedUsage = usageWatcher?.poll(state.sessionId) ?? watchedUsage;
+  usageWatcher?.close();
   if (pending) launcher.readStreamLine(pending, state);
   await Promise.all([events.end(), stderr.end()]);
   const exitCode = ended.code ?? (ended.signal ? 128 + (SIGNAL_NUMBERS[ended.signal] ?? 0) : 127);
@@ -119,7 +160,9 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     signal: ended.signal,
     last_message: state.lastMessage?.slice(0, MAX_RECORDED_TEXT) ?? null,
     last_error: (ended.error ?? state.lastError)?.slice(0, MAX_RECORDED_TEXT) ?? null,
-    token_usage: state.tokenUsage,
+    token_usage: spent(),
+    token_budget: launcherEnv.TOKEN_BUDGET ?? null,
+    stopped_over_budget: budget.exceeded(),
     started_at: startedAt,
     ended_at: new Date().toISOString(),
   };
@@ -128,7 +171,8 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
   const poster = createEventPoster(env, state.sessionId ?? '');
   await poster.post('session-end', `${launcher.runtime} exited with status ${exitCode}`, {
     exit_code: exitCode,
-    ...(state.tokenUsage ? { token_usage: state.tokenUsage } : {}),
+    ...(spent() ? { token_usage: spent() } : {}),
+    ...(budget.exceeded() ? { token_budget_exceeded: launcherEnv.TOKEN_BUDGET } : {}),
   });
 }
 

@@ -28,6 +28,9 @@ export const AgentSessionRecordSchema = z.object({
   last_message: z.string().nullable(),
   last_error: z.string().nullable(),
   token_usage: TokenUsageSchema.nullable(),
+  /** The run's token budget, and whether the launcher stopped the agent past it (absent in records written before budgets). */
+  token_budget: z.number().int().min(1).nullable().optional(),
+  stopped_over_budget: z.boolean().optional(),
   started_at: z.string(),
   ended_at: z.string(),
 });

@@ -30,4 +30,15 @@ export interface RuntimeLauncher {
   argv(request: LaunchRequest): string[];
   /** Takes one line of the tool's machine-readable output into `state`. */
   readStreamLine(line: string, state: AgentStreamState): void;
+  /**
+   * For a tool whose stream reports usage only at the end of a turn: where else the runner reads its usage while it
+   * works, polled about once a second, so that a token budget stops it in time.
+   */
+  watchUsage?(request: LaunchRequest, startedAt: string): UsageWatcher;
+}
+
+/** The tool's token usage of this invocation so far, read from outside its stream. */
+export interface UsageWatcher {
+  poll(sessionId: string | null): TokenUsage | null;
+  close(): void;
 }
