@@ -4,8 +4,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
-import { agentRecord, dispatchedRun, EVIDENCE, preparedRun, sessionRecord, startAgentGate, type AgentGate } from './support/agent-gates.ts';
-import { CallbackReceiver, waitUntil } from './support/gate.ts';
+import { agentRecord, dispatchedRun, firstReaped, EVIDENCE, preparedRun, sessionRecord, startAgentGate, type AgentGate } from './support/agent-gates.ts';
+import { CallbackReceiver } from './support/gate.ts';
 import { MessagesServer } from './support/model-servers.ts';
 import { testPort } from './support/ports.ts';
 
@@ -127,7 +127,7 @@ describe.concurrent('Claude Code under the gate', () => {
     ]);
     // acceptEdits asks before such commands: bypassPermissions runs them.
     const runId = await dispatchedRun(gate, await prepared(gate, 'claude-f', { sandbox: 'bypassPermissions' }));
-    const reaped = await waitUntil('the lingering process to be reaped', async () => (await gate.client.runView(runId))?.reaped?.[0], WINDOW_MS);
+    const reaped = await firstReaped(gate, runId, 'claude-f', WINDOW_MS);
     expect(reaped.command).toContain('rcp-linger-marker');
     const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
     expect(finished.at).toBeGreaterThan(Date.parse(reaped.at));

@@ -3,8 +3,8 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
-import { agentRecord, dispatchedRun, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from './support/agent-gates.ts';
-import { CallbackReceiver, waitUntil } from './support/gate.ts';
+import { agentRecord, dispatchedRun, firstReaped, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from './support/agent-gates.ts';
+import { CallbackReceiver } from './support/gate.ts';
 import { ResponsesServer } from './support/model-servers.ts';
 import { testPort } from './support/ports.ts';
 
@@ -128,7 +128,7 @@ describe.concurrent('Codex CLI under the gate', () => {
     // Codex's workspace-write sandbox ends every process a command leaves behind (measured): only danger-full-access
     // lets one outlive the agent, so that is the sandbox this scenario runs in.
     const runId = await dispatched(gate, { ...(await prepared(gate, 'codex-f')), sandbox: 'danger-full-access' });
-    const reaped = await waitUntil('the lingering process to be reaped', async () => (await gate.client.runView(runId))?.reaped?.[0], WINDOW_MS);
+    const reaped = await firstReaped(gate, runId, 'codex-f', WINDOW_MS);
     expect(reaped.command).toContain('rcp-linger-marker');
     const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
     expect(finished.at).toBeGreaterThan(Date.parse(reaped.at));

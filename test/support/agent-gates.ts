@@ -1,8 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { LaunchedRuntime } from '../../domain/agent-runtimes.ts';
-import { gateClient, startGateProcess, writeGateConfig, type CallbackReceiver, type GateFixture, type GateProcess } from './gate.ts';
+import { gateClient, startGateProcess, waitUntil, writeGateConfig, type CallbackReceiver, type GateFixture, type GateProcess } from './gate.ts';
 
 /** A real gate process whose runs start a real agent tool (agent_runtime), for the tests of each tool. */
 export interface AgentGate {
@@ -32,6 +33,21 @@ export async function dispatchedRun(on: AgentGate, body: Record<string, unknown>
   const answer = await on.client.dispatch(body);
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   return String(body.run_id);
+}
+
+/**
+ * Waits for the run's first reaped process; a timeout says what the gate saw of the run, what the agent recorded and
+ * which marked processes are alive, so a failure in CI can be read from its log.
+ */
+export async function firstReaped(on: AgentGate, runId: string, key: string, timeoutMs: number): Promise<Record<string, any>> {
+  try {
+    return await waitUntil('the lingering process to be reaped', async () => (await on.client.runView(runId))?.reaped?.[0], timeoutMs);
+  } catch (error) {
+    const view = await on.client.runView(runId);
+    const record = await agentRecord(on, key, 'session.json').catch((missing: Error) => missing.message);
+    const marked = spawnSync('pgrep', ['-af', 'rcp-linger-marker'], { encoding: 'utf8' }).stdout;
+    throw new Error(`${(error as Error).message}\nthe gate's run: ${JSON.stringify(view)}\nsession.json: ${record}\nmarked processes: ${marked}\ngate log tail: ${on.process.output().slice(-4000)}`);
+  }
 }
 
 /** A file the launcher keeps under the project's `.research/agent/`. */
