@@ -1,3 +1,4 @@
+import { TokenUsageSchema } from '../contracts/worker-callback.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -18,7 +19,13 @@ const CancelBody = z
 const RunDetailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
 
 const RunDetailAnswer = openObject({
-  run: openObject({ run_id: z.string(), project_id: z.string(), state: z.string(), transitions: z.array(anyObject()) }),
+  run: openObject({
+    run_id: z.string(),
+    project_id: z.string(),
+    state: z.string(),
+    token_usage: TokenUsageSchema.nullable().describe("The agent's tokens as the worker last reported them; null when it reported none"),
+    transitions: z.array(anyObject()),
+  }),
   finished: z.boolean().describe('The run is in a final state: cancel would answer already_finished'),
   callbacks: z
     .array(

@@ -1,3 +1,4 @@
+import { TokenUsageSchema } from '../contracts/worker-callback.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -53,7 +54,13 @@ const QueueRowSchema = QueueItemSchema.extend({
   operator_actions: z.array(z.enum(Object.keys(QUEUE_ITEM_COMMANDS) as [keyof typeof QUEUE_ITEM_COMMANDS])).describe('mark_paused and/or requeue, as the row\'s status allows'),
 });
 
-const RunRowSchema = openObject({ run_id: z.string(), project_id: z.string(), state: z.string(), created_at: z.string() });
+const RunRowSchema = openObject({
+  run_id: z.string(),
+  project_id: z.string(),
+  state: z.string(),
+  token_usage: TokenUsageSchema.nullable().describe("The agent's tokens as the worker last reported them; null when it reported none"),
+  created_at: z.string(),
+});
 const ProjectRowSchema = openObject({ project_id: z.string(), project_name: z.string(), project_dir: z.string(), queue_status: z.string().nullable() });
 
 const detailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });

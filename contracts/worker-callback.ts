@@ -53,6 +53,11 @@ export const CallbackProcessTrackingSchema = z.strictObject({
 });
 
 /** The body this project's worker gate posts to `completion_callback_url`, exactly (README "Worker gate"). */
+const tokenCount = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** The tokens a run's agent has spent, as its tool reported them to the gate. */
+export const TokenUsageSchema = z.strictObject({ input_tokens: tokenCount, output_tokens: tokenCount, total_tokens: tokenCount });
+
 export const GateCallbackPayloadSchema = z.strictObject({
   event_type: z.enum(CALLBACK_EVENT_TYPES),
   run_id: z.string().min(1),
@@ -67,6 +72,8 @@ export const GateCallbackPayloadSchema = z.strictObject({
   process_tracking: CallbackProcessTrackingSchema,
   question: z.string().nullable().optional(),
   evidence: RunEvidenceSchema.nullable().optional(),
+  /** What the run's agent has spent so far; absent while the gate knows nothing of it (a script agent that reports none). */
+  token_usage: TokenUsageSchema.nullable().optional(),
   idempotency_key: z.string().min(1),
 });
 export type GateCallbackPayload = z.infer<typeof GateCallbackPayloadSchema>;

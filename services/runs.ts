@@ -4,6 +4,7 @@ import { listPapersOf } from '../store/papers.ts';
 import { listEventsForEntities, getRunWithTransitions } from '../store/project-reads.ts';
 import { getProject } from '../store/projects.ts';
 import { getQueueItem } from '../store/queue-items.ts';
+import { getRunSummary } from '../store/run-reads.ts';
 import { applyRunTransition, getRun } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import { listRunCallbacks } from '../store/worker-callbacks.ts';
@@ -39,15 +40,16 @@ export const RUN_CALLBACK_LIMIT = 50;
 /** One run with its transitions, its worker callbacks, its project, bounded events and where to see it in Temporal. */
 export async function runDetail(deps: RunServiceDeps, runId: string, eventLimit: number) {
   const run = await requireRun(deps.store, runId);
-  const [withTransitions, callbacks, project, papers, events] = await Promise.all([
+  const [withTransitions, summary, callbacks, project, papers, events] = await Promise.all([
     getRunWithTransitions(deps.store, runId),
+    getRunSummary(deps.store, runId),
     listRunCallbacks(deps.store, runId, RUN_CALLBACK_LIMIT),
     getProject(deps.store, run.project_id),
     listPapersOf(deps.store, { run_id: runId }),
     listEventsForEntities(deps.store, [runId], eventLimit),
   ]);
   return {
-    run: withTransitions ?? { ...run, transitions: [] },
+    run: { ...(withTransitions ?? { ...run, transitions: [] }), token_usage: summary?.token_usage ?? null },
     // A finished run is not canceled (cancel answers already_finished): what a client offers depends on it.
     finished: isRunFinished(run.state),
     callbacks,

@@ -62,6 +62,14 @@ export async function markCallbackSignaled(q: Queryable, key: string): Promise<v
   await q.query('UPDATE worker_callbacks SET signaled_at = clock_timestamp() WHERE idempotency_key = $1 AND signaled_at IS NULL', [key]);
 }
 
+/**
+ * A run's token usage: what its newest callback that carried one reported (callbacks carry the agent's running total).
+ * `runs` names the run's row in the query this is part of; served by worker_callbacks_run.
+ */
+export const RUN_TOKEN_USAGE_SQL = `(SELECT wc.payload -> 'token_usage' FROM worker_callbacks wc
+  WHERE wc.run_id = runs.run_id AND jsonb_typeof(wc.payload -> 'token_usage') = 'object'
+  ORDER BY wc.received_at DESC LIMIT 1) AS token_usage`;
+
 /** A callback as a run's detail lists it: what the worker reported, without the stored telemetry and response. */
 export interface RunCallbackRow {
   idempotency_key: string;

@@ -73,6 +73,7 @@ describe.concurrent('Claude Code under the gate', () => {
     const callbacks = JSON.stringify(receiver.received.map((callback) => callback.body));
     for (const place of [events, JSON.stringify(record), gate.process.output(), dashboard, callbacks]) expect(place).not.toContain(API_KEY);
     expect((await gate.client.runView(runId))?.token_usage).toEqual({ input_tokens: 400, output_tokens: 40, total_tokens: 440 });
+    expect(finished.body.token_usage).toEqual({ input_tokens: 400, output_tokens: 40, total_tokens: 440 });
   });
 
   it('(b) a second dispatch in resume mode continues the same session', { timeout: 2 * WINDOW_MS + 30_000 }, async () => {

@@ -72,6 +72,8 @@ describe.concurrent('Codex CLI under the gate', () => {
     for (const place of [events, JSON.stringify(record), gate.process.output(), dashboard, callbacks]) expect(place).not.toContain(API_KEY);
     expect(await readFile(join(gate.fixture.projectRoot, 'codex-a', 'agent-env.txt'), 'utf8')).not.toContain(UNRELATED_SECRET);
     expect((await gate.client.runView(runId))?.token_usage).toEqual({ input_tokens: 200, output_tokens: 20, total_tokens: 220 });
+    // And it travels with the callback to the control plane's run record.
+    expect(finished.body.token_usage).toEqual({ input_tokens: 200, output_tokens: 20, total_tokens: 220 });
   });
 
   it('(b) a second dispatch in resume mode continues the same session', { timeout: 2 * WINDOW_MS + 30_000 }, async () => {

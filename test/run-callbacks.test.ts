@@ -220,6 +220,34 @@ describe('worker callback: a gate of another implementation', () => {
   });
 });
 
+describe('worker callback: token usage', () => {
+  it("shows the agent's tokens its newest callback reported in the v1 run list and the run detail, and refuses a malformed count", { timeout: 60_000 }, async () => {
+    await seed('tokens-one', 'foreign', { scenario: 'slow', work_sec: 120 });
+    const runId = await startRun('tokens-one');
+    const usageOf = async () => {
+      const list = await stack.api('GET', `/control/api/v1/runs?project=tokens-one`);
+      const detail = await stack.api('GET', `/control/api/v1/runs/${runId}`);
+      expect([list.status, detail.status], JSON.stringify([list.body, detail.body]).slice(0, 600)).toEqual([200, 200]);
+      return { list: list.body.items[0].token_usage, detail: detail.body.run.token_usage };
+    };
+    expect(await usageOf()).toEqual({ list: null, detail: null });
+
+    const started = { input_tokens: 1200, output_tokens: 80, total_tokens: 1280 };
+    expect((await postCallback(callback(runId, 'tokens-one', 'session_started', `${runId}:tokens:1`, { token_usage: started }))).status).toBe(200);
+    expect(await usageOf()).toEqual({ list: started, detail: started });
+    // A later callback without a count leaves the last one reported; a newer count replaces it.
+    expect((await postCallback(callback(runId, 'tokens-one', 'session_started', `${runId}:tokens:2`))).status).toBe(200);
+    const later = { input_tokens: 5000, output_tokens: 400, total_tokens: 5400 };
+    expect((await postCallback(callback(runId, 'tokens-one', 'session_started', `${runId}:tokens:3`, { token_usage: later }))).status).toBe(200);
+    expect(await usageOf()).toEqual({ list: later, detail: later });
+
+    const malformed = await postCallback(callback(runId, 'tokens-one', 'session_started', `${runId}:tokens:4`, { token_usage: { input_tokens: -1, output_tokens: 0, total_tokens: 0 } }));
+    expect(malformed.status).toBe(422);
+    expect(JSON.stringify(malformed.body)).toContain('token_usage');
+    await stopRun(runId);
+  });
+});
+
 describe('worker callback: which callbacks act', () => {
   it('records a callback for an unknown run and answers ignored', async () => {
     const key = 'unknown-run:session_started:1';

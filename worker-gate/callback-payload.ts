@@ -58,6 +58,7 @@ export function buildCallbackPayload({ run, callback, sample, evidence, seenAt }
     },
     question: run.question,
     evidence,
+    ...(run.token_usage ? { token_usage: run.token_usage } : {}),
     idempotency_key: callbackIdempotencyKey(run.run_id, callback.event_type, callback.observed_at),
   };
 }

@@ -5,6 +5,12 @@ import { h, Region } from './dom.js';
 import { compactJson, count, when, words } from './format.js';
 import { age, badge, card, confirmCommand, CursorPager, empty, externalLink, facts, fill, fillPage, filterBar, jsonDetails, link, table } from './ui.js';
 
+/** The agent's token usage as the worker reported it: the total, and on the detail its input and output. */
+function tokens(usage, { detailed = false } = {}) {
+  if (!usage) return '—';
+  return detailed ? `${count(usage.total_tokens)} (${count(usage.input_tokens)} in, ${count(usage.output_tokens)} out)` : count(usage.total_tokens);
+}
+
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
 const RUN_STATES = ['prepared', 'dispatching', 'awaiting_wake', 'running', 'question_pending', 'wake_ready', 'session_finished_ready', 'gate_timeout', 'gate_error', 'reconciled', 'dispatch_error', 'canceled'];
@@ -88,6 +94,7 @@ function createRunList() {
           { title: 'Lane', cell: (run) => run.lane },
           { title: 'Decision', cell: (run) => (run.decision ? badge(run.decision) : '—') },
           { title: 'Paper', cell: (run) => (run.paper_status ? words(run.paper_status) : '—') },
+          { title: 'Tokens', cell: (run) => tokens(run.token_usage) },
           { title: 'Started', cell: (run) => age(run.created_at) },
           { title: 'Finished', cell: (run) => age(run.finished_at) },
         ],
@@ -154,6 +161,7 @@ function createRunDetail(runId) {
         ['Project', project ? [h('strong', null, project.project_name), ' ', link(`#/queue/all/${segment(run.project_id)}`, run.project_id)] : run.project_id],
         ['Lane', `${run.lane} · ${words(run.workload_class)}`],
         ['Requested by', run.requested_by],
+        ['Tokens', tokens(run.token_usage, { detailed: true })],
         ['Started', when(run.created_at)],
         ['Finished', when(run.finished_at)],
         ['Workflow', [h('code', null, answer.temporal.workflow_id), answer.temporal.ui_url ? [' · ', externalLink(answer.temporal.ui_url, 'Open in the Temporal UI')] : null]],
