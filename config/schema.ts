@@ -242,6 +242,10 @@ export const ConfigFieldsSchema = z.strictObject({
     description:
       "Worker gate: the names of its environment variables that a real agent receives (model keys and server URLs); the values are read from the gate's environment, never from this file. Nothing else of the gate's environment reaches the agent but what a process needs (PATH, HOME, locale).",
   }),
+  agent_tmux_enabled: doc(z.boolean().default(false), {
+    description:
+      "Worker gate: start a real agent's runner inside a tmux session named after the run, on a tmux server of its own (watch it with tmux -L <session> attach -t <session>); the run reports the session as tmux_session. Needs tmux on the worker.",
+  }),
   codex_path: doc(text().default(''), {
     description: "Worker gate: the codex executable; '' runs the pinned version that scripts/ensure-agents.sh installs in the user cache.",
   }),

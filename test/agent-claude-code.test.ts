@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
@@ -5,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
 import { agentRecord, dispatchedRun, firstReaped, EVIDENCE, preparedRun, sessionRecord, startAgentGate, type AgentGate } from './support/agent-gates.ts';
-import { CallbackReceiver } from './support/gate.ts';
+import { CallbackReceiver, waitUntil } from './support/gate.ts';
 import { MessagesServer } from './support/model-servers.ts';
 import { testPort } from './support/ports.ts';
 
@@ -28,10 +29,12 @@ let model: MessagesServer;
 let gate: AgentGate;
 /** A second gate whose model server is down: nothing listens at its base URL. */
 let gateWithoutModel: AgentGate;
+/** A third that starts its agents in tmux (agent_tmux_enabled). */
+let gateInTmux: AgentGate;
 const userClaudeDirExisted = existsSync(join(homedir(), '.claude'));
 
-const startClaudeGate = (baseUrl: string) =>
-  startAgentGate(receiver, 'claude-code', { ANTHROPIC_BASE_URL: baseUrl, ANTHROPIC_API_KEY: API_KEY, LAB_DB_PASSWORD: UNRELATED_SECRET });
+const startClaudeGate = (baseUrl: string, overrides: Record<string, unknown> = {}) =>
+  startAgentGate(receiver, 'claude-code', { ANTHROPIC_BASE_URL: baseUrl, ANTHROPIC_API_KEY: API_KEY, LAB_DB_PASSWORD: UNRELATED_SECRET }, overrides);
 
 beforeAll(async () => {
   if (!existsSync(pinnedAgentBinary('claude-code'))) {
@@ -39,14 +42,18 @@ beforeAll(async () => {
   }
   receiver = await CallbackReceiver.start();
   model = await MessagesServer.start();
-  [gate, gateWithoutModel] = await Promise.all([startClaudeGate(model.baseUrl), startClaudeGate(`http://127.0.0.1:${await testPort()}`)]);
+  [gate, gateWithoutModel, gateInTmux] = await Promise.all([
+    startClaudeGate(model.baseUrl),
+    startClaudeGate(`http://127.0.0.1:${await testPort()}`),
+    startClaudeGate(model.baseUrl, { agent_tmux_enabled: true }),
+  ]);
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all([gate?.process.kill('SIGTERM'), gateWithoutModel?.process.kill('SIGTERM')]);
+  await Promise.all([gate?.process.kill('SIGTERM'), gateWithoutModel?.process.kill('SIGTERM'), gateInTmux?.process.kill('SIGTERM')]);
   await receiver?.down();
   await model?.down();
-  for (const started of [gate, gateWithoutModel]) if (started) await rm(started.fixture.dir, { recursive: true, force: true });
+  for (const started of [gate, gateWithoutModel, gateInTmux]) if (started) await rm(started.fixture.dir, { recursive: true, force: true });
 });
 
 const prepared = (on: AgentGate, key: string, options: { n?: number; prompt?: string; sandbox?: string } = {}) =>
@@ -140,6 +147,24 @@ describe.concurrent('Claude Code under the gate', () => {
     expect(agentEnv).not.toContain(UNRELATED_SECRET);
     expect(agentEnv).toMatch(/^CLAUDE_CONFIG_DIR=.*agent-homes/m);
     expect(existsSync(join(homedir(), '.claude'))).toBe(userClaudeDirExisted);
+  });
+
+  it('in tmux mode runs in a session named after the run, which an operator can watch, and which ends with the run', { timeout: WINDOW_MS + 30_000 }, async () => {
+    model.script('claude-tmux', [
+      { kind: 'write', path: 'run_notes.md', content: '# Run notes\n' },
+      { kind: 'message', text: 'Watched in tmux.', delayMs: 5_000 },
+    ]);
+    const runId = await dispatchedRun(gateInTmux, await prepared(gateInTmux, 'claude-tmux'));
+    const session = 'rcp-claude-tmux-1-run';
+    expect((await gateInTmux.client.runView(runId))?.tmux_session).toBe(session);
+    const pane = await waitUntil('the pane to show the agent', async () => {
+      const shown = spawnSync('tmux', ['-L', session, 'capture-pane', '-p', '-t', session], { encoding: 'utf8' }).stdout;
+      return shown.includes('starting claude-code') ? shown : undefined;
+    }, 10_000);
+    expect(pane).toContain('starting claude-code');
+    await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(await sessionRecord(gateInTmux, 'claude-tmux')).toMatchObject({ exit_code: 0, last_message: 'Watched in tmux.' });
+    expect(spawnSync('tmux', ['-L', session, 'has-session', '-t', session]).status).not.toBe(0);
   });
 
   it("refuses a sandbox Claude Code does not have (Codex's) with 422, starting nothing", async () => {

@@ -59,15 +59,18 @@ export function agentLogPath(projectDir: string): string {
  * so the gate's stdout pipe closes as soon as the launcher exits. Node 24 runs this file as it is; older Node loads it
  * through tsx, resolved from this module rather than from cwd, so the agent starts from any project directory.
  */
+/** A TypeScript script on a Node that cannot strip types needs the tsx loader (a development dependency). */
+export function typeStrippingLoader(scriptPath: string): string[] {
+  const stripsTypes = typeof (process.features as { typescript?: unknown }).typescript === 'string';
+  return scriptPath.endsWith('.ts') && !stripsTypes ? ['--import', import.meta.resolve('tsx')] : [];
+}
+
 export function launchDetachedAgent(scriptPath: string, projectDir: string): { root_pid: number; process_group_id: number } {
   const logPath = agentLogPath(projectDir);
   mkdirSync(dirname(logPath), { recursive: true });
   const logFd = openSync(logPath, 'a');
   try {
-    // A TypeScript script on a Node that cannot strip types needs the tsx loader (a development dependency).
-    const stripsTypes = typeof (process.features as { typescript?: unknown }).typescript === 'string';
-    const loader = scriptPath.endsWith('.ts') && !stripsTypes ? ['--import', import.meta.resolve('tsx')] : [];
-    const child = spawn(process.execPath, [...loader, scriptPath, AGENT_FLAG], {
+    const child = spawn(process.execPath, [...typeStrippingLoader(scriptPath), scriptPath, AGENT_FLAG], {
       cwd: projectDir,
       detached: true,
       stdio: ['ignore', logFd, logFd],

@@ -44,6 +44,7 @@ export function agentStartFor(config: WorkerGateConfig, runtime: AgentRuntime, p
     AGENT_RUNTIME: runtime,
     AGENT_BINARY: binary,
     AGENT_HOME: join(config.state_dir, 'worker-gate', 'agent-homes', sha256Hex(projectDir).slice(0, 16), runtime),
+    AGENT_TMUX: config.agent_tmux_enabled ? '1' : '0',
   };
   if (request.mode === 'resume') {
     const session = lastRecordedSession(project, runtime);

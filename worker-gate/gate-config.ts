@@ -10,6 +10,7 @@ export type WorkerGateConfig = Pick<
   | 'agent_runtime'
   | 'agent_runtime_by_workload_class'
   | 'codex_path'
+  | 'agent_tmux_enabled'
   | 'claude_code_path'
   | 'agent_credential_env'
   | 'dispatch_timeout_sec'

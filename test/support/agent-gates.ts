@@ -12,8 +12,13 @@ export interface AgentGate {
   client: ReturnType<typeof gateClient>;
 }
 
-export async function startAgentGate(receiver: CallbackReceiver, runtime: LaunchedRuntime, env: Record<string, string>): Promise<AgentGate> {
-  const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: runtime, dispatch_timeout_sec: 30 } });
+export async function startAgentGate(
+  receiver: CallbackReceiver,
+  runtime: LaunchedRuntime,
+  env: Record<string, string>,
+  overrides: Record<string, unknown> = {},
+): Promise<AgentGate> {
+  const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: runtime, dispatch_timeout_sec: 30, ...overrides } });
   const process = await startGateProcess(fixture, env);
   return { fixture, process, client: gateClient(fixture) };
 }

@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { AGENT_SESSION_ID, LAUNCHED_RUNTIMES, type LaunchedRuntime, type TokenUsage } from '../../domain/agent-runtimes.ts';
 import {
   AGENT_FLAG,
+  agentLogPath,
   checkWorkspaceOrExit,
   createEventPoster,
   dispatchEnvSchema,
@@ -25,12 +26,14 @@ import {
   log,
   parseEnvOrExit,
   reportLaunched,
+  typeStrippingLoader,
   writeFileAtomic,
   type DispatchEnv,
 } from '../agent-kit.ts';
 import { claudeCodeLauncher } from './claude-code.ts';
 import { codexLauncher } from './codex.ts';
 import { agentRecordsDir, type AgentSessionRecord } from './records.ts';
+import { launchInTmux } from './tmux.ts';
 import type { AgentStreamState, RuntimeLauncher } from './runtime-launcher.ts';
 
 const LAUNCHERS: Record<LaunchedRuntime, RuntimeLauncher> = { codex: codexLauncher, 'claude-code': claudeCodeLauncher };
@@ -41,6 +44,8 @@ const launcherEnvSchema = z.object({
   AGENT_HOME: z.string().min(1),
   RESUME_SESSION_ID: z.string().regex(AGENT_SESSION_ID).optional(),
   TOKEN_BUDGET: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+  /** '1': the runner starts in a tmux session named after the run (agent_tmux_enabled). */
+  AGENT_TMUX: z.enum(['0', '1']).default('0'),
 });
 
 /** The tool's event stream and stderr are kept up to these sizes: an agent's output is bounded like everything it makes. */
@@ -141,6 +146,11 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     budget.check(spent());
   });
   child.stderr.on('data', (chunk: Buffer) => stderr.write(chunk));
+  // In tmux, the pane is the operator's window on the agent: it shows the tool's own output too.
+  if (launcherEnv.AGENT_TMUX === '1') {
+    child.stdout.on('data', (chunk: Buffer) => process.stdout.write(chunk));
+    child.stderr.on('data', (chunk: Buffer) => process.stdout.write(chunk));
+  }
   const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error: string | null }>((done) => {
     child.once('error', (error) => done({ code: null, signal: null, error: error.message }));
     child.once('close', (code, signal) => done({ code, signal, error: null }));
@@ -184,7 +194,11 @@ async function main(): Promise<void> {
     return;
   }
   checkWorkspaceOrExit(env, 'launcher');
-  reportLaunched(launchDetachedAgent(fileURLToPath(import.meta.url), env.PROJECT_DIR));
+  const runner = fileURLToPath(import.meta.url);
+  if (launcherEnv.AGENT_TMUX === '1') {
+    reportLaunched(launchInTmux({ runId: env.RUN_ID, argv: [process.execPath, ...typeStrippingLoader(runner), runner, AGENT_FLAG], cwd: env.PROJECT_DIR, logPath: agentLogPath(env.PROJECT_DIR) }));
+  }
+  reportLaunched(launchDetachedAgent(runner, env.PROJECT_DIR));
 }
 
 await main();
