@@ -34,6 +34,8 @@ type Overrides = Record<string, unknown>;
 export interface RunStackOptions {
   /** Gate config overrides (see writeGateConfig). */
   gateOverrides?: Overrides;
+  /** Variables of the gate's environment besides the test's (a real agent's model key and server). */
+  gateEnv?: Record<string, string>;
   /** Whether the gate is the control plane's default lane (worker_wake_gate_url); default true. */
   defaultLane?: boolean;
   /** Control-plane config overrides; a function is called once the gate runs, e.g. to route named lanes to it. */
@@ -79,6 +81,7 @@ export class RunStack {
   store!: Store;
   gateFixture!: GateFixture;
   gate!: GateProcess;
+  private gateEnv: Record<string, string> = {};
   cpFixture!: ControlPlaneFixture;
   cp!: ControlPlaneProcess;
   api!: ControlApi;
@@ -97,7 +100,7 @@ export class RunStack {
 
   /** Starts the gate on its config again (after the test killed the last one). */
   async restartGate(): Promise<void> {
-    this.gate = await startGateProcess(this.gateFixture);
+    this.gate = await startGateProcess(this.gateFixture, this.gateEnv);
     this.outputs.push({ label: `gate #${this.started('gate')}`, output: this.gate.output });
   }
 
@@ -154,7 +157,8 @@ export class RunStack {
     const reserved = await reserveControlPlane();
     this.cpDir = reserved.dir;
     this.gateFixture = await writeGateConfig({ callbackUrl: reserved.callbackUrl, overrides: options.gateOverrides });
-    this.gate = await startGateProcess(this.gateFixture);
+    this.gateEnv = options.gateEnv ?? {};
+    this.gate = await startGateProcess(this.gateFixture, this.gateEnv);
     this.outputs.push({ label: 'gate #1', output: this.gate.output });
     const overrides = typeof options.controlPlaneOverrides === 'function' ? await options.controlPlaneOverrides(this.gateFixture) : options.controlPlaneOverrides;
     this.cpFixture = await writeControlPlaneConfig(reserved, {
