@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
 import { agentRecord, dispatchedRun, firstReaped, EVIDENCE, preparedRun, sessionRecord, startAgentGate, type AgentGate } from './support/agent-gates.ts';
 import { CallbackReceiver, waitUntil } from './support/gate.ts';
-import { MessagesServer } from './support/model-servers.ts';
+import { MessagesServer } from '../scripts/scripted-model-servers.ts';
 import { testPort } from './support/ports.ts';
 
 /**
@@ -41,7 +41,7 @@ beforeAll(async () => {
     throw new Error(`Claude Code is not installed at ${pinnedAgentBinary('claude-code')}: run bash scripts/ensure-agents.sh (npm test's pretest does)`);
   }
   receiver = await CallbackReceiver.start();
-  model = await MessagesServer.start();
+  model = await MessagesServer.start(await testPort());
   [gate, gateWithoutModel, gateInTmux] = await Promise.all([
     startClaudeGate(model.baseUrl),
     startClaudeGate(`http://127.0.0.1:${await testPort()}`),

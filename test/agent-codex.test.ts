@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
 import { agentRecord, dispatchedRun, firstReaped, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from './support/agent-gates.ts';
 import { CallbackReceiver } from './support/gate.ts';
-import { ResponsesServer } from './support/model-servers.ts';
+import { ResponsesServer } from '../scripts/scripted-model-servers.ts';
 import { testPort } from './support/ports.ts';
 
 /**
@@ -35,7 +35,7 @@ beforeAll(async () => {
     throw new Error(`Codex CLI is not installed at ${pinnedAgentBinary('codex')}: run bash scripts/ensure-agents.sh (npm test's pretest does)`);
   }
   receiver = await CallbackReceiver.start();
-  model = await ResponsesServer.start();
+  model = await ResponsesServer.start(await testPort());
   [gate, gateWithoutModel] = await Promise.all([startCodexGate(model.baseUrl), startCodexGate(`http://127.0.0.1:${await testPort()}/v1`)]);
 }, 60_000);
 

@@ -4,7 +4,8 @@ import type { LaunchedRuntime } from '../domain/agent-runtimes.ts';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
 import { EVIDENCE } from './support/agent-gates.ts';
 import { gateClient, waitUntil } from './support/gate.ts';
-import { MessagesServer, ResponsesServer, type ModelStep } from './support/model-servers.ts';
+import { MessagesServer, ResponsesServer, type ModelStep } from '../scripts/scripted-model-servers.ts';
+import { testPort } from './support/ports.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
 /**
@@ -27,7 +28,7 @@ beforeAll(async () => {
   for (const runtime of ['codex', 'claude-code'] as const) {
     if (!existsSync(pinnedAgentBinary(runtime))) throw new Error(`${runtime} is not installed at ${pinnedAgentBinary(runtime)}: run bash scripts/ensure-agents.sh (npm test's pretest does)`);
   }
-  [responses, messages] = await Promise.all([ResponsesServer.start(), MessagesServer.start()]);
+  [responses, messages] = await Promise.all([ResponsesServer.start(await testPort()), MessagesServer.start(await testPort())]);
   stack = await startRunStack({
     defaultLane: false,
     gateOverrides: {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { testPort } from './ports.ts';
 
 /**
- * Scripted model servers that real agent tools talk to, offline: the OpenAI Responses API (Codex CLI posts to
+ * Scripted model servers that real agent tools talk to, offline (the tests of real agents, and `npm run
+ * model:scripted` for trying one by hand): the OpenAI Responses API (Codex CLI posts to
  * `{base_url}/responses`, streamed) and the Anthropic Messages API (Claude Code posts to `{base_url}/v1/messages`,
  * streamed). A test scripts the steps of one conversation under a key that its prompt holds (several runs can share
  * the server at once); each request whose conversation holds the key takes the next step: a shell command for the
@@ -17,6 +17,14 @@ export type ModelStep = { usage?: number; delayMs?: number } & (
   | { kind: 'message'; text: string }
   | { kind: 'question'; question: string }
 );
+
+/** What `npm run model:scripted` answers every conversation with: the agent writes a finished study, then ends. */
+export const FINISHED_STUDY: ModelStep[] = [
+  { kind: 'write', path: 'run_notes.md', content: '# Run notes\n\nThe method scored 0.91 against a baseline of 0.85 over three seeds.\n' },
+  { kind: 'write', path: 'results/scripted/metrics.json', content: '{"score": 0.91, "baseline_score": 0.85, "seeds": 3}\n' },
+  { kind: 'write', path: '.research/decision.json', content: '{"decision": "finalize_positive", "summary": "The method beats its baseline."}\n' },
+  { kind: 'message', text: 'The study is done: the method beats its baseline.' },
+];
 
 export interface RecordedRequest {
   at: number;
@@ -36,21 +44,26 @@ abstract class ScriptedModelServer {
   private served = 0;
 
   readonly port: number;
+  /** The steps of a conversation that holds no scripted key, taken by how many tool results it already carries. */
+  private readonly fallback: ModelStep[];
 
-  protected constructor(port: number) {
+  protected constructor(port: number, fallback: ModelStep[]) {
     this.port = port;
+    this.fallback = fallback;
   }
 
   /** The base URL a tool is configured with. */
   abstract get baseUrl(): string;
   /** Whether a request goes to the model (anything else is 404). */
   protected abstract isModelRequest(request: IncomingMessage): boolean;
+  /** How many tool results the conversation so far carries: where an unscripted conversation is in `fallback`. */
+  protected abstract toolResultsIn(body: Record<string, any>): number;
   /** Streams the answer that takes `step`. */
   protected abstract stream(step: ModelStep, id: (kind: string) => string, response: ServerResponse): void;
 
   /**
-   * The steps that the requests of the conversation whose prompt holds `[key]` take, in order; a request past the
-   * end, or one holding no key, is answered with a short final message.
+   * The steps that the requests of the conversation whose prompt holds `[key]` take, in order. A request past the
+   * end is answered with a short final message, and so is one holding no key, past the fallback steps.
    */
   script(key: string, steps: ModelStep[]): void {
     this.scripts.set(key, [...steps]);
@@ -90,7 +103,8 @@ abstract class ScriptedModelServer {
     // system prompt holds.
     const key = [...this.scripts.keys()].find((candidate) => text.includes(`[${candidate}]`)) ?? null;
     this.requests.push({ at: Date.now(), body, key });
-    const step = (key ? this.scripts.get(key)?.shift() : undefined) ?? { kind: 'message', text: 'Nothing more to do.' };
+    const scripted = key ? this.scripts.get(key)?.shift() : this.fallback[this.toolResultsIn(body)];
+    const step = scripted ?? { kind: 'message', text: 'Nothing more to do.' };
     const n = ++this.served;
     if (step.delayMs) await new Promise((resolve) => setTimeout(resolve, step.delayMs));
     if (response.destroyed) return;
@@ -104,10 +118,14 @@ const sse = (response: ServerResponse, event: Record<string, unknown>) => respon
 
 /** The OpenAI Responses API, as Codex CLI speaks it. */
 export class ResponsesServer extends ScriptedModelServer {
-  static async start(): Promise<ResponsesServer> {
-    const server = new ResponsesServer(await testPort());
+  static async start(port: number, fallback: ModelStep[] = []): Promise<ResponsesServer> {
+    const server = new ResponsesServer(port, fallback);
     await server.up();
     return server;
+  }
+
+  protected toolResultsIn(body: Record<string, any>): number {
+    return Array.isArray(body.input) ? body.input.filter((item: { type?: unknown }) => item?.type === 'function_call_output').length : 0;
   }
 
   /** Codex: OPENAI_BASE_URL. */
@@ -155,10 +173,15 @@ export class ResponsesServer extends ScriptedModelServer {
  * question is a tool call that needs a permission (Bash, under the acceptEdits mode): -p mode has no question tool.
  */
 export class MessagesServer extends ScriptedModelServer {
-  static async start(): Promise<MessagesServer> {
-    const server = new MessagesServer(await testPort());
+  static async start(port: number, fallback: ModelStep[] = []): Promise<MessagesServer> {
+    const server = new MessagesServer(port, fallback);
     await server.up();
     return server;
+  }
+
+  protected toolResultsIn(body: Record<string, any>): number {
+    const messages: { content?: unknown }[] = Array.isArray(body.messages) ? body.messages : [];
+    return messages.flatMap((message) => (Array.isArray(message.content) ? message.content : [])).filter((block: { type?: unknown }) => block?.type === 'tool_result').length;
   }
 
   /** Claude Code: ANTHROPIC_BASE_URL (it appends /v1/messages). */
