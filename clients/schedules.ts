@@ -1,4 +1,5 @@
 import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { retryingTransient } from './temporal-retry.ts';
 import { QUEUE_ALERT_WORKFLOW_TYPE, QUEUE_PUMP_WORKFLOW_TYPE, queueAlertScheduleId, queuePumpScheduleId } from '../workflows/schedule-messages.ts';
 
 /**
@@ -43,8 +44,15 @@ export interface ControlPlaneSchedules {
   alerts: { enabled: boolean; intervalSec: number };
 }
 
+/**
+ * A start-up on a busy machine may find the Temporal server slow to answer (a describe past its deadline): each
+ * schedule, being brought to the same state however often, is tried again for this long before the start fails.
+ */
+const SCHEDULE_RETRY_MS = 60_000;
+
 export async function ensureSchedules(client: Client, settings: ControlPlaneSchedules): Promise<void> {
-  await ensureSchedule(client, {
+  const ensure = (schedule: ScheduleSettings) => retryingTransient(() => ensureSchedule(client, schedule), SCHEDULE_RETRY_MS);
+  await ensure({
     scheduleId: queuePumpScheduleId(settings.taskQueue),
     workflowType: QUEUE_PUMP_WORKFLOW_TYPE,
     taskQueue: settings.taskQueue,
@@ -52,7 +60,7 @@ export async function ensureSchedules(client: Client, settings: ControlPlaneSche
     paused: !settings.pump.enabled,
     note: settings.pump.enabled ? 'queue_pump_enabled is true' : 'paused: queue_pump_enabled is false in the config',
   });
-  await ensureSchedule(client, {
+  await ensure({
     scheduleId: queueAlertScheduleId(settings.taskQueue),
     workflowType: QUEUE_ALERT_WORKFLOW_TYPE,
     taskQueue: settings.taskQueue,

@@ -1,0 +1,28 @@
+import { status } from '@grpc/grpc-js';
+import { isGrpcServiceError, ServiceError } from '@temporalio/client';
+
+/** The answers of a Temporal server that is busy or still starting: the same call may well succeed a moment later. */
+const TRANSIENT_CODES: ReadonlySet<number> = new Set([status.DEADLINE_EXCEEDED, status.UNAVAILABLE]);
+
+/** Whether a client call failed for a reason that passes (the client wraps the gRPC error in a ServiceError). */
+export function isTransientTemporalError(error: unknown): boolean {
+  const grpc = error instanceof ServiceError ? error.cause : error;
+  return isGrpcServiceError(grpc) && TRANSIENT_CODES.has(grpc.code);
+}
+
+/**
+ * Runs an idempotent call, trying it again while it fails transiently, with a doubling pause (from 0.5 s, at most 5 s),
+ * until `withinMs` has passed; any other failure, or the last one, is thrown.
+ */
+export async function retryingTransient<T>(call: () => Promise<T>, withinMs: number): Promise<T> {
+  const giveUpAt = Date.now() + withinMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      const pauseMs = Math.min(5_000, 500 * 2 ** (attempt - 1));
+      if (!isTransientTemporalError(error) || Date.now() + pauseMs > giveUpAt) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+  }
+}

@@ -1,0 +1,44 @@
+import { Metadata, status } from '@grpc/grpc-js';
+import { ServiceError } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
+import { isTransientTemporalError, retryingTransient } from '../clients/temporal-retry.ts';
+
+/**
+ * The start-up's schedule calls (clients/schedules.ts) are tried again when the Temporal server answers that it ran
+ * out of time: a loaded CI machine once ended a start with "Failed to describe schedule: 4 DEADLINE_EXCEEDED: context
+ * deadline exceeded", a deadline inside the server that a test cannot bring about on demand. The errors here have the
+ * shape the client throws then: a ServiceError whose cause is the gRPC error.
+ */
+
+function grpcFailure(code: status, details: string): ServiceError {
+  const grpc = Object.assign(new Error(`${code} ${status[code]}: ${details}`), { code, details, metadata: new Metadata() });
+  return new ServiceError(`Failed to describe schedule: ${grpc.message}`, { cause: grpc });
+}
+
+describe('retryingTransient', () => {
+  it('tries a call again while the server answers DEADLINE_EXCEEDED or UNAVAILABLE, and answers its result', async () => {
+    const failures = [grpcFailure(status.DEADLINE_EXCEEDED, 'context deadline exceeded'), grpcFailure(status.UNAVAILABLE, 'connection refused')];
+    let calls = 0;
+    const result = await retryingTransient(async () => {
+      calls += 1;
+      const failure = failures.shift();
+      if (failure) throw failure;
+      return 'set';
+    }, 10_000);
+    expect(result).toBe('set');
+    expect(calls).toBe(3);
+  });
+
+  it('throws any other failure at once, and a transient one once the time is up', async () => {
+    const invalid = grpcFailure(status.INVALID_ARGUMENT, 'bad spec');
+    expect(isTransientTemporalError(invalid)).toBe(false);
+    let calls = 0;
+    await expect(retryingTransient(async () => ((calls += 1), Promise.reject(invalid)), 10_000)).rejects.toBe(invalid);
+    expect(calls).toBe(1);
+
+    const slow = grpcFailure(status.DEADLINE_EXCEEDED, 'context deadline exceeded');
+    const started = Date.now();
+    await expect(retryingTransient(() => Promise.reject(slow), 1_200)).rejects.toBe(slow);
+    expect(Date.now() - started).toBeLessThan(2_500);
+  });
+});
