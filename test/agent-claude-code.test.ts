@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
-import { agentRecord, dispatchedRun, firstReaped, EVIDENCE, preparedRun, sessionRecord, startAgentGate, type AgentGate } from './support/agent-gates.ts';
+import { agentRecord, dispatchedRun, firstReaped, leaveLingeringProcess, EVIDENCE, preparedRun, sessionRecord, startAgentGate, type AgentGate } from './support/agent-gates.ts';
 import { CallbackReceiver, waitUntil } from './support/gate.ts';
 import { MessagesServer } from '../scripts/scripted-model-servers.ts';
 import { testPort } from './support/ports.ts';
@@ -130,13 +130,13 @@ describe.concurrent('Claude Code under the gate', () => {
   it('(f) a process the agent started outlives it: the quiet window waits, and the reaper ends it by its marker', { timeout: WINDOW_MS + 30_000 }, async () => {
     model.script('claude-f', [
       ...EVIDENCE.map(({ path, content }) => ({ kind: 'write' as const, path, content })),
-      { kind: 'command', cmd: `env > agent-env.txt && (setsid bash -c 'exec -a rcp-linger-marker sleep 300' >/dev/null 2>&1 &)` },
+      { kind: 'command', cmd: `env > agent-env.txt && ${leaveLingeringProcess('rcp-linger-marker-claude-f')}` },
       { kind: 'message', text: 'Left a helper running.' },
     ]);
     // acceptEdits asks before such commands: bypassPermissions runs them.
     const runId = await dispatchedRun(gate, await prepared(gate, 'claude-f', { sandbox: 'bypassPermissions' }));
     const reaped = await firstReaped(gate, runId, 'claude-f', WINDOW_MS);
-    expect(reaped.command).toContain('rcp-linger-marker');
+    expect(reaped.command).toContain('rcp-linger-marker-claude-f');
     const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
     expect(finished.at).toBeGreaterThan(Date.parse(reaped.at));
 

@@ -3,7 +3,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
-import { agentRecord, dispatchedRun, firstReaped, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from './support/agent-gates.ts';
+import { agentRecord, dispatchedRun, firstReaped, leaveLingeringProcess, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from './support/agent-gates.ts';
 import { CallbackReceiver } from './support/gate.ts';
 import { ResponsesServer } from '../scripts/scripted-model-servers.ts';
 import { testPort } from './support/ports.ts';
@@ -124,14 +124,14 @@ describe.concurrent('Codex CLI under the gate', () => {
 
   it('(f) a process the agent started outlives it: the quiet window waits, and the reaper ends it by its marker', { timeout: WINDOW_MS + 30_000 }, async () => {
     model.script('codex-f', [
-      { kind: 'command', cmd: `${WRITE_EVIDENCE} && (setsid bash -c 'exec -a rcp-linger-marker sleep 300' >/dev/null 2>&1 &)` },
+      { kind: 'command', cmd: `${WRITE_EVIDENCE} && ${leaveLingeringProcess('rcp-linger-marker-codex-f')}` },
       { kind: 'message', text: 'Left a helper running.' },
     ]);
     // Codex's workspace-write sandbox ends every process a command leaves behind (measured): only danger-full-access
     // lets one outlive the agent, so that is the sandbox this scenario runs in.
     const runId = await dispatched(gate, { ...(await prepared(gate, 'codex-f')), sandbox: 'danger-full-access' });
     const reaped = await firstReaped(gate, runId, 'codex-f', WINDOW_MS);
-    expect(reaped.command).toContain('rcp-linger-marker');
+    expect(reaped.command).toContain('rcp-linger-marker-codex-f');
     const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
     expect(finished.at).toBeGreaterThan(Date.parse(reaped.at));
   });

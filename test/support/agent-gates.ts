@@ -55,6 +55,14 @@ export async function firstReaped(on: AgentGate, runId: string, key: string, tim
   }
 }
 
+/**
+ * A shell command that leaves a process behind in a session of its own, named `marker` (which holds the gate fixture's
+ * marker `rcp-linger-marker`), and returns only once that process runs: a tool that ends the process group of a
+ * command it ran would otherwise take along one not yet moved out of it (a loaded machine may not have run it yet).
+ */
+export const leaveLingeringProcess = (marker: string) =>
+  `(setsid bash -c 'exec -a ${marker} sleep 300' >/dev/null 2>&1 &) && until pgrep -f '^${marker} ' >/dev/null; do sleep 0.1; done`;
+
 /** A file the launcher keeps under the project's `.research/agent/`. */
 export const agentRecord = (on: AgentGate, key: string, file: 'session.json' | 'events.jsonl' | 'stderr.log') =>
   readFile(join(on.fixture.projectRoot, key, '.research', 'agent', file), 'utf8');
