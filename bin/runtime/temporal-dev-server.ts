@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -354,7 +354,7 @@ const TAKEN_PORT = /listen tcp \S*:(\d+): bind: address already in use/i;
 function startupError(message: string, logFile: string, attemptLogStart: number): DevServerStartError {
   let attemptLog: string;
   try {
-    attemptLog = readFileSync(logFile).subarray(attemptLogStart).toString('utf8');
+    attemptLog = readAttemptLog(logFile, attemptLogStart);
   } catch (err) {
     attemptLog = `(could not read log: ${err instanceof Error ? err.message : String(err)})`;
   }
@@ -364,6 +364,21 @@ function startupError(message: string, logFile: string, attemptLogStart: number)
     `${message}${cause === undefined ? '' : `: ${cause}`}\n--- last ${LOG_TAIL_LINES} lines of ${logFile} ---\n${tail}`,
     takenPortIn(attemptLog),
   );
+}
+
+/** The log is appended to by every start: only this attempt's part is read, and at most ATTEMPT_LOG_MAX_BYTES of it. */
+const ATTEMPT_LOG_MAX_BYTES = 4 * 1024 * 1024;
+
+function readAttemptLog(logFile: string, attemptLogStart: number): string {
+  const fd = openSync(logFile, 'r');
+  try {
+    const length = Math.max(0, Math.min(fstatSync(fd).size - attemptLogStart, ATTEMPT_LOG_MAX_BYTES));
+    const buffer = Buffer.alloc(length);
+    const read = readSync(fd, buffer, 0, length, attemptLogStart);
+    return buffer.subarray(0, read).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function takenPortIn(attemptLog: string): number | undefined {
