@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { syncEvidence } from '../clients/evidence-sync.ts';
 import { automatedChecklistPassed, judgeDraft, type ChecklistJudgement } from '../domain/paper-checklist.ts';
 import { resultValues } from '../domain/paper-draft.ts';
-import { draftEvidenceOf, readEvidence } from '../services/paper-evidence.ts';
+import { draftEvidenceOf, evidenceChangeSince, readEvidence, RecordedHashesSchema } from '../services/paper-evidence.ts';
 import { createPaperDrafts, type DraftOutcome, type StepRef } from '../services/paper-drafts.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
 import { DRAFT_FILES, PaperWriterFailedError, readDraftArtifact, storeDraft, writePaper, type DraftArtifact, type WriterName } from '../services/paper-writing.ts';
@@ -94,12 +94,17 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
       };
     },
 
-    /** The automated checklist, judged on the draft as stored (read back from disk) against the results files. */
+    /** The automated checklist, judged on the draft as stored (read back from disk) against the results files it was written from. */
     async judgePaperDraft(input: PaperRef & { draft: WrittenDraftRecord }): Promise<{ judgements: ChecklistJudgement[]; passed: boolean }> {
       const { project } = await subjectOf(input);
       const paper = input.draft.draft_artifacts.find((artifact) => artifact.path.endsWith(`/${DRAFT_FILES.paper}`));
       const markdown = paper ? await readDraftArtifact(settings.stateDir, paper) : null;
       const read = await readEvidence(settings.projectRoot, project.project_dir);
+      // Judged against exactly the evidence the draft was written from: a project changed in between has lost that
+      // evidence. A record without hashes comes from a step written by an earlier version, still in flight.
+      const recorded = RecordedHashesSchema.safeParse(input.draft.evidence_summary.file_hashes);
+      const change = !read.complete ? read.missing.join('; ') : recorded.success ? evidenceChangeSince(recorded.data, read.hashes) : null;
+      if (change) throw ApplicationFailure.nonRetryable(`the evidence the draft was written from is no longer there: ${change}`, PAPER_FAILURE_TYPES.evidenceMissing, [change]);
       const judgements = judgeDraft({ markdown, title: input.draft.title, abstract: input.draft.abstract, results: resultValues(read.files.results) });
       return { judgements, passed: automatedChecklistPassed(judgements) };
     },

@@ -290,37 +290,51 @@ function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, tim
 
 // One line of `rsync --list-only --no-human-readable`: mode, size, date, time, name (non-printables escaped as \#ooo).
 const LIST_LINE = /^([-dlpscb])[-rwxsStT]{9}\S*\s+(\d+)\s+\d{4}\/\d{2}\/\d{2}\s+\d{2}:\d{2}:\d{2}\s(.+)$/;
+// One line of the copy's `--out-format='%i %l %n'` with `-ii` (unchanged files too): the item's change summary (its
+// second character its kind, 'f' for a file), its size, its name.
+const ITEMIZED_LINE = /^[.<>ch*][fdLDS]\S*\s+(\d+)\s/;
+const COPY_OUT_FORMAT = '%i %l %n';
 
-interface RemoteListing {
+interface EvidenceCount {
   files: number;
   bytes: number;
-  /** Why the remote evidence is over EVIDENCE_CAPS; null when it is within them. */
+  /** Why the evidence is over EVIDENCE_CAPS; null while it is within them. */
   over: string | null;
 }
 
 /**
- * Counts the remote evidence before anything is copied, with rsync's own listing over the same filters. The listing
- * is read line by line and stopped at the cap on entries, so a tree of a million files costs no more than the cap.
+ * Counts evidence against EVIDENCE_CAPS from rsync's output, one line at a time, as `parse` reads each line (null for
+ * a line that names no entry). The line handler answers false once a cap is passed, which stops the command: a tree of
+ * a million files costs no more than the cap, while listing as while copying.
  */
-function listingCounter(): { onLine: (line: string) => boolean; listing: RemoteListing } {
-  const listing: RemoteListing = { files: 0, bytes: 0, over: null };
+function capCounter(parse: (line: string) => { isFile: boolean; size: number } | null): { onLine: (line: string) => boolean; count: EvidenceCount } {
+  const count: EvidenceCount = { files: 0, bytes: 0, over: null };
   let entries = 0;
   const onLine = (line: string) => {
-    const parsed = LIST_LINE.exec(line);
-    if (!parsed) return true;
-    if (++entries > EVIDENCE_CAPS.maxEntriesVisited) listing.over = `more than ${EVIDENCE_CAPS.maxEntriesVisited} entries`;
-    else if (parsed[1] === '-') {
-      const size = Number(parsed[2]);
-      listing.files += 1;
-      listing.bytes += size;
-      if (size > EVIDENCE_CAPS.maxFileBytes) listing.over = `a file of ${size} bytes (at most ${EVIDENCE_CAPS.maxFileBytes})`;
-      else if (listing.files > EVIDENCE_CAPS.maxFiles) listing.over = `more than ${EVIDENCE_CAPS.maxFiles} files`;
-      else if (listing.bytes > EVIDENCE_CAPS.maxTotalBytes) listing.over = `more than ${EVIDENCE_CAPS.maxTotalBytes} bytes`;
+    const entry = parse(line);
+    if (!entry) return true;
+    if (++entries > EVIDENCE_CAPS.maxEntriesVisited) count.over = `more than ${EVIDENCE_CAPS.maxEntriesVisited} entries`;
+    else if (entry.isFile) {
+      count.files += 1;
+      count.bytes += entry.size;
+      if (entry.size > EVIDENCE_CAPS.maxFileBytes) count.over = `a file of ${entry.size} bytes (at most ${EVIDENCE_CAPS.maxFileBytes})`;
+      else if (count.files > EVIDENCE_CAPS.maxFiles) count.over = `more than ${EVIDENCE_CAPS.maxFiles} files`;
+      else if (count.bytes > EVIDENCE_CAPS.maxTotalBytes) count.over = `more than ${EVIDENCE_CAPS.maxTotalBytes} bytes`;
     }
-    return listing.over === null;
+    return count.over === null;
   };
-  return { onLine, listing };
+  return { onLine, count };
 }
+
+const listedEntry = (line: string) => {
+  const parsed = LIST_LINE.exec(line);
+  return parsed ? { isFile: parsed[1] === '-', size: Number(parsed[2]) } : null;
+};
+
+const copiedEntry = (line: string) => {
+  const parsed = ITEMIZED_LINE.exec(line);
+  return parsed ? { isFile: line[1] === 'f', size: Number(parsed[1]) } : null;
+};
 
 const tail = (text: string) => {
   const trimmed = text.trim();
@@ -410,6 +424,9 @@ export async function syncEvidence(
     '--chmod=Du=rwx,Dgo=rx,Fu=rw,Fgo=r',
     // The evidence reader's caps (domain/evidence-caps.ts): a file that grew past its cap since the listing is not copied.
     `--max-size=${EVIDENCE_CAPS.maxFileBytes}`,
+    // Every entry, copied or already here, is reported as it goes, so the copy is counted and stopped at the caps.
+    '-ii',
+    `--out-format=${COPY_OUT_FORMAT}`,
     remoteSource,
     // The destination's parent is pinned (opened, its real path checked inside project_root) and handed to rsync as
     // its descriptor 3: a link swapped into the path after the checks cannot carry the copy elsewhere.
@@ -422,14 +439,14 @@ export async function syncEvidence(
   const judge = (outcome: Outcome) => judgeOutcome(outcome, settings.timeout_ms, `${remoteDir} does not exist on ${describeTarget(parsed)}`, describeTarget(parsed));
 
   // The remote evidence is counted first: over its caps, nothing is copied and it counts as missing.
-  const counter = listingCounter();
-  const listed = await runBounded(RSYNC_PROGRAM, listArgs, env, timeLeft(), { onStdoutLine: counter.onLine });
-  if (counter.listing.over !== null) {
+  const listingCount = capCounter(listedEntry);
+  const listed = await runBounded(RSYNC_PROGRAM, listArgs, env, timeLeft(), { onStdoutLine: listingCount.onLine });
+  if (listingCount.count.over !== null) {
     return report({
       ok: false,
       over_cap: true,
       command: shown(listArgs),
-      error: `the evidence on the worker is over its cap (${counter.listing.over}): nothing was copied and it counts as missing`,
+      error: `the evidence on the worker is over its cap (${listingCount.count.over}): nothing was copied and it counts as missing`,
     });
   }
   const listing = judge(listed);
@@ -458,13 +475,17 @@ export async function syncEvidence(
     }
   };
 
-  const outcome = await runBounded(RSYNC_PROGRAM, args, env, timeLeft(), { pinnedFd: parent.fd }).finally(() => parent.close());
-  let { ok, error } = judge(outcome);
+  // What grows on the worker between the listing and the copy is counted as it is copied: the copy stops at the caps,
+  // with at most the file in flight (within --max-size) over them.
+  const copyCount = capCounter(copiedEntry);
+  const outcome = await runBounded(RSYNC_PROGRAM, args, env, timeLeft(), { pinnedFd: parent.fd, onStdoutLine: copyCount.onLine }).finally(() => parent.close());
+  const copyOver = copyCount.count.over;
+  let { ok, error } = copyOver === null ? judge(outcome) : { ok: false, error: `the evidence on the worker grew over its cap during the copy (${copyOver}): the copy was stopped and it counts as missing` };
   if (!ok) await undoCreated();
-  // What grew on the worker between the listing and the copy is caught here.
+  // An older copy's files here count too.
   const copied = await listEvidence(destination);
-  const overCap = ok && copied.over;
-  if (overCap) {
+  const overCap = copyOver !== null || (ok && copied.over);
+  if (ok && overCap) {
     ok = false;
     error = `the evidence is over its cap (${EVIDENCE_CAPS.maxFiles} files, ${EVIDENCE_CAPS.maxTotalBytes} bytes, ${EVIDENCE_CAPS.maxFileBytes} bytes a file): it counts as missing`;
   }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 import { hasPaperEvidence } from '../contracts/worker-callback.ts';
 import type { DraftEvidence } from '../domain/paper-draft.ts';
 import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
@@ -204,4 +205,23 @@ export function draftEvidenceOf(
     run_notes: read.files.run_notes ?? '',
     results: read.files.results,
   };
+}
+
+/** The evidence hashes a draft record holds in `evidence_summary.file_hashes` (activities/papers.ts writes them). */
+export const RecordedHashesSchema = z.array(z.object({ path: z.string(), sha256: z.string(), bytes: z.number() }));
+
+/**
+ * The first way the evidence read now differs from the hashes a draft record holds (a file changed, gone or added),
+ * in words naming the file; null when it is exactly what the draft was written from.
+ */
+export function evidenceChangeSince(recorded: readonly Pick<EvidenceFileRead, 'path' | 'sha256'>[], current: readonly EvidenceFileRead[]): string | null {
+  const now = new Map(current.map((file) => [file.path, file]));
+  for (const file of recorded) {
+    const found = now.get(file.path);
+    if (!found) return `the evidence file ${JSON.stringify(file.path)} is gone since the draft was written`;
+    if (found.sha256 !== file.sha256) return `the evidence file ${JSON.stringify(file.path)} changed since the draft was written`;
+  }
+  const known = new Set(recorded.map((file) => file.path));
+  const added = current.find((file) => !known.has(file.path));
+  return added ? `the evidence file ${JSON.stringify(added.path)} appeared since the draft was written` : null;
 }

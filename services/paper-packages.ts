@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { z } from 'zod';
 import { HUMAN_CHECKLIST_ITEM_IDS, type ChecklistStatus } from '../domain/paper-status.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { runIdempotent } from '../store/idempotency-keys.ts';
@@ -9,7 +8,7 @@ import { getPaper, insertFinalizationPackage, insertReviewHistory, setReviewStat
 import { getProject } from '../store/projects.ts';
 import type { Store } from '../store/store.ts';
 import { CommandRefusedError } from './command-errors.ts';
-import { readEvidence } from './paper-evidence.ts';
+import { evidenceChangeSince, readEvidence, RecordedHashesSchema } from './paper-evidence.ts';
 import { recomputePaperRank } from './paper-rank.ts';
 import { paperWithChecklist } from './paper-reviews.ts';
 import type { PaperSettings } from './paper-settings.ts';
@@ -28,9 +27,6 @@ export interface PackageRequest {
   target_label: string;
   dry_run: boolean;
 }
-
-/** The evidence hashes a draft record holds (activities/papers.ts writes them). */
-const RecordedHashesSchema = z.array(z.object({ path: z.string(), sha256: z.string(), bytes: z.number() }));
 
 interface PackageFile {
   path: string;
@@ -72,14 +68,8 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
     const project = await getProject(store, paper.project_id);
     const read = project ? await readEvidence(settings.projectRoot, project.project_dir, { keepBytes: true }) : null;
     if (!read || !read.complete) throw new CommandRefusedError(409, `the evidence the draft was written from is missing now: ${read?.missing.join('; ') ?? 'the project is gone'}`);
-    const now = new Map(read.hashes.map((file) => [file.path, file]));
-    for (const file of recorded.data) {
-      const current = now.get(file.path);
-      if (!current) throw new CommandRefusedError(409, `the evidence file ${JSON.stringify(file.path)} is gone since the draft was written: rewrite the draft`);
-      if (current.sha256 !== file.sha256) throw new CommandRefusedError(409, `the evidence file ${JSON.stringify(file.path)} changed since the draft was written: rewrite the draft`);
-    }
-    const added = read.hashes.find((file) => !recorded.data.some((known) => known.path === file.path));
-    if (added) throw new CommandRefusedError(409, `the evidence file ${JSON.stringify(added.path)} appeared since the draft was written: rewrite the draft`);
+    const change = evidenceChangeSince(recorded.data, read.hashes);
+    if (change) throw new CommandRefusedError(409, `${change}: rewrite the draft`);
     return read.hashes.map((file) => ({ path: file.path, content: file.content! }));
   }
 

@@ -172,6 +172,33 @@ describe('evidence sync over ssh', () => {
   });
 
   it.each([
+    ['files', 'grow-files', 'for i in $(seq 1 2000); do echo "{\\"a\\":$i}" > "$GROW_DIR/results/late-$i.json"; done', /more than 200 files/],
+    ['bytes', 'grow-bytes', 'for i in $(seq 1 40); do head -c 4194304 /dev/zero > "$GROW_DIR/results/late-$i.json"; done', /more than 33554432 bytes/],
+  ])('stops the copy at its caps when the evidence grows in %s between the listing and the copy', async (_label, projectDir, grow, reason) => {
+    const remote = join(sshd.remoteRoot, projectDir);
+    await writeTree(remote, EVIDENCE);
+    // ssh as rsync starts it: the second connection (the copy, after the listing) first grows the worker's evidence.
+    const bin = join(work, `${projectDir}-bin`);
+    await mkdir(bin);
+    const wrapper = ['#!/bin/sh', 'n=$(($(cat "$GROW_COUNT" 2>/dev/null || echo 0) + 1))', 'echo "$n" > "$GROW_COUNT"', `if [ "$n" = 2 ]; then ${grow}; fi`, `exec ${execFileSync('sh', ['-c', 'command -v ssh'], { encoding: 'utf8' }).trim()} "$@"`];
+    await writeFile(join(bin, 'ssh'), `${wrapper.join('\n')}\n`, { mode: 0o755 });
+    const env = { ...sshd.env, PATH: `${bin}:${process.env.PATH}`, GROW_COUNT: join(bin, 'count'), GROW_DIR: remote };
+    const projectRoot = await freshRoot();
+
+    const report = await syncEvidence({ ...settings, env }, { project_root: projectRoot, project_dir: projectDir });
+
+    expect(readFileSync(join(bin, 'count'), 'utf8').trim()).toBe('2');
+    expect(report).toMatchObject({ ok: false, over_cap: true });
+    expect(report.error).toMatch(reason);
+    expect(report.error).toContain('during the copy');
+    // Stopped, not finished: the grown evidence (2,000 files, or 160 MiB) never arrives whole.
+    const local = listTree(join(projectRoot, projectDir, 'results')).filter((entry) => entry.startsWith('f '));
+    const localBytes = local.reduce((sum, entry) => sum + statSync(join(projectRoot, projectDir, 'results', entry.slice(2))).size, 0);
+    expect(local.length).toBeLessThan(2000);
+    expect(localBytes).toBeLessThan(40 * 4 * 1024 * 1024);
+  });
+
+  it.each([
     ['../escape', /'\.\.' segments/],
     ['p1/../../escape', /'\.\.' segments/],
     ['/abs', /must be relative/],

@@ -22,6 +22,8 @@ const RESULTS = { accuracy: 0.934, loss: 0.208 };
 class SlowWriter {
   delayMs = 0;
   requests = 0;
+  /** Runs while a request is being answered, before the answer. */
+  whileWriting: (() => Promise<void>) | null = null;
   readonly server: Server;
   readonly url: string;
 
@@ -35,7 +37,8 @@ class SlowWriter {
     const server = createServer((request, response) => {
       writer.requests += 1;
       request.resume();
-      request.on('end', () => {
+      request.on('end', async () => {
+        await writer.whileWriting?.();
         setTimeout(() => {
           const markdown = ['# A positive pipeline result', '', '## Abstract', '', `Accuracy reached ${RESULTS.accuracy} at a loss of ${RESULTS.loss} in this run of the pipeline test.`, '',
             '## Method', '', 'A fake agent.', '', '## Results', '', `Accuracy ${RESULTS.accuracy}, loss ${RESULTS.loss}.`, '', '## Decision', '', 'Positive.', '',
@@ -88,6 +91,26 @@ async function command(url: string, body: Record<string, unknown>) {
   return answer.body;
 }
 
+/** A reconciled run with complete evidence in its project, as a gate would have left it; no gate involved. */
+async function seedCompletedRun(projectId: string): Promise<{ runId: string; dir: string }> {
+  const runId = `${projectId}-20261122T120000Z`;
+  await stack.store.transaction(async (tx) => {
+    await insertProject(tx, { project_id: projectId, project_name: projectId, project_dir: projectId, workload_class: 'unknown' });
+    await tx.query(
+      `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, decision, evidence, finished_at)
+       VALUES ($1, $2, $3, 'reconciled', 'default', 'http://127.0.0.1:9', 'unknown', 'test', 'finalize_positive', $4::jsonb, now())`,
+      [runId, projectId, `run:${runId}`, JSON.stringify({ run_notes: true, decision_file: true, results_json_files: 1, decision: 'finalize_positive', sufficient_for_paper: true })],
+    );
+  });
+  const dir = join(stack.gateFixture.projectRoot, projectId);
+  await mkdir(join(dir, '.research'), { recursive: true });
+  await mkdir(join(dir, 'results', 'main'), { recursive: true });
+  await writeFile(join(dir, 'run_notes.md'), '# Run notes\n');
+  await writeFile(join(dir, '.research', 'decision.json'), JSON.stringify({ decision: 'finalize_positive', summary: 'positive' }));
+  await writeFile(join(dir, 'results', 'main', 'metrics.json'), JSON.stringify(RESULTS));
+  return { runId, dir };
+}
+
 describe('the paper pipeline', () => {
   it('takes a completed run from draft-next to a recorded corpus import', { timeout: 180_000 }, async () => {
     await stack.seed('pipeline-positive', {
@@ -135,21 +158,7 @@ describe('the paper pipeline', () => {
 
   it('drafts a paper once when the control plane is killed while its writer is still writing', { timeout: 180_000 }, async () => {
     const projectId = 'pipeline-crash';
-    const runId = `${projectId}-20261122T120000Z`;
-    await stack.store.transaction(async (tx) => {
-      await insertProject(tx, { project_id: projectId, project_name: 'Pipeline crash', project_dir: projectId, workload_class: 'unknown' });
-      await tx.query(
-        `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, decision, evidence, finished_at)
-         VALUES ($1, $2, $3, 'reconciled', 'default', 'http://127.0.0.1:9', 'unknown', 'test', 'finalize_positive', $4::jsonb, now())`,
-        [runId, projectId, `run:${runId}`, JSON.stringify({ run_notes: true, decision_file: true, results_json_files: 1, decision: 'finalize_positive', sufficient_for_paper: true })],
-      );
-    });
-    const dir = join(stack.gateFixture.projectRoot, projectId);
-    await mkdir(join(dir, '.research'), { recursive: true });
-    await mkdir(join(dir, 'results', 'main'), { recursive: true });
-    await writeFile(join(dir, 'run_notes.md'), '# Crash notes\n');
-    await writeFile(join(dir, '.research', 'decision.json'), JSON.stringify({ decision: 'finalize_positive', summary: 'positive' }));
-    await writeFile(join(dir, 'results', 'main', 'metrics.json'), JSON.stringify(RESULTS));
+    const { runId } = await seedCompletedRun(projectId);
     const paperId = paperIdFor(projectId, runId);
 
     writer.delayMs = 6_000;
@@ -173,5 +182,24 @@ describe('the paper pipeline', () => {
     expect(paper).toEqual({ draft_count: 1, writer: 'hosted' });
     const events = await stack.store.query<{ event_type: string }>('SELECT event_type FROM audit_events WHERE entity_id = $1 ORDER BY id', [paperId]);
     expect(events.rows.map((row) => row.event_type)).toEqual(['paper.draft_started', 'paper.drafted']);
+  });
+
+  it('judges a draft only against the evidence it was written from: notes edited while the writer writes lose the draft', { timeout: 60_000 }, async () => {
+    const projectId = 'pipeline-edited';
+    const { runId, dir } = await seedCompletedRun(projectId);
+    const paperId = paperIdFor(projectId, runId);
+    writer.whileWriting = () => writeFile(join(dir, 'run_notes.md'), '# Notes edited after the evidence was read\n');
+    try {
+      const answer = await command('/control/papers/draft-next', { dry_run: false });
+      expect(answer.action).toBe('noop');
+      const skipped = (answer.skipped as { paper_id: string; reason: string; missing: string[] }[]).find((entry) => entry.paper_id === paperId);
+      expect(skipped).toMatchObject({ reason: 'missing_evidence', missing: ['the evidence file "run_notes.md" changed since the draft was written'] });
+    } finally {
+      writer.whileWriting = null;
+    }
+    const paper = await stack.store.query<{ paper_status: string; draft_count: number }>('SELECT paper_status, draft_count FROM papers WHERE paper_id = $1', [paperId]);
+    expect(paper.rows[0]?.draft_count ?? 0).toBe(0);
+    const events = await stack.store.query<{ event_type: string }>('SELECT event_type FROM audit_events WHERE entity_id = $1 ORDER BY id', [paperId]);
+    expect(events.rows.map((row) => row.event_type)).not.toContain('paper.drafted');
   });
 });
