@@ -1,4 +1,4 @@
-import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { retryingTransient } from './temporal-retry.ts';
 import { QUEUE_ALERT_WORKFLOW_TYPE, QUEUE_PUMP_WORKFLOW_TYPE, queueAlertScheduleId, queuePumpScheduleId } from '../workflows/schedule-messages.ts';
 
@@ -30,11 +30,18 @@ async function ensureSchedule(client: Client, settings: ScheduleSettings): Promi
   // SKIP: a run still going when the next is due makes that one a no-op, so runs never pile up or race.
   const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' };
   const state = { paused: settings.paused, note: settings.note };
+  const update = () => client.schedule.getHandle(settings.scheduleId).update((previous) => ({ ...previous, spec, action, policies, state }));
   try {
-    await client.schedule.getHandle(settings.scheduleId).update((previous) => ({ ...previous, spec, action, policies, state }));
+    await update();
   } catch (error) {
     if (!(error instanceof ScheduleNotFoundError)) throw error;
-    await client.schedule.create({ scheduleId: settings.scheduleId, spec, action, policies, state });
+    try {
+      await client.schedule.create({ scheduleId: settings.scheduleId, spec, action, policies, state });
+    } catch (raced) {
+      // Another replica starting at the same moment created it between our two calls: bring it in line instead.
+      if (!(raced instanceof ScheduleAlreadyRunning)) throw raced;
+      await update();
+    }
   }
 }
 
