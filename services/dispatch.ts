@@ -3,7 +3,7 @@ import { dispatchRouteOf } from '../domain/lanes.ts';
 import { runIdFor } from '../domain/run-state.ts';
 import { countActiveItems, nextDispatchCandidate } from '../store/dispatch-candidates.ts';
 import { readFlags } from '../store/flags.ts';
-import { leasedLanes, releaseLaneLease, takeLaneLease } from '../store/lane-leases.ts';
+import { leasedLanes, releaseLaneLease, renewLaneLease, takeLaneLease } from '../store/lane-leases.ts';
 import type { QueueItemRow } from '../store/queue-items.ts';
 import { getRun } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
@@ -48,8 +48,21 @@ export function runTimingsFrom(settings: DispatchSettings): RunTimings {
   };
 }
 
-/** A lane lease outlives the wait for the outcome by this much, so it never lapses while its call still waits. */
-const LEASE_SLACK_MS = 5_000;
+/**
+ * A lane lease lasts this long and is renewed every LEASE_RENEW_MS while its call waits for the outcome, so the lease of
+ * a call whose process died lapses within seconds and another replica can dispatch to the lane again.
+ */
+export const LANE_LEASE_TTL_MS = 10_000;
+const LEASE_RENEW_MS = 3_000;
+
+/** Keeps `holder`'s lease on `lane` from lapsing until the returned function is called. */
+function keepLeased(store: Store, lane: string, holder: string): () => void {
+  const timer = setInterval(() => {
+    // A renewal that fails (the store briefly unreachable) is tried again at the next tick, within the lease's life.
+    renewLaneLease(store, lane, holder, LANE_LEASE_TTL_MS).catch(() => undefined);
+  }, LEASE_RENEW_MS);
+  return () => clearInterval(timer);
+}
 
 /** How long the HTTP call waits for the run workflow's dispatch outcome: preflight plus two gate calls. */
 const outcomeWaitMs = (settings: DispatchSettings) => (2 * (settings.dispatchTimeoutSec + GATE_CALL_SLACK_SEC) + 15) * 1000;
@@ -92,7 +105,7 @@ async function leaseCandidate(deps: DispatchDeps, first: Candidate | null): Prom
   let seen = first;
   for (let tries = 0; seen && tries <= lanes.length; tries += 1) {
     const lane = seen.lane;
-    if (await takeLaneLease(store, lane, holder, outcomeWaitMs(settings) + LEASE_SLACK_MS)) {
+    if (await takeLaneLease(store, lane, holder, LANE_LEASE_TTL_MS)) {
       const fresh = await nextDispatchCandidate(store, settings.routing, new Set(lanes.filter((other) => other !== lane)));
       if (fresh) return { next: fresh, holder };
       await releaseLaneLease(store, lane, holder);
@@ -158,9 +171,11 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
     timings: runTimingsFrom(settings),
   };
   let started: Awaited<ReturnType<RunLauncher['startRun']>>;
+  const stopRenewing = keepLeased(deps.store, target.name, holder);
   try {
     started = await deps.runs.startRun(input, outcomeWaitMs(settings));
   } finally {
+    stopRenewing();
     await releaseLaneLease(deps.store, target.name, holder);
   }
   if (!started.started) return answer('dispatch_blocked', `claim lost: ${started.reason}`, { candidate, dispatch_route: route });

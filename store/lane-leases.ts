@@ -5,8 +5,8 @@ import type { Queryable } from './store.ts';
  * starts the run workflow and gives the lease back once the workflow has answered, so parallel callers spread across
  * idle lanes instead of all starting runs for the same top candidate, of which only one can claim it. The claim
  * itself (store/runs.ts) stays the only arbiter of which run holds a lane; a lease only keeps callers apart. It is
- * held in the database, not in memory, so several control-plane processes share it, and it lapses on its own when the
- * process holding it dies.
+ * held in the database, not in memory, so several control-plane processes share it. It is short and renewed while its
+ * call waits, so it lapses within seconds of the death of the process holding it.
  */
 
 /** Lanes under a lease that has not lapsed. */
@@ -23,6 +23,16 @@ export async function takeLaneLease(q: Queryable, lane: string, holder: string, 
      ON CONFLICT (lane) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
        WHERE dispatch_lane_leases.expires_at <= clock_timestamp()
      RETURNING lane`,
+    [lane, holder, ttlMs],
+  );
+  return result.rows.length > 0;
+}
+
+/** Extends `holder`'s lease by `ttlMs` from now; false when it no longer holds the lane (its lease lapsed and was taken). */
+export async function renewLaneLease(q: Queryable, lane: string, holder: string, ttlMs: number): Promise<boolean> {
+  const result = await q.query(
+    `UPDATE dispatch_lane_leases SET expires_at = clock_timestamp() + make_interval(secs => $3::double precision / 1000)
+     WHERE lane = $1 AND holder = $2 RETURNING lane`,
     [lane, holder, ttlMs],
   );
   return result.rows.length > 0;
