@@ -5,14 +5,15 @@ import { endDashboardSession, startDashboardSession } from '../services/dashboar
 import { SESSION_ABSOLUTE_MS, SESSION_COOKIE, SESSION_IDLE_MS } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError, unauthorized } from '../http/errors.ts';
-import { clientKey, FailureLimit } from '../http/failure-limit.ts';
+import { clientKey, FailureLimit, tooManyRequests } from '../http/failure-limit.ts';
+import { spendSignInFailure } from '../store/sign-in-failures.ts';
 import { errorResponses, openObject } from '../http/responses.ts';
 import { csrfTokenFor, tokensMatch } from '../http/tokens.ts';
 
 /**
  * Wrong sign-ins one client address may make per window, so the control token cannot be guessed at speed. Only
  * failures count, and a correct token is never refused: any local process shares the operator's address, and must
- * not be able to lock the operator out.
+ * not be able to lock the operator out. The count lives in the database, so it holds for every replica together.
  */
 export const SIGN_IN_ATTEMPTS_PER_WINDOW = 10;
 export const SIGN_IN_WINDOW_MS = 60_000;
@@ -44,11 +45,18 @@ export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): P
     body: loginBody,
     response: { 200: LoginAnswer, ...errorResponses(401, 422, 429) },
   };
-  const wrongSignIns = new FailureLimit({ maxFailures: SIGN_IN_ATTEMPTS_PER_WINDOW, windowMs: SIGN_IN_WINDOW_MS });
+  const limits = { maxFailures: SIGN_IN_ATTEMPTS_PER_WINDOW, windowMs: SIGN_IN_WINDOW_MS };
+  // A read-only store cannot record failures: such a replica counts its own in memory.
+  const inMemory = deps.store.readOnly ? new FailureLimit(limits) : null;
+  const spendFailure = async (client: string) => {
+    if (inMemory) return inMemory.fail(client);
+    const spent = await spendSignInFailure(deps.store, client, limits);
+    if (spent.refused) throw tooManyRequests(spent.retryAfterSec);
+  };
   app.post('/control/api/session', { config: { auth: 'public' }, schema: login }, async (request, reply) => {
     const { token } = request.body;
     if (!tokensMatch(token, deps.controlApiToken)) {
-      wrongSignIns.fail(clientKey(request.ip));
+      await spendFailure(clientKey(request.ip));
       throw unauthorized();
     }
     const { sessionId, expiresAt } = await startDashboardSession(deps.store, {

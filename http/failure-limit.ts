@@ -39,6 +39,11 @@ export function clientKey(address: string | undefined): string {
   return `${groups.slice(0, 4).map((group) => Number.parseInt(group || '0', 16).toString(16)).join(':')}::/64`;
 }
 
+/** The 429 of a client that spent its budget of failures, with the seconds until its window ends. */
+export function tooManyRequests(retryAfterSec: number): HttpError {
+  return new HttpError(429, `too many requests; retry in ${retryAfterSec} s`, { 'retry-after': String(retryAfterSec) });
+}
+
 /**
  * Counts failures (wrong credentials) per client in fixed windows, in this process's memory. Only failures spend the
  * budget, and the limit is asked only once a request has failed: a request that succeeds is never refused by it.
@@ -57,10 +62,7 @@ export class FailureLimit {
    */
   fail(client: string, now = Date.now()): void {
     const window = this.current(client, now);
-    if (window.failures >= this.options.maxFailures) {
-      const retryAfterSec = Math.max(1, Math.ceil((window.startedAt + this.options.windowMs - now) / 1000));
-      throw new HttpError(429, `too many requests; retry in ${retryAfterSec} s`, { 'retry-after': String(retryAfterSec) });
-    }
+    if (window.failures >= this.options.maxFailures) throw tooManyRequests(Math.max(1, Math.ceil((window.startedAt + this.options.windowMs - now) / 1000)));
     window.failures += 1;
   }
 

@@ -114,6 +114,26 @@ describe('sign-in rate limit', () => {
   });
 });
 
+describe('the sign-in limit on two replicas (one database)', () => {
+  it('holds for the cluster: ten wrong sign-ins spread over both replicas spend one budget, and the correct token still signs in', async () => {
+    const replica = await startTestApp({}, { replicaOf: t });
+    try {
+      const apps = [t.app, replica.app];
+      const attemptOn = (index: number, token = 'wrong-token') =>
+        apps[index % 2]!.inject({ method: 'POST', url: '/control/api/session', payload: { token }, remoteAddress: '198.51.100.20' });
+      for (let i = 0; i < 10; i += 1) expect((await attemptOn(i)).statusCode).toBe(401);
+      expect((await attemptOn(0)).statusCode).toBe(429);
+      const limited = await attemptOn(1);
+      expect(limited.statusCode).toBe(429);
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect((await attemptOn(1, TEST_TOKEN)).statusCode).toBe(200);
+      expect((await attemptOn(0, TEST_TOKEN)).statusCode).toBe(200);
+    } finally {
+      await replica.close();
+    }
+  });
+});
+
 describe('a local process guessing tokens (issue 32, L5)', () => {
   it('cannot lock the operator out: after its wrong sign-ins over real HTTP from the same address, the correct token signs in', async () => {
     const port = await testPort();

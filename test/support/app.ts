@@ -37,6 +37,7 @@ export class LogCapture extends Writable {
 export interface TestApp {
   app: FastifyInstance;
   store: Store;
+  databaseUrl: string;
   logs: LogCapture;
   routes: RegisteredRoute[];
   auth: { authorization: string };
@@ -133,12 +134,15 @@ export async function startTestApp(
     /** 'debug' unless given: a test sending thousands of requests keeps only what matters in memory. */
     logLevel?: string;
     readStatementTimeoutMs?: number;
+    /** Another replica of `replicaOf`: the same database (not dropped on close), its own process state. */
+    replicaOf?: TestApp;
   } = {},
 ): Promise<TestApp> {
-  const database = await createTestDatabase();
+  const database = options.replicaOf ? null : await createTestDatabase();
+  const pgDatabaseUrl = options.replicaOf ? options.replicaOf.databaseUrl : database!.url;
   const store = await openStore({
     backend: 'pg',
-    pgDatabaseUrl: database.url,
+    pgDatabaseUrl,
     ...(options.readStatementTimeoutMs !== undefined ? { readStatementTimeoutMs: options.readStatementTimeoutMs } : {}),
   });
   const logs = new LogCapture();
@@ -159,6 +163,7 @@ export async function startTestApp(
   return {
     app,
     store,
+    databaseUrl: pgDatabaseUrl,
     logs,
     routes,
     auth: { authorization: `Bearer ${TEST_TOKEN}` },
@@ -166,7 +171,7 @@ export async function startTestApp(
       await app.close();
       await testGate?.close();
       await store.close();
-      await database.drop();
+      await database?.drop();
     },
   };
 }
