@@ -58,7 +58,7 @@ afterAll(async () => {
 
 const prepared = (on: AgentGate, key: string, options: { n?: number; prompt?: string; sandbox?: string } = {}) =>
   preparedRun(on, key, { sandbox: 'acceptEdits', ...options });
-const callbackTypes = (runId: string) => receiver.forRun(runId).map((callback) => callback.body.event_type);
+const callbackTypes = (runId: string) => receiver.deliveredForRun(runId).map((callback) => callback.body.event_type);
 
 describe.concurrent('Claude Code under the gate', () => {
   it('(a) writes its evidence with its own tools and ends: the run completes with its decision, and its session is recorded', { timeout: WINDOW_MS + 30_000 }, async () => {

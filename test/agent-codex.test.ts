@@ -48,7 +48,7 @@ afterAll(async () => {
 
 const prepared = (on: AgentGate, key: string, n = 1, prompt?: string) => preparedRun(on, key, { n, sandbox: 'workspace-write', ...(prompt ? { prompt } : {}) });
 const dispatched = dispatchedRun;
-const callbackTypes = (runId: string) => receiver.forRun(runId).map((callback) => callback.body.event_type);
+const callbackTypes = (runId: string) => receiver.deliveredForRun(runId).map((callback) => callback.body.event_type);
 
 describe.concurrent('Codex CLI under the gate', () => {
   it('(a) writes its evidence with its own tools and ends: the run completes with its decision, and its session is recorded', { timeout: WINDOW_MS + 30_000 }, async () => {

@@ -82,6 +82,15 @@ export class CallbackReceiver {
     return this.received.filter((callback) => callback.body.run_id === runId);
   }
 
+  /**
+   * The run's callbacks as the control plane acts on them: one per idempotency key, in order of first arrival. The gate
+   * delivers at least once, so on a loaded machine a callback this receiver was slow to answer may arrive again.
+   */
+  deliveredForRun(runId: string): ReceivedCallback[] {
+    const keys = new Set<string>();
+    return this.forRun(runId).filter((callback) => !keys.has(callback.body.idempotency_key) && keys.add(callback.body.idempotency_key));
+  }
+
   waitFor(runId: string, eventType: string, timeoutMs: number): Promise<ReceivedCallback> {
     return waitUntil(`${eventType} callback for ${runId}`, () => this.forRun(runId).find((c) => c.body.event_type === eventType), timeoutMs);
   }
