@@ -38,7 +38,7 @@ export interface ControlPlaneRouteOptions {
 /** Every route of the control-plane role, and its metrics. */
 export async function controlPlaneRoutes(app: FastifyInstance, options: ControlPlaneRouteOptions): Promise<void> {
   const { deps } = options;
-  registerControlPlaneMetrics(options.metrics, deps.store);
+  registerControlPlaneMetrics(options.metrics, { store: deps.store, dispatch: deps.dispatch, alerts: deps.alerts });
   await app.register(observabilityRoutes, {
     ...(options.routeObservability ? { routes: options.routeObservability } : {}),
     memoryWarnRssMib: options.memoryWarnRssMib,

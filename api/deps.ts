@@ -6,6 +6,7 @@ import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { PaperLauncher } from '../services/paper-launcher.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
 import type { ProviderBatchSettings } from '../services/provider-batch.ts';
+import type { ClusterConfigView } from '../services/replicas.ts';
 import type { RunLauncher } from '../services/run-launcher.ts';
 import type { Store } from '../store/store.ts';
 import type { ServiceMetrics } from '../http/metrics.ts';
@@ -31,6 +32,8 @@ export interface AppDeps {
   defaultWorkloadClass: WorkloadClass;
   /** Present when this process also serves the worker gate role: /healthz answers 503 until the gate is ready. */
   workerGateReady?: () => boolean;
+  /** The replicas sharing this database and whether their configs agree; absent on a read-only store and in tests of the HTTP layer alone. */
+  clusterConfig?: () => Promise<ClusterConfigView>;
   /** Worker targets, lanes and dispatch switches from config. */
   dispatch: DispatchSettings;
   /** Starts, signals and cancels run workflows. */

@@ -58,10 +58,28 @@ const HealthSchema = openObject({
     ui_url: z.string().optional(),
     error: z.string().optional(),
   }).optional(),
+  config: openObject({
+    replica_id: z.string().describe('This replica: host, port and a random suffix per start'),
+    config_fingerprint: z.string().describe('16 hex characters over every config field but the per-replica ones, secrets as keyed digests'),
+    replicas: z.array(openObject({ replica_id: z.string(), config_fingerprint: z.string(), started_at: z.string(), last_seen_at: z.string() }))
+      .describe('The control-plane replicas heard from within 30 s, oldest first'),
+    drift: z.boolean().describe('The live replicas do not all share one config fingerprint'),
+    differing_fields: z.array(z.string()).describe('The config fields they disagree on (names only)'),
+    error: z.string().optional(),
+  }).optional().describe('Absent on a read-only store'),
   timestamp: z.string(),
 });
 
 const tags = ['health'];
+
+async function clusterConfig(deps: AppDeps) {
+  if (!deps.clusterConfig) return undefined;
+  try {
+    return await withTimeout(deps.clusterConfig(), CHECK_TIMEOUT_MS, 'the replica registry');
+  } catch (error) {
+    return { replica_id: '', config_fingerprint: '', replicas: [], drift: false, differing_fields: [], error: (error as Error).message };
+  }
+}
 
 export async function healthRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
@@ -80,11 +98,11 @@ export async function healthRoutes(instance: FastifyInstance, deps: AppDeps): Pr
 
   const health = {
     tags,
-    summary: 'Store and Temporal health; 503 when degraded',
+    summary: 'Store and Temporal health, and whether the control-plane replicas agree on their config; 503 when the store or Temporal is down',
     response: { 200: HealthSchema, 503: HealthSchema, ...errorResponses(401) },
   };
   app.get('/control/health', { config: { auth: 'control' }, schema: health }, async (_request, reply) => {
-    const [store, temporal] = await Promise.all([storeHealth(deps), temporalHealth(deps)]);
+    const [store, temporal, config] = await Promise.all([storeHealth(deps), temporalHealth(deps), clusterConfig(deps)]);
     const ok = store.ok && (temporal?.ok ?? true);
     return reply.code(ok ? 200 : 503).send({
       ok,
@@ -93,6 +111,7 @@ export async function healthRoutes(instance: FastifyInstance, deps: AppDeps): Pr
       store_backend: deps.store.backend,
       store: store,
       ...(temporal ? { temporal } : {}),
+      ...(config ? { config } : {}),
       timestamp: new Date().toISOString(),
     });
   });

@@ -72,6 +72,12 @@ function isPostgresUrl(value: string): boolean {
 type FieldMeta = {
   description: string;
   secret?: boolean;
+  /**
+   * The field may differ between control-plane replicas of one cluster: it names something of the replica's own machine
+   * (where it listens, its files and paths, how it reaches shared services) or is read by a worker gate only. Every
+   * other field must be the same on all of them (README "Running on several machines").
+   */
+  perReplica?: boolean;
   /** Environment variable that overrides the file value. */
   env?: string;
 };
@@ -144,18 +150,21 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Bearer token for control API calls and incoming worker event posts.',
     secret: true,
   }),
-  completion_callback_url: doc(httpUrl(), { description: 'URL that completion callbacks are posted to.' }),
+  completion_callback_url: doc(httpUrl(), { perReplica: true, description: 'URL that completion callbacks are posted to.' }),
   completion_callback_token: doc(token(), {
     description: 'Bearer token sent with completion callbacks.',
     secret: true,
   }),
   state_dir: doc(nonEmptyText(), {
+    perReplica: true,
     description: 'Directory for service state (embedded database, Temporal dev server, gate records). Relative paths resolve against the config file directory.',
   }),
   project_root: doc(nonEmptyText(), {
+    perReplica: true,
     description: 'Directory under which project workspaces live. Relative paths resolve against the config file directory.',
   }),
   dispatch_script_path: doc(nonEmptyText().optional(), {
+    perReplica: true,
     description:
       "Script the worker gate runs (without a shell) to start an agent when its agent_runtime is 'script'; required then. Relative paths resolve against the config file directory.",
   }),
@@ -166,21 +175,25 @@ export const ConfigFieldsSchema = z.strictObject({
       .refine((roles) => new Set(roles).size === roles.length, 'must not list a role twice')
       .meta({ uniqueItems: true })
       .default(['control_plane']),
-    { description: 'Roles served by this process; both may share one port.' },
+    { perReplica: true, description: 'Roles served by this process; both may share one port.' },
   ),
-  listen_host: doc(nonEmptyText().default('0.0.0.0'), { description: 'Address to listen on.' }),
-  listen_port: doc(port(0).default(8787), { description: 'Port to listen on; 0 picks a free port.' }),
+  listen_host: doc(nonEmptyText().default('0.0.0.0'), { perReplica: true, description: 'Address to listen on.' }),
+  listen_port: doc(port(0).default(8787), { perReplica: true, description: 'Port to listen on; 0 picks a free port.' }),
   allowed_hosts: doc(z.array(hostEntry()).default([]), {
+    perReplica: true,
     description:
       'Host names this server answers to, each alone (any port) or as name:port; a request whose Host header names another gets 421 before authentication (IP addresses always pass). Guards a loopback dashboard against DNS rebinding. Empty: no check.',
   }),
   http_request_timeout_sec: doc(z.number().min(1).max(3600).default(30), {
+    perReplica: true,
     description: 'Longest time a client may take to send a whole request (headers and body); a slower one is answered 408 and its connection closed.',
   }),
   http_max_connections: doc(z.number().int().min(1).default(256), {
+    perReplica: true,
     description: 'Most client connections open at once; a connection beyond it is closed as soon as it is accepted.',
   }),
   http_max_connections_per_address: doc(z.number().int().min(1).default(128), {
+    perReplica: true,
     description:
       'Most connections one client address (IPv6: one /64) may hold open at once, capped at http_max_connections; a connection beyond it is closed as soon as it is accepted. Every local process connects from the same loopback address and shares this limit.',
   }),
@@ -247,9 +260,11 @@ export const ConfigFieldsSchema = z.strictObject({
       "Worker gate: start a real agent's runner inside a tmux session named after the run, on a tmux server of its own (watch it with tmux -L <session> attach -t <session>); the run reports the session as tmux_session. Needs tmux on the worker.",
   }),
   codex_path: doc(text().default(''), {
+    perReplica: true,
     description: "Worker gate: the codex executable; '' runs the pinned version that scripts/ensure-agents.sh installs in the user cache.",
   }),
   claude_code_path: doc(text().default(''), {
+    perReplica: true,
     description: "Worker gate: the claude executable (Claude Code); '' runs the pinned version that scripts/ensure-agents.sh installs in the user cache.",
   }),
   default_workload_class: doc(WorkloadClassSchema.default('inference_eval'), {
@@ -349,28 +364,36 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Timeout of one evidence sync.',
   }),
   route_observability_enabled: doc(z.boolean().default(false), {
+    perReplica: true,
     description: 'Write one JSON line per request (route template, status, duration, RSS) to the route log, rotated at 10 MiB.',
   }),
   route_observability_log_path: doc(text().default(''), {
+    perReplica: true,
     description: 'The route log; empty: route-observability.jsonl under state_dir. Relative paths resolve against the config file directory.',
   }),
   route_observability_slow_ms: doc(z.number().min(0).default(1000), {
+    perReplica: true,
     description: 'With route observability on, a request slower than this logs a warning and is marked slow in the route log.',
   }),
   route_observability_memory_warn_rss_mib: doc(z.number().min(0).default(0), {
+    perReplica: true,
     description: 'Resident memory above this is reported by /control/api/v1/observability/memory and, with route observability on, warned about per request; 0 disables.',
   }),
   operational_trace_enabled: doc(z.boolean().default(false), {
+    perReplica: true,
     description:
       'Write the request and response payloads of command routes (every method but GET, on this process\'s control plane and worker gate) and of calls to worker gates to the trace file, one JSON line per exchange, secrets redacted (README "Operational trace"). It captures raw payloads: keep disabled unless intended.',
   }),
   operational_trace_log_path: doc(text().default(''), {
+    perReplica: true,
     description: 'Trace file (created mode 0600); empty: operational-trace.jsonl under state_dir. Relative paths resolve against the config file directory.',
   }),
   operational_trace_max_payload_bytes: doc(z.number().int().min(1024).default(16384), {
+    perReplica: true,
     description: 'Each payload is cut to this many bytes of its serialized text; a cut one is marked "truncated": true with its whole size.',
   }),
   operational_trace_redact_prompt_text: doc(z.boolean().default(true), {
+    perReplica: true,
     description: 'Replace every prompt_text value in the trace (the agent\'s prompt); false keeps prompts readable there.',
   }),
   control_plane_store_backend: doc(z.enum(['embedded', 'pg', 'pg_readonly', 'sqlite']).default('embedded'), {
@@ -390,7 +413,7 @@ export const ConfigFieldsSchema = z.strictObject({
       .refine((v) => v === '' || isPostgresUrl(v), 'must be a postgres:// or postgresql:// URL')
       .meta({ title: 'postgres:// URL' })
       .default(''),
-    { description: 'Postgres URL; required for pg and pg_readonly.', secret: true },
+    { perReplica: true, description: 'Postgres URL; required for pg and pg_readonly.', secret: true },
   ),
   legacy_notes_api_enabled: doc(z.boolean().default(false), {
     description: 'Serve GET /control/api/intake/legacy-notes: the latest Core snapshot from source legacy_notes, its queued projects and skipped rows; 404 when false.',
@@ -399,15 +422,17 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Mark the dashboard session cookie Secure (set when served over HTTPS).',
   }),
   temporal_address: doc(text().default(''), {
+    perReplica: true,
     description: 'Temporal frontend host:port; empty starts an embedded dev server under state_dir.',
     env: 'TEMPORAL_ADDRESS',
   }),
   temporal_namespace: doc(nonEmptyText().default('default'), { description: 'Temporal namespace.' }),
   temporal_task_queue: doc(nonEmptyText().default('control-plane'), { description: 'Temporal task queue.' }),
   temporal_ui_enabled: doc(z.boolean().default(true), {
+    perReplica: true,
     description: 'Serve the embedded Temporal dev server\'s web UI (on loopback, without authentication); false starts the dev server without it.',
   }),
-  temporal_ui_port: doc(port(1).default(8233), { description: 'Port of the embedded Temporal dev server UI.' }),
+  temporal_ui_port: doc(port(1).default(8233), { perReplica: true, description: 'Port of the embedded Temporal dev server UI.' }),
   research_provider_base_url: doc(optionalHttpUrl(), {
     description: 'Base URL of the OpenAI-compatible research provider; generation posts to `${base_url}/chat/completions`.',
   }),
@@ -540,6 +565,11 @@ export const SECRET_FIELDS: readonly (keyof Config)[] = [
   ...Object.values(ENV_ONLY_FIELDS),
 ];
 
+/** Top-level fields each control-plane replica may set its own way; the rest make up the cluster's config. */
+export const PER_REPLICA_FIELDS: readonly (keyof Config)[] = Object.entries(ConfigFieldsSchema.shape)
+  .filter(([, schema]) => fieldMeta(schema)?.perReplica === true)
+  .map(([name]) => name as keyof Config);
+
 const REDACTED = '[redacted]';
 
 /** A copy of the config that is safe to log: set secrets are replaced by "[redacted]". */
@@ -564,6 +594,8 @@ export type ConfigFieldDoc = {
   default: string;
   required: boolean;
   secret: boolean;
+  /** May differ between control-plane replicas (left out of the config fingerprint). */
+  perReplica: boolean;
   description: string;
   /** Environment variable that overrides the file value, if any. */
   env?: string;
@@ -650,6 +682,7 @@ export function configFieldDocs(): ConfigFieldDoc[] {
       default: 'default' in node ? JSON.stringify(node.default) : '',
       required: required.has(name),
       secret: meta?.secret === true,
+      perReplica: meta?.perReplica === true,
       description: meta?.description ?? '',
     };
     if (meta?.env) entry.env = meta.env;

@@ -20,7 +20,7 @@ function code(value: string): string {
 /** The generated markdown that goes between the markers. */
 export function renderConfigReference(): string {
   const rows = configFieldDocs().map((field) => {
-    const notes = [field.secret ? '**Secret.**' : '', field.description, field.env ? `Overridden by ${code(field.env)}.` : '']
+    const notes = [field.secret ? '**Secret.**' : '', field.perReplica ? '*Per replica.*' : '', field.description, field.env ? `Overridden by ${code(field.env)}.` : '']
       .filter(Boolean)
       .join(' ');
     const fallback = field.required ? '—' : 'unset';

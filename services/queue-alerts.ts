@@ -1,11 +1,12 @@
 import { sendPush, sendWebhook, type PushSettings, type SendOutcome, type WebhookSettings } from '../clients/alert-channels.ts';
 import type { Config } from '../config/schema.ts';
-import { alertFindings, dueFindings, findingKey } from '../domain/queue-alerts.ts';
+import { workerFreshness } from '../domain/dispatch-safety.ts';
+import { alertFindings, dueFindings, findingKey, type Finding } from '../domain/queue-alerts.ts';
 import { lastNotified, queueAlertFacts, recordAlertCheck } from '../store/queue-alerts.ts';
 import type { Store } from '../store/store.ts';
+import { latestWorkerObservations } from '../store/worker-observations.ts';
 import { CommandRefusedError } from './command-errors.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
-import { statusSnapshot } from './status.ts';
 
 /**
  * The queue check (README "Queue alerts"): what needs a person, sent to the configured channels at most once per
@@ -48,14 +49,23 @@ export interface QueueCheckDeps {
   alerts: AlertSettings;
 }
 
+/**
+ * What needs a person now, read from the ledgers: the queue check's findings, which `GET /metrics` also counts by
+ * kind at each scrape (rcp_queue_alert_findings). Workers are judged by their latest stored preflight, as the
+ * status snapshot judges them; one that was never observed is not a finding.
+ */
+export async function queueFindings(deps: QueueCheckDeps, now: Date): Promise<Finding[]> {
+  const [facts, observations] = await Promise.all([queueAlertFacts(deps.store), latestWorkerObservations(deps.store)]);
+  const workers = workerFreshness([...deps.dispatch.routing.targets.values()], observations, now)
+    .filter((entry) => entry.observed_at !== null)
+    .map((entry) => ({ name: entry.target, observed_at: entry.observed_at!, ok: entry.ok !== false, stale: entry.stale }));
+  return alertFindings({ ...facts, workers }, { hangAfterSec: deps.alerts.hangAfterSec, now });
+}
+
 export async function runQueueCheck(deps: QueueCheckDeps, request: QueueCheckRequest) {
   const { store, alerts } = deps;
   const now = new Date();
-  const [facts, snapshot] = await Promise.all([queueAlertFacts(store), statusSnapshot({ store, settings: deps.dispatch }, { refresh_worker: false })]);
-  const workers = snapshot.source_freshness
-    .filter((entry) => entry.source.startsWith('worker:') && entry.observed_at !== null)
-    .map((entry) => ({ name: entry.source.slice('worker:'.length), observed_at: entry.observed_at!, ok: entry.ok !== false, stale: entry.stale }));
-  const findings = alertFindings({ ...facts, workers }, { hangAfterSec: alerts.hangAfterSec, now });
+  const findings = await queueFindings(deps, now);
   const { due, suppressed } = dueFindings(findings, await lastNotified(store, findings.map(findingKey)), {
     cooldownSec: alerts.cooldownSec,
     now,

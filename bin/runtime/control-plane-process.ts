@@ -19,6 +19,8 @@ import { routeObservabilityFrom } from './route-observability.ts';
 import { ServiceMetrics } from '../../http/metrics.ts';
 import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
 import { browsableHost } from './browsable-host.ts';
+import { configFingerprint } from '../../config/fingerprint.ts';
+import { ReplicaRegistry } from '../../services/replicas.ts';
 
 export interface RunningControlPlane {
   url: string;
@@ -40,8 +42,10 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
   let store: Store | undefined;
   let temporal: TemporalRuntime | undefined;
   let app: FastifyInstance | undefined;
+  let replicas: ReplicaRegistry | undefined;
   const stop = async () => {
     await app?.close();
+    await replicas?.stop();
     await temporal?.shutdown();
     await store?.close();
   };
@@ -60,6 +64,18 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
     const alerts = alertSettingsFrom(config);
     const facility = createResearchFacility(store, { defaultWorkloadClass: config.default_workload_class });
     const metrics = new ServiceMetrics();
+    const fingerprint = configFingerprint(config);
+    metrics.gaugeReadAtScrape('rcp_config_info', 'This replica\'s config fingerprint (every field but the per-replica ones); replicas of one cluster should share one', ['fingerprint'], () => [
+      { labels: { fingerprint: fingerprint.fingerprint }, value: 1 },
+    ]);
+    if (!store.readOnly) {
+      replicas = new ReplicaRegistry(store, fingerprint, String(config.listen_port));
+      const cluster = await replicas.start((error) => logger.warn({ err: error }, 'could not report this replica to the replica registry'));
+      progress(`config fingerprint ${cluster.config_fingerprint}; ${cluster.replicas.length} control-plane replica(s) live on this database`);
+      if (cluster.drift) {
+        logger.warn({ differing_fields: cluster.differing_fields, replicas: cluster.replicas }, `the control-plane replicas' configs differ (${cluster.differing_fields.join(', ')}): make them the same (README "Running on several machines")`);
+      }
+    }
     temporal = await startTemporalRuntime(
       {
         address: config.temporal_address,
@@ -114,6 +130,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         alerts,
         cycles: temporalCycleLauncher(temporal.client, { taskQueue: config.temporal_task_queue }),
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
+        ...(replicas ? { clusterConfig: () => replicas!.view() } : {}),
       },
       logger,
       {

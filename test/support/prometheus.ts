@@ -62,8 +62,13 @@ export function sampleValue(samples: PromSample[], name: string, labels: Record<
 
 /** Scrapes `<url>/metrics` with a bearer token and parses the answer. */
 export async function scrape(url: string, token = CONTROL_TOKEN): Promise<PromSample[]> {
+  return parseExposition(await scrapeText(url, token));
+}
+
+/** Scrapes `<url>/metrics` with a bearer token: the exposition as it was sent. */
+export async function scrapeText(url: string, token = CONTROL_TOKEN): Promise<string> {
   const response = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
   if (response.status !== 200) throw new Error(`GET /metrics answered ${response.status}`);
   if (!response.headers.get('content-type')?.startsWith('text/plain')) throw new Error(`GET /metrics content-type ${response.headers.get('content-type')}`);
-  return parseExposition(await response.text());
+  return response.text();
 }

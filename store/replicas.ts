@@ -1,0 +1,34 @@
+import type { Queryable } from './store.ts';
+
+/** A control-plane replica as it last reported itself (store/migrations/0015_control_plane_replicas.sql). */
+export interface ReplicaRow {
+  replica_id: string;
+  config_fingerprint: string;
+  config_fields: Record<string, string>;
+  started_at: string;
+  last_seen_at: string;
+}
+
+/** Records that `replica` runs now with this config; its start time is kept from its first report. */
+export async function reportReplica(q: Queryable, replica: { replica_id: string; config_fingerprint: string; config_fields: Record<string, string> }): Promise<void> {
+  await q.query(
+    `INSERT INTO control_plane_replicas (replica_id, config_fingerprint, config_fields) VALUES ($1, $2, $3::jsonb)
+     ON CONFLICT (replica_id) DO UPDATE SET config_fingerprint = EXCLUDED.config_fingerprint,
+       config_fields = EXCLUDED.config_fields, last_seen_at = clock_timestamp()`,
+    [replica.replica_id, replica.config_fingerprint, JSON.stringify(replica.config_fields)],
+  );
+}
+
+/** The replicas that reported within `withinMs`, oldest first; older rows (replicas that died) are dropped. */
+export async function liveReplicas(q: Queryable, withinMs: number): Promise<ReplicaRow[]> {
+  await q.query(`DELETE FROM control_plane_replicas WHERE last_seen_at < clock_timestamp() - make_interval(secs => $1::double precision / 1000)`, [withinMs]);
+  const result = await q.query<ReplicaRow>(
+    `SELECT replica_id, config_fingerprint, config_fields, started_at, last_seen_at
+     FROM control_plane_replicas ORDER BY started_at, replica_id`,
+  );
+  return result.rows;
+}
+
+export async function removeReplica(q: Queryable, replicaId: string): Promise<void> {
+  await q.query('DELETE FROM control_plane_replicas WHERE replica_id = $1', [replicaId]);
+}
