@@ -288,6 +288,11 @@ export const ConfigFieldsSchema = z.strictObject({
   completion_callback_timeout_sec: doc(z.number().positive().default(120), {
     description: 'Timeout of one completion callback attempt.',
   }),
+  completion_callback_fallback_urls: doc(z.array(httpUrl()).max(16).default([]), {
+    perReplica: true,
+    description:
+      'Worker gate: the callback URLs of the other control-plane replicas. A callback that completion_callback_url does not take (no answer, or not a 2xx) goes to the next of these at once; the next callback starts with the URL that took the last one.',
+  }),
   worker_targets: doc(z.record(WorkerTargetNameSchema, WorkerTargetSchema).default({}), {
     description: 'Named worker machines the control plane may dispatch to.',
   }),

@@ -23,7 +23,8 @@ export interface OutboxEntry {
 
 export interface CallbackOutboxOptions {
   dir: string;
-  url: string;
+  /** The control-plane replicas' callback URLs, the configured one first (completion_callback_fallback_urls after it). */
+  urls: readonly string[];
   token: string;
   timeoutSec: number;
   logger: Logger;
@@ -50,7 +51,8 @@ function isOutboxEntry(value: unknown): value is OutboxEntry {
 /**
  * Durable at-least-once delivery of gate callbacks. An entry is written before any attempt and is keyed by its
  * idempotency key, so a callback is enqueued once however often the gate (or a restarted gate) asks, and once a
- * 2xx came back it is never sent again. Retries back off exponentially until a 2xx.
+ * 2xx came back it is never sent again. One attempt tries each replica's URL in turn, starting with the one that
+ * took the last callback, until one answers 2xx; when none does, retries back off exponentially.
  */
 export class CallbackOutbox {
   private readonly entries = new Map<string, OutboxEntry>();
@@ -60,6 +62,8 @@ export class CallbackOutbox {
   private repumpRequested = false;
   private stopped = true;
   private readonly inFlight = new Set<AbortController>();
+  /** Index into options.urls of the replica that took the last callback: a dead one is not asked first every time. */
+  private preferred = 0;
 
   private readonly options: CallbackOutboxOptions;
 
@@ -176,33 +180,22 @@ export class CallbackOutbox {
 
   private async attempt(entry: OutboxEntry): Promise<boolean> {
     const deliveredAt = new Date().toISOString();
-    const controller = new AbortController();
-    this.inFlight.add(controller);
-    const timeout = setTimeout(() => controller.abort(), this.options.timeoutSec * 1000);
+    const { urls } = this.options;
+    const failures: string[] = [];
     let status: number | null = null;
-    let error: string | null = null;
-    try {
-      const response = await fetch(this.options.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.token}` },
-        body: JSON.stringify({ ...entry.payload, delivered_at: deliveredAt }),
-        // A moved callback URL is reported as the failure it is (and retried), never chased to another address.
-        redirect: 'manual',
-        signal: controller.signal,
-      });
-      status = response.status;
-      if (!response.ok) error = `HTTP ${status}: ${(await response.text().catch(() => '')).slice(0, ERROR_TEXT_LIMIT)}`;
-      else await response.body?.cancel();
-    } catch (caught) {
-      error = controller.signal.aborted
-        ? this.stopped
-          ? 'aborted: the gate is stopping'
-          : `no answer within ${this.options.timeoutSec} s`
-        : describeFetchError(caught);
-    } finally {
-      clearTimeout(timeout);
-      this.inFlight.delete(controller);
+    let delivered = false;
+    for (let tried = 0; tried < urls.length && !delivered && !this.stopped; tried++) {
+      const index = (this.preferred + tried) % urls.length;
+      const sent = await this.post(urls[index]!, entry, deliveredAt);
+      status = sent.status;
+      if (sent.error === null) {
+        delivered = true;
+        this.preferred = index;
+      } else {
+        failures.push(urls.length > 1 ? `${new URL(urls[index]!).host}: ${sent.error}` : sent.error);
+      }
     }
+    const error = delivered ? null : failures.length > 0 ? failures.join('; ') : 'aborted: the gate is stopping';
 
     entry.attempts += 1;
     entry.last_status = status;
@@ -222,6 +215,34 @@ export class CallbackOutbox {
       this.options.logger.warn({ ...fields, error, next_attempt_at: entry.next_attempt_at }, 'callback not delivered; will retry');
     }
     return error === null;
+  }
+
+  /** One POST of the entry to one replica: its status, and why it did not take the callback (null when it did). */
+  private async post(url: string, entry: OutboxEntry, deliveredAt: string): Promise<{ status: number | null; error: string | null }> {
+    const controller = new AbortController();
+    this.inFlight.add(controller);
+    const timeout = setTimeout(() => controller.abort(), this.options.timeoutSec * 1000);
+    try {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.token}` },
+        body: JSON.stringify({ ...entry.payload, delivered_at: deliveredAt }),
+        // A moved callback URL is reported as the failure it is (and retried), never chased to another address.
+        redirect: 'manual',
+        signal: controller.signal,
+      });
+      if (response.ok) {
+        await response.body?.cancel();
+        return { status: response.status, error: null };
+      }
+      return { status: response.status, error: `HTTP ${response.status}: ${(await response.text().catch(() => '')).slice(0, ERROR_TEXT_LIMIT)}` };
+    } catch (caught) {
+      const error = controller.signal.aborted ? (this.stopped ? 'aborted: the gate is stopping' : `no answer within ${this.options.timeoutSec} s`) : describeFetchError(caught);
+      return { status: null, error };
+    } finally {
+      clearTimeout(timeout);
+      this.inFlight.delete(controller);
+    }
   }
 
   private retryDelayMs(attempts: number): number {

@@ -48,6 +48,7 @@ export function dashboardBody(input: DashboardInput) {
       max_wait_after_idle_sec: config.max_wait_after_idle_sec,
       stale_project_process_reaper_enabled: config.stale_project_process_reaper_enabled,
       completion_callback_url: config.completion_callback_url,
+      completion_callback_fallback_urls: config.completion_callback_fallback_urls,
       completion_callback_token_fingerprint: callbackTokenFingerprint(config.completion_callback_token),
       last_tick_error: sampling.lastTickError,
       sampling: {

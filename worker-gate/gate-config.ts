@@ -28,6 +28,7 @@ export type WorkerGateConfig = Pick<
   | 'stale_project_process_term_grace_sec'
   | 'stale_project_process_command_markers'
   | 'completion_callback_url'
+  | 'completion_callback_fallback_urls'
   | 'completion_callback_token'
   | 'completion_callback_timeout_sec'
   | 'log_events'

@@ -50,7 +50,7 @@ export class WorkerGate {
     this.events = new GateEventLog(join(dir, 'events.jsonl'), this.config.log_events);
     this.outbox = new CallbackOutbox({
       dir: join(dir, 'outbox'),
-      url: this.config.completion_callback_url,
+      urls: [this.config.completion_callback_url, ...this.config.completion_callback_fallback_urls],
       token: this.config.completion_callback_token,
       timeoutSec: this.config.completion_callback_timeout_sec,
       logger: this.logger,
