@@ -11,7 +11,7 @@ import type { AgentSettings } from '../workflows/messages.ts';
 import { dispatchPreflight } from '../services/worker-preflight.ts';
 import { WorkerGateError, workerGateClient } from '../clients/worker-gate-client.ts';
 import { heartbeating } from './heartbeat.ts';
-import { GATE_CALL_FAILED, GATE_UNAVAILABLE, isRejectedWrite, PERMANENT_FAILURE_TYPES, type GateFailureDetails } from '../domain/run-failures.ts';
+import { GATE_CALL_FAILED, GATE_UNAVAILABLE, isRejectedWrite, LANE_UNKNOWN_HERE, PERMANENT_FAILURE_TYPES, type GateFailureDetails } from '../domain/run-failures.ts';
 
 /**
  * Activities of the run workflow. Each is idempotent by business key: the claim by run_id, transitions by
@@ -71,7 +71,9 @@ export function createRunActivities(deps: RunActivityDeps) {
 
   const targetOf = (lane: string): WorkerTarget => {
     const target = settings.routing.targets.get(lane);
-    if (!target) throw ApplicationFailure.nonRetryable(`lane ${lane} is not a configured worker target`, PERMANENT_FAILURE_TYPES.unknownLane);
+    // Retried, not final: the replica whose worker took this task may not have the lane configured yet (or any more)
+    // while another replica, whose worker may take the retry, has it (README "Running on several machines").
+    if (!target) throw ApplicationFailure.retryable(`lane ${lane} is not a configured worker target of this replica`, LANE_UNKNOWN_HERE);
     return target;
   };
 

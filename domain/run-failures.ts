@@ -7,7 +7,6 @@
 export const PERMANENT_FAILURE_TYPES = {
   unknownRun: 'UnknownRun',
   unknownProject: 'UnknownProject',
-  unknownLane: 'UnknownLane',
   /** The store is read-only (control_plane_store_backend is pg_readonly): it never accepts a write. */
   storeReadOnly: 'StoreReadOnly',
   /** The database refused the write's data (a check, a foreign key, a malformed value): the same write fails again. */
@@ -15,6 +14,12 @@ export const PERMANENT_FAILURE_TYPES = {
   /** The worker gate refused the call (a 4xx): the same request gets the same answer. */
   gateRefused: 'WorkerGateRefused',
 } as const;
+
+/**
+ * The run's lane is not a worker target of the replica whose worker ran the activity: retried, since another replica's
+ * worker, which has it, may take the retry (a worker target added or removed one replica at a time).
+ */
+export const LANE_UNKNOWN_HERE = 'UnknownLane';
 
 /** A gate call that may succeed on a later try: the gate was unreachable, timed out or answered 5xx. */
 export const GATE_UNAVAILABLE = 'WorkerGateUnavailable';
@@ -25,7 +30,6 @@ export const GATE_CALL_FAILED = 'WorkerGateCallFailed';
 export const LEDGER_NON_RETRYABLE: string[] = [
   PERMANENT_FAILURE_TYPES.unknownRun,
   PERMANENT_FAILURE_TYPES.unknownProject,
-  PERMANENT_FAILURE_TYPES.unknownLane,
   PERMANENT_FAILURE_TYPES.storeReadOnly,
   PERMANENT_FAILURE_TYPES.ledgerRejected,
 ];
@@ -35,7 +39,6 @@ export const GATE_NON_RETRYABLE: string[] = [
   PERMANENT_FAILURE_TYPES.gateRefused,
   PERMANENT_FAILURE_TYPES.unknownRun,
   PERMANENT_FAILURE_TYPES.unknownProject,
-  PERMANENT_FAILURE_TYPES.unknownLane,
 ];
 
 /** Why a gate call failed: the first detail of its failure. */

@@ -4,6 +4,8 @@ import { runIdFor } from '../domain/run-state.ts';
 import { countActiveItems, nextDispatchCandidate } from '../store/dispatch-candidates.ts';
 import { readFlags } from '../store/flags.ts';
 import { leasedLanes, releaseLaneLease, renewLaneLease, takeLaneLease } from '../store/lane-leases.ts';
+import { lanesMissingOnSomeReplica } from '../store/replicas.ts';
+import { REPLICA_LOST_AFTER_MS } from './replicas.ts';
 import type { QueueItemRow } from '../store/queue-items.ts';
 import { getRun } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
@@ -92,6 +94,23 @@ async function freshRunId(store: Store, projectId: string): Promise<string> {
 type Candidate = NonNullable<Awaited<ReturnType<typeof nextDispatchCandidate>>>;
 
 /**
+ * Lanes no call may dispatch to now: those another call holds a lease on, and those some live control-plane replica
+ * has not configured (a worker target being added one replica at a time): any replica's worker may run the run's
+ * activities, so a lane must be known to all of them first. `notEverywhere` names the latter, for the answer.
+ */
+async function unavailableLanes(store: Store, settings: DispatchSettings): Promise<{ all: Set<string>; notEverywhere: Set<string> }> {
+  const [leased, notEverywhere] = await Promise.all([leasedLanes(store), lanesMissingOnSomeReplica(store, [...settings.routing.targets.keys()], REPLICA_LOST_AFTER_MS)]);
+  return { all: new Set([...leased, ...notEverywhere]), notEverywhere };
+}
+
+/** Why nothing was dispatched, naming the lanes held back because not every replica knows them. */
+function noopReason(settings: DispatchSettings, notEverywhere: Set<string>): string {
+  if (settings.routing.targets.size === 0) return 'no worker target is configured';
+  const held = notEverywhere.size > 0 ? `; not every control-plane replica has configured ${[...notEverywhere].sort().join(', ')} yet` : '';
+  return `no queued item is eligible on an idle lane${held}`;
+}
+
+/**
  * The candidate of a live call, with its lane leased to this call (store/lane-leases.ts). A lane another call holds
  * is passed over for the next idle one. Once leased, the lane's first item is read again: the one seen before the
  * lease may have been dispatched (and even finished) by the call that held the lane meanwhile. Null when no idle lane
@@ -111,7 +130,7 @@ async function leaseCandidate(deps: DispatchDeps, first: Candidate | null): Prom
       await releaseLaneLease(store, lane, holder);
     }
     skip.add(lane);
-    seen = await nextDispatchCandidate(store, settings.routing, new Set([...skip, ...(await leasedLanes(store))]));
+    seen = await nextDispatchCandidate(store, settings.routing, new Set([...skip, ...(await unavailableLanes(store, settings)).all]));
   }
   return null;
 }
@@ -137,14 +156,12 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
   if (flags.maintenance_mode) return answer('dispatch_blocked', 'maintenance mode is on', { candidate: null, dispatch_route: null });
   if (flags.queue_paused) return answer('paused', 'the queue is paused', { candidate: null, dispatch_route: null });
 
-  const first = await nextDispatchCandidate(deps.store, settings.routing, await leasedLanes(deps.store));
+  const unavailable = await unavailableLanes(deps.store, settings);
+  const first = await nextDispatchCandidate(deps.store, settings.routing, unavailable.all);
   // A dry run only looks; a live call leases the lane it will dispatch to (and may move on to another idle one).
   const leased = body.dry_run ? { next: first, holder: null } : await leaseCandidate(deps, first);
   const next = leased?.next;
-  if (!next) {
-    const reason = settings.routing.targets.size > 0 ? 'no queued item is eligible on an idle lane' : 'no worker target is configured';
-    return answer('noop', reason, { candidate: null, dispatch_route: null });
-  }
+  if (!next) return answer('noop', noopReason(settings, unavailable.notEverywhere), { candidate: null, dispatch_route: null });
   const target = settings.routing.targets.get(next.lane)!;
   const candidate = candidateView(next.item);
   const route = dispatchRouteOf(target);
@@ -225,8 +242,9 @@ export async function selectCycleDispatch(deps: Pick<DispatchDeps, 'store' | 'se
   const flags = await readFlags(store);
   if (flags.maintenance_mode) return { action: 'dispatch_blocked', reason: 'maintenance mode is on' };
   if (flags.queue_paused) return { action: 'paused', reason: 'the queue is paused' };
-  const next = await nextDispatchCandidate(store, settings.routing, await leasedLanes(store));
-  if (!next) return { action: 'noop', reason: settings.routing.targets.size > 0 ? 'no queued item is eligible on an idle lane' : 'no worker target is configured' };
+  const unavailable = await unavailableLanes(store, settings);
+  const next = await nextDispatchCandidate(store, settings.routing, unavailable.all);
+  if (!next) return { action: 'noop', reason: noopReason(settings, unavailable.notEverywhere) };
   const target = settings.routing.targets.get(next.lane)!;
   const runId = request.dry_run ? runIdFor(next.item.project_id, new Date()) : await freshRunId(store, next.item.project_id);
   return {

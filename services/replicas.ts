@@ -50,13 +50,18 @@ export function clusterConfigOf(self: { replica_id: string; config: ConfigFinger
 export class ReplicaRegistry {
   readonly replicaId: string;
   readonly config: ConfigFingerprint;
+  private readonly workerLanes: string[];
   private readonly store: Store;
   private timer: NodeJS.Timeout | undefined;
 
-  /** `label` names this replica to an operator beside its host (its port); a random suffix makes each start a new replica. */
-  constructor(store: Store, config: ConfigFingerprint, label: string) {
+  /**
+   * `workerLanes`: the names of its worker targets. `label` names this replica to an operator beside its host (its
+   * port); a random suffix makes each start a new replica.
+   */
+  constructor(store: Store, config: ConfigFingerprint, workerLanes: readonly string[], label: string) {
     this.store = store;
     this.config = config;
+    this.workerLanes = [...workerLanes].sort();
     this.replicaId = `${hostname()}:${label}:${randomBytes(3).toString('hex')}`;
   }
 
@@ -79,6 +84,6 @@ export class ReplicaRegistry {
   }
 
   private report(): Promise<void> {
-    return reportReplica(this.store, { replica_id: this.replicaId, config_fingerprint: this.config.fingerprint, config_fields: this.config.fields });
+    return reportReplica(this.store, { replica_id: this.replicaId, config_fingerprint: this.config.fingerprint, config_fields: this.config.fields, worker_lanes: this.workerLanes });
   }
 }

@@ -9,14 +9,36 @@ export interface ReplicaRow {
   last_seen_at: string;
 }
 
+export interface ReplicaReport {
+  replica_id: string;
+  config_fingerprint: string;
+  config_fields: Record<string, string>;
+  /** The names of its worker targets. */
+  worker_lanes: string[];
+}
+
 /** Records that `replica` runs now with this config; its start time is kept from its first report. */
-export async function reportReplica(q: Queryable, replica: { replica_id: string; config_fingerprint: string; config_fields: Record<string, string> }): Promise<void> {
+export async function reportReplica(q: Queryable, replica: ReplicaReport): Promise<void> {
   await q.query(
-    `INSERT INTO control_plane_replicas (replica_id, config_fingerprint, config_fields) VALUES ($1, $2, $3::jsonb)
+    `INSERT INTO control_plane_replicas (replica_id, config_fingerprint, config_fields, worker_lanes) VALUES ($1, $2, $3::jsonb, $4::text[])
      ON CONFLICT (replica_id) DO UPDATE SET config_fingerprint = EXCLUDED.config_fingerprint,
-       config_fields = EXCLUDED.config_fields, last_seen_at = clock_timestamp()`,
-    [replica.replica_id, replica.config_fingerprint, JSON.stringify(replica.config_fields)],
+       config_fields = EXCLUDED.config_fields, worker_lanes = EXCLUDED.worker_lanes, last_seen_at = clock_timestamp()`,
+    [replica.replica_id, replica.config_fingerprint, JSON.stringify(replica.config_fields), replica.worker_lanes],
   );
+}
+
+/** Those of `lanes` that some replica heard from within `withinMs` has not configured (a replica that reported no lanes list is not asked). */
+export async function lanesMissingOnSomeReplica(q: Queryable, lanes: readonly string[], withinMs: number): Promise<Set<string>> {
+  if (lanes.length === 0) return new Set();
+  const result = await q.query<{ lane: string }>(
+    `SELECT lane FROM unnest($1::text[]) AS lane
+     WHERE EXISTS (
+       SELECT 1 FROM control_plane_replicas r
+       WHERE r.last_seen_at >= clock_timestamp() - make_interval(secs => $2::double precision / 1000)
+         AND r.worker_lanes IS NOT NULL AND NOT (lane = ANY (r.worker_lanes)))`,
+    [lanes, withinMs],
+  );
+  return new Set(result.rows.map((row) => row.lane));
 }
 
 /** The replicas that reported within `withinMs`, oldest first; older rows (replicas that died) are dropped. */

@@ -1,17 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configFingerprint } from '../config/fingerprint.ts';
+import { openStore } from '../store/open-store.ts';
+import { insertProject } from '../store/projects.ts';
+import { insertQueueItem } from '../store/queue-items.ts';
 import { ConfigFileSchema, type Config } from '../config/schema.ts';
 import { controlClient, reserveControlPlane, startControlPlaneProcess, writeControlPlaneConfig, type ControlPlaneProcess } from './support/control-plane.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { waitUntil } from './support/gate.ts';
 import { parseExposition } from './support/prometheus.ts';
 
-// expected duration: ~25 s (three control-plane starts)
+// expected duration: ~40 s (six control-plane starts)
 
 /**
  * Control-plane replicas that share a database find each other and compare configs (services/replicas.ts): a replica
  * started with a config that differs from the others' is seen on /control/health of every replica, in a warning at its
- * start and in /metrics, while fields each replica sets for its own machine never count as drift.
+ * start and in /metrics, while fields each replica sets for its own machine never count as drift. A worker target added
+ * one replica at a time is dispatched to only once every live replica has it.
  */
 
 const SECRET = 'a-webhook-secret-that-must-not-leak';
@@ -103,5 +107,34 @@ describe('two replicas on one database', () => {
     expect(agreed.body.config).toMatchObject({ drift: false, differing_fields: [] });
     expect(agreed.body.config.replicas).toHaveLength(2);
     expect(third.process.output()).not.toMatch(/configs differ/);
+  });
+  it('dispatch to a worker target only once every live replica has configured it (a rolling change), answering noop meanwhile', { timeout: 180_000 }, async () => {
+    for (const replica of replicas.splice(0)) await replica.kill('SIGTERM');
+    const store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
+    try {
+      await store.transaction(async (tx) => {
+        await insertProject(tx, { project_id: 'rolling-lane', project_name: 'Rolling lane', project_dir: 'rolling-lane', workload_class: 'unknown', machine_target: 'gpu-new' });
+        await insertQueueItem(tx, { project_id: 'rolling-lane', project_name: 'Rolling lane', machine_target: 'gpu-new', workload_class: 'unknown' });
+      });
+    } finally {
+      await store.close();
+    }
+    // No gate listens there: a dry run only names the target.
+    const gpuNew = { 'gpu-new': { wake_gate_url: 'http://127.0.0.1:9', bearer_token: 'rolling-gate-token-0123456789', role: 'gpu_worker' } };
+    const updated = await startReplica({ worker_targets: gpuNew });
+    const notYet = await startReplica({});
+
+    const held = await updated.api('POST', '/control/dispatch-next', { dry_run: true, requested_by: 'replicas-test' });
+    expect(held.status).toBe(200);
+    expect(held.body).toMatchObject({ action: 'noop', candidate: null });
+    expect(held.body.reason).toContain('not every control-plane replica has configured gpu-new yet');
+    const live = await updated.api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'replicas-test' });
+    expect(live.status).toBe(200);
+    expect(live.body).toMatchObject({ action: 'noop' });
+
+    await notYet.process.kill('SIGTERM');
+    await startReplica({ worker_targets: gpuNew });
+    const ready = await updated.api('POST', '/control/dispatch-next', { dry_run: true, requested_by: 'replicas-test' });
+    expect(ready.body).toMatchObject({ action: 'dry_run_dispatch', candidate: { project_id: 'rolling-lane' }, dispatch_route: { machine_target: 'gpu-new' } });
   });
 });

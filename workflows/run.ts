@@ -13,7 +13,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { RunActivities, TransitionOutcome } from '../activities/runs.ts';
-import { GATE_NON_RETRYABLE, gateFailureDetails, LEDGER_NON_RETRYABLE, PERMANENT_FAILURE_TYPES, RUN_LEDGER_FAILED } from '../domain/run-failures.ts';
+import { GATE_NON_RETRYABLE, gateFailureDetails, LEDGER_NON_RETRYABLE, RUN_LEDGER_FAILED } from '../domain/run-failures.ts';
 import { CALLBACK_TRANSITIONS, type RunTransition } from '../domain/run-state.ts';
 import type { TransitionDetail } from '../store/runs.ts';
 import {
@@ -66,7 +66,7 @@ const ACTIVITY_HEARTBEAT_TIMEOUT = '3 seconds';
 const PREFLIGHT_OPTIONS = {
   startToCloseTimeout: '60 seconds',
   heartbeatTimeout: ACTIVITY_HEARTBEAT_TIMEOUT,
-  retry: { maximumAttempts: 3, nonRetryableErrorTypes: [PERMANENT_FAILURE_TYPES.unknownLane] },
+  retry: { maximumAttempts: 3 },
 };
 const preflight = proxyActivities<PreflightActivities>(PREFLIGHT_OPTIONS);
 /** How runs started before the preflight-as-activity patch preflight (and replay). */
