@@ -20,10 +20,8 @@ is_expected_build() {
     <<<"$(go version -m "$1" 2>/dev/null)"
 }
 
-# Go's default install location is often not on a non-login shell's PATH.
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  PATH="/usr/local/go/bin:$PATH"
-fi
+# shellcheck source=lib/go-install.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/go-install.sh"
 
 if [[ -n "${TEMPORAL_CLI_PATH:-}" ]]; then
   [[ -f "$TEMPORAL_CLI_PATH" && -x "$TEMPORAL_CLI_PATH" ]] \
@@ -72,26 +70,8 @@ log "this takes about 5 minutes on a 2-core machine the first time (later runs r
 log "a progress line follows every 15 s while it builds"
 started=$SECONDS
 # Stamp the version so `temporal --version` reports it, as release builds do.
-GOBIN="$build_dir" go install -ldflags "-X github.com/temporalio/cli/temporalcli.Version=$VERSION" \
-  "$MODULE@v$VERSION" </dev/null &
-go_pid=$!
-# Compiling prints nothing for minutes; a steady line tells a new user the build has not hung.
-progress_every="${RCP_PROGRESS_EVERY_SEC:-15}"
-(
-  while sleep "$progress_every"; do
-    kill -0 "$go_pid" 2>/dev/null || exit 0
-    log "still building temporal v$VERSION ($((SECONDS - started))s so far)"
-  done
-) &
-ticker_pid=$!
-# A signal sent only to this script (not its process group) must not orphan the build.
-trap 'kill "$go_pid" "$ticker_pid" 2>/dev/null; exit 143' INT TERM HUP
-build_status=0
-wait "$go_pid" || build_status=$?
-kill "$ticker_pid" 2>/dev/null || true
-wait "$ticker_pid" 2>/dev/null || true
-trap - INT TERM HUP
-[[ $build_status -eq 0 ]] || fail "go install $MODULE@v$VERSION failed (see the output above)."
+go_install_with_progress "temporal v$VERSION" "$build_dir" \
+  -ldflags "-X github.com/temporalio/cli/temporalcli.Version=$VERSION" "$MODULE@v$VERSION"
 
 is_expected_build "$build_dir/temporal" || fail "the built binary is not temporal v$VERSION."
 mv -f "$build_dir/temporal" "$binary"

@@ -10,6 +10,7 @@ import { parse } from 'yaml';
 import { loadConfig } from '../config/load.ts';
 import { ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../config/schema.ts';
 import { startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
+import { TEMPORAL_SERVER_VERSION } from '../bin/runtime/temporal-server.ts';
 import { testPort } from './support/ports.ts';
 
 /**
@@ -78,6 +79,13 @@ describe('docker-compose.yml', () => {
 
   it('runs our image under an init that reaps orphaned processes (the gate\'s agents detach and outlive their launcher)', () => {
     for (const [name, service] of appServices) expect(service.init, name).toBe(true);
+  });
+
+  it('runs the Temporal server version that scripts/install-temporal-server.sh builds for npm run cluster and the fleet test', () => {
+    const temporalImages = services.map(([, service]) => service.image ?? '').filter((image) => /^temporalio\/(server|admin-tools):/.test(image));
+    expect(temporalImages.length).toBeGreaterThanOrEqual(2);
+    for (const image of temporalImages) expect(image.split(':')[1]).toBe(TEMPORAL_SERVER_VERSION);
+    expect(/^readonly VERSION=(\S+)$/m.exec(read('scripts/install-temporal-server.sh'))?.[1]).toBe(TEMPORAL_SERVER_VERSION);
   });
 
   it('gives every service a pinned image or our Dockerfile, and every long-running one a health check', () => {
