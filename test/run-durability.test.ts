@@ -418,6 +418,14 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
       const runId = await liveDispatch(rig, projectId);
       setRunId(runId);
       await waitUntil('the item to be running', async () => ((await itemStatus(rig, projectId)) === 'running' ? true : undefined), 30_000, 100);
+      // The finishing callback is the one sent while the control plane is down: a run's callbacks go out in order, so
+      // a session_started still undelivered at the kill would hold it back unsent.
+      await waitUntil(
+        'session_started to be stored',
+        async () => ((await rig.store.query(`SELECT 1 FROM worker_callbacks WHERE run_id = $1 AND event_type = 'session_started'`, [runId])).rowCount ? true : undefined),
+        30_000,
+        100,
+      );
       await rig.cp.kill('SIGKILL');
 
       await waitUntil(
