@@ -11,7 +11,7 @@ import type { AgentSettings } from '../workflows/messages.ts';
 import { dispatchPreflight } from '../services/worker-preflight.ts';
 import { WorkerGateError, workerGateClient } from '../clients/worker-gate-client.ts';
 import { heartbeating } from './heartbeat.ts';
-import { GATE_CALL_FAILED, GATE_UNAVAILABLE, isRejectedWrite, LANE_UNKNOWN_HERE, PERMANENT_FAILURE_TYPES, type GateFailureDetails } from '../domain/run-failures.ts';
+import { GATE_CALL_FAILED, GATE_UNAVAILABLE, isRejectedWrite, UNKNOWN_LANE, PERMANENT_FAILURE_TYPES, type GateFailureDetails } from '../domain/run-failures.ts';
 
 /**
  * Activities of the run workflow. Each is idempotent by business key: the claim by run_id, transitions by
@@ -73,7 +73,7 @@ export function createRunActivities(deps: RunActivityDeps) {
     const target = settings.routing.targets.get(lane);
     // Retried, not final: the replica whose worker took this task may not have the lane configured yet (or any more)
     // while another replica, whose worker may take the retry, has it (README "Running on several machines").
-    if (!target) throw ApplicationFailure.retryable(`lane ${lane} is not a configured worker target of this replica`, LANE_UNKNOWN_HERE);
+    if (!target) throw ApplicationFailure.retryable(`lane ${lane} is not a configured worker target of this replica`, UNKNOWN_LANE);
     return target;
   };
 
@@ -117,7 +117,10 @@ export function createRunActivities(deps: RunActivityDeps) {
 
   return {
     async claimRun(input: ClaimRunInput): Promise<{ claimed: boolean; reason?: string }> {
-      const target = targetOf(input.lane);
+      // The claim runs as a local activity, on the worker that took the workflow task, and its retries stay there: a
+      // lane this replica lacks is a claim lost (the item stays queued), not a failure to retry on the same worker.
+      const target = settings.routing.targets.get(input.lane);
+      if (!target) return { claimed: false, reason: `lane ${input.lane} is not a configured worker target of this replica` };
       try {
         const result = await store.transaction((tx) => claimQueueItem(tx, { ...input, wake_gate_url: target.wake_gate_url }));
         return result.claimed ? { claimed: true } : { claimed: false, reason: result.reason };

@@ -246,6 +246,7 @@ function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, tim
         // The group is gone already.
       }
     };
+    const timers: NodeJS.Timeout[] = [];
     const onLine = options.onStdoutLine;
     if (onLine && child.stdout) {
       let pending = '';
@@ -255,11 +256,12 @@ function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, tim
         pending = lines.pop() ?? '';
         if (pending.length > MAX_STDOUT_LINE || !lines.every((line) => onLine(line))) {
           stopped = true;
-          signalGroup('SIGKILL');
+          // SIGTERM first: rsync then removes the temporary file of the transfer it was in.
+          signalGroup('SIGTERM');
+          timers.push(setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS));
         }
       });
     }
-    const timers: NodeJS.Timeout[] = [];
     const finish = (exitCode: number | null) => {
       if (settled) return;
       settled = true;
@@ -475,8 +477,8 @@ export async function syncEvidence(
     }
   };
 
-  // What grows on the worker between the listing and the copy is counted as it is copied: the copy stops at the caps,
-  // with at most the file in flight (within --max-size) over them.
+  // What grows on the worker between the listing and the copy is counted as it is copied, from the sizes in rsync's
+  // file list: the copy stops at the caps. A file that grows while it is being sent is caught by the count after.
   const copyCount = capCounter(copiedEntry);
   const outcome = await runBounded(RSYNC_PROGRAM, args, env, timeLeft(), { pinnedFd: parent.fd, onStdoutLine: copyCount.onLine }).finally(() => parent.close());
   const copyOver = copyCount.count.over;

@@ -1,11 +1,11 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHash, createHmac, scryptSync } from 'node:crypto';
 import { ConfigFieldsSchema, ENV_ONLY_FIELDS, PER_REPLICA_FIELDS, SECRET_FIELDS, type Config } from './schema.ts';
 
 /**
  * The fingerprint of the part of a control plane's config that every replica of a cluster must share (README "Running
  * on several machines"): every field but the per-replica ones (PER_REPLICA_FIELDS), with each secret replaced by an
- * HMAC keyed by the control API token, which the replicas share. Two replicas whose tokens or settings differ get
- * different fingerprints, and neither the fingerprint nor a field's digest tells anything of a secret.
+ * HMAC under a key derived from the control API token, which the replicas share, by scrypt: two replicas whose tokens
+ * or settings differ get different fingerprints, while each guess at a token from a published digest costs a scrypt.
  */
 
 export interface ConfigFingerprint {
@@ -30,7 +30,7 @@ function canonicalJson(value: unknown): string {
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, DIGEST_CHARS);
 
 export function configFingerprint(config: Config): ConfigFingerprint {
-  const key = config.control_api_bearer_token;
+  const key = scryptSync(config.control_api_bearer_token, 'research-control-plane config fingerprint', 32);
   const keyed = (value: string) => `hmac:${createHmac('sha256', key).update(value).digest('hex').slice(0, DIGEST_CHARS)}`;
   const secret = new Set<string>(SECRET_FIELDS);
   const perReplica = new Set<string>(PER_REPLICA_FIELDS);

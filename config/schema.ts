@@ -74,8 +74,8 @@ type FieldMeta = {
   secret?: boolean;
   /**
    * The field may differ between control-plane replicas of one cluster: it names something of the replica's own machine
-   * (where it listens, its files and paths, how it reaches shared services) or is read by a worker gate only. Every
-   * other field must be the same on all of them (README "Running on several machines").
+   * (where it listens, its files, paths and programs, how it reaches shared services, where a gate it serves posts its
+   * callbacks). Every other field must be the same on all of them (README "Running on several machines").
    */
   perReplica?: boolean;
   /** Environment variable that overrides the file value. */

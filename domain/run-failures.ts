@@ -19,7 +19,7 @@ export const PERMANENT_FAILURE_TYPES = {
  * The run's lane is not a worker target of the replica whose worker ran the activity: retried, since another replica's
  * worker, which has it, may take the retry (a worker target added or removed one replica at a time).
  */
-export const LANE_UNKNOWN_HERE = 'UnknownLane';
+export const UNKNOWN_LANE = 'UnknownLane';
 
 /** A gate call that may succeed on a later try: the gate was unreachable, timed out or answered 5xx. */
 export const GATE_UNAVAILABLE = 'WorkerGateUnavailable';

@@ -8,7 +8,7 @@ import type { Store } from '../store/store.ts';
  * The control-plane replicas of one cluster, as they find each other through the database they share (README "Running
  * on several machines"): each reports itself with its config fingerprint every REPORT_EVERY_MS, and a replica not heard
  * from for REPLICA_LOST_AFTER_MS is gone. A config that differs between the live replicas is drift: shown on
- * /control/health, logged at start, and found by the queue check.
+ * /control/health, logged at start, and in rcp_config_info for Prometheus to compare.
  */
 
 export const REPORT_EVERY_MS = 10_000;
@@ -84,6 +84,6 @@ export class ReplicaRegistry {
   }
 
   private report(): Promise<void> {
-    return reportReplica(this.store, { replica_id: this.replicaId, config_fingerprint: this.config.fingerprint, config_fields: this.config.fields, worker_lanes: this.workerLanes });
+    return reportReplica(this.store, { replica_id: this.replicaId, config_fingerprint: this.config.fingerprint, config_fields: this.config.fields, worker_lanes: this.workerLanes }, REPLICA_LOST_AFTER_MS);
   }
 }

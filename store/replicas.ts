@@ -17,8 +17,15 @@ export interface ReplicaReport {
   worker_lanes: string[];
 }
 
-/** Records that `replica` runs now with this config; its start time is kept from its first report. */
-export async function reportReplica(q: Queryable, replica: ReplicaReport): Promise<void> {
+/**
+ * Records that `replica` runs now with this config (its start time is kept from its first report), and drops the rows
+ * of other replicas not heard from within `lostAfterMs` (replicas that died without leaving).
+ */
+export async function reportReplica(q: Queryable, replica: ReplicaReport, lostAfterMs: number): Promise<void> {
+  await q.query(
+    `DELETE FROM control_plane_replicas WHERE replica_id <> $1 AND last_seen_at < clock_timestamp() - make_interval(secs => $2::double precision / 1000)`,
+    [replica.replica_id, lostAfterMs],
+  );
   await q.query(
     `INSERT INTO control_plane_replicas (replica_id, config_fingerprint, config_fields, worker_lanes) VALUES ($1, $2, $3::jsonb, $4::text[])
      ON CONFLICT (replica_id) DO UPDATE SET config_fingerprint = EXCLUDED.config_fingerprint,
@@ -41,12 +48,13 @@ export async function lanesMissingOnSomeReplica(q: Queryable, lanes: readonly st
   return new Set(result.rows.map((row) => row.lane));
 }
 
-/** The replicas that reported within `withinMs`, oldest first; older rows (replicas that died) are dropped. */
+/** The replicas that reported within `withinMs`, oldest first. */
 export async function liveReplicas(q: Queryable, withinMs: number): Promise<ReplicaRow[]> {
-  await q.query(`DELETE FROM control_plane_replicas WHERE last_seen_at < clock_timestamp() - make_interval(secs => $1::double precision / 1000)`, [withinMs]);
   const result = await q.query<ReplicaRow>(
-    `SELECT replica_id, config_fingerprint, config_fields, started_at, last_seen_at
-     FROM control_plane_replicas ORDER BY started_at, replica_id`,
+    `SELECT replica_id, config_fingerprint, config_fields, started_at, last_seen_at FROM control_plane_replicas
+     WHERE last_seen_at >= clock_timestamp() - make_interval(secs => $1::double precision / 1000)
+     ORDER BY started_at, replica_id`,
+    [withinMs],
   );
   return result.rows;
 }

@@ -81,7 +81,7 @@ describe('docker-compose.yml', () => {
     for (const [name, service] of appServices) expect(service.init, name).toBe(true);
   });
 
-  it('runs the Temporal server version that scripts/install-temporal-server.sh builds for npm run cluster and the fleet test', () => {
+  it('runs the Temporal server version that scripts/install-temporal-server.sh builds', () => {
     const temporalImages = services.map(([, service]) => service.image ?? '').filter((image) => /^temporalio\/(server|admin-tools):/.test(image));
     expect(temporalImages.length).toBeGreaterThanOrEqual(2);
     for (const image of temporalImages) expect(image.split(':')[1]).toBe(TEMPORAL_SERVER_VERSION);

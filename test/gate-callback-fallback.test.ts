@@ -19,7 +19,9 @@ let client: ReturnType<typeof gateClient>;
 beforeAll(async () => {
   primary = await CallbackReceiver.start();
   fallback = await CallbackReceiver.start();
-  fixture = await writeGateConfig({ callbackUrl: primary.url, overrides: { completion_callback_fallback_urls: [fallback.url] } });
+  // A receiver that is down refuses at once; the long timeout keeps a slow answer of this (loaded) test process from
+  // counting as a failure and sending the callback to the other replica too.
+  fixture = await writeGateConfig({ callbackUrl: primary.url, overrides: { completion_callback_fallback_urls: [fallback.url], completion_callback_timeout_sec: 30 } });
   gate = await startGateProcess(fixture);
   client = gateClient(fixture);
 });
@@ -41,11 +43,8 @@ describe('callbacks to several control-plane replicas', () => {
     expect((await client.dashboard()).body.service).toMatchObject({ completion_callback_url: primary.url, completion_callback_fallback_urls: [fallback.url] });
 
     await primary.down();
-    const sentAt = Date.now();
     await launched('fallback-1-run');
-    const first = await fallback.waitFor('fallback-1-run', 'session_started', 20_000);
-    // At once: the outbox's first retry would come a second later at the earliest, then 2 s, 4 s…
-    expect(first.at - sentAt).toBeLessThan(10_000);
+    await fallback.waitFor('fallback-1-run', 'session_started', 20_000);
     expect(primary.forRun('fallback-1-run')).toEqual([]);
 
     await primary.up();
@@ -56,7 +55,7 @@ describe('callbacks to several control-plane replicas', () => {
     await fallback.down();
     await launched('fallback-3-run');
     await primary.waitFor('fallback-3-run', 'session_started', 20_000);
-    // One attempt each: the replica that was down cost no retry.
+    // One attempt each: the replica that was down cost no retry (the outbox's next would come a second later or more).
     const callbacks = (await client.dashboard()).body.callbacks as { run_id: string; event_type: string; attempts: number; delivered_at: string | null }[];
     const started = callbacks.filter((entry) => entry.event_type === 'session_started').map(({ run_id, attempts, delivered_at }) => ({ run_id, attempts, delivered: delivered_at !== null }));
     expect(started.sort((a, b) => a.run_id.localeCompare(b.run_id))).toEqual(['fallback-1-run', 'fallback-2-run', 'fallback-3-run'].map((run_id) => ({ run_id, attempts: 1, delivered: true })));

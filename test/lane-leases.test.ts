@@ -17,7 +17,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const TTL_MS = 1_500;
+const TTL_MS = 4_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('lane leases', () => {
@@ -25,10 +25,10 @@ describe('lane leases', () => {
     expect(await takeLaneLease(t.store, 'gpu-a', 'call-1', TTL_MS)).toBe(true);
     expect(await takeLaneLease(t.store, 'gpu-a', 'call-2', TTL_MS)).toBe(false);
     for (let tick = 0; tick < 5; tick++) {
-      await sleep(400);
+      await sleep(1_000);
       expect(await renewLaneLease(t.store, 'gpu-a', 'call-1', TTL_MS)).toBe(true);
     }
-    // 2 s after it was taken, past its lifetime: still held, since it was renewed.
+    // 5 s after it was taken, past its lifetime: still held, since it was renewed.
     expect(await takeLaneLease(t.store, 'gpu-a', 'call-2', TTL_MS)).toBe(false);
     expect(await leasedLanes(t.store)).toEqual(new Set(['gpu-a']));
 

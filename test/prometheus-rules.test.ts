@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { cacheRoot } from '../bin/runtime/temporal-cli.ts';
 import { FINDING_KINDS } from '../domain/queue-alerts.ts';
 import { GATE_TOKEN, waitUntil } from './support/gate.ts';
 import { parseExposition, sampleValue, scrapeText, type PromSample } from './support/prometheus.ts';
@@ -19,7 +20,8 @@ import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-
  * nothing to fix in our own series.
  */
 
-const PROMTOOL = process.env.PROMTOOL_PATH || '/usr/bin/promtool';
+/** Where scripts/ensure-promtool.sh puts it, unless PROMTOOL_PATH names another. */
+const PROMTOOL = process.env.PROMTOOL_PATH || join(cacheRoot(), 'promtool', 'promtool');
 const RULES_DIR = fileURLToPath(new URL('../deploy/prometheus/', import.meta.url));
 const RULES = 'rcp-alerts.yml';
 const RULE_TESTS = 'rcp-alerts.test.yml';

@@ -134,7 +134,11 @@ describe('two replicas on one database', () => {
 
     await notYet.process.kill('SIGTERM');
     await startReplica({ worker_targets: gpuNew });
-    const ready = await updated.api('POST', '/control/dispatch-next', { dry_run: true, requested_by: 'replicas-test' });
+    // The stopped replica left the cluster as it stopped (one that was killed would count for 30 s more).
+    const ready = await waitUntil('the lane to be dispatched to', async () => {
+      const answer = await updated.api('POST', '/control/dispatch-next', { dry_run: true, requested_by: 'replicas-test' });
+      return answer.body.action === 'noop' ? undefined : answer;
+    }, 15_000, 250);
     expect(ready.body).toMatchObject({ action: 'dry_run_dispatch', candidate: { project_id: 'rolling-lane' }, dispatch_route: { machine_target: 'gpu-new' } });
   });
 });

@@ -45,8 +45,9 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
   let replicas: ReplicaRegistry | undefined;
   const stop = async () => {
     await app?.close();
-    await replicas?.stop();
+    // The worker first: while it still polls, this replica may take tasks, so it leaves the cluster only after.
     await temporal?.shutdown();
+    await replicas?.stop();
     await store?.close();
   };
   try {
