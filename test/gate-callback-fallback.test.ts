@@ -15,6 +15,8 @@ let fallback: CallbackReceiver;
 let fixture: GateFixture;
 let gate: GateProcess;
 let client: ReturnType<typeof gateClient>;
+/** The agents' process groups: the test ends while they still work, and they outlive the gate. */
+const agentGroups: number[] = [];
 
 beforeAll(async () => {
   primary = await CallbackReceiver.start();
@@ -27,15 +29,23 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const group of agentGroups) {
+    try {
+      process.kill(-group, 'SIGKILL');
+    } catch {
+      // Finished already.
+    }
+  }
   await gate?.kill('SIGTERM');
   await primary?.down();
   await fallback?.down();
-  if (fixture) await rm(fixture.dir, { recursive: true, force: true });
+  if (fixture) await rm(fixture.dir, { recursive: true, force: true, maxRetries: 5 });
 });
 
 async function launched(runId: string) {
   const answer = await client.launch(runId, 'normal');
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  agentGroups.push(Number(answer.body.process_group_id ?? answer.body.root_pid));
 }
 
 describe('callbacks to several control-plane replicas', () => {
