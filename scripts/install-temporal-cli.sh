@@ -48,17 +48,8 @@ fi
 
 mkdir -p "$install_dir"
 
-# Serialise concurrent installs (two terminals, CI + pretest) so only one build runs.
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$install_dir/.install.lock"
-  flock 9
-  if [[ -x "$binary" ]] && is_expected_build "$binary"; then
-    log "temporal v$VERSION installed by another process at $binary"
-    exit 0
-  fi
-  # Safe only under the lock: leftovers of builds that were killed before their cleanup ran.
-  rm -rf "$install_dir"/.build.*
-fi
+installed() { [[ -x "$binary" ]] && is_expected_build "$binary"; }
+lock_install_dir "$install_dir" "temporal v$VERSION" installed
 
 # Build into a temp GOBIN on the same filesystem, then rename: an interrupted build never
 # leaves a partial binary at the final path.

@@ -36,16 +36,7 @@ if installed; then
 fi
 
 mkdir -p "$install_dir"
-# Serialise concurrent installs (two terminals, CI + pretest) so only one build runs.
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$install_dir/.install.lock"
-  flock 9
-  if installed; then
-    log "temporal-server v$VERSION installed by another process in $install_dir"
-    exit 0
-  fi
-  rm -rf "$install_dir"/.build.*
-fi
+lock_install_dir "$install_dir" "temporal-server v$VERSION" installed
 
 # Build into a temp GOBIN on the same filesystem, then rename: an interrupted build never leaves a partial binary.
 build_dir="$(mktemp -d "$install_dir/.build.XXXXXX")"

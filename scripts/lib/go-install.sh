@@ -32,3 +32,19 @@ go_install_with_progress() {
   trap - INT TERM HUP
   [[ $build_status -eq 0 ]] || fail "go install of $what failed (see the output above)."
 }
+
+# lock_install_dir DIR WHAT CHECK
+# Serialises concurrent installs into DIR (two terminals, CI + pretest) so only one build runs: takes DIR/.install.lock
+# on descriptor 9 for the rest of the script, then exits 0 when CHECK (a command) says another process installed WHAT
+# meanwhile, and otherwise removes the leftovers of builds that were killed before their cleanup ran.
+lock_install_dir() {
+  local dir="$1" what="$2" check="$3"
+  command -v flock >/dev/null 2>&1 || return 0
+  exec 9>"$dir/.install.lock"
+  flock 9
+  if "$check"; then
+    log "$what installed by another process in $dir"
+    exit 0
+  fi
+  rm -rf "$dir"/.build.*
+}
