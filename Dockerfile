@@ -23,7 +23,9 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY . .
 # The image's `node` user (uid 1000) runs the service; its cache holds the workflow bundle and the stripped sources.
 COPY --from=workflow-bundle --chown=node:node /bundle-cache /home/node/.cache/research-control-plane
-RUN install -d -o node -g node -m 0700 /var/lib/research-control-plane
+# The state folder, and the folders the compose stack shares between replicas (papers, projects): a named volume
+# mounted on a folder of the image takes its owner and mode on first use.
+RUN install -d -o node -g node -m 0700 /var/lib/research-control-plane /var/lib/research-control-plane/papers /srv/research-control-plane/projects
 USER node
 EXPOSE 8787
 CMD ["node", "--max-semi-space-size=1", "bin/start.js"]

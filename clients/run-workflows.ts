@@ -1,5 +1,7 @@
+import { status } from '@grpc/grpc-js';
 import {
   isGrpcCancelledError,
+  isGrpcServiceError,
   isGrpcDeadlineError,
   WithStartWorkflowOperation,
   WorkflowFailedError,
@@ -36,6 +38,14 @@ type RunHandle = WorkflowHandle<typeof runWorkflow>;
  */
 const RUN_WORKFLOW_TASK_TIMEOUT = '4 seconds';
 
+/**
+ * A search attribute registered moments ago (the first start on a new namespace) is refused until each Temporal
+ * service's namespace cache refreshes, up to some 10 s on a real server; the start is tried again meanwhile.
+ */
+const isSearchAttributeNotYetKnown = (error: unknown) =>
+  isGrpcServiceError(error) && error.code === status.INVALID_ARGUMENT && /no mapping defined for search attribute/.test(`${error.message} ${error.details}`);
+const SEARCH_ATTRIBUTE_RETRY_MS = 500;
+
 /** The wait ran out: the deadline passed, or the call was given up on its way. */
 const isWaitOver = (error: unknown) => isGrpcDeadlineError(error) || isGrpcCancelledError(error);
 
@@ -63,35 +73,42 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
     async startRun(input, waitMs) {
       const workflowId = workflowIdForRun(input.run_id);
       const deadline = Date.now() + waitMs;
-      // One call starts the run and asks for its dispatch outcome, which the workflow answers once the worker accepted
-      // the run or the attempt failed. A run id is started once: a second start of it fails, whatever its state.
-      const start = new WithStartWorkflowOperation<typeof runWorkflow>(RUN_WORKFLOW_TYPE, {
-        taskQueue: settings.taskQueue,
-        workflowId,
-        args: [input],
-        workflowIdConflictPolicy: 'FAIL',
-        workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT,
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        typedSearchAttributes: [
-          { key: PROJECT_ID_ATTRIBUTE, value: input.project_id },
-          { key: QUEUE_STATUS_ATTRIBUTE, value: 'queued' },
-        ],
-      });
-      try {
-        const outcome = await client.withDeadline(deadline, () =>
-          client.workflow.executeUpdateWithStart(dispatchOutcomeUpdate, { startWorkflowOperation: start }),
-        );
-        return { started: true, workflow_id: workflowId, outcome };
-      } catch (error) {
-        const handle = await start.workflowHandle().catch((startError: unknown) => startError);
-        if (handle instanceof WorkflowExecutionAlreadyStartedError) {
-          return { started: false, reason: `run ${input.run_id} was already started by another dispatch` };
+      for (;;) {
+        // One call starts the run and asks for its dispatch outcome, which the workflow answers once the worker accepted
+        // the run or the attempt failed. A run id is started once: a second start of it fails, whatever its state.
+        const start = new WithStartWorkflowOperation<typeof runWorkflow>(RUN_WORKFLOW_TYPE, {
+          taskQueue: settings.taskQueue,
+          workflowId,
+          args: [input],
+          workflowIdConflictPolicy: 'FAIL',
+          workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          typedSearchAttributes: [
+            { key: PROJECT_ID_ATTRIBUTE, value: input.project_id },
+            { key: QUEUE_STATUS_ATTRIBUTE, value: 'queued' },
+          ],
+        });
+        try {
+          const outcome = await client.withDeadline(deadline, () =>
+            client.workflow.executeUpdateWithStart(dispatchOutcomeUpdate, { startWorkflowOperation: start }),
+          );
+          return { started: true, workflow_id: workflowId, outcome };
+        } catch (error) {
+          // Nothing was started: the refusal is atomic, so trying again cannot start the run twice.
+          if (isSearchAttributeNotYetKnown(error) && Date.now() + SEARCH_ATTRIBUTE_RETRY_MS < deadline) {
+            await new Promise((resolve) => setTimeout(resolve, SEARCH_ATTRIBUTE_RETRY_MS));
+            continue;
+          }
+          const handle = await start.workflowHandle().catch((startError: unknown) => startError);
+          if (handle instanceof WorkflowExecutionAlreadyStartedError) {
+            return { started: false, reason: `run ${input.run_id} was already started by another dispatch` };
+          }
+          // Whether the start went through is unknown only when the wait ran out before the server answered; the run
+          // may then be on its way, as with any run whose outcome is late.
+          if (handle instanceof Error && !isWaitOver(handle)) throw handle;
+          if (Date.now() >= deadline || isWaitOver(error)) return { started: true, workflow_id: workflowId, outcome: null };
+          return { started: true, workflow_id: workflowId, outcome: await outcomeFromResult(handleOf(input.run_id), deadline) };
         }
-        // Whether the start went through is unknown only when the wait ran out before the server answered; the run
-        // may then be on its way, as with any run whose outcome is late.
-        if (handle instanceof Error && !isWaitOver(handle)) throw handle;
-        if (Date.now() >= deadline || isWaitOver(error)) return { started: true, workflow_id: workflowId, outcome: null };
-        return { started: true, workflow_id: workflowId, outcome: await outcomeFromResult(handleOf(input.run_id), deadline) };
       }
     },
 

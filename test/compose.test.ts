@@ -11,6 +11,8 @@ import { loadConfig } from '../config/load.ts';
 import { ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../config/schema.ts';
 import { startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
 import { TEMPORAL_SERVER_VERSION } from '../bin/runtime/temporal-server.ts';
+import { configFingerprint } from '../config/fingerprint.ts';
+import { gateConfig, LOCAL_CLUSTER_NAMING, LOCAL_CLUSTER_PORTS, planCluster, replicaConfig, type ClusterOptions } from '../scripts/cluster/topology.ts';
 import { testPort } from './support/ports.ts';
 
 /**
@@ -59,7 +61,9 @@ function interpolate(text: string, env: Record<string, string>): string {
 }
 
 /** The services running our image (the control plane and the gate). */
-const appServices = services.filter(([, service]) => service.build !== undefined || service.image === compose.services['control-plane']!.image);
+const REPLICAS = ['control-plane-1', 'control-plane-2'];
+const appImage = compose.services['control-plane-1']!.image;
+const appServices = services.filter(([, service]) => service.build !== undefined || service.image === appImage);
 /** One-shot jobs: another service waits for them to complete rather than to be healthy. */
 const oneShot = new Set(
   services.flatMap(([, service]) =>
@@ -72,9 +76,9 @@ const oneShot = new Set(
 describe('docker-compose.yml', () => {
   it('has the whole multi-machine shape', () => {
     expect(Object.keys(compose.services).sort()).toEqual(
-      ['control-plane', 'postgres', 'temporal', 'temporal-namespace', 'temporal-schema', 'temporal-ui', 'worker-gate'].sort(),
+      [...REPLICAS, 'postgres', 'temporal', 'temporal-namespace', 'temporal-schema', 'temporal-ui', 'worker-gate'].sort(),
     );
-    expect(appServices.map(([name]) => name).sort()).toEqual(['control-plane', 'worker-gate']);
+    expect(appServices.map(([name]) => name).sort()).toEqual([...REPLICAS, 'worker-gate']);
   });
 
   it('runs our image under an init that reaps orphaned processes (the gate\'s agents detach and outlive their launcher)', () => {
@@ -91,7 +95,7 @@ describe('docker-compose.yml', () => {
   it('gives every service a pinned image or our Dockerfile, and every long-running one a health check', () => {
     for (const [name, service] of services) {
       if (service.build) expect(service.build, name).toMatchObject({ context: '.', target: 'runtime' });
-      else if (appServices.some(([app]) => app === name)) expect(service.image, name).toBe(compose.services['control-plane']!.image);
+      else if (appServices.some(([app]) => app === name)) expect(service.image, name).toBe(appImage);
       else expect(service.image, name).toMatch(/^[a-z0-9./-]+:\d[\w.-]*$/);
       if (oneShot.has(name)) {
         expect(service.restart, name).toBe('no');
@@ -109,7 +113,7 @@ describe('docker-compose.yml', () => {
         expect(condition, `${name} → ${dependency}`).toBe(oneShot.has(dependency) ? 'service_completed_successfully' : 'service_healthy');
       }
     }
-    expect(Object.keys(compose.services['control-plane']!.depends_on!)).toEqual(expect.arrayContaining(['postgres', 'temporal-namespace']));
+    for (const replica of REPLICAS) expect(Object.keys(compose.services[replica]!.depends_on!)).toEqual(expect.arrayContaining(['postgres', 'temporal-namespace']));
   });
 
   it('publishes ports on loopback only, each host port once', () => {
@@ -117,7 +121,7 @@ describe('docker-compose.yml', () => {
     for (const port of hostPorts) expect(port).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
     const published = hostPorts.map((port) => port.split(':')[1]);
     expect(new Set(published).size).toBe(published.length);
-    expect(compose.services['control-plane']!.ports).toEqual(['127.0.0.1:8787:8787']);
+    expect(REPLICAS.map((replica) => compose.services[replica]!.ports)).toEqual([['127.0.0.1:8787:8787'], ['127.0.0.1:8797:8797']]);
   });
 
   it('runs Postgres and a Temporal with its namespace, and nothing of ours, for the command README gives', () => {
@@ -183,7 +187,7 @@ describe('docker-compose.yml', () => {
     for (const [name, service] of appServices) {
       for (const variable of Object.keys(service.environment ?? {})) expect(known.has(variable), `${name}: ${variable}`).toBe(true);
     }
-    expect(compose.services['control-plane']!.environment).toMatchObject({ TEMPORAL_ADDRESS: 'temporal:7233' });
+    for (const replica of REPLICAS) expect(compose.services[replica]!.environment).toMatchObject({ TEMPORAL_ADDRESS: 'temporal:7233' });
   });
 
   it('names in .env.example every variable the stack needs, and no other', () => {
@@ -209,27 +213,64 @@ describe('docker-compose.yml', () => {
       return result;
     };
 
-    it('validates the control plane\'s: pg backend, Temporal from TEMPORAL_ADDRESS, the gate as its worker', () => {
-      const { config, warnings } = load('control-plane');
-      expect(config).toMatchObject({
-        roles: ['control_plane'],
-        control_plane_store_backend: 'pg',
-        pg_database_url: `postgres://control_plane:${env.RCP_POSTGRES_PASSWORD}@postgres:5432/control_plane`,
-        temporal_address: 'temporal:7233',
-        worker_wake_gate_url: 'http://worker-gate:8788',
-        worker_wake_gate_bearer_token: env.RCP_GATE_TOKEN,
-        live_dispatch_enabled: false,
-      });
-      expect(warnings).toEqual([]);
+    it('validates each replica\'s (every field it sets exists): pg backend on one database, Temporal from TEMPORAL_ADDRESS, the gate as its worker target', () => {
+      const [first, second] = REPLICAS.map((replica) => load(replica));
+      for (const { config, warnings } of [first!, second!]) {
+        expect(config).toMatchObject({
+          roles: ['control_plane'],
+          control_plane_store_backend: 'pg',
+          pg_database_url: `postgres://control_plane:${env.RCP_POSTGRES_PASSWORD}@postgres:5432/control_plane`,
+          temporal_address: 'temporal:7233',
+          temporal_namespace: 'default',
+          temporal_task_queue: 'control-plane',
+          worker_targets: { 'gate-1': { wake_gate_url: 'http://worker-gate:8788', bearer_token: env.RCP_GATE_TOKEN, role: 'gpu_worker' } },
+          live_dispatch_enabled: false,
+        });
+        expect(warnings).toEqual([]);
+      }
+      // One cluster: the replicas differ only in fields each sets for itself.
+      expect(configFingerprint(first!.config).fingerprint).toBe(configFingerprint(second!.config).fingerprint);
     });
 
-    it('validates the gate\'s, whose callbacks reach the control plane with the same tokens', () => {
+    it('sets the same config fields as npm run cluster, on the replicas and on the gate', () => {
+      const options: ClusterOptions = {
+        dir: '/srv/cluster',
+        repoRoot: REPO_ROOT,
+        gates: 1,
+        lanesPerGate: 1,
+        postgres: { host: '127.0.0.1', port: 5432, user: 'postgres' },
+        naming: LOCAL_CLUSTER_NAMING,
+        ports: LOCAL_CLUSTER_PORTS,
+        gate: { dispatchScript: '/app/worker-gate/simulated-agent.sh', env: {}, overrides: {} },
+        replicaOverrides: {},
+      };
+      const topology = planCluster(options);
+      const fieldsOf = (service: string) => Object.keys(JSON.parse(interpolate(compose.configs[compose.services[service]!.configs![0]!.source]!.content, env)) as object);
+      // Compose alone names each container in allowed_hosts (they reach each other by service name) and gives the
+      // replicas their Temporal address in TEMPORAL_ADDRESS; dispatch_script_path is a gate's field that the cluster
+      // sets and the compose replicas, which serve no gate, leave out.
+      const composeOnly = ['allowed_hosts'];
+      const fromEnvironment = ['temporal_address'];
+      for (const replica of REPLICAS) {
+        const cluster = Object.keys(replicaConfig(topology, options, topology.replicas[0]!)).filter((field) => !fromEnvironment.includes(field));
+        expect(fieldsOf(replica).filter((field) => !composeOnly.includes(field)).sort(), replica).toEqual(cluster.sort());
+      }
+      const gate = Object.keys(gateConfig(topology, options, topology.gates[0]!));
+      expect(fieldsOf('worker-gate').filter((field) => !composeOnly.includes(field)).sort()).toEqual(gate.sort());
+    });
+
+    it('validates the gate\'s, whose callbacks reach both replicas with the same tokens', () => {
       const gate = load('worker-gate').config;
-      const controlPlane = load('control-plane').config;
+      const controlPlane = load('control-plane-1').config;
       expect(gate.roles).toEqual(['worker_gate']);
-      expect(gate.completion_callback_url).toBe('http://control-plane:8787/control/api/worker-callback');
+      expect([gate.completion_callback_url, ...gate.completion_callback_fallback_urls]).toEqual([
+        'http://control-plane-1:8787/control/api/worker-callback',
+        'http://control-plane-2:8797/control/api/worker-callback',
+      ]);
       expect(gate.completion_callback_token).toBe(controlPlane.completion_callback_token);
-      expect(gate.worker_wake_gate_bearer_token).toBe(controlPlane.worker_wake_gate_bearer_token);
+      expect(gate.worker_wake_gate_bearer_token).toBe(controlPlane.worker_targets['gate-1']!.bearer_token);
+      // The worker host never holds the control plane's token.
+      expect(gate.control_api_bearer_token).not.toBe(controlPlane.control_api_bearer_token);
       expect(compose.services['worker-gate']!.ports).toEqual([`127.0.0.1:${gate.listen_port}:${gate.listen_port}`]);
       // The image carries the simulated agent at the path the config names.
       expect(gate.dispatch_script_path).toBe('/app/worker-gate/simulated-agent.sh');
@@ -237,7 +278,7 @@ describe('docker-compose.yml', () => {
     });
 
     it('refuses to start without the secrets', () => {
-      expect(() => interpolate(compose.configs['control-plane-config']!.content, {})).toThrow(/RCP_CONTROL_API_TOKEN is required/);
+      expect(() => interpolate(compose.configs['control-plane-1-config']!.content, {})).toThrow(/RCP_CONTROL_API_TOKEN is required/);
     });
   });
 });

@@ -10,7 +10,8 @@ import { quietTemporalLogs } from './support/temporal.ts';
  */
 
 /**
- * Run histories: captured before any patch, then once more after each patch (named after it). Paper histories: one per
+ * Run histories: captured before any patch, then once more after each patch that changes what their path records
+ * (named after it); a patch that only one path reaches (finished-run-ends-wait) adds that path's history alone. Paper histories: one per
  * path. Research-cycle histories: a cycle stopped by a stop condition, and one that ran every stage across a crash. A queue
  * pump tick that dispatched, and a scheduled queue check.
  */
@@ -34,6 +35,7 @@ const FIXTURES = [
   'run-completion-timeout.preflight-as-activity',
   'run-dispatch-failed',
   'run-dispatch-failed.preflight-as-activity',
+  'run-finished-before-callback.finished-run-ends-wait',
   'run-gate-timeout',
   'run-gate-timeout.preflight-as-activity',
   'run-preflight-failed',

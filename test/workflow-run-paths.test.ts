@@ -48,7 +48,7 @@ import { quietTemporalLogs } from './support/temporal.ts';
  */
 
 const TASK_QUEUE = `run-paths-${process.pid}`;
-const LANES = ['completed', 'timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost', 'readonly', 'paused'] as const;
+const LANES = ['completed', 'finished', 'timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost', 'readonly', 'paused'] as const;
 /** A lane whose gate address has nothing listening. */
 const DOWN_LANE = 'down';
 
@@ -63,6 +63,7 @@ let worker: Worker;
 let running: Promise<void>;
 let client: Client;
 let settings: DispatchSettings;
+let activities: ReturnType<typeof createActivities>;
 const agents = new AgentGroups();
 const { queueItem, runRow } = ledgerReads(() => store);
 
@@ -91,11 +92,12 @@ beforeAll(async () => {
   workerConnection = await NativeConnection.connect({ address });
   clientConnection = await Connection.connect({ address });
   await ensureSearchAttributes(clientConnection, 'default');
+  activities = createActivities({ store, settings, papers: deterministicPaperSettings() });
   worker = await Worker.create({
     connection: workerConnection,
     taskQueue: TASK_QUEUE,
     workflowBundle: await loadWorkflowBundle(),
-    activities: createActivities({ store, settings, papers: deterministicPaperSettings() }),
+    activities,
     ...WORKFLOWS_ON_MAIN_THREAD,
   });
   running = worker.run();
@@ -178,6 +180,21 @@ describe('the run workflow on each of its paths', () => {
     expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'reconciled', queue_status: 'completed' });
     expect(await transitionsOf(input.run_id)).toEqual(['claimed', 'prepared', 'worker_accepted', 'session_started', 'wake_received', 'reconciling', 'completed']);
     await keepHistory('run-completed', input.run_id);
+  });
+
+  it('closes on a finishing callback whose transitions an earlier attempt of the task already recorded', { timeout: 90_000 }, async () => {
+    const input = await seed('finished', { scenario: 'slow', work_sec: 120 });
+    await dispatched(input);
+    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'session_started'));
+    await expect.poll(async () => (await runRow(input.run_id))?.state, { timeout: 20_000 }).toBe('running');
+    // What a workflow task that failed after its local activities ran (two replicas signalling at once) leaves behind.
+    await activities.transitionRun({ run_id: input.run_id, transition: 'wake_received', detail: { run_state: 'session_finished_ready', session_id: 'test-session' } });
+    await activities.transitionRun({ run_id: input.run_id, transition: 'reconciling', detail: { decision: null, decision_summary: null, evidence: null } });
+    await activities.transitionRun({ run_id: input.run_id, transition: 'completed' });
+    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'session_finished_ready', { gate_state: 'finished_ready' }));
+    expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'reconciled', queue_status: 'completed' });
+    expect(await transitionsOf(input.run_id)).toEqual(['claimed', 'prepared', 'worker_accepted', 'session_started', 'wake_received', 'reconciling', 'completed']);
+    await keepHistory('run-finished-before-callback', input.run_id);
   });
 
   it('gives up after the completion wait without a callback: the run ends gate_timeout and its item blocked', { timeout: 90_000 }, async () => {

@@ -249,7 +249,10 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
       case 'wake_ready':
       case 'session_finished_ready': {
         const woke = await transition(name, { run_state: callback.event_type, session_id: callback.session_id, audit });
-        if (!woke.applied && woke.run_state !== callback.event_type) return false;
+        if (!woke.applied && woke.run_state !== callback.event_type) {
+          // Already reconciled: an earlier attempt of this task recorded the rest, so the run is done.
+          return woke.run_state === 'reconciled' && patched(RUN_PATCHES.finishedRunEndsWait);
+        }
         enter('reconciling');
         const evidence = callback.evidence ?? null;
         await transition('reconciling', {

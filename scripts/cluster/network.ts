@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { BRIDGE, HOST_ADDRESS, NAMESPACE_PREFIX, type GateHost } from './topology.ts';
+import { hostLinkName, type ClusterNetwork, type GateHost } from './topology.ts';
 
 const run = promisify(execFile);
 
@@ -21,9 +21,9 @@ async function ip(...args: string[]): Promise<void> {
 const quietly = (args: string[]) => run('ip', args).then(() => undefined, () => undefined);
 
 /** The cluster's namespaces that exist now, this start's or a crashed one's. */
-export async function clusterNamespaces(): Promise<string[]> {
+export async function clusterNamespaces(network: ClusterNetwork): Promise<string[]> {
   const { stdout } = await run('ip', ['netns', 'list']).catch(() => ({ stdout: '' }));
-  return stdout.split('\n').map((line) => line.split(' ')[0]!).filter((name) => name.startsWith(NAMESPACE_PREFIX));
+  return stdout.split('\n').map((line) => line.split(' ')[0]!).filter((name) => name.startsWith(network.namespacePrefix));
 }
 
 /** Pids of the processes in a namespace (`ip netns pids`). */
@@ -32,14 +32,14 @@ export async function namespacePids(namespace: string): Promise<number[]> {
   return stdout.split('\n').map(Number).filter((pid) => Number.isInteger(pid) && pid > 0);
 }
 
-export async function makeNetwork(gates: readonly GateHost[]): Promise<void> {
-  await ip('link', 'add', BRIDGE, 'type', 'bridge');
-  await ip('addr', 'add', `${HOST_ADDRESS}/24`, 'dev', BRIDGE);
-  await ip('link', 'set', BRIDGE, 'up');
+export async function makeNetwork(network: ClusterNetwork, gates: readonly GateHost[]): Promise<void> {
+  await ip('link', 'add', network.bridge, 'type', 'bridge');
+  await ip('addr', 'add', `${network.hostAddress}/24`, 'dev', network.bridge);
+  await ip('link', 'set', network.bridge, 'up');
   for (const gate of gates) {
     await ip('netns', 'add', gate.namespace);
     await ip('link', 'add', gate.hostLink, 'type', 'veth', 'peer', 'name', gate.nsLink);
-    await ip('link', 'set', gate.hostLink, 'master', BRIDGE);
+    await ip('link', 'set', gate.hostLink, 'master', network.bridge);
     await ip('link', 'set', gate.hostLink, 'up');
     await ip('link', 'set', gate.nsLink, 'netns', gate.namespace);
     await ip('netns', 'exec', gate.namespace, 'ip', 'addr', 'add', `${gate.address}/24`, 'dev', gate.nsLink);
@@ -54,11 +54,10 @@ export async function setGateLink(gate: GateHost, up: boolean): Promise<void> {
 }
 
 /** Removes every namespace of the cluster and the bridge; what is already gone is skipped. */
-export async function removeNetwork(): Promise<void> {
-  for (const namespace of await clusterNamespaces()) {
-    const n = namespace.slice(NAMESPACE_PREFIX.length);
-    await quietly(['link', 'del', `rcpc-g${n}h`]);
+export async function removeNetwork(network: ClusterNetwork): Promise<void> {
+  for (const namespace of await clusterNamespaces(network)) {
+    await quietly(['link', 'del', hostLinkName(network, Number(namespace.slice(network.namespacePrefix.length)))]);
     await quietly(['netns', 'del', namespace]);
   }
-  await quietly(['link', 'del', BRIDGE]);
+  await quietly(['link', 'del', network.bridge]);
 }

@@ -12,19 +12,59 @@ export interface ClusterOptions {
   dir: string;
   repoRoot: string;
   gates: number;
+  /** Lanes (worker targets) on each gate host: one is `gate-N`, more are `gate-N-1`, `gate-N-2`, … */
+  lanesPerGate: number;
   postgres: { host: string; port: number; user: string };
+  naming: ClusterNaming;
+  ports: ClusterPorts;
+  /** The gates' dispatch script, extra environment and config fields (tests: the fake agent, a short quiet window). */
+  gate: { dispatchScript: string; env: Record<string, string>; overrides: Record<string, unknown> };
+  replicaOverrides: Record<string, unknown>;
+  /** Where a gate posts its callbacks, first choice first; by default every replica, starting with the first. */
+  callbackUrls?: (gate: GateHost, replicaCallbackUrls: string[]) => string[];
 }
 
-/** The bridge every namespace joins, and its /24; the host side holds .1. */
-export const BRIDGE = 'rcpc-br0';
-const SUBNET = '10.233.0';
-export const HOST_ADDRESS = `${SUBNET}.1`;
-export const NAMESPACE_PREFIX = 'rcpc-gate-';
+/** What makes one cluster's names and addresses its own, so a test's cluster can run beside `npm run cluster`'s. */
+export interface ClusterNaming {
+  /** Starts every interface and namespace name; at most 5 characters, since Linux interface names hold 15. */
+  prefix: string;
+  /** The first three octets of the cluster's /24; this machine holds .1 on the bridge, gate N holds .(10 + N). */
+  subnet: string;
+  /** Starts the names of the cluster's Postgres databases. */
+  database: string;
+  taskQueue: string;
+}
 
-const TEMPORAL_PORTS = { frontend: 17233, frontendHttp: 17243, history: 17234, matching: 17235, worker: 17239, metrics: 17290 } as const;
-const MEMBERSHIP_PORTS = { frontend: 16933, history: 16934, matching: 16935, worker: 16939 } as const;
-const REPLICA_PORTS = [18787, 18797] as const;
+export interface ClusterPorts {
+  temporal: { frontend: number; frontendHttp: number; history: number; matching: number; worker: number; metrics: number };
+  membership: { frontend: number; history: number; matching: number; worker: number };
+  replicas: [number, number];
+}
+
+/** `npm run cluster`'s names, addresses and ports (README "Running on several machines"). */
+export const LOCAL_CLUSTER_NAMING: ClusterNaming = { prefix: 'rcpc', subnet: '10.233.0', database: 'rcp_cluster', taskQueue: 'rcp-cluster' };
+export const LOCAL_CLUSTER_PORTS: ClusterPorts = {
+  temporal: { frontend: 17233, frontendHttp: 17243, history: 17234, matching: 17235, worker: 17239, metrics: 17290 },
+  membership: { frontend: 16933, history: 16934, matching: 16935, worker: 16939 },
+  replicas: [18787, 18797],
+};
 const GATE_PORT = 8788;
+
+export interface ClusterNetwork {
+  prefix: string;
+  bridge: string;
+  /** This machine's address on the bridge, where the replicas listen. */
+  hostAddress: string;
+  namespacePrefix: string;
+}
+
+export function clusterNetwork(naming: ClusterNaming): ClusterNetwork {
+  return { prefix: naming.prefix, bridge: `${naming.prefix}-br0`, hostAddress: `${naming.subnet}.1`, namespacePrefix: `${naming.prefix}-gate-` };
+}
+
+/** Gate N's veth ends: on this machine (joined to the bridge) and in its namespace. */
+export const hostLinkName = (network: ClusterNetwork, n: number) => `${network.prefix}g${n}h`;
+const namespaceLinkName = (network: ClusterNetwork, n: number) => `${network.prefix}g${n}n`;
 
 export interface GateHost {
   name: string;
@@ -35,18 +75,24 @@ export interface GateHost {
   address: string;
   url: string;
   token: string;
+  /** Its control_api_bearer_token: only agents configured by hand post events with it, so it is the host's own. */
+  agentEventToken: string;
   dir: string;
+  /** Its lanes: the worker_targets keys that reach it. */
+  lanes: string[];
 }
 
 export interface Replica {
   name: string;
   port: number;
   url: string;
+  callbackUrl: string;
   dir: string;
 }
 
 export interface Topology {
   dir: string;
+  network: ClusterNetwork;
   temporal: { address: string; configFile: string; databases: { main: string; visibility: string } };
   controlPlaneDatabase: string;
   namespace: string;
@@ -59,36 +105,40 @@ export interface Topology {
 const token = () => randomBytes(32).toString('hex');
 
 export function planCluster(options: ClusterOptions): Topology {
+  const { naming, ports } = options;
+  const network = clusterNetwork(naming);
   const gates = Array.from({ length: options.gates }, (_, index): GateHost => {
     const n = index + 1;
-    const address = `${SUBNET}.${10 + n}`;
+    const address = `${naming.subnet}.${10 + n}`;
+    const name = `gate-${n}`;
     return {
-      name: `gate-${n}`,
-      namespace: `${NAMESPACE_PREFIX}${n}`,
-      hostLink: `rcpc-g${n}h`,
-      nsLink: `rcpc-g${n}n`,
+      name,
+      namespace: `${network.namespacePrefix}${n}`,
+      hostLink: hostLinkName(network, n),
+      nsLink: namespaceLinkName(network, n),
       address,
       url: `http://${address}:${GATE_PORT}`,
       token: token(),
-      dir: join(options.dir, `gate-${n}`),
+      agentEventToken: token(),
+      dir: join(options.dir, name),
+      lanes: options.lanesPerGate === 1 ? [name] : Array.from({ length: options.lanesPerGate }, (_, lane) => `${name}-${lane + 1}`),
     };
   });
-  const replicas = REPLICA_PORTS.map((port, index): Replica => ({
-    name: `control-plane-${index + 1}`,
-    port,
-    url: `http://${HOST_ADDRESS}:${port}`,
-    dir: join(options.dir, `control-plane-${index + 1}`),
-  }));
+  const replicas = ports.replicas.map((port, index): Replica => {
+    const url = `http://${network.hostAddress}:${port}`;
+    return { name: `control-plane-${index + 1}`, port, url, callbackUrl: `${url}/control/api/worker-callback`, dir: join(options.dir, `control-plane-${index + 1}`) };
+  });
   return {
     dir: options.dir,
+    network,
     temporal: {
-      address: `127.0.0.1:${TEMPORAL_PORTS.frontend}`,
+      address: `127.0.0.1:${ports.temporal.frontend}`,
       configFile: join(options.dir, 'temporal', 'config.yaml'),
-      databases: { main: 'rcp_cluster_temporal', visibility: 'rcp_cluster_temporal_visibility' },
+      databases: { main: `${naming.database}_temporal`, visibility: `${naming.database}_temporal_visibility` },
     },
-    controlPlaneDatabase: 'rcp_cluster',
+    controlPlaneDatabase: naming.database,
     namespace: 'default',
-    taskQueue: 'rcp-cluster',
+    taskQueue: naming.taskQueue,
     tokens: { control: token(), callback: token() },
     replicas,
     gates,
@@ -97,6 +147,7 @@ export function planCluster(options: ClusterOptions): Topology {
 
 /** The Temporal server's config: Postgres persistence, every service on loopback, the cluster's own ports. */
 export function temporalServerConfig(topology: Topology, options: ClusterOptions): string {
+  const { temporal: TEMPORAL_PORTS, membership: MEMBERSHIP_PORTS } = options.ports;
   const store = (database: string, maxConns: number) => [
     `      sql:`,
     `        pluginName: "postgres12"`,
@@ -109,7 +160,7 @@ export function temporalServerConfig(topology: Topology, options: ClusterOptions
     `        maxIdleConns: ${maxConns}`,
     `        maxConnLifetime: "1h"`,
   ];
-  const service = (name: keyof typeof MEMBERSHIP_PORTS, grpc: number, extra: string[] = []) => [
+  const service = (name: keyof ClusterPorts['membership'], grpc: number, extra: string[] = []) => [
     `  ${name}:`,
     `    rpc:`,
     `      grpcPort: ${grpc}`,
@@ -168,12 +219,12 @@ export function replicaConfig(topology: Topology, options: ClusterOptions, repli
   return {
     roles: ['control_plane'],
     control_api_bearer_token: topology.tokens.control,
-    completion_callback_url: `${replica.url}/control/api/worker-callback`,
+    completion_callback_url: replica.callbackUrl,
     completion_callback_token: topology.tokens.callback,
     state_dir: join(replica.dir, 'state'),
     // Shared: a paper's steps may run on either replica.
     project_root: join(topology.dir, 'control-plane-projects'),
-    listen_host: HOST_ADDRESS,
+    listen_host: topology.network.hostAddress,
     listen_port: replica.port,
     control_plane_store_backend: 'pg',
     pg_database_url: pgUrl(options, topology.controlPlaneDatabase),
@@ -181,16 +232,22 @@ export function replicaConfig(topology: Topology, options: ClusterOptions, repli
     temporal_namespace: topology.namespace,
     temporal_task_queue: topology.taskQueue,
     live_dispatch_enabled: true,
-    worker_targets: Object.fromEntries(topology.gates.map((gate) => [gate.name, { wake_gate_url: gate.url, bearer_token: gate.token, role: 'gpu_worker' }])),
+    worker_targets: Object.fromEntries(topology.gates.flatMap((gate) => gate.lanes.map((lane) => [lane, { wake_gate_url: gate.url, bearer_token: gate.token, role: 'gpu_worker' }]))),
+    ...options.replicaOverrides,
   };
 }
 
-/** One gate's config file: it posts its callbacks to the first replica, and to the other when that one does not take them. */
+/**
+ * One gate's config file. By default gate N posts its callbacks first to replica N (round the replicas), so the
+ * callbacks spread over them, and to the others when that one does not take them.
+ */
 export function gateConfig(topology: Topology, options: ClusterOptions, gate: GateHost): Record<string, unknown> {
-  const [first, ...others] = topology.replicas.map((replica) => `${replica.url}/control/api/worker-callback`);
+  const start = topology.gates.indexOf(gate) % topology.replicas.length;
+  const rotated = [...topology.replicas.slice(start), ...topology.replicas.slice(0, start)].map((replica) => replica.callbackUrl);
+  const [first, ...others] = options.callbackUrls?.(gate, rotated) ?? rotated;
   return {
     roles: ['worker_gate'],
-    control_api_bearer_token: topology.tokens.control,
+    control_api_bearer_token: gate.agentEventToken,
     worker_wake_gate_bearer_token: gate.token,
     completion_callback_url: first,
     completion_callback_fallback_urls: others,
@@ -198,9 +255,10 @@ export function gateConfig(topology: Topology, options: ClusterOptions, gate: Ga
     completion_callback_timeout_sec: 10,
     state_dir: join(gate.dir, 'state'),
     project_root: join(gate.dir, 'projects'),
-    dispatch_script_path: join(options.repoRoot, 'worker-gate', 'simulated-agent.sh'),
+    dispatch_script_path: options.gate.dispatchScript,
     agent_runtime: 'script',
     listen_host: gate.address,
     listen_port: GATE_PORT,
+    ...options.gate.overrides,
   };
 }
