@@ -15,7 +15,7 @@ import { CallbackFanOut } from './support/callback-fan-out.ts';
 import { FAKE_AGENT_PATH } from './support/gate.ts';
 import { testPort } from './support/ports.ts';
 
-// expected duration: ~150 s (the real Temporal server, two replicas and three worker hosts, under four faults)
+// expected duration: ~70 s (the real Temporal server, two replicas and three worker hosts, under four faults)
 
 /**
  * The fleet under faults (README "Running on several machines"): the real Temporal server on Postgres, two

@@ -71,6 +71,22 @@ export class InstantGate {
   /** Where the callbacks go: the control plane's URL, known once its port is. */
   set callbackUrl(url: string) {
     this.options.callbackUrl = url;
+    this.callbackUrls = [];
+  }
+
+  /** Several control-plane replicas: each run's callbacks go to one of them, the runs taking them in turn. */
+  setCallbackUrls(urls: readonly string[]): void {
+    this.callbackUrls = [...urls];
+  }
+
+  private callbackUrls: string[] = [];
+  /** Each run's turn among the replicas, given at its first callback. */
+  private readonly turns = new Map<string, number>();
+
+  private callbackUrlOf(run: GateRunRecord): string {
+    if (this.callbackUrls.length === 0) return this.options.callbackUrl;
+    if (!this.turns.has(run.run_id)) this.turns.set(run.run_id, this.turns.size);
+    return this.callbackUrls[this.turns.get(run.run_id)! % this.callbackUrls.length]!;
   }
 
   get url(): string {
@@ -292,7 +308,7 @@ export class InstantGate {
     let lastError = '';
     for (let attempt = 1; attempt <= CALLBACK_ATTEMPTS; attempt++) {
       try {
-        const response = await fetch(this.options.callbackUrl, {
+        const response = await fetch(this.callbackUrlOf(run), {
           method: 'POST',
           headers: { authorization: `Bearer ${this.options.callbackToken}`, 'content-type': 'application/json' },
           body,

@@ -20,6 +20,7 @@ import { gateConfig, planCluster, replicaConfig, temporalServerConfig, type Clus
 const READY_TIMEOUT_MS = 180_000;
 const STOP_GRACE_MS = 15_000;
 const LOG_LINES_QUOTED = 20;
+const LOG_LINE_CHARS_QUOTED = 400;
 
 interface Started {
   name: string;
@@ -61,7 +62,8 @@ export class LocalCluster {
    * (network namespaces), the local Postgres and `scripts/install-temporal-server.sh`'s build.
    */
   static async start(options: ClusterOptions, log: (message: string) => void): Promise<LocalCluster> {
-    if (!Number.isInteger(options.gates) || options.gates < 1 || options.gates > 20) throw new Error('the number of gates must be a whole number from 1 to 20');
+    // No gates: the replicas' worker targets are elsewhere (bench/fleet.ts gives them a gate of its own).
+    if (!Number.isInteger(options.gates) || options.gates < 0 || options.gates > 20) throw new Error('the number of gates must be a whole number from 0 to 20');
     if (process.getuid?.() !== 0) throw new Error('a local cluster makes network namespaces, which needs root');
     const cluster = new LocalCluster(options, log);
     try {
@@ -156,6 +158,11 @@ export class LocalCluster {
     this.writeRecord();
   }
 
+  /** The pid of a running process of the cluster (`temporal`, a replica's or a gate's name). */
+  pidOf(name: string): number | undefined {
+    return this.started.find((entry) => entry.name === name && running(entry))?.child.pid;
+  }
+
   /** Takes a worker host's link down (`ip link set … down`) or up again. */
   setLink(gate: GateHost, up: boolean): Promise<void> {
     return setGateLink(gate, up);
@@ -183,7 +190,12 @@ export class LocalCluster {
   checkNoneExited(): void {
     const gone = this.started.find((entry) => !running(entry));
     if (!gone) return;
-    const tail = readFileSync(gone.logFile, 'utf8').trimEnd().split('\n').slice(-LOG_LINES_QUOTED).join('\n');
+    const tail = readFileSync(gone.logFile, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .slice(-LOG_LINES_QUOTED)
+      .map((line) => (line.length > LOG_LINE_CHARS_QUOTED ? `${line.slice(0, LOG_LINE_CHARS_QUOTED)}…` : line))
+      .join('\n');
     throw new Error(`${gone.name} exited (${gone.child.exitCode ?? gone.child.signalCode}); the end of ${gone.logFile}:\n${tail}`);
   }
 

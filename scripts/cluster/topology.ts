@@ -106,6 +106,9 @@ const token = () => randomBytes(32).toString('hex');
 
 export function planCluster(options: ClusterOptions): Topology {
   const { naming, ports } = options;
+  // Temporal stores membership ports in a smallint column: a higher one makes the server exit at start.
+  const tooHigh = Object.entries(ports.membership).filter(([, port]) => port > 32_767);
+  if (tooHigh.length > 0) throw new Error(`Temporal's membership ports must be at most 32767 (${tooHigh.map(([name, port]) => `${name} ${port}`).join(', ')})`);
   const network = clusterNetwork(naming);
   const gates = Array.from({ length: options.gates }, (_, index): GateHost => {
     const n = index + 1;
@@ -208,6 +211,10 @@ export function temporalServerConfig(topology: Topology, options: ClusterOptions
     `      rpcAddress: "127.0.0.1:${TEMPORAL_PORTS.frontend}"`,
     'dcRedirectionPolicy:',
     '  policy: "noop"',
+    // The compose stack's dynamic config: eager activity execution, as on the embedded dev server.
+    'dynamicConfigClient:',
+    `  filepath: "${join(options.repoRoot, 'deploy', 'temporal-dynamic-config.yaml')}"`,
+    '  pollInterval: "60s"',
     '',
   ].join('\n');
 }
