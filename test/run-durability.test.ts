@@ -184,6 +184,15 @@ async function outboxEntry(rig: Rig, runId: string, eventType: string): Promise<
   return (body.callbacks as Record<string, any>[]).find((entry) => entry.run_id === runId && entry.event_type === eventType);
 }
 
+/**
+ * Waits until the gate has the control plane's 2xx for the run's session_started. The finishing callback is then the
+ * next one the gate sends: a run's callbacks go out in order, so a session_started still undelivered at a kill (stored
+ * and applied, the answer not yet back at the gate) would hold the finishing one back unsent.
+ */
+async function sessionStartedDelivered(rig: Rig, runId: string): Promise<void> {
+  await waitUntil('the gate to have session_started delivered', async () => ((await outboxEntry(rig, runId, 'session_started'))?.delivered_at ? true : undefined), 30_000, 100);
+}
+
 /** The body the gate's outbox holds for one callback (what it sends on every delivery attempt). */
 async function outboxPayload(rig: Rig, runId: string, eventType: string): Promise<GateCallbackPayload> {
   const dir = join(rig.gateFixture.dir, 'state', 'worker-gate', 'outbox');
@@ -377,6 +386,7 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
       const runId = await liveDispatch(rig, projectId);
       setRunId(runId);
       await waitUntil('the item to be running', async () => ((await itemStatus(rig, projectId)) === 'running' ? true : undefined), 30_000, 100);
+      await sessionStartedDelivered(rig, runId);
       await rig.cp.kill('SIGKILL');
 
       // A kill can rarely be timed into the few milliseconds between the callback's row and its signal, so leave the
@@ -418,14 +428,7 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
       const runId = await liveDispatch(rig, projectId);
       setRunId(runId);
       await waitUntil('the item to be running', async () => ((await itemStatus(rig, projectId)) === 'running' ? true : undefined), 30_000, 100);
-      // The finishing callback is the one sent while the control plane is down: a run's callbacks go out in order, so
-      // a session_started still undelivered at the kill would hold it back unsent.
-      await waitUntil(
-        'session_started to be stored',
-        async () => ((await rig.store.query(`SELECT 1 FROM worker_callbacks WHERE run_id = $1 AND event_type = 'session_started'`, [runId])).rowCount ? true : undefined),
-        30_000,
-        100,
-      );
+      await sessionStartedDelivered(rig, runId);
       await rig.cp.kill('SIGKILL');
 
       await waitUntil(
