@@ -5,6 +5,7 @@ import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../domai
 import { dispatchNext } from '../services/dispatch.ts';
 import type { AppDeps } from './deps.ts';
 import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { idempotencyKey } from './command-fields.ts';
 
 const DispatchNextBody = z.strictObject({
   dry_run: z.boolean().default(true),
@@ -18,6 +19,9 @@ const DispatchNextBody = z.strictObject({
     })
     .optional()
     .describe('This call\'s agent settings, over agent_model, agent_reasoning_effort and agent_sandbox'),
+  idempotency_key: idempotencyKey
+    .optional()
+    .describe('A live call\'s key: the same key with the same body answers the first call\'s answer and starts no second run (a retry after a dropped connection or a 504 attaches to the run); a different body answers 409. Ignored by a dry run.'),
 });
 
 const DispatchNextAnswer = openObject({

@@ -70,7 +70,7 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
   }
 
   return {
-    async startRun(input, waitMs) {
+    async startRun(input, waitMs, options = {}) {
       const workflowId = workflowIdForRun(input.run_id);
       const deadline = Date.now() + waitMs;
       for (;;) {
@@ -80,7 +80,7 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
           taskQueue: settings.taskQueue,
           workflowId,
           args: [input],
-          workflowIdConflictPolicy: 'FAIL',
+          workflowIdConflictPolicy: options.attach ? 'USE_EXISTING' : 'FAIL',
           workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT,
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
           typedSearchAttributes: [
@@ -101,6 +101,8 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
           }
           const handle = await start.workflowHandle().catch((startError: unknown) => startError);
           if (handle instanceof WorkflowExecutionAlreadyStartedError) {
+            // Attaching to a run whose workflow has closed: its outcome is in its result.
+            if (options.attach) return { started: true, workflow_id: workflowId, outcome: await outcomeFromResult(handleOf(input.run_id), deadline) };
             return { started: false, reason: `run ${input.run_id} was already started by another dispatch` };
           }
           // Whether the start went through is unknown only when the wait ran out before the server answered; the run

@@ -8,11 +8,12 @@ import { lanesMissingOnSomeReplica } from '../store/replicas.ts';
 import { REPLICA_LOST_AFTER_MS } from './replicas.ts';
 import type { QueueItemRow } from '../store/queue-items.ts';
 import { getRun } from '../store/runs.ts';
+import { claimKey, completeKey, notePending, releaseAbandonedClaim, releaseKey, type KeyClaim } from '../store/idempotency-keys.ts';
 import type { Store } from '../store/store.ts';
 import type { AgentSettings, RunTimings, RunWorkflowInput } from '../workflows/messages.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import { CommandRefusedError, type CommandRefusedStatus } from './command-errors.ts';
 import type { AgentDefaults, DispatchSettings } from './dispatch-settings.ts';
-import type { RunLauncher } from './run-launcher.ts';
+import type { RunLauncher, StartedRun } from './run-launcher.ts';
 import { dispatchPreflight } from './worker-preflight.ts';
 
 /**
@@ -28,6 +29,8 @@ export interface DispatchNextRequest {
   force_preflight: boolean;
   /** This call's agent settings, over the configured defaults. */
   agent?: Partial<AgentDefaults> | undefined;
+  /** A live call's idempotency key: its retries start no second run (dispatchKeyed). */
+  idempotency_key?: string | undefined;
 }
 
 export interface DispatchDeps {
@@ -135,24 +138,53 @@ async function leaseCandidate(deps: DispatchDeps, first: Candidate | null): Prom
   return null;
 }
 
-/** Dispatch-next: a dry run, or a live dispatch answered once the worker accepted the run or the attempt failed. */
-export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest) {
-  const { settings } = deps;
-  if (!body.dry_run) {
-    if (!settings.liveDispatchEnabled) throw new CommandRefusedError(501, 'live dispatch is disabled (live_dispatch_enabled is false)');
-    if (deps.store.readOnly) throw new CommandRefusedError(501, 'the store is read-only (control_plane_store_backend is pg_readonly)');
-  }
+/** A dispatch-next answer: the action and its reason, with what the action carries (candidate, route, run, …). */
+export type DispatchAnswer = {
+  ok: boolean;
+  action: string;
+  reason: string;
+  dry_run: boolean;
+  live_dispatch_enabled: boolean;
+  active_count: number;
+} & Record<string, unknown>;
 
+type AnswerWith = (action: string, reason: string, extra?: Record<string, unknown>) => DispatchAnswer;
+
+/** The answer builder of one call: every answer carries the call's dry_run and the active count it saw. */
+async function answering(deps: DispatchDeps, body: DispatchNextRequest): Promise<{ answer: AnswerWith; flags: Awaited<ReturnType<typeof readFlags>> }> {
   const [flags, activeCount] = await Promise.all([readFlags(deps.store), countActiveItems(deps.store)]);
-  const answer = (action: string, reason: string, extra: Record<string, unknown> = {}) => ({
+  const answer: AnswerWith = (action, reason, extra = {}) => ({
     ok: action === 'dry_run_dispatch' || action === 'live_dispatch',
     action,
     reason,
     dry_run: body.dry_run,
-    live_dispatch_enabled: settings.liveDispatchEnabled,
+    live_dispatch_enabled: deps.settings.liveDispatchEnabled,
     active_count: activeCount,
     ...extra,
   });
+  return { answer, flags };
+}
+
+/** What a live call has decided once it has a run to start: noted under its idempotency key before the start. */
+interface ChosenRun {
+  run: RunWorkflowInput;
+  candidate: ReturnType<typeof candidateView>;
+  dispatch_route: ReturnType<typeof dispatchRouteOf>;
+}
+
+/** Dispatch-next: a dry run, or a live dispatch answered once the worker accepted the run or the attempt failed. */
+export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest): Promise<DispatchAnswer> {
+  if (!body.dry_run) {
+    if (!deps.settings.liveDispatchEnabled) throw new CommandRefusedError(501, 'live dispatch is disabled (live_dispatch_enabled is false)');
+    if (deps.store.readOnly) throw new CommandRefusedError(501, 'the store is read-only (control_plane_store_backend is pg_readonly)');
+  }
+  if (body.dry_run || body.idempotency_key === undefined) return dispatchOnce(deps, body);
+  return dispatchKeyed(deps, body, body.idempotency_key);
+}
+
+async function dispatchOnce(deps: DispatchDeps, body: DispatchNextRequest, beforeStart?: (chosen: ChosenRun) => Promise<void>): Promise<DispatchAnswer> {
+  const { settings } = deps;
+  const { answer, flags } = await answering(deps, body);
   if (flags.maintenance_mode) return answer('dispatch_blocked', 'maintenance mode is on', { candidate: null, dispatch_route: null });
   if (flags.queue_paused) return answer('paused', 'the queue is paused', { candidate: null, dispatch_route: null });
 
@@ -178,41 +210,51 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
     return answer('dry_run_dispatch', reason, { candidate, dispatch_route: route, agent, ...(preflight ? { preflight } : {}) });
   }
 
-  const runId = await freshRunId(deps.store, next.item.project_id);
-  const input: RunWorkflowInput = {
-    run_id: runId,
-    project_id: next.item.project_id,
-    lane: target.name,
-    requested_by: body.requested_by,
-    agent,
-    timings: runTimingsFrom(settings),
+  const chosen: ChosenRun = {
+    run: {
+      run_id: await freshRunId(deps.store, next.item.project_id),
+      project_id: next.item.project_id,
+      lane: target.name,
+      requested_by: body.requested_by,
+      agent,
+      timings: runTimingsFrom(settings),
+    },
+    candidate,
+    dispatch_route: route,
   };
-  let started: Awaited<ReturnType<RunLauncher['startRun']>>;
+  let started: StartedRun;
   const stopRenewing = keepLeased(deps.store, target.name, holder);
   try {
-    started = await deps.runs.startRun(input, outcomeWaitMs(settings));
+    await beforeStart?.(chosen);
+    started = await deps.runs.startRun(chosen.run, outcomeWaitMs(settings));
   } finally {
     stopRenewing();
     await releaseLaneLease(deps.store, target.name, holder);
   }
-  if (!started.started) return answer('dispatch_blocked', `claim lost: ${started.reason}`, { candidate, dispatch_route: route });
+  return answerStarted(answer, chosen, started);
+}
+
+/** The answer to a run's start: its dispatch outcome, or the refusal an HTTP caller gets for it. */
+function answerStarted(answer: AnswerWith, chosen: ChosenRun, started: StartedRun): DispatchAnswer {
+  const { run, candidate, dispatch_route } = chosen;
+  if (!started.started) return answer('dispatch_blocked', `claim lost: ${started.reason}`, { candidate, dispatch_route });
   const outcome = started.outcome;
-  const ids = { run_id: runId, workflow_id: started.workflow_id };
+  const ids = { run_id: run.run_id, workflow_id: started.workflow_id };
   if (outcome === null) {
     throw new CommandRefusedError(504, { message: 'the run workflow did not report the worker\'s answer in time; it goes on, follow it by run_id', ...ids });
   }
   switch (outcome.action) {
     case 'live_dispatch':
-      return answer('live_dispatch', `dispatched ${candidate.project_id} to ${target.name}`, {
+      return answer('live_dispatch', `dispatched ${candidate.project_id} to ${dispatch_route.machine_target}`, {
         ...ids,
         candidate,
-        dispatch_route: route,
-        agent,
+        dispatch_route,
+        agent: run.agent,
         prepare: outcome.prepare,
         dispatch: outcome.dispatch,
       });
     case 'dispatch_blocked':
-      return answer('dispatch_blocked', outcome.reason, { ...ids, candidate, dispatch_route: route, ...(outcome.preflight ? { preflight: outcome.preflight } : {}) });
+      return answer('dispatch_blocked', outcome.reason, { ...ids, candidate, dispatch_route, ...(outcome.preflight ? { preflight: outcome.preflight } : {}) });
     case 'dispatch_failed':
       throw new CommandRefusedError(502, {
         message: `${outcome.stage} failed: ${outcome.reason}`,
@@ -223,6 +265,88 @@ export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest
       });
     case 'canceled':
       throw new CommandRefusedError(409, { message: outcome.reason, ...ids });
+  }
+}
+
+const DISPATCH_KEY_SCOPE = 'dispatch-next';
+/** How long a retry waits for the first call of its key to choose its run, before answering 409. */
+const CHOICE_WAIT_MS = 5_000;
+/**
+ * Choosing takes milliseconds: a key claimed this long ago with no run noted belongs to a call whose process died
+ * before it chose, and the next call with the key takes it over.
+ */
+const ABANDONED_CHOICE_MS = 60_000;
+
+/**
+ * A live call with an idempotency key (decisions §1): the same key with the same body answers the first call's
+ * answer, a different body 409. The key is claimed before anything is chosen and, once the call has its run, the run
+ * is noted under it before the workflow starts: a retry of a call whose connection dropped, or whose process died,
+ * attaches to that run's workflow (starting it, if the first call died before it did) and answers its outcome, so a
+ * key starts at most one run. A call that starts no run (noop, paused, maintenance) gives its key back.
+ */
+async function dispatchKeyed(deps: DispatchDeps, body: DispatchNextRequest, key: string): Promise<DispatchAnswer> {
+  const { store } = deps;
+  const { idempotency_key: _key, ...payload } = body;
+  const claim = await claimOnceChosen(store, key, payload);
+  if (claim.state === 'done') {
+    if (claim.status_code === 200) return claim.response as DispatchAnswer;
+    throw new CommandRefusedError(claim.status_code as CommandRefusedStatus, (claim.response as { detail: CommandRefusedError['detail'] }).detail);
+  }
+  if (claim.state === 'pending') {
+    const chosen = claim.pending!;
+    const { answer } = await answering(deps, body);
+    return keyed(store, key, async () => answerStarted(answer, chosen, await deps.runs.startRun(chosen.run, outcomeWaitMs(deps.settings), { attach: true })));
+  }
+  let noted = false;
+  try {
+    const result = await dispatchOnce(deps, body, async (chosen) => {
+      await notePending(store, DISPATCH_KEY_SCOPE, key, chosen);
+      noted = true;
+    });
+    if (noted) await completeKey(store, DISPATCH_KEY_SCOPE, key, { response: result, status_code: 200 });
+    else await releaseKey(store, DISPATCH_KEY_SCOPE, key);
+    return result;
+  } catch (error) {
+    if (noted) await settleKeyOnError(store, key, error);
+    else await releaseKey(store, DISPATCH_KEY_SCOPE, key);
+    throw error;
+  }
+}
+
+/** Runs an attached call's answer and keeps it under the key. */
+async function keyed(store: Store, key: string, run: () => Promise<DispatchAnswer>): Promise<DispatchAnswer> {
+  try {
+    const result = await run();
+    await completeKey(store, DISPATCH_KEY_SCOPE, key, { response: result, status_code: 200 });
+    return result;
+  } catch (error) {
+    await settleKeyOnError(store, key, error);
+    throw error;
+  }
+}
+
+/**
+ * A refusal of a started run is the key's answer from now on. A 504 (the outcome did not come in time) or a failure
+ * whose effect is unknown (Temporal unreachable mid-start) leaves the key pending, so its retry attaches to the run.
+ */
+async function settleKeyOnError(store: Store, key: string, error: unknown): Promise<void> {
+  if (error instanceof CommandRefusedError && error.status !== 504) {
+    await completeKey(store, DISPATCH_KEY_SCOPE, key, { response: { detail: error.detail }, status_code: error.status });
+  }
+}
+
+/** The key's claim, waiting (briefly) while the first call with it is still choosing its run. */
+async function claimOnceChosen(store: Store, key: string, payload: unknown): Promise<KeyClaim<ChosenRun>> {
+  const deadline = Date.now() + CHOICE_WAIT_MS;
+  for (;;) {
+    const claim = await claimKey<ChosenRun>(store, { scope: DISPATCH_KEY_SCOPE, key, payload });
+    if (claim.state !== 'pending' || claim.pending) return claim;
+    if (claim.pending_for_ms > ABANDONED_CHOICE_MS) {
+      await releaseAbandonedClaim(store, DISPATCH_KEY_SCOPE, key, ABANDONED_CHOICE_MS);
+      continue;
+    }
+    if (Date.now() > deadline) throw new CommandRefusedError(409, `a dispatch with idempotency key '${key}' is still choosing its run; send it again`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 

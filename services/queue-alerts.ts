@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { sendPush, sendWebhook, type PushSettings, type SendOutcome, type WebhookSettings } from '../clients/alert-channels.ts';
 import type { Config } from '../config/schema.ts';
 import { workerFreshness } from '../domain/dispatch-safety.ts';
 import { alertFindings, dueFindings, findingKey, type Finding } from '../domain/queue-alerts.ts';
-import { lastNotified, queueAlertFacts, recordAlertCheck } from '../store/queue-alerts.ts';
+import { claimAlertSends, lastNotified, queueAlertFacts, recordAlertCheck, releaseAlertSends } from '../store/queue-alerts.ts';
 import type { Store } from '../store/store.ts';
 import { latestWorkerObservations } from '../store/worker-observations.ts';
 import { CommandRefusedError } from './command-errors.ts';
@@ -77,14 +78,21 @@ export async function runQueueCheck(deps: QueueCheckDeps, request: QueueCheckReq
 
   // A check that cannot record itself would start no cooldown and send the same findings on every run.
   if (store.readOnly) throw new CommandRefusedError(501, 'the store is read-only (control_plane_store_backend is pg_readonly): a live check could not record its sends');
+  // Checks running at the same moment (two replicas, the schedule and an operator) each send only the findings they
+  // claimed: one of them sends a finding, the others count it as held back.
+  const holder = randomUUID();
+  const claimed = await claimAlertSends(store, due.map(findingKey), holder, request.force_notify ? 0 : alerts.cooldownSec);
+  const sending = due.filter((finding) => claimed.has(findingKey(finding)));
+  const heldBack = suppressed + due.length - sending.length;
   const sends: Promise<SendOutcome>[] = [];
-  if (due.length > 0 && alerts.push) sends.push(sendPush(alerts.push, due));
-  if (due.length > 0 && alerts.webhook) sends.push(sendWebhook(alerts.webhook, due, now.toISOString()));
+  if (sending.length > 0 && alerts.push) sends.push(sendPush(alerts.push, sending));
+  if (sending.length > 0 && alerts.webhook) sends.push(sendWebhook(alerts.webhook, sending, now.toISOString()));
   const sent = await Promise.all(sends);
   // A finding's cooldown starts once any channel took it; a check whose every channel failed tries again next time.
-  const notified = sent.some((outcome) => outcome.ok) ? due.map(findingKey) : [];
+  const notified = sent.some((outcome) => outcome.ok) ? sending.map(findingKey) : [];
+  if (notified.length === 0) await releaseAlertSends(store, sending.map(findingKey), holder);
   const checkId = await store.transaction((tx) =>
-    recordAlertCheck(tx, { trigger: request.trigger, force_notify: request.force_notify, findings, sent, suppressed_by_cooldown: suppressed, notified }),
+    recordAlertCheck(tx, { trigger: request.trigger, force_notify: request.force_notify, findings, sent, suppressed_by_cooldown: heldBack, notified }),
   );
-  return { ...base, sent, check_id: checkId };
+  return { ...base, suppressed_by_cooldown: heldBack, sent, check_id: checkId };
 }

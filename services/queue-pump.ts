@@ -74,7 +74,12 @@ export async function pumpDispatch(deps: PumpDeps, tickId: string): Promise<Pump
   if (!deps.dispatch.liveDispatchEnabled) return { step: 'dispatch', action: 'skipped', reason: 'live dispatch is disabled (live_dispatch_enabled is false)' };
   let step: PumpStep;
   try {
-    const answer = await dispatchNext({ store: deps.store, settings: deps.dispatch, runs: deps.runs }, { dry_run: false, requested_by: QUEUE_PUMP_ACTOR, force_preflight: false });
+    // Keyed by the tick: a retried step (its worker died while it waited) attaches to the run it started, if any,
+    // instead of dispatching a second item.
+    const answer = await dispatchNext(
+      { store: deps.store, settings: deps.dispatch, runs: deps.runs },
+      { dry_run: false, requested_by: QUEUE_PUMP_ACTOR, force_preflight: false, idempotency_key: `${tickId}:dispatch` },
+    );
     step = { step: 'dispatch', action: answer.action, reason: answer.reason, ...('run_id' in answer ? { run_id: answer.run_id } : {}) };
   } catch (error) {
     step = failure('dispatch', error);

@@ -53,7 +53,7 @@ export async function runIdempotent<T>(
 /** A long command's key: claimed before the command runs, completed (or released) once it has an answer. */
 export type KeyClaim<P> =
   | { state: 'claimed' }
-  | { state: 'pending'; pending: P | null }
+  | { state: 'pending'; pending: P | null; pending_for_ms: number }
   | { state: 'done'; response: unknown; status_code: number };
 
 /**
@@ -68,14 +68,15 @@ export async function claimKey<P>(q: Queryable, request: { scope: string; key: s
     [request.scope, request.key, hash],
   );
   if (claimed.rowCount > 0) return { state: 'claimed' };
-  const stored = await q.query<{ payload_hash: string; response: unknown; status_code: number | null; completed_at: string | null }>(
-    'SELECT payload_hash, response, status_code, completed_at FROM idempotency_keys WHERE scope = $1 AND key = $2',
+  const stored = await q.query<{ payload_hash: string; response: unknown; status_code: number | null; completed_at: string | null; pending_for_ms: number }>(
+    `SELECT payload_hash, response, status_code, completed_at, extract(epoch FROM clock_timestamp() - created_at) * 1000 AS pending_for_ms
+       FROM idempotency_keys WHERE scope = $1 AND key = $2`,
     [request.scope, request.key],
   );
   const row = stored.rows[0];
   if (!row) return claimKey(q, request);
   if (row.payload_hash !== hash) throw new IdempotencyConflictError(request.key);
-  if (row.completed_at === null) return { state: 'pending', pending: (row.response as { pending?: P } | null)?.pending ?? null };
+  if (row.completed_at === null) return { state: 'pending', pending: (row.response as { pending?: P } | null)?.pending ?? null, pending_for_ms: Number(row.pending_for_ms) };
   return { state: 'done', response: row.response, status_code: row.status_code ?? 200 };
 }
 
@@ -93,4 +94,17 @@ export async function completeKey(q: Queryable, scope: string, key: string, answ
 /** Gives a claimed key up: the command was refused, so the same key may be sent again once it would succeed. */
 export async function releaseKey(q: Queryable, scope: string, key: string): Promise<void> {
   await q.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key]);
+}
+
+/**
+ * Gives up a claim that noted nothing within `olderThanMs` (its caller died before it got that far), so the next call
+ * with the key can claim it; a claim that has noted its work or completed since is kept.
+ */
+export async function releaseAbandonedClaim(q: Queryable, scope: string, key: string, olderThanMs: number): Promise<void> {
+  await q.query(
+    `DELETE FROM idempotency_keys
+      WHERE scope = $1 AND key = $2 AND completed_at IS NULL AND (response IS NULL OR response->'pending' IS NULL)
+        AND created_at < clock_timestamp() - $3 * interval '1 millisecond'`,
+    [scope, key, olderThanMs],
+  );
 }

@@ -75,3 +75,25 @@ export async function latestAlertChecks(q: Queryable, limit: number): Promise<Al
   );
   return result.rows.map((row) => ({ ...row, check_id: Number(row.check_id) }));
 }
+
+/**
+ * Claims the findings no other check has claimed within `cooldownSec` (0: any not claimed at this very moment) for
+ * `holder`, in one statement, so checks running at once split the findings between them; answers the keys now held.
+ */
+export async function claimAlertSends(q: Queryable, keys: readonly string[], holder: string, cooldownSec: number): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const claimed = await q.query<{ finding_key: string }>(
+    `INSERT INTO alert_send_claims (finding_key, holder) SELECT key, $2 FROM unnest($1::text[]) AS key
+     ON CONFLICT (finding_key) DO UPDATE SET holder = excluded.holder, claimed_at = excluded.claimed_at
+       WHERE alert_send_claims.claimed_at <= clock_timestamp() - $3 * interval '1 second'
+     RETURNING finding_key`,
+    [keys, holder, cooldownSec],
+  );
+  return new Set(claimed.rows.map((row) => row.finding_key));
+}
+
+/** Gives `holder`'s claims on these findings back (no channel took them), so the next check sends them. */
+export async function releaseAlertSends(q: Queryable, keys: readonly string[], holder: string): Promise<void> {
+  if (keys.length === 0) return;
+  await q.query('DELETE FROM alert_send_claims WHERE finding_key = ANY($1::text[]) AND holder = $2', [keys, holder]);
+}

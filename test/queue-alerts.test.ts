@@ -122,6 +122,24 @@ describe('queue-check', () => {
     }
   });
 
+  it('checks at the same moment, on two replicas, send each finding once between them', async () => {
+    const hook = await Receiver.start();
+    const first = await startTestApp({ alerts: settings({ push: null, webhook: { url: hook.url, secret: WEBHOOK_SECRET, timeout_ms: 2_000 }, cooldownSec: 1800 }) });
+    const second = await startTestApp({ alerts: settings({ push: null, webhook: { url: hook.url, secret: WEBHOOK_SECRET, timeout_ms: 2_000 }, cooldownSec: 1800 }) }, { replicaOf: first });
+    try {
+      await seedNeedsAPerson(first);
+      const answers = await Promise.all([first, second, first, second].map((app) => check({ dry_run: false }, app)));
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 200]);
+      const sentKinds = hook.received.flatMap((message) => (JSON.parse(message.body) as { findings: { kind: string }[] }).findings.map((finding) => finding.kind));
+      expect(sentKinds.sort()).toEqual(kinds(answers[0]!.body));
+      expect(answers.reduce((held, answer) => held + answer.body.suppressed_by_cooldown, 0)).toBe(3 * 3);
+    } finally {
+      await second.close();
+      await first.close();
+      await hook.close();
+    }
+  });
+
   it('a receiver that is down is reported, holds nothing up, and starts no cooldown', async () => {
     const down = await startTestApp({ alerts: settings({ push: null, webhook: { url: await closedUrl(), secret: WEBHOOK_SECRET, timeout_ms: 1_000 } }) });
     try {

@@ -7,7 +7,7 @@ import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import type { Store } from '../store/store.ts';
 import { startTestApp } from './support/app.ts';
-import { CALLBACK_TOKEN, dispatchCount, GATE_TOKEN, gateClient, waitUntil, type GateFixture } from './support/gate.ts';
+import { CALLBACK_TOKEN, CONTROL_TOKEN, dispatchCount, GATE_TOKEN, gateClient, waitUntil, type GateFixture } from './support/gate.ts';
 import { tableCounts } from './support/ledgers.ts';
 import { isProcessRunning } from './support/process.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
@@ -51,6 +51,8 @@ beforeAll(async () => {
           question: onGate(),
           budget: onGate(),
           budgetNone: onGate(),
+          keyed: onGate(),
+          keyedLater: onGate(),
           ...Object.fromEntries(SPREAD_LANES.map((lane) => [lane, onGate()])),
           down: { wake_gate_url: downUrl, bearer_token: GATE_TOKEN, role: 'cpu_worker' },
         },
@@ -506,5 +508,58 @@ describe('live dispatch', () => {
     await seed('budget-none', 'budgetNone', { scenario: 'question' });
     const runId = await liveDispatch('budget-none');
     expect((await gateClient(gateFixture).runView(runId))?.token_budget).toBeNull();
+  });
+});
+
+describe('dispatch-next with an idempotency key', () => {
+  it('starts one run per key: a retry after a dropped connection attaches to it, a replay answers the same, another body gets 409', { timeout: 90_000 }, async () => {
+    await seed('keyed-one', 'keyed', { scenario: 'slow', work_sec: 120 });
+    const key = `dispatch-test-dropped-${Date.now()}`;
+    const body = { dry_run: false, requested_by: 'dispatch-test', idempotency_key: key };
+    // The first call's connection drops while the control plane is still at work on it.
+    const dropped = new AbortController();
+    const first = fetch(`${stack.cpFixture.url}/control/dispatch-next`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CONTROL_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: dropped.signal,
+    });
+    setTimeout(() => dropped.abort(), 30);
+    await expect(first).rejects.toThrow();
+
+    const retried = await dispatchNext(body);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body).toMatchObject({ action: 'live_dispatch', candidate: { project_id: 'keyed-one' } });
+    stack.agents.remember(retried.body);
+    const runId = retried.body.run_id as string;
+
+    const replayed = await dispatchNext(body);
+    expect(replayed.status).toBe(200);
+    expect(replayed.body).toMatchObject({ action: 'live_dispatch', run_id: runId });
+    const otherBody = await dispatchNext({ ...body, requested_by: 'someone-else' });
+    expect(otherBody.status).toBe(409);
+    expect(otherBody.body).toEqual({ detail: `idempotency key '${key}' was reused with different payload` });
+
+    const runs = await store.query<{ run_id: string }>(`SELECT run_id FROM runs WHERE project_id = 'keyed-one'`);
+    expect(runs.rows.map((row) => row.run_id)).toEqual([runId]);
+    expect(await dispatchCount(gateFixture, runId)).toBe(1);
+  });
+
+  it('gives its key back when the call starts no run, so the same call dispatches once there is work', { timeout: 90_000 }, async () => {
+    const key = `dispatch-test-later-${Date.now()}`;
+    const body = { dry_run: false, requested_by: 'dispatch-test', idempotency_key: key };
+    const nothing = await dispatchNext(body);
+    expect(nothing.status).toBe(200);
+    expect(nothing.body).toMatchObject({ action: 'noop' });
+
+    await seed('keyed-later', 'keyedLater', { scenario: 'slow', work_sec: 120 });
+    const live = await dispatchNext(body);
+    expect(live.status, JSON.stringify(live.body)).toBe(200);
+    expect(live.body).toMatchObject({ action: 'live_dispatch', candidate: { project_id: 'keyed-later' } });
+    stack.agents.remember(live.body);
+    // A dry run ignores the key.
+    const dry = await dryRun({ idempotency_key: key });
+    expect(dry.status).toBe(200);
+    expect(dry.body.action).not.toBe('live_dispatch');
   });
 });
