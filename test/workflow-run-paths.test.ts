@@ -48,7 +48,7 @@ import { quietTemporalLogs } from './support/temporal.ts';
  */
 
 const TASK_QUEUE = `run-paths-${process.pid}`;
-const LANES = ['completed', 'finished', 'timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost', 'readonly', 'paused'] as const;
+const LANES = ['completed', 'finished', 'burst', 'timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost', 'readonly', 'paused'] as const;
 /** A lane whose gate address has nothing listening. */
 const DOWN_LANE = 'down';
 
@@ -119,9 +119,9 @@ afterAll(async () => {
 const launcher = () => temporalRunLauncher(client, { taskQueue: TASK_QUEUE, namespace: 'default' });
 const handleOf = (runId: string) => client.workflow.getHandle<typeof runWorkflow>(workflowIdForRun(runId));
 
-/** A project and its queued item on `lane` (project id = lane), with the fake agent's scenario in its directory. */
-async function seed(lane: (typeof LANES)[number] | typeof DOWN_LANE, scenario: Record<string, unknown>): Promise<RunWorkflowInput> {
-  const projectId = `paths-${lane}`;
+/** A project and its queued item on `lane` (project id = lane, or `<lane>-<n>`), with the fake agent's scenario in its directory. */
+async function seed(lane: (typeof LANES)[number] | typeof DOWN_LANE, scenario: Record<string, unknown>, n?: number): Promise<RunWorkflowInput> {
+  const projectId = n === undefined ? `paths-${lane}` : `paths-${lane}-${n}`;
   await store.transaction(async (tx) => {
     await insertProject(tx, { project_id: projectId, project_name: `Paths ${lane}`, project_dir: projectId, workload_class: 'unknown', machine_target: lane });
     await insertQueueItem(tx, { project_id: projectId, project_name: `Paths ${lane}`, machine_target: lane, workload_class: 'unknown' });
@@ -195,6 +195,24 @@ describe('the run workflow on each of its paths', () => {
     expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'reconciled', queue_status: 'completed' });
     expect(await transitionsOf(input.run_id)).toEqual(['claimed', 'prepared', 'worker_accepted', 'session_started', 'wake_received', 'reconciling', 'completed']);
     await keepHistory('run-finished-before-callback', input.run_id);
+  });
+
+  it('closes every run whose finishing callback arrives many times at once (two replicas signalling it), each transition once', { timeout: 120_000 }, async () => {
+    // Without the finished-run-ends-wait patch about one burst in ten left its workflow waiting; twelve bursts catch it
+    // most of the time.
+    for (let n = 0; n < 12; n++) {
+      const input = await seed('burst', { scenario: 'slow', work_sec: 120 }, n);
+      await dispatched(input);
+      await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'session_started'));
+      const finishing = Array.from({ length: 5 }, (_, copy) =>
+        callback(input.run_id, 'session_finished_ready', { gate_state: 'finished_ready', idempotency_key: `${input.run_id}:session_finished_ready:copy-${copy}` }),
+      );
+      const started = Date.now();
+      await Promise.all(finishing.map((copy) => handleOf(input.run_id).signal(workerCallbackSignal, copy)));
+      expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'reconciled', queue_status: 'completed' });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(await transitionsOf(input.run_id)).toEqual(['claimed', 'prepared', 'worker_accepted', 'session_started', 'wake_received', 'reconciling', 'completed']);
+    }
   });
 
   it('gives up after the completion wait without a callback: the run ends gate_timeout and its item blocked', { timeout: 90_000 }, async () => {
