@@ -1,5 +1,5 @@
 import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { PaperLauncher } from '../services/paper-launcher.ts';
 import {
   PAPER_WORKFLOW_TYPE,
@@ -9,9 +9,8 @@ import {
   type PaperWorkflowResult,
   type RewriteBatchResult,
 } from '../workflows/paper-messages.ts';
+import { paperStartOptions, rewriteBatchStartOptions } from '../workflows/start-options.ts';
 
-/** See clients/run-workflows.ts: a task whose worker died is handed out again after this, not after 10 s. */
-const PAPER_WORKFLOW_TASK_TIMEOUT = '4 seconds';
 
 /** Paper workflows through the Temporal client: the services' PaperLauncher. */
 export function temporalPaperLauncher(client: Client, settings: { taskQueue: string }): PaperLauncher {
@@ -20,13 +19,9 @@ export function temporalPaperLauncher(client: Client, settings: { taskQueue: str
       const workflowId = paperWorkflowId(input.paper_id);
       try {
         const handle = await client.workflow.start(PAPER_WORKFLOW_TYPE, {
+          ...paperStartOptions(input),
           taskQueue: settings.taskQueue,
-          workflowId,
-          args: [input],
-          workflowTaskTimeout: PAPER_WORKFLOW_TASK_TIMEOUT,
-          // One step of a paper at a time; a finished step's id is reused by the paper's next one.
           workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
         });
         return { started: true, workflow_run_id: handle.firstExecutionRunId };
       } catch (error) {
@@ -45,12 +40,9 @@ export function temporalPaperLauncher(client: Client, settings: { taskQueue: str
       const workflowId = rewriteBatchWorkflowId(input.request_key);
       try {
         await client.workflow.start(REWRITE_BATCH_WORKFLOW_TYPE, {
+          ...rewriteBatchStartOptions(input),
           taskQueue: settings.taskQueue,
-          workflowId,
-          args: [input],
-          workflowTaskTimeout: PAPER_WORKFLOW_TASK_TIMEOUT,
           workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         });
       } catch (error) {
         // The batch of this key ran already: its result is the answer.

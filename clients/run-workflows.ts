@@ -9,18 +9,17 @@ import {
   type Client,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { CancelledFailure, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/common';
+import { CancelledFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { RunLauncher } from '../services/run-launcher.ts';
 import { workflowIdForRun } from '../domain/run-state.ts';
 import {
   dispatchOutcomeUpdate,
-  PROJECT_ID_ATTRIBUTE,
-  QUEUE_STATUS_ATTRIBUTE,
   RUN_WORKFLOW_TYPE,
   workerCallbackSignal,
   type DispatchOutcome,
 } from '../workflows/messages.ts';
 import type { runWorkflow } from '../workflows/run.ts';
+import { runStartOptions } from '../workflows/start-options.ts';
 
 export interface RunLauncherSettings {
   taskQueue: string;
@@ -30,13 +29,6 @@ export interface RunLauncherSettings {
 }
 
 type RunHandle = WorkflowHandle<typeof runWorkflow>;
-
-/**
- * A workflow task whose worker died is handed out again after this (Temporal's default is 10 s), so a run interrupted
- * by a crash moves on within seconds of the worker being back (README "Runs", crash recovery). A run's tasks take
- * milliseconds, and the SDK extends a task while a ledger step (a local activity) is still running.
- */
-const RUN_WORKFLOW_TASK_TIMEOUT = '4 seconds';
 
 /**
  * A search attribute registered moments ago (the first start on a new namespace) is refused until each Temporal
@@ -75,18 +67,11 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
       const deadline = Date.now() + waitMs;
       for (;;) {
         // One call starts the run and asks for its dispatch outcome, which the workflow answers once the worker accepted
-        // the run or the attempt failed. A run id is started once: a second start of it fails, whatever its state.
+        // the run or the attempt failed.
         const start = new WithStartWorkflowOperation<typeof runWorkflow>(RUN_WORKFLOW_TYPE, {
+          ...runStartOptions(input),
           taskQueue: settings.taskQueue,
-          workflowId,
-          args: [input],
           workflowIdConflictPolicy: options.attach ? 'USE_EXISTING' : 'FAIL',
-          workflowTaskTimeout: RUN_WORKFLOW_TASK_TIMEOUT,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-          typedSearchAttributes: [
-            { key: PROJECT_ID_ATTRIBUTE, value: input.project_id },
-            { key: QUEUE_STATUS_ATTRIBUTE, value: 'queued' },
-          ],
         });
         try {
           const outcome = await client.withDeadline(deadline, () =>

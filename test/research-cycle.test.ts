@@ -8,6 +8,7 @@ import { jsonClient, tableCounts } from './support/ledgers.ts';
 import { startTestApp } from './support/app.ts';
 import { candidate } from './support/research.ts';
 import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
+import { workflowListing } from './support/workflow-listing.ts';
 
 // expected duration: ~45 s (one cycle runs an agent to completion across a SIGKILL of the control plane)
 
@@ -133,6 +134,12 @@ describe('run-cycle', () => {
     expect((await stack.store.query(`SELECT 1 FROM projects WHERE project_id = 'crash-cycle'`)).rowCount).toBe(1);
     const runs = await stack.store.query<{ workflow_id: string; state: string }>(`SELECT workflow_id, state FROM runs WHERE project_id = 'crash-cycle'`);
     expect(runs.rows).toEqual([{ workflow_id: stage(resumed.body, 'dispatch')!.workflow_id, state: 'reconciled' }]);
+    // The run the cycle started as its child is listed as one dispatch-next starts.
+    expect(await workflowListing(runs.rows[0]!.workflow_id)).toEqual({
+      summary: 'run of crash-cycle on default, dispatched by cycle-test',
+      project_id: 'crash-cycle',
+      task_timeout_sec: 4,
+    });
 
     // A replayed key answers the first report; the same key with another policy is a conflict.
     expect((await cycle(body)).body).toEqual(resumed.body);

@@ -1,6 +1,7 @@
-import { executeChild, ParentClosePolicy, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import { executeChild, ParentClosePolicy } from '@temporalio/workflow';
+import { paperStartOptions } from './start-options.ts';
 import { paperWorkflow } from './paper.ts';
-import { paperWorkflowId, type PaperWorkflowResult, type RewriteBatchInput, type RewriteBatchResult } from './paper-messages.ts';
+import { type PaperWorkflowResult, type RewriteBatchInput, type RewriteBatchResult } from './paper-messages.ts';
 
 /**
  * rewrite-batch (README "Papers"): rewrites the selected papers one after another, each as its own `paper:<paper_id>`
@@ -13,9 +14,7 @@ export async function paperRewriteBatchWorkflow(input: RewriteBatchInput): Promi
     try {
       results.push(
         await executeChild(paperWorkflow, {
-          workflowId: paperWorkflowId(paper.paper_id),
-          args: [{ ...paper, purpose: 'rewrite', requested_by: input.requested_by, request_key: input.request_key }],
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+          ...paperStartOptions({ ...paper, purpose: 'rewrite', requested_by: input.requested_by, request_key: input.request_key }),
           parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
         }),
       );

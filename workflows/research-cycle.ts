@@ -1,8 +1,8 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { ParentClosePolicy, proxyActivities, setHandler, startChild, workflowInfo, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import { ParentClosePolicy, proxyActivities, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
+import { runStartOptions } from './start-options.ts';
 import type { CycleActivities } from '../activities/research-cycle.ts';
 import { skippedStage, type CycleStage } from '../domain/research-cycle.ts';
-import { workflowIdForRun } from '../domain/run-state.ts';
 import { cycleStagesQuery, type CycleReport, type CycleWorkflowInput } from './cycle-messages.ts';
 import { runWorkflow } from './run.ts';
 
@@ -57,9 +57,7 @@ export async function researchCycleWorkflow(input: CycleWorkflowInput): Promise<
     let child;
     try {
       child = await startChild(runWorkflow, {
-        workflowId: workflowIdForRun(runId),
-        args: [selection.input],
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        ...runStartOptions(selection.input),
         // The run is work of its own: it goes on (and can be canceled on its own) whatever happens to the cycle.
         parentClosePolicy: ParentClosePolicy.ABANDON,
       });

@@ -7,6 +7,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
 import { WORKFLOWS_ON_MAIN_THREAD } from '../../bin/runtime/temporal-runtime.ts';
+import { ensureSearchAttributes } from '../../bin/runtime/search-attributes.ts';
 import { loadWorkflowBundle } from '../../bin/runtime/workflow-bundle.ts';
 import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { paperIdFor } from '../../domain/paper-status.ts';
@@ -57,6 +58,8 @@ export async function startPaperHarness(configure: (dirs: { stateDir: string; pr
   const taskQueue = `papers-${randomBytes(4).toString('hex')}`;
   const address = inject('temporalAddress');
   const clientConnection = await Connection.connect({ address });
+  // As the control plane's start does: paper workflows carry the project_id search attribute.
+  await ensureSearchAttributes(clientConnection, 'default');
   const client = new Client({ connection: clientConnection });
   const t = await startTestApp({ dispatch: NO_WORKERS, papers: { settings, launcher: temporalPaperLauncher(client, { taskQueue }) } });
   const workerConnection = await NativeConnection.connect({ address });
