@@ -96,7 +96,8 @@ describe('signing in', () => {
 });
 
 describe('the dashboard as an operator uses it', () => {
-  it('shows a refused command\'s detail in place, one line per problem', { timeout: 20_000 }, async () => {
+  // A tab of its own and a sign-in: under the full suite on two cores that alone took 20 s once.
+  it('shows a refused command\'s detail in place, one line per problem', { timeout: 60_000 }, async () => {
     // A tab of its own: the browser logs the 422 it answers, which the other tests count as a problem.
     const own = await openDashboard(browser, stack.cpFixture.url);
     try {

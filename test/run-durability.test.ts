@@ -240,8 +240,9 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
     const rig = await startRig('cp-after-dispatch');
     await withReport(rig, async (setRunId) => {
       const projectId = 'durable-after-dispatch';
-      // Long enough that the agent is still at work when the gate's first delivery fails, even on a loaded machine.
-      await seedItem(rig, projectId, { scenario: 'slow', work_sec: 15 });
+      // Long enough that the agent is still at work when the gate's first delivery fails, even on a loaded machine; its
+      // start is reported only after the kill (reported before it, on a loaded machine, the callback was delivered).
+      await seedItem(rig, projectId, { scenario: 'slow', work_sec: 15, start_delay_sec: 3 });
       const runId = await liveDispatch(rig, projectId);
       setRunId(runId);
       await rig.cp.kill('SIGKILL');
