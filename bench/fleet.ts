@@ -20,11 +20,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { freePort } from '../bin/runtime/temporal-dev-server.ts';
 import { LocalCluster } from '../scripts/cluster/local-cluster.ts';
 import { type ClusterOptions } from '../scripts/cluster/topology.ts';
 import { loadNow, log, ms, stats, yes, type Stats } from './figures.ts';
@@ -49,17 +49,6 @@ const EMBEDDED_DATABASE = `rcp_bench_fleet_embedded_${process.pid}`;
 
 const laneName = (index: number) => `lane-${String(index).padStart(2, '0')}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** The fields both shapes share: the instant gate's lanes, live dispatch, and waits no instant agent comes near. */
 function sharedFields(gate: InstantGate): Record<string, unknown> {
