@@ -4,7 +4,7 @@
  * types still depends on it. The determinism of workflows is checked on runtime imports alone, in
  * `.dependency-cruiser-runtime.cjs`, since type imports vanish from the workflow bundle.
  */
-const SOURCE = '^(api|http|files|services|clients|contracts|activities|workflows|worker-gate|domain|store|config|bin)/';
+const SOURCE = '^(api|http|files|services|clients|contracts|activities|workflows|worker-gate|domain|store|config|bin|api-client|cli)/';
 
 /** Reaching `folders` (directly or through any chain of imports) from `from` is an error. */
 const mustNotReach = (name, comment, from, folders) => ({
@@ -60,6 +60,16 @@ module.exports = {
       'api', 'worker-gate', 'bin',
     ]),
     {
+      name: 'api-client-stands-alone',
+      comment: 'api-client/ is the package a user imports on another machine: it talks to the control API over HTTP and imports nothing of the service.',
+      severity: 'error',
+      from: { path: '^api-client/' },
+      to: { pathNot: ['^api-client/', '(^|/)node_modules/openapi-fetch/'] },
+    },
+    mustNotReach('cli-on-the-client', 'rcp talks to the control API through the typed client alone, as any user\'s script could.', '^cli/', [
+      'api', 'http', 'files', 'services', 'clients', 'contracts', 'activities', 'workflows', 'worker-gate', 'domain', 'store', 'config', 'bin',
+    ]),
+    {
       name: 'routes-are-adapters',
       comment: 'api/ turns HTTP into service calls; it never runs activities or starts processes.',
       severity: 'error',
@@ -76,7 +86,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(node_modules|state|dashboard|coverage)/' },
+    // The generated client types: one large file without imports, which would only slow the cruise.
+    exclude: { path: ['^(node_modules|state|dashboard|coverage)/', '^api-client/schema\.ts$'] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },

@@ -1,9 +1,11 @@
+import type { EvidenceSummary } from '../store/papers.ts';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { syncEvidence } from '../clients/evidence-sync.ts';
 import { automatedChecklistPassed, judgeDraft, type ChecklistJudgement } from '../domain/paper-checklist.ts';
 import { resultValues } from '../domain/paper-draft.ts';
 import { draftEvidenceOf, evidenceChangeSince, readEvidence, RecordedHashesSchema } from '../services/paper-evidence.ts';
+import { selectDraftCandidates } from '../services/paper-drafting.ts';
 import { createPaperDrafts, type DraftOutcome, type StepRef } from '../services/paper-drafts.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
 import { DRAFT_FILES, PaperWriterFailedError, readDraftArtifact, storeDraft, writePaper, type DraftArtifact, type WriterName } from '../services/paper-writing.ts';
@@ -12,19 +14,13 @@ import { getRun } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import type { PaperStatus } from '../domain/paper-status.ts';
 import { PAPER_FAILURE_TYPES } from '../domain/paper-steps.ts';
-import type { EvidenceSyncDetail } from '../workflows/paper-messages.ts';
+import type { DraftCandidates, DraftCandidatesRequest, EvidenceSyncDetail, PaperRef } from '../workflows/paper-messages.ts';
 import { heartbeating } from './heartbeat.ts';
 
 /**
  * Activities of the paper workflow (workflows/paper.ts). Each is idempotent by business key: the ledger steps by the
  * step's key (services/paper-drafts.ts), the draft's files by paper_id (a retry rewrites them whole).
  */
-
-export interface PaperRef {
-  paper_id: string;
-  project_id: string;
-  run_id: string;
-}
 
 export interface GatheredEvidence {
   complete: boolean;
@@ -40,7 +36,7 @@ export interface WrittenDraftRecord {
   writer_fallback_reason: string | null;
   draft_dir: string;
   draft_artifacts: DraftArtifact[];
-  evidence_summary: Record<string, unknown>;
+  evidence_summary: EvidenceSummary;
 }
 
 export function createPaperActivities(deps: { store: Store; papers: PaperSettings }) {
@@ -55,6 +51,9 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
   }
 
   return {
+    /** The next candidates of a draft-next (workflows/paper-draft-next.ts), read afresh on a retry: it starts nothing. */
+    selectDraftCandidates: (request: DraftCandidatesRequest): Promise<DraftCandidates> => selectDraftCandidates({ store, settings }, request.force, request.up_to, request.exclude),
+
     /** Copies the evidence from the worker when evidence sync is on, then checks the control plane's copy of it. */
     async gatherPaperEvidence(ref: PaperRef): Promise<GatheredEvidence> {
       const { project } = await subjectOf(ref);

@@ -1,17 +1,31 @@
-import { pumpDispatch, pumpFollowup, pumpGate, pumpPaperDraft, type PumpDeps } from '../services/queue-pump.ts';
+import type { PumpStep } from '../workflows/schedule-messages.ts';
+import {
+  pumpDispatch,
+  pumpFollowup,
+  pumpGate,
+  pumpPaperDraft,
+  pumpPlanPaperDraft,
+  pumpRecordStep,
+  pumpSelectDispatch,
+  type PumpDeps,
+} from '../services/queue-pump.ts';
 import { heartbeating } from './heartbeat.ts';
 
 /**
- * Activities of the queue pump workflow (workflows/queue-pump.ts). Each step is idempotent by business key:
- * dispatch-next by its claim and lane lease, the follow-up by the tick's idempotency key, draft-next by the paper's
- * workflow ID.
+ * Activities of the queue pump workflow (workflows/queue-pump.ts). None starts a workflow: the tick starts its run and
+ * its draft-next as children, so a retried step only selects again. The follow-up is idempotent by the tick's key, the
+ * audit of a step by the tick and step.
  */
 export function createPumpActivities(deps: PumpDeps) {
   return {
     // Every step heartbeats: the workflow gives them all one heartbeat timeout.
     pumpGate: () => heartbeating(() => pumpGate(deps)),
-    pumpDispatch: (tickId: string) => heartbeating(() => pumpDispatch(deps, tickId)),
+    pumpSelectDispatch: () => heartbeating(() => pumpSelectDispatch(deps)),
     pumpFollowup: (tickId: string) => heartbeating(() => pumpFollowup(deps, tickId)),
+    pumpPlanPaperDraft: () => heartbeating(() => pumpPlanPaperDraft(deps)),
+    pumpRecordStep: (tickId: string, step: PumpStep) => pumpRecordStep(deps, tickId, step),
+    // The dispatch and paper steps of ticks started before the child-workflows patch (workflows/patches.ts).
+    pumpDispatch: (tickId: string) => heartbeating(() => pumpDispatch(deps, tickId)),
     pumpPaperDraft: (tickId: string) => heartbeating(() => pumpPaperDraft(deps, tickId)),
   };
 }

@@ -1,5 +1,5 @@
 import type { CyclePolicy, CycleStage } from '../domain/research-cycle.ts';
-import { selectCycleDispatch, type CycleDispatchSelection } from '../services/dispatch.ts';
+import { selectDispatch, type DispatchSelection } from '../services/dispatch.ts';
 import {
   onceForCycle,
   paperDraftStage,
@@ -9,6 +9,8 @@ import {
   stopConditionStage,
   type CycleDeps,
 } from '../services/research-cycle.ts';
+import { selectRewrites } from '../services/paper-drafting.ts';
+import type { PaperRef } from '../workflows/paper-messages.ts';
 import { heartbeating } from './heartbeat.ts';
 
 /**
@@ -34,12 +36,18 @@ export function createCycleActivities(deps: CycleDeps) {
     cyclePromote: (input: CycleStageInput): Promise<CycleStage> =>
       onceForCycle(deps.store, input.cycle_id, 'promote', () => promoteStage(deps, input.policy, live(input))),
 
-    cycleSelectDispatch: (input: CycleStageInput): Promise<CycleDispatchSelection> =>
-      selectCycleDispatch({ store: deps.store, settings: deps.dispatch }, { requested_by: input.requested_by, dry_run: false }),
+    cycleSelectDispatch: (input: CycleStageInput): Promise<DispatchSelection> =>
+      selectDispatch({ store: deps.store, settings: deps.dispatch }, { requested_by: input.requested_by, dry_run: false }),
 
+    /** The papers of the rewrite stage, which the workflow rewrites as a rewrite batch, its child. */
+    cycleSelectRewrites: async (input: CycleStageInput): Promise<PaperRef[]> =>
+      (await selectRewrites(deps.store, { limit: input.policy.max_publication_rewrites_per_run, force: false, skip_rewritten: true })).map(({ paper_id, project_id, run_id }) => ({ paper_id, project_id, run_id })),
+
+    /** The paper stage of cycles started before the child-workflows patch (workflows/patches.ts); new cycles run a draft-next child. */
     cyclePaperDraft: (input: CycleStageInput): Promise<CycleStage> =>
       heartbeating(() => onceForCycle(deps.store, input.cycle_id, 'paper_draft', () => paperDraftStage(deps, input.policy, live(input)))),
 
+    /** The rewrite stage of cycles started before the child-workflows patch. */
     cyclePublicationRewrite: (input: CycleStageInput): Promise<CycleStage> =>
       heartbeating(() => onceForCycle(deps.store, input.cycle_id, 'publication_rewrite', () => publicationRewriteStage(deps, input.policy, live(input)))),
   };

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { FINDING_KINDS } from '../domain/queue-alerts.ts';
-import { errorResponses, openObject } from '../http/responses.ts';
+import { AlertFindingSchema } from './answers.ts';
+import { errorResponses } from '../http/responses.ts';
 import { runQueueCheck } from '../services/queue-alerts.ts';
 import type { AppDeps } from './deps.ts';
 
@@ -13,21 +13,12 @@ const QueueCheckBody = z.strictObject({
   force_notify: z.boolean().default(false).describe('Send every finding now, cooldown or not'),
 });
 
-const FindingSchema = openObject({
-  kind: z.enum(FINDING_KINDS),
-  severity: z.enum(['critical', 'warning', 'info']),
-  entity_type: z.string(),
-  entity_id: z.string(),
-  message: z.string(),
-  first_seen_at: z.string(),
-});
-
-const QueueCheckAnswer = openObject({
+const QueueCheckAnswer = z.object({
   dry_run: z.boolean(),
-  findings: z.array(FindingSchema),
-  sent: z.array(openObject({ channel: z.enum(['push', 'webhook']), ok: z.boolean(), status: z.number().int().nullable() })),
+  findings: z.array(AlertFindingSchema),
+  sent: z.array(z.object({ channel: z.enum(['push', 'webhook']), ok: z.boolean(), status: z.number().int().nullable(), error: z.string().optional().describe('Why the channel did not take it') })),
   suppressed_by_cooldown: z.number().int(),
-  channels: openObject({ push: z.boolean(), webhook: z.boolean() }),
+  channels: z.object({ push: z.boolean(), webhook: z.boolean() }),
   checked_at: z.string(),
   would_send: z.number().int().optional().describe('Dry run: how many findings a live check would send'),
   check_id: z.number().int().optional().describe('Live: the check in the alerts ledger'),

@@ -7,7 +7,7 @@ import type { AppDeps } from './deps.ts';
 import { registerErrorHandling } from '../http/errors.ts';
 import { controlPlaneErrorAnswers } from './error-answers.ts';
 import { securityHeaders } from '../http/security-headers.ts';
-import { refuseUnstorableText, useZodTypeProvider } from '../http/validation.ts';
+import { refuseUndescribedInput, refuseUnstorableText, useZodTypeProvider } from '../http/validation.ts';
 import { allowedHosts } from '../http/allowed-hosts.ts';
 import { recordRequestDurations, type ServiceMetrics } from '../http/metrics.ts';
 import { observeRoutes, type RouteObservability } from '../http/route-observability.ts';
@@ -15,6 +15,7 @@ import { registerGateMetrics } from '../worker-gate/gate-metrics.ts';
 import { metricsRoute } from './observability.ts';
 import { operationalTraceHooks, type OperationalTrace } from '../http/operational-trace.ts';
 import { openApiDocument } from './openapi.ts';
+import { documentGlobalAnswers } from './global-answers.ts';
 
 /** The worker gate role served from this process (both roles may share one port, README "Worker gate"). */
 export interface WorkerGateRole {
@@ -51,6 +52,8 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
   const { controlPlane, workerGate } = options;
   useZodTypeProvider(app, { checkAnswers: options.checkAnswers ?? false });
   refuseUnstorableText(app);
+  refuseUndescribedInput(app);
+  documentGlobalAnswers(app);
   // Command bodies are JSON only; anything else is 415 rather than a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
   registerErrorHandling(app, controlPlaneErrorAnswers);

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { CORE_MODES, type CorePaperRow, type CoreQueueRow } from '../domain/core-snapshot.ts';
+import { CORE_MODES, SKIP_REASONS, type CorePaperRow, type CoreQueueRow } from '../domain/core-snapshot.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
 import { QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../http/responses.ts';
 import { HttpError } from '../http/errors.ts';
 import { withinJsonBounds } from '../http/json-bounds.ts';
 import { queryText } from '../http/validation.ts';
@@ -69,8 +69,8 @@ const SnapshotBody = z.strictObject({
   captured_at: z.iso.datetime({ offset: true }).optional(),
 });
 
-const HealthAnswer = openObject({ ok: z.boolean(), service: z.string(), mode: z.enum(CORE_MODES), db_path: z.string(), timestamp: z.string(), error: z.string().optional() });
-const IngestAnswer = openObject({
+const HealthAnswer = z.object({ ok: z.boolean(), service: z.string(), mode: z.enum(CORE_MODES), db_path: z.string(), timestamp: z.string(), error: z.string().optional() });
+const IngestAnswer = z.object({
   ok: z.boolean(),
   mode: z.enum(CORE_MODES),
   inserted: z.boolean(),
@@ -80,29 +80,64 @@ const IngestAnswer = openObject({
   paper_rows: z.number().int(),
   would_apply: z.boolean(),
   message: z.string(),
+  warnings: z.array(z.string()).optional().describe('compare mode: where the snapshot and the live queue differ'),
+  applied: z.array(z.object({ project_id: z.string(), changed: z.array(z.string()).describe('The fields the row changed') })).optional().describe('enforce mode: the live rows changed'),
+  skipped: z.partialRecord(z.enum(SKIP_REASONS), z.number().int()).optional().describe('enforce mode: rows not applied, by reason; reasons with none are left out'),
 });
-const ProjectionAnswer = openObject({
-  ok: z.boolean(),
+
+/** The modes a snapshot is recorded in: mode off records nothing. */
+const recordedMode = z.enum(CORE_MODES.filter((mode) => mode !== 'off') as Exclude<(typeof CORE_MODES)[number], 'off'>[]);
+
+/** A queue row as Core reads it: the fields named in a snapshot's queue rows, those a row left out absent. */
+const CoreQueueRowSchema = z.object({
+  project_id: z.string(),
+  project_name: z.string().optional(),
+  status: z.enum(QUEUE_STATUSES),
+  manual_review_required: z.boolean().optional(),
+  dispatch_priority: z.number().int().optional(),
+  selection_rank: z.number().int().optional(),
+  machine_target: z.string().nullable().optional(),
+  workload_class: z.enum(WORKLOAD_CLASSES).optional(),
+  current_run_id: z.string().nullable().optional(),
+});
+
+const ProjectionAnswer = z.object({
+  ok: z.literal(true),
   mode: z.enum(CORE_MODES),
   projection_version: z.string(),
-  snapshot: anyObject().nullable(),
+  snapshot: z
+    .object({ snapshot_id: z.number().int(), source: z.string(), mode: recordedMode, captured_at: z.string(), recorded_at: z.string() })
+    .nullable()
+    .describe('The snapshot projected; null before the first'),
   total_queue_rows: z.number().int(),
   total_paper_rows: z.number().int(),
-  status_counts: anyObject(),
-  active_rows: z.array(anyObject()).describe('The rows in flight (at most 50), each with the queue row fields Core reads and no others'),
+  status_counts: countsOf(QUEUE_STATUSES),
+  active_rows: z.array(CoreQueueRowSchema).describe('The rows in flight (at most 50), each with the queue row fields Core reads and no others'),
   draft_candidate_count: z.number().int(),
   polish_candidate_count: z.number().int(),
   warnings: z.array(z.string()),
 });
 
-const LegacyNotesAnswer = openObject({
-  ok: z.boolean(),
+const LegacyNotesAnswer = z.object({
+  ok: z.literal(true),
   source: z.string(),
-  latest_ingest: anyObject().nullable(),
-  queued_projects: openObject({ count: z.number().int(), items: z.array(anyObject()).describe('At most 100, each with the queue row fields Core reads and no others') }),
-  skipped_reasons: anyObject(),
+  latest_ingest: z
+    .object({
+      snapshot_id: z.number().int(),
+      mode: recordedMode,
+      captured_at: z.string(),
+      recorded_at: z.string(),
+      queue_rows: z.number().int(),
+      paper_rows: z.number().int(),
+      event_id: z.number().int(),
+      warnings: z.array(z.string()),
+    })
+    .nullable(),
+  queued_projects: z.object({ count: z.number().int(), items: z.array(CoreQueueRowSchema).describe('At most 100, each with the queue row fields Core reads and no others') }),
+  skipped_reasons: z.partialRecord(z.enum(SKIP_REASONS), z.number().int()).describe('Rows the latest ingest skipped, by reason; reasons with none are left out'),
   recent_events: z.array(AuditEventSchema),
 });
+export type LegacyNotesDocumented = Assert<Documents<typeof LegacyNotesAnswer, Awaited<ReturnType<typeof readLegacyNotes>>>>;
 
 const tags = ['core'];
 const config = { auth: 'control' } as const;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Logger } from 'pino';
+import { enterRequest } from '../store/request-context.ts';
 import { httpApp, type HttpAppOptions, type WorkerGateRole } from './app.ts';
 import type { AuthKind } from './auth.ts';
 import type { AppDeps } from './deps.ts';
@@ -126,6 +127,11 @@ async function buildServer(appOptions: HttpAppOptions, logger: Logger, options: 
       for (const method of [route.method].flat()) onRoute({ method, url: route.url, auth: route.config?.auth });
     });
   }
+  // Everything the request's handling does runs as done for its id: audit rows, and the workflows it starts.
+  app.addHook('onRequest', (request, _reply, done) => {
+    enterRequest(request.id);
+    done();
+  });
   app.addHook('onResponse', (request, reply, done) => {
     const level = requestLogLevel(request.method, reply.statusCode);
     request.log[level]({ req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');

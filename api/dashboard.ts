@@ -102,7 +102,8 @@ export async function dashboardRoutes(instance: FastifyInstance): Promise<void> 
     },
   };
   // Registered untyped, like the icon: the files are bytes, which a zod string schema documents but cannot type.
-  instance.get<{ Params: { file: string } }>(`${DASHBOARD_ASSETS_PATH}/:file`, { config, schema: assetSchema }, async (request, reply) => {
+  const revalidated = { ETag: { type: 'string', description: 'The file\'s version; send it back in If-None-Match' }, 'Cache-Control': { type: 'string', description: 'no-cache' } } as const;
+  instance.get<{ Params: { file: string } }>(`${DASHBOARD_ASSETS_PATH}/:file`, { config: { ...config, answerHeaders: { 200: revalidated, 304: revalidated } }, schema: assetSchema }, async (request, reply) => {
     const asset = assets.get(request.params.file);
     if (!asset) return reply.code(404).send({ detail: 'Not Found' });
     // no-cache, not no-store: the browser keeps the file but asks again, so a new release is picked up at once.
@@ -114,12 +115,13 @@ export async function dashboardRoutes(instance: FastifyInstance): Promise<void> 
     return reply.type(asset.type).send(asset.body);
   });
 
-  app.get('/control/dashboard', { config, schema: { tags, response: { 307: redirect } } }, async (_request, reply) => reply.redirect(DASHBOARD_PATH, 307));
-  app.get('/dashboard', { config, schema: { tags, response: { 307: redirect } } }, async (_request, reply) => reply.redirect(DASHBOARD_PATH, 307));
+  const redirected = { config: { ...config, answerHeaders: { 307: { Location: { type: 'string', description: DASHBOARD_PATH } } } } } as const;
+  app.get('/control/dashboard', { ...redirected, schema: { tags, summary: 'Redirect to the dashboard', response: { 307: redirect } } }, async (_request, reply) => reply.redirect(DASHBOARD_PATH, 307));
+  app.get('/dashboard', { ...redirected, schema: { tags, summary: 'Redirect to the dashboard', response: { 307: redirect } } }, async (_request, reply) => reply.redirect(DASHBOARD_PATH, 307));
   // Registered untyped: the icon is bytes, which a zod string schema documents but cannot type.
   instance.get(
     '/favicon.ico',
-    { config, schema: { tags, response: { 200: { description: 'The icon', content: { 'image/x-icon': { schema: z.string().meta({ format: 'binary' }) } } } } } },
+    { config, schema: { tags, summary: 'The dashboard\'s icon', response: { 200: { description: 'The icon', content: { 'image/x-icon': { schema: z.string().meta({ format: 'binary' }) } } } } } },
     async (_request, reply) => reply.type('image/x-icon').header('cache-control', 'public, max-age=86400').send(favicon),
   );
 }

@@ -17,7 +17,7 @@ const filterFields = {
   search: queryText(),
 };
 
-const pagedQuery = z.object({
+const pagedQuery = z.strictObject({
   page: queryInt({ min: 1, max: 1_000_000, default: 1 }),
   page_size: queryInt({ min: 1, max: 500, default: 100 }),
   ...filterFields,

@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
-import { launchNextFollowup } from '../services/followups.ts';
+import { errorResponses, type Assert, type Documents } from '../http/responses.ts';
+import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { CandidateResultSchema } from './answers.ts';
+import { launchNextFollowup, type FollowupAnswer } from '../services/followups.ts';
 import { createResearchFacility } from '../services/research-facility.ts';
-import { idempotencyKey, requestedBy } from './command-fields.ts';
+import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 
 /** Follow-ups of negative and inconclusive runs (README "Follow-ups"). */
@@ -14,17 +16,31 @@ const LaunchBody = z.strictObject({
   requested_by: requestedBy,
   /** Required for a live launch. */
   idempotency_key: idempotencyKey.optional(),
-});
+}).meta(LIVE_CALL_NEEDS_KEY);
 
-const LaunchAnswer = openObject({
+const LaunchAnswer = z.object({
   ok: z.boolean(),
   action: z.enum(['noop', 'dry_run_followup', 'followup_queued', 'followup_recorded']),
   dry_run: z.boolean(),
   reason: z.string(),
-  parent_run: anyObject().nullable().describe('The run the follow-up builds on: id, project, decision and its summary'),
-  candidate: anyObject().nullable().describe("The follow-up candidate: the planner's decision, score, reasons, and what changed and why"),
-  promotion: anyObject().nullable().describe('The queue item made, when the candidate was admitted'),
+  parent_run: z
+    .object({
+      run_id: z.string(),
+      project_id: z.string(),
+      project_name: z.string(),
+      decision: z.string(),
+      decision_summary: z.string().nullable(),
+      machine_target: z.string().nullable(),
+      workload_class: z.enum(WORKLOAD_CLASSES).nullable(),
+    })
+    .nullable()
+    .describe('The run the follow-up builds on'),
+  candidate: CandidateResultSchema.extend({ hypothesis: z.string(), mechanism: z.string(), novelty_comparison: z.string().describe('What changed and why') })
+    .nullable()
+    .describe("The follow-up candidate: the planner's decision, score and reasons, and what changed and why"),
+  promotion: z.object({ project_id: z.string(), queue_status: z.string() }).nullable().describe('The queue item made, when the candidate was admitted'),
 });
+export type LaunchDocumented = Assert<Documents<typeof LaunchAnswer, FollowupAnswer>>;
 
 export async function followupRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses } from '../http/responses.ts';
 import { SERVICE_NAME, type AppDeps, type TemporalHealth } from './deps.ts';
 
 const CHECK_TIMEOUT_MS = 3000;
@@ -36,21 +36,21 @@ async function temporalHealth(deps: AppDeps): Promise<TemporalHealth | undefined
   }
 }
 
-const LivenessSchema = openObject({
+const LivenessSchema = z.object({
   ok: z.boolean(),
   service: z.string(),
-  worker_gate: openObject({ ready: z.boolean() }).optional().describe('Present when this process also serves the worker gate'),
+  worker_gate: z.object({ ready: z.boolean() }).optional().describe('Present when this process also serves the worker gate'),
   detail: z.string().optional().describe('Why it is not ready'),
   timestamp: z.string(),
 });
 
-const HealthSchema = openObject({
+const HealthSchema = z.object({
   ok: z.boolean(),
   service: z.string(),
   db_path: z.string(),
   store_backend: z.string(),
-  store: openObject({ ok: z.boolean(), error: z.string().optional() }),
-  temporal: openObject({
+  store: z.object({ ok: z.boolean(), error: z.string().optional() }),
+  temporal: z.object({
     ok: z.boolean(),
     address: z.string(),
     namespace: z.string(),
@@ -58,10 +58,10 @@ const HealthSchema = openObject({
     ui_url: z.string().optional(),
     error: z.string().optional(),
   }).optional(),
-  config: openObject({
+  config: z.object({
     replica_id: z.string().describe('This replica: host, port and a random suffix per start'),
     config_fingerprint: z.string().describe('16 hex characters over every config field but the per-replica ones, secrets as keyed digests'),
-    replicas: z.array(openObject({ replica_id: z.string(), config_fingerprint: z.string(), started_at: z.string(), last_seen_at: z.string() }))
+    replicas: z.array(z.object({ replica_id: z.string(), config_fingerprint: z.string(), started_at: z.string(), last_seen_at: z.string() }))
       .describe('The control-plane replicas heard from within 30 s, oldest first'),
     drift: z.boolean().describe('The live replicas do not all share one config fingerprint'),
     differing_fields: z.array(z.string()).describe('The config fields they disagree on (names only)'),

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ServiceMetrics } from '../http/metrics.ts';
-import { errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses } from '../http/responses.ts';
 import { mib, rssMib, type RouteObservability } from '../http/route-observability.ts';
 import type { AuthKind } from './auth.ts';
 
@@ -36,7 +36,7 @@ export interface ObservabilityRoutesOptions {
   memoryWarnRssMib: number;
 }
 
-const LastSlowRequestSchema = openObject({
+const LastSlowRequestSchema = z.object({
   at: z.string(),
   route: z.string(),
   method: z.string(),
@@ -44,7 +44,7 @@ const LastSlowRequestSchema = openObject({
   duration_ms: z.number(),
 });
 
-const RouteHealthSchema = openObject({
+const RouteHealthSchema = z.object({
   enabled: z.boolean(),
   log_path: z.string().optional(),
   slow_ms: z.number().optional(),
@@ -57,7 +57,7 @@ const RouteHealthSchema = openObject({
   started_at: z.string().optional(),
 });
 
-const MemorySchema = openObject({
+const MemorySchema = z.object({
   rss_mib: z.number(),
   heap_used_mib: z.number(),
   heap_total_mib: z.number(),

@@ -3,10 +3,10 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { OpenAPIV3_1 } from 'openapi-types';
-import { z } from 'zod';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses, foreignObject } from '../http/responses.ts';
 import { SAFE_METHODS, type AuthKind } from './auth.ts';
 import { SERVICE_NAME } from './deps.ts';
+import { operationIdOf } from './operation-ids.ts';
 
 const OPENAPI_PATH = '/control/api/openapi.json';
 
@@ -33,6 +33,57 @@ function securityFor(kind: AuthKind | undefined, method: string, sessions: boole
   }
 }
 
+/** The groups operations are listed under. */
+const TAGS: Readonly<Record<string, string>> = {
+  meta: 'This document',
+  health: 'Liveness and readiness',
+  observability: 'Metrics, the route log and memory',
+  status: 'Dispatch safety and queue health',
+  events: 'The append-only audit log',
+  session: 'Dashboard sessions',
+  research: 'The Research Facility: candidates, admissions, provider batches, follow-ups and bounded cycles',
+  queues: 'Queue reads',
+  operator: 'Operator commands: pause, resume, park, requeue, alerts',
+  dispatch: 'Preflight, dispatch and worker callbacks',
+  runs: 'Runs and their cancellation',
+  papers: 'Papers and drafting',
+  'paper reviews': 'Review, checklist, rewrite, finalization and corpus import of papers',
+  'read models': 'Bounded v1 reads for the dashboard and clients: lists by cursor and details',
+  core: 'Core: queue snapshots and their projection',
+  dashboard: 'The operator dashboard',
+  'worker-gate': 'The worker gate role',
+};
+
+type HeaderSpec = { description: string; type: 'string' | 'integer' };
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Response headers a route sets itself, by status, for the OpenAPI document (the global ones are added). */
+    answerHeaders?: Record<number, Record<string, HeaderSpec>>;
+  }
+}
+
+const REQUEST_ID_HEADER: Record<string, HeaderSpec> = {
+  'X-Request-Id': { type: 'string', description: 'This request\'s id in the server log and the audit trail: the caller\'s own X-Request-Id when it is a safe token, else a new UUID' },
+};
+
+/** Headers of the global answers (README "HTTP conventions"). */
+const STATUS_HEADERS: Record<number, Record<string, HeaderSpec>> = {
+  401: { 'WWW-Authenticate': { type: 'string', description: 'Bearer' } },
+  429: { 'Retry-After': { type: 'integer', description: 'Seconds until this client may try again' } },
+};
+
+/** Every answer's headers: X-Request-Id always, the global ones of its status, and those the route sets itself. */
+function withAnswerHeaders(response: unknown, own: Record<number, Record<string, HeaderSpec>> = {}): unknown {
+  if (response === null || typeof response !== 'object') return response;
+  return Object.fromEntries(
+    Object.entries(response).map(([status, schema]) => [
+      status,
+      { ...(schema as object), headers: { ...REQUEST_ID_HEADER, ...STATUS_HEADERS[Number(status)], ...own[Number(status)] } },
+    ]),
+  );
+}
+
 type Operation = { requestBody?: { required?: boolean; content?: Record<string, { schema?: object }> } };
 
 /** A body schema with a default may be left out (the plugin marks every body required). */
@@ -48,12 +99,21 @@ function markOptionalBodies(document: OpenAPIV3_1.Document): OpenAPIV3_1.Documen
   return document;
 }
 
-const OpenApiDocumentSchema = openObject({
-  openapi: z.string(),
-  info: openObject({ title: z.string(), version: z.string() }),
-  paths: anyObject(),
-  components: anyObject(),
-}).describe('The OpenAPI 3.1 document of this server');
+type Answer = { description: string; headers?: object; content?: object };
+type ReadOperation = { summary?: string; operationId?: string; responses?: Record<string, Answer> };
+
+/** Fastify answers HEAD for every GET route: the same statuses and headers, no body. */
+function documentHead(document: OpenAPIV3_1.Document): OpenAPIV3_1.Document {
+  for (const path of Object.values(document.paths ?? {}) as Record<string, ReadOperation>[]) {
+    const read = path.get;
+    if (!read || path.head) continue;
+    const responses = Object.fromEntries(Object.entries(read.responses ?? {}).map(([status, { content: _body, ...answer }]) => [status, answer]));
+    path.head = { ...read, operationId: `${read.operationId}Headers`, summary: `${read.summary ?? 'Read'} (headers only)`, responses };
+  }
+  return document;
+}
+
+const OpenApiDocumentSchema = foreignObject('The OpenAPI 3.1 document of this server: its shape is the OpenAPI Specification\'s');
 
 /**
  * Collects every route registered after it into an OpenAPI 3.1 document generated from the route schemas, and serves
@@ -66,10 +126,17 @@ export async function openApiDocument(app: FastifyInstance, options: { controlPl
       info: {
         title: SERVICE_NAME,
         version,
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+        contact: { name: `${SERVICE_NAME} maintainers` },
         description: `Every route states the credentials it takes; errors are {"detail": ...} (README "HTTP conventions").${
           options.workerGate ? ' This server also serves the worker gate role.' : ''
         }`,
       },
+      // Relative: the document is served by the server it describes, whatever address a client reached it at.
+      servers: [{ url: '/', description: 'The server that serves this document' }],
+      tags: Object.entries(TAGS)
+        .filter(([name]) => options.workerGate || name !== 'worker-gate')
+        .map(([name, description]) => ({ name, description })),
       components: {
         securitySchemes: {
           control_bearer: { type: 'http', scheme: 'bearer', description: 'control_api_bearer_token' },
@@ -88,9 +155,19 @@ export async function openApiDocument(app: FastifyInstance, options: { controlPl
     transform: (input) => {
       const transformed = jsonSchemaTransform(input);
       const method = [input.route.method].flat()[0] ?? 'GET';
-      return { ...transformed, schema: { ...transformed.schema, security: securityFor(input.route.config?.auth, method, options.controlPlane) } };
+      const { config } = input.route;
+      const openApiPath = input.url.replace(/:([A-Za-z_]+)/g, '{$1}');
+      return {
+        ...transformed,
+        schema: {
+          ...transformed.schema,
+          ...(method === 'HEAD' ? {} : { operationId: operationIdOf(method, openApiPath) }),
+          security: securityFor(config?.auth, method, options.controlPlane),
+          response: withAnswerHeaders(transformed.schema.response, config?.answerHeaders),
+        },
+      };
     },
-    transformObject: (document) => markOptionalBodies(('openapiObject' in document ? document.openapiObject : {}) as OpenAPIV3_1.Document),
+    transformObject: (document) => documentHead(markOptionalBodies(('openapiObject' in document ? document.openapiObject : {}) as OpenAPIV3_1.Document)),
   });
 
   app.withTypeProvider<ZodTypeProvider>().get(

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { createQueueOperator } from '../services/queue-operator.ts';
 import type { AppDeps } from './deps.ts';
-import { errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses } from '../http/responses.ts';
 import { FlagsSchema, QueueItemSchema } from './answers.ts';
 
 /** Operator commands on the queue (README "Runs"); every change is audited in the same transaction. */
@@ -29,8 +29,8 @@ const RequeueBody = z.strictObject({
   requested_by: text,
 });
 
-const FlagsAnswer = openObject({ ok: z.literal(true), flags: FlagsSchema, changed: z.boolean() });
-const QueueItemAnswer = openObject({ ok: z.literal(true), changed: z.boolean(), queue_item: QueueItemSchema });
+const FlagsAnswer = z.object({ ok: z.literal(true), flags: FlagsSchema, changed: z.boolean() });
+const QueueItemAnswer = z.object({ ok: z.literal(true), changed: z.boolean(), queue_item: QueueItemSchema });
 
 const tags = ['operator'];
 const config = { auth: 'control' } as const;

@@ -2,9 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses, type Assert, type Documents } from '../http/responses.ts';
+import { PaperSchema, PaperWithChecklistSchema } from './answers.ts';
 import { CommandRefusedError } from '../services/command-errors.ts';
-import { createPaperDrafting } from '../services/paper-drafting.ts';
+import { createPaperDrafting, type PaperDrafting } from '../services/paper-drafting.ts';
 import { createPaperPackages } from '../services/paper-packages.ts';
 import { idempotencyKey, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
@@ -51,18 +52,96 @@ const PackageBody = z.strictObject({
 
 const PaperParams = z.strictObject({ paper_id: z.string().min(1).max(400) });
 
-const DraftNextAnswer = openObject({
-  action: z.enum(['noop', 'dry_run_draft', 'drafted']),
-  paper_id: z.string().optional(),
-  reason: z.string().optional(),
-  skipped: z.array(anyObject()).describe('Candidates passed over, each with its reason (missing_evidence, in_progress, refused)'),
-  evidence: anyObject().optional().describe('The dry run\'s evidence check of the paper it would draft'),
-  paper: anyObject().nullable().optional(),
+const EvidenceSyncSchema = z
+  .object({
+    ok: z.boolean(),
+    source: z.string().describe('Where the evidence came from, e.g. root@host:2222:/srv/projects/p1'),
+    destination: z.string(),
+    command: z.string().describe('The command line that ran; empty when none did'),
+    exit_code: z.number().int().nullable(),
+    timed_out: z.boolean(),
+    copied: z.array(z.string()),
+    over_cap: z.boolean(),
+    error: z.string().nullable(),
+    duration_ms: z.number(),
+  })
+  .describe('What evidence sync tried and found');
+
+const DraftedSchema = z.object({
+  outcome: z.literal('drafted'),
+  paper_id: z.string(),
+  purpose: z.enum(['draft', 'rewrite']),
+  paper_status: z.enum(PAPER_STATUSES),
+  writer: z.enum(['deterministic', 'hosted']),
+  writer_fallback_reason: z.string().nullable(),
+  checklist_passed: z.boolean(),
+  evidence_sync: EvidenceSyncSchema.nullable(),
 });
 
-const CommandAnswer = openObject({ ok: z.literal(true), paper_id: z.string(), paper: anyObject().nullable() });
-const BatchAnswer = openObject({ ok: z.literal(true), dry_run: z.boolean(), count: z.number().int() });
-const PackageAnswer = openObject({ ok: z.literal(true), dry_run: z.boolean(), paper_id: z.string(), manifest: anyObject(), manifest_sha256: z.string() });
+/** What one paper step came to. */
+const StepResultSchema = z.discriminatedUnion('outcome', [
+  DraftedSchema,
+  z.object({ outcome: z.literal('evidence_missing'), paper_id: z.string(), project_path: z.string(), missing: z.array(z.string()), evidence_sync: EvidenceSyncSchema.nullable() }),
+  z.object({ outcome: z.literal('refused'), paper_id: z.string(), reason: z.string() }),
+  z.object({ outcome: z.literal('failed'), paper_id: z.string(), error: z.string() }),
+]);
+
+const paperRef = { paper_id: z.string(), project_id: z.string(), run_id: z.string() };
+const SkippedSchema = z.object({
+  ...paperRef,
+  reason: z.enum(['missing_evidence', 'in_progress', 'refused']),
+  detail: z.string(),
+  missing: z.array(z.string()).optional(),
+  evidence_sync: EvidenceSyncSchema.nullable().optional(),
+});
+const skipped = z.array(SkippedSchema).describe('Candidates passed over, each with its reason');
+
+const DraftNextAnswer = z.discriminatedUnion('action', [
+  z.object({ action: z.literal('noop'), reason: z.string(), skipped }),
+  z.object({
+    action: z.literal('dry_run_draft'),
+    ...paperRef,
+    project_name: z.string(),
+    redraft: z.boolean().describe('The paper has a draft already'),
+    writer: z.enum(['deterministic', 'openai_compatible']),
+    evidence: z
+      .object({ complete: z.boolean(), project_path: z.string(), found: z.array(z.string()), missing: z.array(z.string()), sync: z.string().describe('off, or where a live draft copies the evidence from') })
+      .describe('The dry run\'s evidence check of the paper it would draft'),
+    skipped,
+  }),
+  z.object({ action: z.literal('drafted'), ...paperRef, result: DraftedSchema, paper: PaperWithChecklistSchema.nullable(), skipped }),
+]);
+export type DraftNextDocumented = Assert<Documents<typeof DraftNextAnswer, Awaited<ReturnType<PaperDrafting['draftNext']>>>>;
+
+const CommandAnswer = z.object({ ok: z.literal(true), paper_id: z.string(), changed: z.boolean(), result: StepResultSchema, paper: PaperWithChecklistSchema.nullable() });
+
+const SelectedSchema = PaperSchema.pick({ paper_id: true, project_id: true, run_id: true, paper_status: true, review_status: true, rank_score: true, title: true });
+const BatchAnswer = z.union([
+  z.object({ ok: z.literal(true), dry_run: z.literal(true), selected: z.array(SelectedSchema), count: z.number().int(), limit: z.number().int() }),
+  z.object({ ok: z.literal(true), dry_run: z.literal(false), count: z.number().int(), rewritten: z.number().int(), results: z.array(StepResultSchema) }),
+]);
+
+const ManifestSchema = z.object({
+  paper_id: z.string(),
+  project_id: z.string(),
+  run_id: z.string(),
+  title: z.string().nullable(),
+  target_label: z.string(),
+  files: z.array(z.object({ path: z.string(), sha256: z.string(), bytes: z.number().int() })),
+});
+const PackageAnswer = z.union([
+  z.object({
+    ok: z.literal(true),
+    dry_run: z.literal(true),
+    paper_id: z.string(),
+    ready: z.boolean(),
+    waiting_for: z.array(z.string()).describe('What the live call still waits for'),
+    package_dir: z.string(),
+    manifest: ManifestSchema,
+    manifest_sha256: z.string(),
+  }),
+  z.object({ ok: z.literal(true), dry_run: z.literal(false), paper_id: z.string(), package_dir: z.string(), manifest: ManifestSchema, manifest_sha256: z.string(), paper: PaperWithChecklistSchema }),
+]);
 
 export async function paperDraftingRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();

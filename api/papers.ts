@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, REVIEW_STATUSES, type ReviewStatus } from '../domain/paper-status.ts';
+import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, CHECKLIST_STATUSES_NEEDING_A_NOTE, PAPER_STATUSES, REVIEW_STATUSES, type ReviewStatus } from '../domain/paper-status.ts';
 import { HttpError } from '../http/errors.ts';
-import { anyObject, errorResponses, openObject, pageBody } from '../http/responses.ts';
-import { pageOf, queryBool, queryInt, queryOptional, queryText } from '../http/validation.ts';
+import { errorResponses, pageBody } from '../http/responses.ts';
+import { pageOf, queryBool, queryInt, queryOptional, querySort, queryText } from '../http/validation.ts';
 import { createPaperReviews } from '../services/paper-reviews.ts';
 import { listPapers, PAPER_SORT_COLUMNS, type PaperRow } from '../store/papers.ts';
-import { PaperSchema } from './answers.ts';
-import { idempotencyKey, requestedBy } from './command-fields.ts';
+import { ChecklistItemSchema, CorpusImportSchema, PaperSchema, PaperWithChecklistSchema, ReviewHistorySchema } from './answers.ts';
+import { idempotencyKey, noteNeededFor, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 
 /**
@@ -24,12 +24,7 @@ const sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digi
 const PaperParams = z.strictObject({ paper_id: z.string().min(1).max(400) });
 const ChecklistParams = z.strictObject({ paper_id: z.string().min(1).max(400), item_id: z.enum(CHECKLIST_ITEM_IDS) });
 
-const sortColumns = new Set<string>(PAPER_SORT_COLUMNS);
-const sort = (fallback: string) =>
-  z
-    .string()
-    .refine((v) => sortColumns.has(v.replace(/^-/, '')), `must be one of ${PAPER_SORT_COLUMNS.join(', ')}, optionally prefixed with "-"`)
-    .default(fallback);
+const sort = (fallback: `-${(typeof PAPER_SORT_COLUMNS)[number]}`) => querySort(PAPER_SORT_COLUMNS).default(fallback);
 
 const PapersQuery = z.strictObject({
   page: queryInt({ min: 1, default: 1 }),
@@ -64,7 +59,7 @@ const ChecklistBody = z.strictObject({
   requested_by: requestedBy,
   status: z.enum(CHECKLIST_STATUSES),
   note: note.optional(),
-});
+}).meta(noteNeededFor(CHECKLIST_STATUSES_NEEDING_A_NOTE));
 
 const ImportBody = z.strictObject({
   idempotency_key: idempotencyKey,
@@ -74,9 +69,17 @@ const ImportBody = z.strictObject({
   manifest_sha256: sha256,
 });
 
-const ReviewRowSchema = openObject({ ...PaperSchema.shape, rank_reasons: z.array(z.string()).optional() });
+const ReviewRowSchema = PaperSchema.extend({ rank_reasons: z.array(z.string()).optional().describe('Left out when include_rank_reasons is false') });
 
-const CommandAnswer = openObject({ ok: z.literal(true), paper_id: z.string(), paper: anyObject() });
+/** What every paper command answers: the paper as it is now, with its checklist. */
+const CommandAnswer = z.object({ ok: z.literal(true), paper_id: z.string(), paper: PaperWithChecklistSchema });
+const ReviewMoveAnswer = CommandAnswer.extend({
+  changed: z.boolean().describe('False when the review was already where the command would move it'),
+  review_status: z.object({ from: z.enum(REVIEW_STATUSES), to: z.enum(REVIEW_STATUSES) }),
+  history: ReviewHistorySchema.optional().describe('The review move recorded; absent when nothing changed'),
+});
+const ChecklistAnswer = CommandAnswer.extend({ item: ChecklistItemSchema.describe('The item as it is now') });
+const CorpusImportAnswer = CommandAnswer.extend({ corpus_import: CorpusImportSchema });
 
 /** A review row: the paper without its rank reasons unless asked for. */
 function reviewRow(paper: PaperRow, includeReasons: boolean) {
@@ -150,19 +153,19 @@ export async function paperRoutes(instance: FastifyInstance, deps: AppDeps): Pro
 
     app.post(
       `${mount}/:paper_id/status`,
-      { config, schema: { tags, summary: 'Move the raw review_status (compatibility path); a move outside the transition table is 400', params: PaperParams, body: StatusBody, response: { 200: CommandAnswer, ...command } } },
+      { config, schema: { tags, summary: 'Move the raw review_status (compatibility path); a move outside the transition table is 400', params: PaperParams, body: StatusBody, response: { 200: ReviewMoveAnswer, ...command } } },
       async (request) => reviews.moveReviewStatus(request.params.paper_id, request.body, { request_id: request.id }),
     );
 
     app.post(
       `${mount}/:paper_id/approve-finalization`,
-      { config, schema: { tags, summary: 'Mark the review approved for finalization (compatibility path, not the normal gate)', params: PaperParams, body: ApproveBody, response: { 200: CommandAnswer, ...command } } },
+      { config, schema: { tags, summary: 'Mark the review approved for finalization (compatibility path, not the normal gate)', params: PaperParams, body: ApproveBody, response: { 200: ReviewMoveAnswer, ...command } } },
       async (request) => reviews.approveFinalization(request.params.paper_id, request.body, { request_id: request.id }),
     );
 
     app.post(
       `${mount}/:paper_id/checklist/:item_id`,
-      { config, schema: { tags, summary: 'Set one checklist item; fail and accepted_risk need a note', params: ChecklistParams, body: ChecklistBody, response: { 200: CommandAnswer, ...command } } },
+      { config, schema: { tags, summary: 'Set one checklist item; fail and accepted_risk need a note', params: ChecklistParams, body: ChecklistBody, response: { 200: ChecklistAnswer, ...command } } },
       async (request) => reviews.setChecklistItem(request.params.paper_id, request.params.item_id, request.body, { request_id: request.id }),
     );
   }
@@ -176,7 +179,7 @@ export async function paperRoutes(instance: FastifyInstance, deps: AppDeps): Pro
         summary: "Record that a finalized paper's package is in a corpus; the paper then counts as published_imported",
         params: PaperParams,
         body: ImportBody,
-        response: { 200: CommandAnswer, ...command },
+        response: { 200: CorpusImportAnswer, ...command },
       },
     },
     async (request) => reviews.recordImport(request.params.paper_id, request.body, { request_id: request.id }),

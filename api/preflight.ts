@@ -6,7 +6,8 @@ import type { WorkerRouting, WorkerTarget } from '../domain/lanes.ts';
 import { PREFLIGHT_DEFAULTS } from '../domain/preflight.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from '../http/errors.ts';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses } from '../http/responses.ts';
+import { PreflightCheckSchema } from './answers.ts';
 
 /** What a worker preflight checks and against which target; every field is optional. */
 const PreflightBody = z
@@ -52,11 +53,11 @@ function resolveTarget(routing: WorkerRouting, body: PreflightRequest): WorkerTa
 }
 
 /** POST /control/api/preflight: checks one worker without dispatching; 200 whether or not it is ready. */
-export const PreflightResultSchema = openObject({
+export const PreflightResultSchema = z.object({
   ok: z.boolean(),
-  target: z.string().describe('The worker target name'),
+  target: z.string().describe('The worker target name, or the URL when the request named no configured target'),
   summary: z.string(),
-  checks: z.array(anyObject()),
+  checks: z.array(PreflightCheckSchema),
 });
 
 export async function preflightRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {

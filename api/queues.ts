@@ -5,20 +5,17 @@ import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { listQueueItems, QUEUE_SORT_COLUMNS } from '../store/queue-reads.ts';
 import type { AppDeps } from './deps.ts';
 import { errorResponses, pageBody } from '../http/responses.ts';
-import { pageOf, queryInt, queryOptional, queryText } from '../http/validation.ts';
+import { pageOf, queryInt, queryOptional, querySort, queryText } from '../http/validation.ts';
 import { QueueItemSchema } from './answers.ts';
 
 const QueueParams = z.strictObject({ queue: z.enum(QUEUE_GROUPS) });
 
-const sortColumns = new Set(QUEUE_SORT_COLUMNS);
 const QueueQuery = z.strictObject({
   page: queryInt({ min: 1, default: 1 }),
   page_size: queryInt({ min: 1, max: 500, default: 50 }),
   search: queryText(),
   status: queryOptional(z.enum(QUEUE_STATUSES)),
-  sort: queryOptional(
-    z.string().refine((v) => sortColumns.has(v.replace(/^-/, '')), `must be one of ${QUEUE_SORT_COLUMNS.join(', ')}, optionally prefixed with "-"`),
-  ),
+  sort: queryOptional(querySort(QUEUE_SORT_COLUMNS)),
 });
 
 /** Queue reads: one logical group, paged, filtered and sorted. */

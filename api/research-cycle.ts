@@ -2,10 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { CYCLE_POLICY_DEFAULTS as D, CYCLE_STEP_MAX } from '../domain/research-cycle.ts';
-import { errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses } from '../http/responses.ts';
+import { CYCLE_STAGES } from '../domain/research-cycle.ts';
 import { createResearchFacility } from '../services/research-facility.ts';
-import { runCycle } from '../services/research-cycle.ts';
-import { requestedBy } from './command-fields.ts';
+import { getCycle, runCycle } from '../services/research-cycle.ts';
+import { LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 
 /** The bounded research cycle (README "Research cycles"). */
@@ -31,16 +32,23 @@ const RunCycleBody = z.strictObject({
   requested_by: requestedBy,
   /** Required for a live cycle: it names the cycle's workflow, and its stages' keys are derived from it. */
   idempotency_key: z.string().min(1).max(CYCLE_KEY_MAX).optional(),
-});
+}).meta(LIVE_CALL_NEEDS_KEY);
 
-const RunCycleAnswer = openObject({
+const RunCycleAnswer = z.object({
   ok: z.boolean(),
-  action: z.enum(['dry_run_research_cycle', 'research_cycle', 'research_cycle_blocked']),
+  action: z.enum(['dry_run_research_cycle', 'research_cycle', 'research_cycle_blocked', 'research_cycle_running']),
   dry_run: z.boolean(),
   reason: z.string(),
   run_cycle_id: z.string().nullable(),
   workflow_id: z.string().nullable(),
-  stages: z.array(openObject({ name: z.string(), action: z.string(), reason: z.string() })).describe('One entry per stage, in order'),
+  stages: z
+    .array(
+      z
+        .object({ name: z.enum(CYCLE_STAGES), action: z.string(), reason: z.string() })
+        .catchall(z.unknown())
+        .describe('Each stage adds its details (ids, counts, the candidate and route it dispatched). Open: a cycle reports the details of the workflow version that ran it, and one started before an upgrade runs on'),
+    )
+    .describe('One entry per stage, in order'),
 });
 
 export async function researchCycleRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
@@ -60,4 +68,12 @@ export async function researchCycleRoutes(instance: FastifyInstance, deps: AppDe
     response: { 200: RunCycleAnswer, ...errorResponses(401, 403, 409, 422, 501, 502, 504) },
   };
   app.post('/control/api/research/run-cycle', { config: { auth: 'control' }, schema }, async (request) => runCycle(cycleDeps, request.body));
+
+  const followSchema = {
+    tags: ['research'],
+    summary: 'Where a live research cycle is: research_cycle_running with the stages finished so far, or its report once it has finished',
+    params: z.strictObject({ run_cycle_id: z.string().min(1).max(CYCLE_KEY_MAX).describe('The idempotency key of the run-cycle call that started it') }),
+    response: { 200: RunCycleAnswer, ...errorResponses(401, 403, 404, 422, 502) },
+  };
+  app.get('/control/api/research/cycles/:run_cycle_id', { config: { auth: 'control' }, schema: followSchema }, async (request) => getCycle(deps.cycles, request.params.run_cycle_id));
 }

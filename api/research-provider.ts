@@ -1,10 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
-import { generateProviderBatch, providerBudget } from '../services/provider-batch.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../http/responses.ts';
+import { PROVIDER_OUTCOMES } from '../domain/provider-budget.ts';
+import { ADMISSION_DECISIONS } from '../domain/research-candidate.ts';
+import { CandidateResultSchema } from './answers.ts';
+import { generateProviderBatch, providerBudget, type ProviderBatchAnswer as ProviderBatchAnswerType } from '../services/provider-batch.ts';
 import { createResearchFacility } from '../services/research-facility.ts';
-import { idempotencyKey, requestedBy } from './command-fields.ts';
+import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 
 /** Provider-backed generation and its budget (README "Provider-backed generation"). */
@@ -17,11 +20,11 @@ const ProviderBatchBody = z.strictObject({
   count: z.number().int().min(1).max(PROVIDER_BATCH_MAX).default(2),
   /** Required for a live batch. */
   idempotency_key: idempotencyKey.optional(),
-});
+}).meta(LIVE_CALL_NEEDS_KEY);
 
-const QuotaWindow = openObject({ limit: z.number().int(), remaining: z.number().int(), resets_at: z.string() });
+const QuotaWindow = z.object({ limit: z.number().int(), remaining: z.number().int(), resets_at: z.string() });
 
-export const ProviderBudgetAnswer = openObject({
+export const ProviderBudgetAnswer = z.object({
   ok: z.boolean(),
   reason: z.string(),
   remaining_credits: z.number().nullable(),
@@ -30,18 +33,34 @@ export const ProviderBudgetAnswer = openObject({
   checked_at: z.string(),
 });
 
-const ProviderBatchAnswer = openObject({
+const ProviderBatchAnswer = z.object({
   ok: z.boolean(),
   action: z.enum(['dry_run_provider_generation', 'provider_generation', 'provider_generation_blocked']),
   dry_run: z.boolean(),
   reason: z.string(),
   budget: ProviderBudgetAnswer,
+  count: z.number().int().optional().describe('Candidates asked for'),
   batch_id: z.string().optional(),
-  provider: anyObject().optional().describe('The request sent: outcome, status, tokens, cost, duration'),
-  counts: anyObject().optional(),
-  results: z.array(anyObject()).optional(),
-  invalid: z.array(anyObject()).optional().describe('Proposed candidates that failed validation: reported, not stored'),
+  provider: z
+    .object({
+      request_id: z.number().int().describe('The provider_requests ledger row'),
+      outcome: z.enum(PROVIDER_OUTCOMES),
+      http_status: z.number().int().nullable(),
+      duration_ms: z.number(),
+      prompt_tokens: z.number().int().nullable(),
+      completion_tokens: z.number().int().nullable(),
+      total_tokens: z.number().int().nullable(),
+      cost: z.number().nullable().describe('What the provider reported the call cost, when it reports it'),
+      detail: z.string(),
+    })
+    .optional()
+    .describe('The request sent: outcome, status, tokens, cost, duration'),
+  counts: countsOf(ADMISSION_DECISIONS).optional(),
+  results: z.array(CandidateResultSchema).optional(),
+  invalid: z.array(z.object({ index: z.number().int(), problems: z.array(z.string()) })).optional().describe('Proposed candidates that failed validation: reported, not stored'),
+  written: z.object({ sources: z.number().int(), candidates: z.number().int(), admissions: z.number().int(), lineage: z.number().int() }).optional(),
 });
+export type ProviderBatchDocumented = Assert<Documents<typeof ProviderBatchAnswer, ProviderBatchAnswerType>>;
 
 const tags = ['research'];
 const config = { auth: 'control' } as const;

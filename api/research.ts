@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createResearchFacility } from '../services/research-facility.ts';
+import { createResearchFacility, type BatchResult, type ResearchFacility } from '../services/research-facility.ts';
 import {
   ADMISSION_DECISIONS,
   CandidateProposalSchema,
@@ -12,12 +12,13 @@ import { DEFAULT_MIN_ADMISSION_SCORE, NEEDS_REVIEW_MIN_SCORE, PLANNER_VERSION } 
 import { SMOKE_BATCH_MAX } from '../domain/smoke-batch.ts';
 import { latestAdmissions } from '../store/research-admissions.ts';
 import { getCandidate, listCandidates } from '../store/research-candidates.ts';
-import { facilityCounts } from '../store/research-facility-counts.ts';
+import { facilityCounts, type FacilityCounts } from '../store/research-facility-counts.ts';
 import { lineageOf } from '../store/research-lineage.ts';
-import { idempotencyKey, requestedBy } from './command-fields.ts';
+import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from '../http/errors.ts';
-import { anyObject, errorResponses, openObject, pageBody } from '../http/responses.ts';
+import { countsOf, errorResponses, pageBody, type Assert, type Documents } from '../http/responses.ts';
+import { AdmissionSchema, CandidateResultSchema, CandidateSchema, LineageSchema, ProjectSchema, QueueItemSchema } from './answers.ts';
 import { pageOf, queryInt, queryOptional, queryText } from '../http/validation.ts';
 
 /** Research Facility endpoints (README "Research Facility intake"): reads of the intake ledgers, and the commands that write them. */
@@ -54,7 +55,7 @@ const PromoteBody = z.strictObject({
   requested_by: requestedBy,
   /** Required for a live promotion. */
   idempotency_key: idempotencyKey.optional(),
-});
+}).meta(LIVE_CALL_NEEDS_KEY);
 
 const CandidatesQuery = z.strictObject({
   decision: queryOptional(z.enum(ADMISSION_DECISIONS)),
@@ -68,44 +69,57 @@ const CandidateParams = z.strictObject({ candidate_id: z.string().regex(ID_PATTE
 
 const LATEST_DECISIONS = 10;
 
-const FacilityAnswer = openObject({
+const FacilityAnswer = z.object({
   ok: z.literal(true),
   planner_version: z.string(),
   min_admission_score: z.number(),
   needs_review_min_score: z.number(),
-  counts: anyObject(),
-  latest_decisions: z.array(anyObject()),
+  counts: z.object({
+    sources: z.number().int(),
+    candidates: z.number().int(),
+    candidates_queue_admitted: z.number().int().describe('Candidates already promoted into the queue'),
+    admissions: z.number().int(),
+    admissions_by_decision: countsOf(ADMISSION_DECISIONS),
+    lineage: z.number().int(),
+    ideas: z.number().int(),
+    projects: z.number().int(),
+    queue_items: z.number().int(),
+  }),
+  latest_decisions: z.array(AdmissionSchema),
 });
+export type FacilityCountsDocumented = Assert<Documents<typeof FacilityAnswer.shape.counts, FacilityCounts>>;
 
-const CandidateSchema = openObject({ candidate_id: z.string() });
-
-const BatchAnswer = openObject({
+const BatchAnswer = z.object({
   ok: z.literal(true),
   dry_run: z.boolean(),
   batch_id: z.string(),
   planner_version: z.string(),
-  counts: anyObject().describe('Planned candidates by decision'),
-  results: z.array(anyObject()),
-  written: openObject({ sources: z.number().int(), candidates: z.number().int(), admissions: z.number().int(), lineage: z.number().int() }),
+  counts: countsOf(ADMISSION_DECISIONS).describe('Planned candidates by decision'),
+  results: z.array(CandidateResultSchema),
+  written: z.object({ sources: z.number().int(), candidates: z.number().int(), admissions: z.number().int(), lineage: z.number().int() }),
 });
+export type BatchDocumented = Assert<Documents<typeof BatchAnswer, BatchResult>>;
 
-const SmokeBatchAnswer = openObject({
-  ...BatchAnswer.shape,
+const SmokeBatchAnswer = BatchAnswer.extend({
   starter_sources: z.boolean(),
   sources_used: z.array(z.string()),
 });
 
-const PromoteAnswer = openObject({
+const PromoteAnswer = z.object({
   ok: z.literal(true),
   dry_run: z.boolean(),
   action: z.enum(['would_promote', 'promoted']),
   candidate_id: z.string(),
   project_id: z.string(),
-  idea: anyObject(),
-  project: anyObject(),
-  queue_item: anyObject(),
-  lineage: z.array(anyObject()),
+  idea: z.object({ idea_id: z.string(), candidate_id: z.string(), title: z.string(), hypothesis: z.string().nullable() }),
+  project: ProjectSchema.omit({ created_at: true, updated_at: true }).extend({ idea_id: z.string(), candidate_id: z.string() }),
+  queue_item: QueueItemSchema.pick({ project_id: true, project_name: true, machine_target: true, workload_class: true }).extend({ status: z.literal('queued'), candidate_id: z.string() }),
+  lineage: z.array(LineageSchema.omit({ lineage_id: true, created_at: true })),
 });
+
+export type SmokeBatchDocumented = Assert<Documents<typeof SmokeBatchAnswer, Awaited<ReturnType<ResearchFacility['generateSmokeBatch']>>>>;
+
+const CandidateDetailAnswer = CandidateSchema.extend({ admissions: z.array(AdmissionSchema), lineage: z.array(LineageSchema) });
 
 const tags = ['research'];
 const config = { auth: 'control' } as const;
@@ -144,7 +158,7 @@ export async function researchRoutes(instance: FastifyInstance, deps: AppDeps): 
     tags,
     summary: 'One candidate with every admission row and its lineage',
     params: CandidateParams,
-    response: { 200: openObject({ ...CandidateSchema.shape, lineage: z.array(anyObject()) }), ...errorResponses(401, 404, 422) },
+    response: { 200: CandidateDetailAnswer, ...errorResponses(401, 404, 422) },
   };
   app.get('/control/api/research/candidates/:candidate_id', { config, schema: candidate }, async (request) => {
     const { candidate_id } = request.params;

@@ -2,10 +2,13 @@ import { TokenUsageSchema } from '../contracts/worker-callback.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses, type Assert, type Documents } from '../http/responses.ts';
 import { queryInt } from '../http/validation.ts';
-import { AuditEventSchema, PaperSchema } from './answers.ts';
-import { cancelRun, runDetail } from '../services/runs.ts';
+import { AuditEventSchema, PaperSchema, ProjectSchema, RunWithTransitionsSchema } from './answers.ts';
+import { QUEUE_STATUSES } from '../domain/queue-status.ts';
+import { RUN_STATES } from '../domain/run-state.ts';
+import { runGateView } from '../services/run-gate-view.ts';
+import { cancelRun, runDetail, type CancelRunResult } from '../services/runs.ts';
 import type { AppDeps } from './deps.ts';
 
 const RunParams = z.strictObject({ run_id: z.string().min(1).max(200) });
@@ -18,50 +21,66 @@ const CancelBody = z
 
 const RunDetailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
 
-const RunDetailAnswer = openObject({
-  run: openObject({
-    run_id: z.string(),
-    project_id: z.string(),
-    state: z.string(),
-    token_usage: TokenUsageSchema.nullable().describe("The agent's tokens as the worker last reported them; null when it reported none"),
-    transitions: z.array(anyObject()),
-  }),
-  finished: z.boolean().describe('The run is in a final state: cancel would answer already_finished'),
-  callbacks: z
-    .array(
-      openObject({
-        idempotency_key: z.string(),
-        event_type: z.string(),
-        gate_state: z.string().nullable(),
-        reason: z.string().nullable(),
-        ignored: z.boolean(),
-        ignore_reason: z.string().nullable(),
-        received_at: z.string(),
-      }),
-    )
-    .describe('The worker\'s completion callbacks for this run, newest first (at most 50)'),
-  project: anyObject().nullable(),
-  papers: z.array(PaperSchema),
-  events: z.array(AuditEventSchema),
-  temporal: openObject({ workflow_id: z.string(), ui_url: z.string().nullable() }),
+const RunCallbackSchema = z.object({
+  idempotency_key: z.string(),
+  event_type: z.string(),
+  gate_state: z.string().nullable(),
+  reason: z.string().nullable(),
+  ignored: z.boolean(),
+  ignore_reason: z.string().nullable(),
+  received_at: z.string(),
 });
 
-const CancelAnswer = openObject({
+const RunDetailAnswer = z.object({
+  run: RunWithTransitionsSchema.extend({
+    token_usage: TokenUsageSchema.nullable().describe("The agent's tokens as the worker last reported them; null when it reported none"),
+  }),
+  finished: z.boolean().describe('The run is in a final state: cancel would answer already_finished'),
+  callbacks: z.array(RunCallbackSchema).describe('The worker\'s completion callbacks for this run, newest first (at most 50)'),
+  project: ProjectSchema.nullable(),
+  papers: z.array(PaperSchema),
+  events: z.array(AuditEventSchema),
+  temporal: z.object({ workflow_id: z.string(), ui_url: z.string().nullable().describe('The run in the Temporal UI, when temporal_ui_url is set') }),
+});
+export type RunDetailDocumented = Assert<Documents<typeof RunDetailAnswer, Awaited<ReturnType<typeof runDetail>>>>;
+
+const CancelAnswer = z.object({
   ok: z.literal(true),
   run_id: z.string(),
   workflow_id: z.string(),
   already_finished: z.boolean().describe('The run had finished: nothing was canceled'),
   canceled: z.boolean().optional(),
-  state: z.string(),
-  queue_status: z.string().nullable(),
+  state: z.enum(RUN_STATES),
+  queue_status: z.enum(QUEUE_STATUSES).nullable(),
 });
 
-const CancelPendingAnswer = openObject({
+const CancelPendingAnswer = z.object({
   ok: z.literal(true),
   cancel_requested: z.literal(true),
   run_id: z.string(),
   workflow_id: z.string(),
 }).describe('Cancellation requested; the workflow has not recorded it yet');
+export type CancelDocumented = Assert<Documents<typeof CancelAnswer | typeof CancelPendingAnswer, Exclude<CancelRunResult, { pending: true }> | Omit<Extract<CancelRunResult, { pending: true }>, 'pending'>>>;
+
+const RunGateViewAnswer = z.object({
+  run_id: z.string(),
+  lane: z.string(),
+  finished: z.boolean().describe('The run is in a final state here'),
+  seen: z.boolean().describe("Whether the lane's gate holds the run among its 50 most recently updated ones; false: every gate field below is null"),
+  gate_state: z.string().nullable().describe("The gate's state of the run (running, waiting_for_process_exit, waiting_for_quiet_window, finished_ready, …)"),
+  processes_alive: z.boolean().nullable().describe("Whether any of the run's tracked processes is alive"),
+  quiet_window: z
+    .object({
+      samples_in_window: z.number().int().describe('Quiet samples so far'),
+      samples_needed: z.number().int().describe('Quiet samples the window needs: idle_sustain_sec over sample_interval_sec'),
+      verdict: z.string().nullable(),
+      reasons: z.array(z.string()).describe('Why the window is not quiet yet'),
+    })
+    .nullable()
+    .describe("The quiet window's last verdict; null before the run's processes have exited"),
+  gate_updated_at: z.string().nullable(),
+});
+export type RunGateViewDocumented = Assert<Documents<typeof RunGateViewAnswer, Awaited<ReturnType<typeof runGateView>>>>;
 
 const tags = ['runs'];
 const config = { auth: 'control' } as const;
@@ -80,6 +99,14 @@ export async function runRoutes(instance: FastifyInstance, deps: AppDeps): Promi
   app.get('/control/api/v1/runs/:run_id', { config, schema: detail }, async (request) =>
     runDetail(runs, request.params.run_id, request.query.event_limit),
   );
+
+  const gateView = {
+    tags,
+    summary: "One run as its worker gate sees it now, asked of the lane's gate: gate state, live processes and the quiet window's progress",
+    params: RunParams,
+    response: { 200: RunGateViewAnswer, ...errorResponses(401, 404, 409, 422, 502) },
+  };
+  app.get('/control/api/v1/runs/:run_id/gate', { config, schema: gateView }, async (request) => runGateView(deps, request.params.run_id));
 
   const cancel = {
     tags,

@@ -7,7 +7,7 @@ import type { AppDeps } from './deps.ts';
 import { HttpError, unauthorized } from '../http/errors.ts';
 import { clientKey, FailureLimit, tooManyRequests } from '../http/failure-limit.ts';
 import { spendSignInFailure } from '../store/sign-in-failures.ts';
-import { errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses } from '../http/responses.ts';
 import { csrfTokenFor, tokensMatch } from '../http/tokens.ts';
 
 /**
@@ -20,13 +20,16 @@ export const SIGN_IN_WINDOW_MS = 60_000;
 
 const loginBody = z.object({ token: z.string().min(1).max(4096) }).strict();
 
-const LoginAnswer = openObject({
+const LoginAnswer = z.object({
   csrf_token: z.string().describe('Send as X-CSRF-Token on anything but reads'),
   expires_at: z.string(),
   idle_timeout_sec: z.number().int(),
 });
 
 const tags = ['session'];
+
+const SETS_SESSION_COOKIE = { 'Set-Cookie': { type: 'string', description: 'cp_session: HttpOnly, SameSite=Strict, Path=/control' } } as const;
+const CLEARS_SESSION_COOKIE = { 'Set-Cookie': { type: 'string', description: 'cp_session, expired' } } as const;
 
 export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
@@ -53,7 +56,7 @@ export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): P
     const spent = await spendSignInFailure(deps.store, client, limits);
     if (spent.refused) throw tooManyRequests(spent.retryAfterSec);
   };
-  app.post('/control/api/session', { config: { auth: 'public' }, schema: login }, async (request, reply) => {
+  app.post('/control/api/session', { config: { auth: 'public', answerHeaders: { 200: SETS_SESSION_COOKIE } }, schema: login }, async (request, reply) => {
     const { token } = request.body;
     if (!tokensMatch(token, deps.controlApiToken)) {
       await spendFailure(clientKey(request.ip));
@@ -76,7 +79,7 @@ export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): P
   const current = {
     tags,
     summary: 'The CSRF token of the current dashboard session',
-    response: { 200: openObject({ csrf_token: z.string() }), ...errorResponses(401, 404) },
+    response: { 200: z.object({ csrf_token: z.string() }), ...errorResponses(401, 404) },
   };
   app.get('/control/api/session', { config: { auth: 'control' }, schema: current }, async (request) => {
     const principal = request.principal;
@@ -84,8 +87,8 @@ export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): P
     return { csrf_token: csrfTokenFor(principal.sessionId, deps.controlApiToken) };
   });
 
-  const signOut = { tags, summary: 'Sign out: ends the session and clears its cookie', response: { 200: openObject({ ok: z.boolean() }), ...errorResponses(401, 403) } };
-  app.delete('/control/api/session', { config: { auth: 'control' }, schema: signOut }, async (request, reply) => {
+  const signOut = { tags, summary: 'Sign out: ends the session and clears its cookie', response: { 200: z.object({ ok: z.boolean() }), ...errorResponses(401, 403) } };
+  app.delete('/control/api/session', { config: { auth: 'control', answerHeaders: { 200: CLEARS_SESSION_COOKIE } }, schema: signOut }, async (request, reply) => {
     const principal = request.principal;
     if (principal?.kind === 'session') await endDashboardSession(deps.store, principal.idHash, request.id);
     clearCookie(reply);

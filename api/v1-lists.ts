@@ -1,4 +1,3 @@
-import { TokenUsageSchema } from '../contracts/worker-callback.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -7,15 +6,26 @@ import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
 import { QUEUE_GROUPS, QUEUE_ITEM_COMMANDS, QUEUE_STATUSES, queueItemCommands } from '../domain/queue-status.ts';
 import { RUN_STATES } from '../domain/run-state.ts';
 import { HttpError } from '../http/errors.ts';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { errorResponses, type Assert, type Documents } from '../http/responses.ts';
 import { queryInt, queryOptional, queryText } from '../http/validation.ts';
 import { paperDetail, paperDraftText } from '../services/paper-detail.ts';
 import { PAPER_ORDERS, walkPapers } from '../store/paper-reads.ts';
-import { PROJECT_ORDERS, readProjectDetail, walkProjects } from '../store/project-reads.ts';
+import { PROJECT_ORDERS, readProjectDetail, walkProjects, type ProjectListRow } from '../store/project-reads.ts';
 import type { QueueItemRow } from '../store/queue-items.ts';
 import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
 import { RUN_ORDERS, walkRuns } from '../store/run-reads.ts';
-import { AuditEventSchema, PaperSchema, ProjectDetailAnswer, QueueItemSchema } from './answers.ts';
+import {
+  AuditEventSchema,
+  CorpusImportSchema,
+  FinalizationPackageSchema,
+  PaperSchema,
+  PaperWithChecklistSchema,
+  ProjectDetailAnswer,
+  ProjectSchema,
+  QueueItemSchema,
+  ReviewHistorySchema,
+  RunListRowSchema,
+} from './answers.ts';
 import type { AppDeps } from './deps.ts';
 import { v1ListQuery, v1Page, v1PageBody, walkFrom } from './v1-paging.ts';
 
@@ -54,32 +64,30 @@ const QueueRowSchema = QueueItemSchema.extend({
   operator_actions: z.array(z.enum(Object.keys(QUEUE_ITEM_COMMANDS) as [keyof typeof QUEUE_ITEM_COMMANDS])).describe('mark_paused and/or requeue, as the row\'s status allows'),
 });
 
-const RunRowSchema = openObject({
-  run_id: z.string(),
-  project_id: z.string(),
-  state: z.string(),
-  token_usage: TokenUsageSchema.nullable().describe("The agent's tokens as the worker last reported them; null when it reported none"),
-  created_at: z.string(),
+const ProjectRowSchema = ProjectSchema.extend({
+  queue_status: z.enum(QUEUE_STATUSES).nullable().describe('The status of the project\'s queue item; null when it has none'),
+  current_run_id: z.string().nullable(),
 });
-const ProjectRowSchema = openObject({ project_id: z.string(), project_name: z.string(), project_dir: z.string(), queue_status: z.string().nullable() });
+export type ProjectRowDocumented = Assert<Documents<typeof ProjectRowSchema, ProjectListRow>>;
 
 const detailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
 const ProjectParams = z.strictObject({ project_id: z.string().min(1).max(200) });
 const PaperParams = z.strictObject({ paper_id: z.string().min(1).max(500) });
 
 
-const PaperDetailAnswer = openObject({
-  paper: PaperSchema,
+const PaperDetailAnswer = z.object({
+  paper: PaperWithChecklistSchema,
   review_moves: z.array(z.enum(REVIEW_STATUSES)).describe('The review_status values the status command accepts from the current one'),
-  project: anyObject().nullable(),
-  run: anyObject().nullable(),
-  review_history: z.array(anyObject()),
-  finalization_packages: z.array(anyObject()),
-  corpus_import: anyObject().nullable(),
+  project: ProjectSchema.nullable(),
+  run: RunListRowSchema.nullable(),
+  review_history: z.array(ReviewHistorySchema),
+  finalization_packages: z.array(FinalizationPackageSchema),
+  corpus_import: CorpusImportSchema.nullable(),
   events: z.array(AuditEventSchema),
 });
+export type PaperDetailDocumented = Assert<Documents<typeof PaperDetailAnswer, NonNullable<Awaited<ReturnType<typeof paperDetail>>>>>;
 
-const PaperDraftAnswer = openObject({
+const PaperDraftAnswer = z.object({
   paper_id: z.string(),
   title: z.string().nullable(),
   writer: z.string().nullable(),
@@ -113,7 +121,7 @@ export async function v1ListRoutes(instance: FastifyInstance, deps: AppDeps): Pr
 
   app.get(
     '/control/api/v1/runs',
-    { config, schema: { tags, summary: 'Runs by cursor, newest first by default, without the gate\'s large answers', querystring: RunsQuery, response: { 200: v1PageBody(RunRowSchema), ...listErrors } } },
+    { config, schema: { tags, summary: 'Runs by cursor, newest first by default, without the gate\'s large answers', querystring: RunsQuery, response: { 200: v1PageBody(RunListRowSchema), ...listErrors } } },
     async (request) => {
       const { state, project, search } = request.query;
       const walk = walkFrom(RUN_ORDERS, request.query);

@@ -2,14 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { READINESS_CRITERIA } from '../domain/automation-readiness.ts';
-import { OPERATOR_LANES } from '../domain/operator-lanes.ts';
+import { ACTION_REASONS, OPERATOR_LANES } from '../domain/operator-lanes.ts';
 import { PAPER_PIPELINE_COUNTS } from '../domain/paper-candidacy.ts';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
+import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
+import { RUN_STATES } from '../domain/run-state.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../http/responses.ts';
 import { queryBool, queryInt } from '../http/validation.ts';
 import { readAutomationReadiness } from '../services/automation-readiness.ts';
 import { readLanes } from '../services/lanes.ts';
 import { readOverview } from '../services/overview.ts';
-import { AuditEventSchema } from './answers.ts';
+import { AuditEventSchema, DispatchRouteSchema, PaperSchema, QueueItemSchema } from './answers.ts';
 import type { AppDeps } from './deps.ts';
 
 const OverviewQuery = z.strictObject({
@@ -17,36 +20,71 @@ const OverviewQuery = z.strictObject({
   event_limit: queryInt({ min: 1, max: 100, default: 20 }),
 });
 
-const counts = (names: readonly string[]) => openObject(Object.fromEntries(names.map((name) => [name, z.number().int()])));
-
-const OverviewAnswer = openObject({
-  operator_counts: counts(OPERATOR_LANES),
-  operator_detail_counts: anyObject(),
-  paper_pipeline: counts(PAPER_PIPELINE_COUNTS),
-  actionable_items: z.array(openObject({ kind: z.enum(['queue_item', 'paper']), reason: z.string(), hint: z.string(), since: z.string() })),
-  active_items: z.array(anyObject()),
-  recent_events: z.array(AuditEventSchema),
-  links: openObject({ observability_health: z.string(), observability_memory: z.string() }),
+const OverviewQueueItemSchema = QueueItemSchema.pick({
+  project_id: true,
+  project_name: true,
+  status: true,
+  manual_review_required: true,
+  current_run_id: true,
+  lane: true,
+  last_error: true,
+  updated_at: true,
 });
+const OverviewPaperSchema = PaperSchema.pick({ paper_id: true, project_id: true, run_id: true, title: true, paper_status: true, review_status: true, rank_score: true, updated_at: true });
+const actionable = { reason: z.enum(ACTION_REASONS), hint: z.string(), since: z.string() };
 
-const LanesAnswer = openObject({
-  dispatch: openObject({ queue_paused: z.boolean(), maintenance_mode: z.boolean(), live_dispatch_enabled: z.boolean() }),
+const OverviewAnswer = z.object({
+  operator_counts: countsOf(OPERATOR_LANES),
+  operator_detail_counts: z.object({
+    attention: countsOf(ACTION_REASONS.filter((reason) => reason !== 'paper_import') as Exclude<(typeof ACTION_REASONS)[number], 'paper_import'>[]),
+    running: z.partialRecord(z.enum(QUEUE_STATUSES), z.number().int()).describe('Items in the running lane by status; statuses with none are left out'),
+    queue: z.object({ by_status: countsOf(QUEUE_STATUSES), by_group: countsOf(QUEUE_GROUPS), manual_review_required: z.number().int() }),
+    runs: z.object({ by_state: z.partialRecord(z.enum(RUN_STATES), z.number().int()).describe('Runs by state; states with none are left out') }),
+    papers: z.object({ total: z.number().int(), by_paper_status: countsOf(PAPER_STATUSES), by_review_status: countsOf(REVIEW_STATUSES) }),
+  }),
+  paper_pipeline: countsOf(PAPER_PIPELINE_COUNTS),
+  actionable_items: z.array(
+    z.discriminatedUnion('kind', [
+      OverviewQueueItemSchema.extend({ kind: z.literal('queue_item'), ...actionable }),
+      OverviewPaperSchema.extend({ kind: z.literal('paper'), ...actionable }),
+    ]),
+  ),
+  active_items: z.array(OverviewQueueItemSchema),
+  recent_events: z.array(AuditEventSchema),
+  links: z.object({ observability_health: z.string(), observability_memory: z.string() }),
+});
+export type OverviewDocumented = Assert<Documents<typeof OverviewAnswer, Awaited<ReturnType<typeof readOverview>>>>;
+
+const LanesAnswer = z.object({
+  dispatch: z.object({ queue_paused: z.boolean(), maintenance_mode: z.boolean(), live_dispatch_enabled: z.boolean() }),
   lanes: z.array(
-    openObject({
+    z.object({
       lane: z.string(),
       configured: z.boolean(),
-      route: anyObject().nullable(),
+      route: DispatchRouteSchema
+        .nullable()
+        .describe('The worker target; null for a lane no longer configured'),
       idle: z.boolean(),
-      active: anyObject().nullable(),
-      next_candidate: anyObject().nullable(),
-      counts: openObject({ claimed_by_status: anyObject(), eligible_queued: z.number().int() }),
+      active: z
+        .object({
+          item: QueueItemSchema.extend({ lane: z.string() }),
+          run: z.object({ run_id: z.string(), state: z.string().nullable(), created_at: z.string().nullable() }).nullable(),
+          last_callback: z.object({ event_type: z.string(), gate_state: z.string().nullable(), received_at: z.string() }).nullable(),
+        })
+        .nullable(),
+      next_candidate: QueueItemSchema.nullable().describe('The item dispatch-next would pick for this lane next'),
+      counts: z.object({
+        claimed_by_status: z.partialRecord(z.enum(QUEUE_STATUSES), z.number().int()).describe('Items claimed on this lane by status; statuses with none are left out'),
+        eligible_queued: z.number().int(),
+      }),
     }),
   ),
   truncated: z.boolean(),
 });
+export type LanesDocumented = Assert<Documents<typeof LanesAnswer, Awaited<ReturnType<typeof readLanes>>>>;
 
-const CriterionSchema = openObject({ criterion: z.enum(READINESS_CRITERIA), ok: z.boolean(), checked: z.boolean(), detail: z.string() });
-const ReadinessAnswer = openObject({
+const CriterionSchema = z.object({ criterion: z.enum(READINESS_CRITERIA), ok: z.boolean(), checked: z.boolean(), detail: z.string() });
+const ReadinessAnswer = z.object({
   status: z.enum(['READY', 'BLOCKED']),
   first_failing: CriterionSchema.nullable(),
   criteria: z.array(CriterionSchema),

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { decodeCursor, encodeCursor, type CursorPosition } from '../http/cursor.ts';
-import { openObject } from '../http/responses.ts';
 import { InvalidRequest, queryInt, queryOptional } from '../http/validation.ts';
 import { isKeyOf, type KeysetOrder, type KeysetPage } from '../store/keyset.ts';
 
@@ -64,9 +63,9 @@ export function v1Page<Row>(page: KeysetPage<Row>, order: KeysetOrder, pageSize:
 }
 
 export const v1PageBody = <T extends z.ZodType>(item: T) =>
-  openObject({
+  z.object({
     items: z.array(item),
-    page: openObject({
+    page: z.object({
       page_size: z.number().int(),
       returned: z.number().int(),
       next_cursor: z.string().nullable().describe('Pass as cursor for the next page; null on the last page'),

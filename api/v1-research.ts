@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { anyObject, errorResponses, openObject } from '../http/responses.ts';
+import { ADMISSION_DECISIONS, GENERATION_MODES } from '../domain/research-candidate.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../http/responses.ts';
+import { CandidateSchema } from './answers.ts';
 import { queryText } from '../http/validation.ts';
 import { readResearchQuality } from '../services/research-quality.ts';
 import { readSourceLineage, SOURCE_LINEAGE_ORDERS } from '../services/source-lineage.ts';
@@ -14,24 +16,54 @@ const LineageQuery = v1ListQuery(SOURCE_LINEAGE_ORDERS, {
   project_id: queryText(200).describe('Only the candidate this project was promoted from'),
 });
 
-const rate = z.number().nullable();
-const QualityAnswer = openObject({
-  admissions: openObject({ total: z.number().int(), by_decision: anyObject(), by_mode: anyObject() }),
-  score_distribution: z.array(openObject({ from: z.number(), to: z.number(), total: z.number().int(), by_decision: anyObject() })),
-  rejection_reasons: z.array(openObject({ reason: z.string(), count: z.number().int() })),
-  rates: openObject({ admission_rate: rate, merge_rate: rate, promotion_rate: rate, promoted_run_positive_rate: rate }),
-  promoted_run_outcomes: z.array(openObject({ state: z.string(), decision: z.string().nullable(), count: z.number().int() })),
+const rate = z.number().nullable().describe('null when there is nothing to divide by');
+const byDecision = countsOf(ADMISSION_DECISIONS);
+const QualityAnswer = z.object({
+  admissions: z.object({ total: z.number().int(), by_decision: byDecision, by_mode: z.object(Object.fromEntries(GENERATION_MODES.map((mode) => [mode, byDecision])) as Record<(typeof GENERATION_MODES)[number], typeof byDecision>) }),
+  score_distribution: z.array(z.object({ from: z.number(), to: z.number(), total: z.number().int(), by_decision: byDecision })),
+  rejection_reasons: z.array(z.object({ reason: z.string(), count: z.number().int() })),
+  rates: z.object({ admission_rate: rate, merge_rate: rate, promotion_rate: rate, promoted_run_positive_rate: rate }),
+  promotion: z.object({ admitted: z.number().int(), promoted: z.number().int() }),
+  promoted_run_outcomes: z.array(z.object({ state: z.string(), decision: z.string().nullable(), count: z.number().int() })),
 });
+export type QualityDocumented = Assert<Documents<typeof QualityAnswer, Awaited<ReturnType<typeof readResearchQuality>>>>;
 
-const LineageItem = openObject({
-  candidate: openObject({ candidate_id: z.string(), title: z.string(), decision: z.string() }),
-  sources: z.array(anyObject()),
-  dedupe: openObject({ dedupe_key: z.string(), merged_into: z.string().nullable(), same_dedupe_key: z.array(anyObject()) }),
+const LineageItem = z.object({
+  candidate: CandidateSchema.pick({
+    candidate_id: true,
+    batch_id: true,
+    generation_mode: true,
+    title: true,
+    decision: true,
+    score: true,
+    dedupe_key: true,
+    merged_into: true,
+    queue_admitted: true,
+    source_ids: true,
+    source_urls: true,
+    parent_project_id: true,
+    parent_run_id: true,
+    similar_prior_projects: true,
+    created_at: true,
+  }),
+  sources: z.array(
+    z.union([
+      z.object({ source_id: z.string(), kind: z.string(), title: z.string(), url: z.string().nullable() }),
+      z.object({ source_id: z.string(), missing: z.literal(true).describe('The candidate names a source the ledger does not hold') }),
+    ]),
+  ),
+  dedupe: z.object({
+    dedupe_key: z.string(),
+    merged_into: z.string().nullable(),
+    similar_prior_projects: z.array(z.string()),
+    same_dedupe_key: z.array(z.object({ candidate_id: z.string(), decision: z.enum(ADMISSION_DECISIONS), created_at: z.string() })),
+  }),
   idea_id: z.string().nullable(),
-  project: anyObject().nullable(),
-  runs: z.array(anyObject()),
-  papers: z.array(anyObject()),
+  project: z.object({ project_id: z.string(), project_name: z.string(), queue_status: z.string().nullable() }).nullable(),
+  runs: z.array(z.object({ run_id: z.string(), state: z.string(), decision: z.string().nullable(), decision_summary: z.string().nullable(), finished_at: z.string().nullable() })),
+  papers: z.array(z.object({ run_id: z.string(), paper_id: z.string(), paper_status: z.string(), review_status: z.string(), imported: z.boolean() })),
 });
+export type LineageItemDocumented = Assert<Documents<typeof LineageItem, Awaited<ReturnType<typeof readSourceLineage>>['items'][number]>>;
 
 const tags = ['read models'];
 const config = { auth: 'control' } as const;

@@ -3,7 +3,8 @@
  *   (1) a live provider batch against a local OpenAI-compatible provider that answers at once: the whole call (quota
  *       read, one chat/completions request, validation, planning, the ledger writes), and the dry run (quota only).
  *   (2) a queue pump tick that finds nothing to do, the steady state of a pump running every minute: its gate,
- *       dispatch-next live, a follow-up launch and draft-next (all on), over 10k finished queue items and runs.
+ *       the dispatch selection, a follow-up launch and the draft-next plan (all on), over 10k finished queue items and
+ *       runs.
  *   (3) a dry queue check over the same ledgers with 100 findings.
  * The provider's own time is ~0, so (1) is what the control plane adds to a provider's latency.
  *   npm run bench:automation
@@ -15,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { AGENT_DEFAULTS, NO_ROUTING } from '../services/dispatch-settings.ts';
 import { generateProviderBatch, type ProviderBatchSettings } from '../services/provider-batch.ts';
 import { runQueueCheck } from '../services/queue-alerts.ts';
-import { pumpDispatch, pumpFollowup, pumpGate, pumpPaperDraft, type PumpDeps } from '../services/queue-pump.ts';
+import { pumpFollowup, pumpGate, pumpPlanPaperDraft, pumpSelectDispatch, type PumpDeps } from '../services/queue-pump.ts';
 import { createResearchFacility } from '../services/research-facility.ts';
 import { openStore } from '../store/open-store.ts';
 import { log, loadNow, ms, timeEach, type Stats } from './figures.ts';
@@ -121,7 +122,7 @@ async function main(): Promise<void> {
       facility,
       papers: {
         settings: { stateDir: '/tmp', projectRoot: '/tmp', writer: { provider: 'deterministic', hosted: null, fallback: true }, evidenceSync: null },
-        launcher: { startStep: unreachable, stepResult: unreachable, runRewriteBatch: unreachable },
+        launcher: { startStep: unreachable, stepResult: unreachable, runRewriteBatch: unreachable, runDraftNext: unreachable },
       },
       pump: { enabled: true, followupLaunch: true, paperDraft: true },
     };
@@ -130,9 +131,9 @@ async function main(): Promise<void> {
     const ticks = await timeEach(TICKS, async () => {
       const id = `bench-tick-${tick++}`;
       await pumpGate(pump);
-      await pumpDispatch(pump, id);
+      await pumpSelectDispatch(pump);
       await pumpFollowup(pump, id);
-      await pumpPaperDraft(pump, id);
+      await pumpPlanPaperDraft(pump);
     });
 
     log(`(3) ${CHECKS} dry queue checks (100 findings)`);

@@ -5,11 +5,13 @@
  *       bare workflows with one activity on the same Temporal server                           target <= 2x
  *   (c) 200 runs over 20 lanes through the full path, 20 parallel callers: runs/min, lost claims per run,
  *       live_dispatch answer p50, lost runs, doubled runs         target >= 600/min, <= 2, <= 300 ms, 0, 0
+ *   (d) live dispatch answer p99 while 20 draft-next calls wait on a slow hosted writer, against idle, in one run
+ *       (bench/support/writer-load.ts)                                                          target <= 1.2x
  * One Temporal dev server (headless) and one fresh Postgres database (dropped at the end); the control plane runs in
  * this process (startControlPlane), as `npm start` runs it.
  *   npm run bench:dispatch
  * Knobs (environment): BENCH_QUEUED_ROWS=100000 BENCH_DRY_RUNS=2000 BENCH_DRY_RUNS_BUSY=300 BENCH_LIVE_RUNS=60
- *   BENCH_FULL_RUNS=200 BENCH_LANES=20 BENCH_CALLERS=20 BENCH_LOG_LEVEL=error (BENCH_QUICK=1: small counts, seconds;
+ *   BENCH_FULL_RUNS=200 BENCH_LANES=20 BENCH_CALLERS=20 BENCH_DRAFTS=20 BENCH_LOAD_CALLS=40 BENCH_LOG_LEVEL=error (BENCH_QUICK=1: small counts, seconds;
  *   bench/knobs.ts)
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -31,6 +33,7 @@ import { loadNow, log, ms, stats, type Stats } from './figures.ts';
 import { knob, QUICK } from './knobs.ts';
 import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase } from './support.ts';
 import { epochMs, InstantGate } from './support/instant-gate.ts';
+import { HeldWriter, measureUnderWriterLoad, seedDraftCandidates, type WriterLoadFigures } from './support/writer-load.ts';
 import { goSignal, readyQuery, type bareSignalWorkflow, type bareWorkflow } from './workflows/bare.ts';
 
 const QUEUED_ROWS = knob('BENCH_QUEUED_ROWS', 100_000, 2_000);
@@ -40,6 +43,8 @@ const LIVE_RUNS = knob('BENCH_LIVE_RUNS', 60, 5);
 const FULL_RUNS = knob('BENCH_FULL_RUNS', 200, 20);
 const LANES = knob('BENCH_LANES', 20, 4);
 const CALLERS = knob('BENCH_CALLERS', 20, 4);
+const DRAFTS = knob('BENCH_DRAFTS', 20, 4);
+const LOAD_CALLS = knob('BENCH_LOAD_CALLS', 40, 5);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'error';
 const WARMUP = QUICK ? 2 : 10;
 const FULL_PATH_DEADLINE_MS = 300_000;
@@ -65,7 +70,7 @@ const ratio = (value: number, baseline: number) => (baseline > 0 ? `${(value / b
 // Database and control plane
 
 
-function benchConfig(dir: string, port: number, gate: InstantGate, temporalAddress: string): Config {
+function benchConfig(dir: string, port: number, gate: InstantGate, temporalAddress: string, writerUrl: string): Config {
   const targets = Object.fromEntries(
     Array.from({ length: LANES }, (_, index) => [laneName(index), { wake_gate_url: gate.laneUrl(laneName(index)), bearer_token: GATE_TOKEN, role: 'gpu_worker' }]),
   );
@@ -88,6 +93,10 @@ function benchConfig(dir: string, port: number, gate: InstantGate, temporalAddre
     max_wait_after_idle_sec: 600,
     default_workload_class: 'unknown',
     worker_targets: targets,
+    paper_writer_provider: 'openai_compatible',
+    paper_writer_base_url: writerUrl,
+    paper_writer_model: 'bench-writer',
+    paper_writer_timeout_sec: 600,
   });
   return { ...parsed, research_provider_api_key: undefined };
 }
@@ -452,6 +461,7 @@ async function main(): Promise<void> {
   let gate: InstantGate | undefined;
   let controlPlane: RunningControlPlane | undefined;
   let baseline: Baseline | undefined;
+  let writer: HeldWriter | undefined;
   let databaseCreated = false;
   try {
     log('starting a headless Temporal dev server');
@@ -462,11 +472,12 @@ async function main(): Promise<void> {
 
     gate = new InstantGate({ gateToken: GATE_TOKEN, callbackUrl: '', callbackToken: CALLBACK_TOKEN, autoFinish: false });
     await gate.start();
+    writer = await HeldWriter.start();
     log(`starting the control plane (Temporal ${temporal.address}, database ${DATABASE})`);
     let config: Config;
     // The port must be in the config before the server binds it; one found free can be taken meanwhile: pick again.
     for (let attempt = 1; ; attempt++) {
-      config = benchConfig(dir, await freePort(), gate, temporal.address);
+      config = benchConfig(dir, await freePort(), gate, temporal.address, writer.url);
       gate.callbackUrl = config.completion_callback_url;
       try {
         controlPlane = await startControlPlane(config, pino({ level: LOG_LEVEL }));
@@ -489,11 +500,16 @@ async function main(): Promise<void> {
 
     const full = await benchFullPath(store, api, gate);
 
-    printReport(dry, live, baseline, full, performance.now() - benchStart);
+    log(`(d) ${LOAD_CALLS} live dispatches idle, then ${LOAD_CALLS} with ${DRAFTS} draft-next calls waiting on a held writer`);
+    const loadConnection = await Connection.connect({ address: temporal.address });
+    const load = await benchWriterLoad(store, api, gate, writer, config, new Client({ connection: loadConnection })).finally(() => loadConnection.close());
+
+    printReport(dry, live, baseline, full, load, config.paper_activity_slots, performance.now() - benchStart);
   } finally {
     await controlPlane?.stop().catch((error: unknown) => console.error('control plane stop:', error));
     await baseline?.stop().catch(() => undefined);
     await gate?.stop().catch(() => undefined);
+    await writer?.close().catch(() => undefined);
     await store?.close().catch(() => undefined);
     if (databaseCreated) await dropDatabase(DATABASE).catch((error: unknown) => console.error('drop database:', error));
     await temporal?.stop().catch(() => undefined);
@@ -501,7 +517,35 @@ async function main(): Promise<void> {
   }
 }
 
-function printReport(dry: DryRunScenario[], live: LiveLatency, baseline: Baseline, full: FullPath, totalMs: number): void {
+// ---------------------------------------------------------------------------------------------------------------
+// (d) live dispatch under writer load
+
+async function benchWriterLoad(store: Store, api: ReturnType<typeof controlApi>, gate: InstantGate, writer: HeldWriter, config: Config, temporal: Client): Promise<WriterLoadFigures> {
+  gate.setAutoFinish(true);
+  await seedItems(store, 'load-', 2 * LOAD_CALLS, { spreadPriorities: false });
+  await seedDraftCandidates(store, config.project_root, DRAFTS);
+  const dispatchOnce = async () => {
+    const sentAt = epochMs();
+    const answer = await api('/control/dispatch-next', { dry_run: false, requested_by: 'bench' });
+    const elapsed = epochMs() - sentAt;
+    if (answer.status !== 200 || answer.body.action !== 'live_dispatch') throw new Error(`live dispatch answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 400)}`);
+    // The run finishes at once: wait for it, so every call finds its lane as idle as the last.
+    await waitForTransition(store, String(answer.body.run_id), 'completed');
+    return elapsed;
+  };
+  return measureUnderWriterLoad({
+    calls: LOAD_CALLS,
+    drafts: DRAFTS,
+    writer,
+    dispatchOnce,
+    draftNext: () => api('/control/papers/draft-next', { dry_run: false, requested_by: 'bench' }),
+    papersInFlight: async () => Number((await temporal.workflow.count(`WorkflowType = 'paperWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = '${CONTROL_QUEUE}'`)).count),
+    // Each draft-next drafts its own candidate; the paper worker runs paper_activity_slots of their writer calls.
+    writerCallsExpected: Math.min(DRAFTS, config.paper_activity_slots),
+  });
+}
+
+function printReport(dry: DryRunScenario[], live: LiveLatency, baseline: Baseline, full: FullPath, load: WriterLoadFigures, paperSlots: number, totalMs: number): void {
   console.log(`\ndispatch bench: node ${process.version}, ${availableParallelism()} CPUs, load average ${loadStart} at the start and ${loadNow()} at the end`);
   console.log(`${LANES} lanes; the control plane runs in this process on a local headless Temporal dev server and Postgres`);
   console.log('The agent finishes at once (bench/support/instant-gate.ts): a real gate reports readiness only after a quiet');
@@ -550,6 +594,15 @@ function printReport(dry: DryRunScenario[], live: LiveLatency, baseline: Baselin
   console.log(`    doubled check: ${full.doubledDetail}; overlapping runs on one lane ${full.laneOverlaps}`);
   console.log(`    callbacks ignored ${full.callbacksIgnored}, callbacks not accepted ${full.callbackErrors}`);
 
+  console.log(`\n(d) live dispatch answers, idle and with ${load.drafts} draft-next calls under way (${load.writerCallsHeld} writer calls held, ${paperSlots} paper slots)`);
+  console.log(
+    percentileTable([
+      row('dispatch-next live, idle', load.idle),
+      row(`dispatch-next live, ${load.drafts} drafts in flight`, load.loaded),
+      { measure: '  ratio', 'p50 ms': ratio(load.loaded.p50, load.idle.p50), 'p99 ms': ratio(load.loaded.p99, load.idle.p99), 'mean ms': '', 'max ms': '' },
+    ]),
+  );
+
   const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
   const idle = dry[0]!;
   const worstDry = dry.reduce((worst, scenario) => (scenario.http.p99 > worst.http.p99 ? scenario : worst), idle);
@@ -576,6 +629,12 @@ function printReport(dry: DryRunScenario[], live: LiveLatency, baseline: Baselin
       { measure: `(c) live_dispatch answer p50 under ${CALLERS} callers`, value: `${ms(full.liveAnswer.p50)} ms`, target: '<= 300 ms', met: yes(full.liveAnswer.p50 <= 300) },
       { measure: '(c) lost', value: String(full.lost), target: '0', met: yes(full.lost === 0) },
       { measure: '(c) doubled', value: String(full.doubled), target: '0', met: yes(full.doubled === 0) },
+      {
+        measure: `(d) live dispatch p99 with ${load.drafts} drafts in flight / idle`,
+        value: `${ms(load.loaded.p99)} / ${ms(load.idle.p99)} ms = ${ratio(load.loaded.p99, load.idle.p99)}`,
+        target: '<= 1.2x',
+        met: yes(load.loaded.p99 <= 1.2 * load.idle.p99),
+      },
     ]),
   );
   console.log(`\nwhole bench ${(totalMs / 1000).toFixed(0)} s`);

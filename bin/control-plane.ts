@@ -35,9 +35,15 @@ async function main(): Promise<void> {
 
   let running: { stop(): Promise<void> };
   try {
-    running = config.roles.includes('control_plane') ? await startBothOrControlPlane(config, logger) : await startGateOnly(config, logger);
+    running = config.roles.includes('control_plane')
+      ? await startBothOrControlPlane(config, logger)
+      : config.roles.includes('temporal_worker')
+        ? await startTemporalWorkerOnly(config, logger)
+        : await startGateOnly(config, logger);
   } catch (error) {
     logger.error({ err: error }, 'start-up failed');
+    // One plain line a person reads first, naming the setting when a setting is the cause.
+    process.stderr.write(`research-control-plane: start-up failed: ${String((error as Error).message ?? error).split('\n')[0]}\n`);
     process.exit(1);
   }
 
@@ -65,6 +71,17 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', (signal) => void shutdown(signal));
   process.on('SIGINT', (signal) => void shutdown(signal));
+}
+
+async function startTemporalWorkerOnly(config: Config, logger: Logger): Promise<{ stop(): Promise<void> }> {
+  const { startTemporalWorker } = await import('./runtime/control-plane-process.ts');
+  const running = await startTemporalWorker(config, logger);
+  logger.info({ temporal: running.temporalAddress, roles: config.roles }, 'Temporal worker ready');
+  process.stdout.write(
+    `\nresearch-control-plane Temporal worker is running (no HTTP server)\n` +
+      `  Temporal:     ${running.temporalAddress}, task queues "${config.temporal_task_queue}" and "${config.temporal_task_queue}-papers"\n\n`,
+  );
+  return running;
 }
 
 async function startBothOrControlPlane(config: Config, logger: Logger): Promise<{ stop(): Promise<void> }> {

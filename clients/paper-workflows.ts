@@ -1,15 +1,19 @@
+import { randomUUID } from 'node:crypto';
 import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { PaperLauncher } from '../services/paper-launcher.ts';
 import {
+  DRAFT_NEXT_WORKFLOW_TYPE,
+  draftNextWorkflowId,
   PAPER_WORKFLOW_TYPE,
   paperWorkflowId,
   REWRITE_BATCH_WORKFLOW_TYPE,
   rewriteBatchWorkflowId,
+  type DraftNextResult,
   type PaperWorkflowResult,
   type RewriteBatchResult,
 } from '../workflows/paper-messages.ts';
-import { paperStartOptions, rewriteBatchStartOptions } from '../workflows/start-options.ts';
+import { draftNextStartOptions, paperStartOptions, rewriteBatchStartOptions } from '../workflows/start-options.ts';
 
 
 /** Paper workflows through the Temporal client: the services' PaperLauncher. */
@@ -49,6 +53,15 @@ export function temporalPaperLauncher(client: Client, settings: { taskQueue: str
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       }
       return client.workflow.getHandle(workflowId).result() as Promise<RewriteBatchResult>;
+    },
+
+    async runDraftNext(input) {
+      // draft-next has no idempotency key: each call is a draft-next of its own.
+      const handle = await client.workflow.start(DRAFT_NEXT_WORKFLOW_TYPE, {
+        ...draftNextStartOptions(input, draftNextWorkflowId(`request:${randomUUID()}`)),
+        taskQueue: settings.taskQueue,
+      });
+      return handle.result() as Promise<DraftNextResult>;
     },
   };
 }

@@ -31,6 +31,9 @@ const PATH_FIELDS = [
   'dispatch_script_path',
   'route_observability_log_path',
   'operational_trace_log_path',
+  'temporal_tls_server_ca_cert_path',
+  'temporal_tls_client_cert_path',
+  'temporal_tls_client_key_path',
 ] as const;
 
 type Issue = z.core.$ZodIssue;

@@ -4,7 +4,7 @@ import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../domai
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import type { GateThresholdProfile } from '../domain/workload.ts';
 
-export const ROLES = ['control_plane', 'worker_gate'] as const;
+export const ROLES = ['control_plane', 'worker_gate', 'temporal_worker'] as const;
 export type Role = (typeof ROLES)[number];
 
 export const WORKER_TARGET_ROLES = ['gpu_worker', 'cpu_worker'] as const;
@@ -25,6 +25,7 @@ export const DEPRECATED_ALIASES = {
 export const ENV_OVERRIDES = {
   TEMPORAL_ADDRESS: 'temporal_address',
   PAPER_WRITER_API_KEY: 'paper_writer_api_key',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'otel_exporter_otlp_endpoint',
 } as const;
 
 /** Environment variable → normalized config field that only the environment can set. */
@@ -175,7 +176,11 @@ export const ConfigFieldsSchema = z.strictObject({
       .refine((roles) => new Set(roles).size === roles.length, 'must not list a role twice')
       .meta({ uniqueItems: true })
       .default(['control_plane']),
-    { perReplica: true, description: 'Roles served by this process; both may share one port.' },
+    {
+      perReplica: true,
+      description:
+        'Roles served by this process: control_plane (HTTP API, dashboard and Temporal workers) and worker_gate may share one port; temporal_worker alone runs the Temporal workers without an HTTP server, beside control planes on the same Postgres and Temporal.',
+    },
   ),
   listen_host: doc(nonEmptyText().default('0.0.0.0'), { perReplica: true, description: 'Address to listen on.' }),
   listen_port: doc(port(0).default(8787), { perReplica: true, description: 'Port to listen on; 0 picks a free port.' }),
@@ -358,6 +363,10 @@ export const ConfigFieldsSchema = z.strictObject({
   paper_writer_fallback_enabled: doc(z.boolean().default(true), {
     description: 'Fall back to the deterministic writer when the hosted one fails.',
   }),
+  paper_activity_slots: doc(z.number().int().min(1).max(64).default(4), {
+    perReplica: true,
+    description: 'Paper file steps (evidence sync, the writer, the checklist) this control plane runs at once, on their own task queue <temporal_task_queue>-papers: slow writers never hold the slots of the runs\' gate calls.',
+  }),
   paper_evidence_sync_enabled: doc(z.boolean().default(false), {
     description: 'Copy paper evidence from the worker over SSH; requires the host and remote root.',
   }),
@@ -438,6 +447,39 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Serve the embedded Temporal dev server\'s web UI (on loopback, without authentication); false starts the dev server without it.',
   }),
   temporal_ui_port: doc(port(1).default(8233), { perReplica: true, description: 'Port of the embedded Temporal dev server UI.' }),
+  temporal_dev_server_port: doc(port(1).optional(), {
+    perReplica: true,
+    description: 'Frontend (gRPC) port of the embedded Temporal dev server; unset: 7233 when free, else a free port. Set it when two installs share a machine.',
+  }),
+  temporal_tls: doc(z.boolean().default(false), {
+    perReplica: true,
+    description: 'Connect to temporal_address over TLS, trusting the system CAs unless temporal_tls_server_ca_cert_path names one. Implied by the other temporal_tls_* fields and by temporal_api_key. TEMPORAL_TLS overrides it.',
+  }),
+  temporal_tls_server_ca_cert_path: doc(text().default(''), {
+    perReplica: true,
+    description: 'PEM file of the CA that signed the Temporal frontend\'s certificate. TEMPORAL_TLS_SERVER_CA_CERT_PATH overrides it.',
+  }),
+  temporal_tls_client_cert_path: doc(text().default(''), {
+    perReplica: true,
+    description: 'PEM file of this control plane\'s client certificate, for a Temporal that requires mTLS; with temporal_tls_client_key_path. TEMPORAL_TLS_CLIENT_CERT_PATH overrides it.',
+  }),
+  temporal_tls_client_key_path: doc(text().default(''), {
+    perReplica: true,
+    description: 'PEM file of the client certificate\'s private key. TEMPORAL_TLS_CLIENT_KEY_PATH overrides it.',
+  }),
+  temporal_tls_server_name: doc(text().default(''), {
+    perReplica: true,
+    description: 'Server name the Temporal frontend\'s certificate is checked against, when it is not the host of temporal_address. TEMPORAL_TLS_SERVER_NAME overrides it.',
+  }),
+  temporal_api_key: doc(text().default(''), {
+    description: 'API key sent to Temporal (Temporal Cloud, or a server with an authorizer); turns TLS on. TEMPORAL_API_KEY overrides it.',
+    secret: true,
+  }),
+  otel_exporter_otlp_endpoint: doc(text().refine((v) => v === '' || isHttpUrl(v), HTTP_URL_REASON).default(''), {
+    perReplica: true,
+    description: 'OTLP/HTTP endpoint (a collector, e.g. http://127.0.0.1:4318) that traces of workflows and activities are sent to, at <endpoint>/v1/traces; empty: no tracing.',
+    env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+  }),
   research_provider_base_url: doc(optionalHttpUrl(), {
     description: 'Base URL of the OpenAI-compatible research provider; generation posts to `${base_url}/chat/completions`.',
   }),
@@ -481,6 +523,11 @@ function checkCrossFieldRules(raw: Record<string, unknown>, report: ProblemSink)
   if (backend === 'pg' || backend === 'pg_readonly') {
     requireWhen(raw, ['pg_database_url'], `control_plane_store_backend is "${backend}"`, report);
   }
+  if (Array.isArray(raw.roles) && raw.roles.includes('temporal_worker')) {
+    if (raw.roles.length > 1) report(['roles'], 'must list temporal_worker alone (a control_plane runs Temporal workers already)');
+    if (raw.control_plane_store_backend !== 'pg') report(['control_plane_store_backend'], 'must be "pg" when roles is temporal_worker (it shares the control planes\' database)');
+    requireWhen(raw, ['temporal_address'], 'roles is temporal_worker (it joins the control planes\' Temporal)', report);
+  }
   if (Array.isArray(raw.roles) && raw.roles.includes('worker_gate')) {
     requireWhen(raw, ['worker_wake_gate_bearer_token'], 'roles includes "worker_gate" (it guards the gate\'s own routes)', report);
     if (runsScripts(raw)) requireWhen(raw, ['dispatch_script_path'], 'the worker gate starts agents with agent_runtime "script"', report);
@@ -499,6 +546,10 @@ function checkCrossFieldRules(raw: Record<string, unknown>, report: ProblemSink)
       report,
     );
   }
+  if (isSet(raw.temporal_tls_client_cert_path)) {
+    requireWhen(raw, ['temporal_tls_client_key_path'], 'temporal_tls_client_cert_path is set (a client certificate needs its key)', report);
+  }
+  if (isSet(raw.temporal_tls_client_key_path)) requireWhen(raw, ['temporal_tls_client_cert_path'], 'temporal_tls_client_key_path is set', report);
   if (raw.paper_writer_provider === 'openai_compatible') {
     requireWhen(raw, ['paper_writer_base_url', 'paper_writer_model'], 'paper_writer_provider is "openai_compatible"', report);
   }

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { withinJsonBounds } from '../http/json-bounds.ts';
-import { openObject } from '../http/responses.ts';
 import { CALLBACK_EVENT_TYPES, GATE_STATES } from '../domain/gate.ts';
 
 /** Which evidence files the gate found in the project when it reported readiness (README "Worker gate"). */
@@ -127,7 +126,7 @@ export function readRunEvidence(reported: Record<string, unknown> | null | undef
 }
 
 /** The control plane's answer to a callback; a redelivery answers the first answer. */
-export const WorkerCallbackResponseSchema = openObject({
+export const WorkerCallbackResponseSchema = z.object({
   ok: z.literal(true),
   idempotency_key: z.string(),
   run_id: z.string(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { anyObject, openObject } from '../http/responses.ts';
-import { DISPATCH_MODES, GATE_STATES, LIFECYCLE_EVENTS, REASONING_EFFORTS } from '../domain/gate.ts';
+import { CALLBACK_EVENT_TYPES, DISPATCH_MODES, GATE_STATES, LIFECYCLE_EVENTS, REASONING_EFFORTS } from '../domain/gate.ts';
+import { TokenUsageSchema } from './worker-callback.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 
 /** Request and response bodies of the worker gate's endpoints (README "Worker gate"). */
@@ -98,11 +98,11 @@ export const OmxEventSchema = ControlPlaneEventSchema;
 /** @deprecated Use {@link ControlPlaneEvent}. */
 export type OmxEvent = ControlPlaneEvent;
 
-// Answers. Objects are loose: these name the fields clients rely on, and an answer may carry more.
+// Answers: closed, every field named (README "HTTP conventions", answers).
 
 const nullableInt = z.number().int().nullable();
 
-export const GateHealthSchema = openObject({
+export const GateHealthSchema = z.object({
   ok: z.boolean(),
   service: z.literal('worker-gate'),
   ready: z.boolean(),
@@ -110,7 +110,7 @@ export const GateHealthSchema = openObject({
   detail: z.string().optional().describe('Why the gate is not ready'),
 });
 
-export const PrepareProjectResponseSchema = openObject({
+export const PrepareProjectResponseSchema = z.object({
   ok: z.literal(true),
   run_id: z.string(),
   project_id: z.string(),
@@ -121,7 +121,9 @@ export const PrepareProjectResponseSchema = openObject({
   overwritten: z.boolean(),
 });
 
-export const DispatchResponseSchema = openObject({
+const ScriptOutputSchema = z.record(z.string(), z.unknown()).describe('The JSON the dispatch script printed: the script decides its shape');
+
+export const DispatchResponseSchema = z.object({
   ok: z.literal(true),
   run_id: z.string(),
   project_id: z.string(),
@@ -134,18 +136,18 @@ export const DispatchResponseSchema = openObject({
   gate_state: z.enum(GATE_STATES),
   dispatched_at: z.string(),
   already_dispatched: z.boolean().describe('True when the run had been dispatched before: the script did not run again'),
-  script_output: z.record(z.string(), z.unknown()),
+  script_output: ScriptOutputSchema,
 });
 
-export const CancelRunResponseSchema = openObject({
+export const CancelRunResponseSchema = z.object({
   ok: z.literal(true),
   run_id: z.string(),
   gate_state: z.literal('cancelled'),
   already_cancelled: z.boolean(),
-  stopped: z.array(openObject({ pid: z.number().int(), outcome: z.string(), error: z.string().optional() })),
+  stopped: z.array(z.object({ pid: z.number().int(), outcome: z.string(), error: z.string().optional() })),
 });
 
-export const ControlPlaneEventResponseSchema = openObject({
+export const ControlPlaneEventResponseSchema = z.object({
   ok: z.literal(true),
   recorded: z.literal(true),
   run_id: z.string().nullable(),
@@ -156,22 +158,112 @@ export const ControlPlaneEventResponseSchema = openObject({
   callbacks: z.array(z.string()).describe('Idempotency keys of the callbacks this event queued'),
 });
 
-export const GateDashboardSchema = openObject({
+const RECORD_KEEPS = 'open: a run record keeps what the gate version that wrote it recorded';
+const trackedPid = z.object({ pid: z.number().int(), startTicks: z.number().int() });
+
+/** A run as the gate's dashboard shows it: its record without the request hash, the tracked pids and the event-token digest. */
+export const GateRunViewSchema = z.object({
+  run_id: z.string(),
+  project_id: z.string(),
+  project_name: z.string(),
+  project_dir: z.string(),
+  prompt_file: z.string(),
+  workload_class: z.enum(WORKLOAD_CLASSES),
+  machine_target: z.string().nullable(),
+  mode: z.enum(DISPATCH_MODES),
+  model: z.string(),
+  reasoning_effort: z.enum(REASONING_EFFORTS),
+  sandbox: z.string(),
+  token_budget: z.number().int().nullable().optional().describe('null: no limit; absent from older records'),
+  dispatch_status: z.enum(['starting', 'started', 'interrupted']),
+  dispatched_at: z.string(),
+  dispatch_duration_ms: z.number().nullable(),
+  script_output: ScriptOutputSchema,
+  root_pid: nullableInt,
+  root_start_ticks: nullableInt,
+  process_group_id: nullableInt,
+  tmux_session: z.string().nullable(),
+  token_usage: TokenUsageSchema.nullable().optional().describe('Absent from older records'),
+  dispatch_script: trackedPid.nullable().optional().describe('Absent from older records'),
+  vram_baseline_mib: z.number().nullable(),
+  alive_pids: z.array(z.number().int()),
+  root_alive: z.boolean(),
+  processes_alive: z.boolean(),
+  last_process_alive_at: z.string().nullable(),
+  processes_exited_at: z.string().nullable(),
+  reaped: z.array(z.object({ pid: z.number().int(), outcome: z.string(), at: z.string(), command: z.string() })),
+  quiet_window: z.record(z.string(), z.unknown()).nullable().describe(`The quiet window's last verdict with the figures it judged; ${RECORD_KEEPS}`),
+  callbacks: z.array(z.object({ event_type: z.enum(CALLBACK_EVENT_TYPES), idempotency_key: z.string(), enqueued_at: z.string() })),
+  events_received: z.number().int(),
+  events_ignored: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  session_id: z.string().nullable(),
+  last_event: z.enum(LIFECYCLE_EVENTS).nullable(),
+  last_event_at: z.string().nullable(),
+  session_started_at: z.string().nullable(),
+  idle_seen_at: z.string().nullable(),
+  ended: z.boolean(),
+  question: z.string().nullable(),
+  gate_state: z.enum(GATE_STATES),
+  gate_reason: z.string(),
+  samples_needed: z.number().int().describe('Quiet samples the run\'s workload class needs'),
+});
+
+export const GateDashboardSchema = z.object({
   ok: z.boolean(),
-  service: openObject({
+  service: z.object({
     name: z.string(),
     role: z.string(),
     ready: z.boolean(),
+    started_at: z.string(),
+    project_root: z.string(),
+    sample_interval_sec: z.number(),
+    default_workload_class: z.enum(WORKLOAD_CLASSES),
+    max_wait_after_idle_sec: z.number(),
+    stale_project_process_reaper_enabled: z.boolean(),
+    completion_callback_url: z.string(),
+    completion_callback_fallback_urls: z.array(z.string()),
     completion_callback_token_fingerprint: z.string(),
+    last_tick_error: z.string().nullable(),
+    sampling: z.object({ samples: z.number().int(), cpu_ms_per_sample: z.number().nullable() }),
   }),
-  totals: openObject({
+  totals: z.object({
     runs: z.number().int(),
     active_or_waiting: z.number().int(),
     live: z.number().int(),
     callback_pending: z.number().int(),
   }),
-  telemetry: anyObject(),
-  runs: z.array(openObject({ run_id: z.string(), project_id: z.string(), gate_state: z.enum(GATE_STATES) })),
-  callbacks: z.array(anyObject()),
-  events: z.array(anyObject()),
+  telemetry: z.object({
+    sampled_at: z.string().nullable(),
+    cpu_pct: z.number().nullable(),
+    gpu_pct: z.number().nullable(),
+    gpu_compute_pids: z.array(z.number().int()),
+    vram_used_mib: z.number().nullable(),
+    memory_available_mib: z.number().nullable(),
+    memory_source: z.string().nullable(),
+    gpu_source: z.enum(['nvidia-smi', 'none']).nullable(),
+    notes: z.array(z.string()),
+  }),
+  runs: z.array(GateRunViewSchema),
+  callbacks: z.array(
+    z.object({
+      idempotency_key: z.string(),
+      run_id: z.string(),
+      event_type: z.enum(CALLBACK_EVENT_TYPES),
+      seq: z.number().int(),
+      created_at: z.string(),
+      attempts: z.number().int(),
+      next_attempt_at: z.string(),
+      last_status: z.number().int().nullable(),
+      last_error: z.string().nullable(),
+      delivered_at: z.string().nullable(),
+    }),
+  ),
+  events: z.array(
+    z
+      .object({ at: z.string(), kind: z.string(), run_id: z.string().nullable() })
+      .catchall(z.unknown())
+      .describe('One entry of the gate\'s event log, with the fields of its kind; open: the log keeps what the gate version that wrote it recorded'),
+  ),
 });

@@ -44,3 +44,10 @@ export const PAPER_FAILURE_TYPES = {
   evidenceMissing: 'PaperEvidenceMissing',
   unknownPaper: 'PaperUnknown',
 } as const;
+
+/** Why a draft-next drafted nothing, given how many candidates it looked at. */
+export function draftNextNoopReason(lookedAt: number, force: boolean): string {
+  return lookedAt === 0
+    ? `no completed run with a positive decision and paper evidence is waiting for a draft${force ? ' or may be redrafted' : ''}`
+    : `every candidate looked at (${lookedAt}) was skipped`;
+}

@@ -38,7 +38,8 @@ export function judgeBudget(reading: QuotaReading, limits: BudgetLimits, request
   return { ok: true, reason: `${credits} credit(s) and ${window.remaining} request(s) left; this call spends ${requestsToSpend}` };
 }
 
-export type ProviderOutcome = 'ok' | 'rate_limited' | 'timeout' | 'server_error' | 'http_error' | 'malformed_output' | 'unreachable';
+export const PROVIDER_OUTCOMES = ['ok', 'rate_limited', 'timeout', 'server_error', 'http_error', 'malformed_output', 'unreachable'] as const;
+export type ProviderOutcome = (typeof PROVIDER_OUTCOMES)[number];
 
 /** How one generation request ended, as the provider_requests ledger keeps it. */
 export interface ProviderRequestOutcome {

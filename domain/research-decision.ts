@@ -58,13 +58,15 @@ export interface PlannerContext {
   minAdmissionScore?: number;
 }
 
-export type HardFailureCode =
-  | 'missing_contract_field'
-  | 'missing_source_grounding'
-  | 'missing_parent_lineage'
-  | 'missing_novelty_comparison'
-  | 'shallow_increment'
-  | 'known_negative_rerun';
+export const HARD_FAILURE_CODES = [
+  'missing_contract_field',
+  'missing_source_grounding',
+  'missing_parent_lineage',
+  'missing_novelty_comparison',
+  'shallow_increment',
+  'known_negative_rerun',
+] as const;
+export type HardFailureCode = (typeof HARD_FAILURE_CODES)[number];
 
 export interface HardFailure {
   code: HardFailureCode;

@@ -2,51 +2,87 @@ import { z } from 'zod';
 import { ValidationProblemSchema } from './validation.ts';
 
 /**
- * An answer object that names the fields clients rely on and passes any others through unchanged, so a response
- * schema never turns a valid answer into a 500. Typed as the named fields alone, so a handler may return a value of
- * a wider interface.
+ * A part of an answer whose shape another system decides (a foreign gate's telemetry, rows a Core source posts, what
+ * an earlier version of this service wrote into an append-only ledger): any JSON object, and `why` says whose shape
+ * it is in the document. Every other part of an answer is a closed schema.
  */
-export const openObject = <const T extends z.core.$ZodLooseShape>(shape: T) => z.looseObject(shape) as unknown as z.ZodObject<T>;
+export const foreignObject = (why: string) => z.record(z.string(), z.unknown()).describe(why);
 
-/** Any JSON object: for nested parts of an answer that the document leaves open. */
-export const anyObject = () => z.looseObject({}) as unknown as z.ZodType<object>;
+/**
+ * True when a schema's output and a row type accept each other, so the schema names exactly the row's fields with
+ * their types. `Assert<Documents<typeof Schema, Row>>` fails to compile when a column is added to the row and not to
+ * the schema that documents it (the closed serializer would otherwise drop it without a word).
+ */
+export type Documents<Schema extends z.ZodType, Row> = [z.output<Schema>] extends [Row] ? ([Row] extends [z.output<Schema>] ? true : false) : false;
+export type Assert<T extends true> = T;
+
+/** An object of one integer count per name, every name present. */
+export const countsOf = <const K extends string>(names: readonly K[]) =>
+  z.object(Object.fromEntries(names.map((name) => [name, z.number().int()])) as Record<K, z.ZodNumber>);
 
 /**
  * Every error answer: `{"detail": ...}`, a message, one `{loc, msg, type}` entry per problem (422), or an object with
  * a `message` and ids (a refused command); a 500 adds its `request_id` (README "HTTP conventions").
  */
-export const ErrorBodySchema = openObject({
-  detail: z.union([z.string(), z.array(ValidationProblemSchema), anyObject()]),
+export const ErrorBodySchema = z.object({
+  detail: z.union([
+    z.string(),
+    z.array(ValidationProblemSchema),
+    z
+      .object({ message: z.string() })
+      .catchall(z.unknown())
+      .describe('A refused command: its message, with the ids and state it concerns, which differ from command to command'),
+  ]),
   request_id: z.string().optional(),
 });
 
-type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 422 | 424 | 429 | 501 | 502 | 503 | 504;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 413 | 414 | 415 | 421 | 422 | 424 | 429 | 431 | 500 | 501 | 502 | 503 | 504;
 
 const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'The request cannot be carried out as asked',
   401: 'Missing or invalid credentials (WWW-Authenticate: Bearer)',
   403: 'Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow',
   404: 'Unknown resource',
+  408: 'The request did not arrive whole in time (the connection is closed)',
   409: 'Conflicting state, or an idempotency key reused with a different payload',
+  413: 'The request body is larger than 1 MiB',
+  414: 'A path parameter is longer than the router takes',
+  415: 'The request body is not JSON (Content-Type application/json)',
+  421: 'The Host header names a host this server is not configured to answer (allowed_hosts)',
   422: 'Request failed validation: one {loc, msg, type} entry per problem',
   424: 'The evidence a paper needs is missing (detail.evidence_sync says what was tried and what is missing)',
   429: 'Too many requests from this client address; Retry-After says when to try again',
+  431: 'The request headers are too large (the connection is closed)',
+  500: 'An unexpected failure; request_id names it in the server log',
   501: 'Not available in this configuration (feature switched off, or a read-only store)',
   502: 'A worker gate, agent, hosted paper writer or research provider failed',
   503: 'Not ready',
   504: 'A worker gate, research provider or workflow did not answer in time',
 };
 
+/** A 500 always names its request, so a report of one can be found in the server log. */
+const InternalErrorBodySchema = ErrorBodySchema.extend({ request_id: z.string() });
+
 /** Response schemas for the error answers a route gives, each described for the OpenAPI document. */
 export function errorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S, typeof ErrorBodySchema> {
-  return Object.fromEntries(
-    statuses.map((status) => [status, ErrorBodySchema.describe(ERROR_DESCRIPTIONS[status])]),
-  ) as Record<S, typeof ErrorBodySchema>;
+  return Object.fromEntries(statuses.map((status) => [status, errorSchemaFor(status)])) as Record<S, typeof ErrorBodySchema>;
+}
+
+// One schema object per status, shared by every route: its JSON Schema and serializer are then made once.
+const errorSchemas = new Map<ErrorStatus, z.ZodType>();
+function errorSchemaFor(status: ErrorStatus): typeof ErrorBodySchema {
+  let schema = errorSchemas.get(status);
+  if (!schema) {
+    schema = (status === 500 ? InternalErrorBodySchema : ErrorBodySchema).describe(ERROR_DESCRIPTIONS[status]);
+    errorSchemas.set(status, schema);
+  }
+  // A 500's schema only narrows request_id to required: its answers are still error bodies.
+  return schema as typeof ErrorBodySchema;
 }
 
 /** A page of `items` (README "HTTP conventions"). */
 export const pageBody = <T extends z.ZodType>(item: T) =>
-  openObject({
+  z.object({
     items: z.array(item),
     page: z.number().int(),
     page_size: z.number().int(),

@@ -35,11 +35,19 @@ function simplify(node: unknown): unknown {
   return nullableAsTypeList(out);
 }
 
+// Routes share answer schemas (every error answer, every row of one kind): each is converted once.
+const jsonSchemas = new WeakMap<z.ZodType, JsonSchema>();
+
 /** The JSON Schema a serializer is compiled from: the route's own zod schema, as the OpenAPI document shows it. */
 export function answerJsonSchema(schema: z.ZodType): JsonSchema {
-  const json = z.toJSONSchema(schema, { target: 'draft-7', io: 'output', unrepresentable: 'any' }) as JsonSchema;
-  delete json.$schema;
-  return simplify(json) as JsonSchema;
+  let converted = jsonSchemas.get(schema);
+  if (!converted) {
+    const json = z.toJSONSchema(schema, { target: 'draft-7', io: 'output', unrepresentable: 'any' }) as JsonSchema;
+    delete json.$schema;
+    converted = simplify(json) as JsonSchema;
+    jsonSchemas.set(schema, converted);
+  }
+  return converted;
 }
 
 /**
@@ -55,6 +63,34 @@ function hasOpenObject(node: unknown): boolean {
   if (describesObject && schema.additionalProperties !== false) return true;
   return Object.values(schema).some(hasOpenObject);
 }
+
+const MAX_DRIFT_PATHS = 10;
+
+/**
+ * Where an answer holds what its schema does not describe: the JSON path of every field the exact serializer left
+ * out (`$.items[0].title`), and of every value it wrote differently. `written` is what the serializer wrote, `sent`
+ * what JSON.stringify writes, both parsed.
+ */
+export function driftPaths(written: unknown, sent: unknown, path = '$', found: string[] = []): string[] {
+  if (found.length >= MAX_DRIFT_PATHS) return found;
+  if (Array.isArray(sent) && Array.isArray(written) && sent.length === written.length) {
+    sent.forEach((item, index) => driftPaths(written[index], item, `${path}[${index}]`, found));
+  } else if (isPlainObject(sent) && isPlainObject(written)) {
+    for (const [key, value] of Object.entries(sent)) {
+      const at = /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+      if (!(key in written)) {
+        if (found.length < MAX_DRIFT_PATHS) found.push(`${at} (not in the schema)`);
+      } else {
+        driftPaths(written[key], value, at, found);
+      }
+    }
+  } else if (!isDeepStrictEqual(written, sent)) {
+    found.push(`${path} (written as ${JSON.stringify(written)?.slice(0, 40)})`);
+  }
+  return found;
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 export interface AnswerSerializerOptions {
   /**
@@ -87,7 +123,7 @@ export function answerSerializerCompiler(options: AnswerSerializerOptions) {
     }
     return serialize;
   };
-  return ({ schema, method, url }: { schema: unknown; method: string; url: string }): Serialize => {
+  return ({ schema, method, url, httpStatus }: { schema: unknown; method: string; url: string; httpStatus?: string }): Serialize => {
     const zodSchema = schema as z.ZodType;
     if (!options.checkAnswers) {
       let serialize: Serialize | undefined;
@@ -104,9 +140,12 @@ export function answerSerializerCompiler(options: AnswerSerializerOptions) {
       const checked = zodSchema.safeParse(data);
       if (!checked.success) throw new ResponseSerializationError(method, url, { cause: checked.error });
       const written = exact(data);
-      if (!isDeepStrictEqual(JSON.parse(written), JSON.parse(JSON.stringify(data)))) {
-        const drift = new z.ZodError([{ code: 'custom', path: [], input: data, message: 'the answer holds fields or values its schema does not describe' }]);
-        throw new ResponseSerializationError(method, url, { cause: drift });
+      const paths = driftPaths(JSON.parse(written), JSON.parse(JSON.stringify(data)));
+      if (paths.length > 0) {
+        const message = `${method} ${url} ${httpStatus ?? ''}: the answer holds what its schema does not describe: ${paths.join(', ')}`;
+        // The client gets the generic 500; the test run shows which route and which paths.
+        process.stderr.write(`answer check: ${message}\n`);
+        throw new ResponseSerializationError(method, url, { cause: new z.ZodError([{ code: 'custom', path: [], input: data, message }]) });
       }
       return written;
     };

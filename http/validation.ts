@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, validatorCompiler } from 'fastify-type-provider-zod';
 import { requestHook } from './hooks.ts';
 import { answerSerializerCompiler, type AnswerSerializerOptions } from './serialization.ts';
@@ -13,7 +13,7 @@ export interface ValidationProblem {
 }
 
 /** One `{loc, msg, type}` entry of a 422 body (README "HTTP conventions"); loose, so an answer keeps every key. */
-export const ValidationProblemSchema = z.looseObject({
+export const ValidationProblemSchema = z.object({
   loc: z.array(z.union([z.string(), z.number()])),
   msg: z.string(),
   type: z.string(),
@@ -204,6 +204,36 @@ export function refuseUnstorableText(app: FastifyInstance): void {
   );
 }
 
+const BODYLESS_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+const refuseBody = requestHook((request) => {
+  if (request.body !== undefined && request.body !== null) {
+    throw new InvalidRequest([{ loc: ['body'], msg: 'this route takes no body', type: 'body_not_allowed' }]);
+  }
+});
+
+const refuseQuery = requestHook((request) => {
+  const names = Object.keys((request.query ?? {}) as object);
+  if (names.length > 0) {
+    throw new InvalidRequest(names.map((name) => ({ loc: ['query', echoedKey(name)], msg: 'unknown field', type: 'unrecognized_keys' })));
+  }
+});
+
+/**
+ * A route that describes no body takes none, and one that describes no query parameters takes none: either is refused
+ * with 422 rather than ignored, so a client that believes it passed something learns it did not, as an unknown field
+ * of a body or a query is (README "HTTP conventions"). Register before the routes.
+ */
+export function refuseUndescribedInput(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const added = [];
+    if (route.schema?.querystring === undefined) added.push(refuseQuery);
+    const methods = [route.method].flat();
+    if (route.schema?.body === undefined && !methods.every((method) => BODYLESS_METHODS.has(method))) added.push(refuseBody);
+    if (added.length > 0) route.preValidation = [...added, ...[route.preValidation ?? []].flat()];
+  });
+}
+
 /**
  * Route schemas are zod schemas: handlers get the parsed values, typed from the schemas, and answers are written by
  * serializers compiled from their response schemas (checked against them too where `checkAnswers` is on).
@@ -215,20 +245,49 @@ export function useZodTypeProvider(app: FastifyInstance, answers: AnswerSerializ
     return (data: unknown) => validate(data ?? undefined);
   });
   app.setSerializerCompiler(answerSerializerCompiler(answers));
+  if (answers.checkAnswers) app.addHook('onSend', refuseUndocumentedStatus);
+}
+
+/** Where answers are checked, a status the route's schema does not list fails the answer (500) as drift does. */
+function refuseUndocumentedStatus(request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: Error | null, payload?: unknown) => void): void {
+  const documented = request.routeOptions.schema?.response as Record<string, unknown> | undefined;
+  const status = String(reply.statusCode);
+  // Requests no route matched (404, and the errors raised while routing) have no route to document them.
+  if (!request.routeOptions.url || !documented || status in documented || `${status[0]}XX` in documented || 'default' in documented) {
+    done(null, payload);
+    return;
+  }
+  const message = `${request.method} ${request.routeOptions.url}: answered ${status}, which its schema does not list`;
+  process.stderr.write(`answer check: ${message}\n`);
+  done(new Error(message));
 }
 
 const emptyToUndefined = (value: unknown) => (value === '' ? undefined : value);
+const INTEGER_TEXT = /^-?\d{1,15}$/;
 
 /** An integer query parameter: digits only, within bounds, with a default when absent or empty. */
 export function queryInt(options: { min: number; max?: number; default: number }) {
   let bounded = z.number().int().min(options.min);
   if (options.max !== undefined) bounded = bounded.max(options.max);
-  const digits = z.string().regex(/^-?\d{1,15}$/, 'must be an integer').transform(Number).pipe(bounded);
+  // A refinement, not a pattern: the document shows the parameter as the integer it is, not as a digit string.
+  const digits = z.string().refine((text) => INTEGER_TEXT.test(text), 'must be an integer').transform(Number).pipe(bounded);
   const range = options.max === undefined ? `at least ${options.min}` : `${options.min}–${options.max}`;
   return z
     .preprocess(emptyToUndefined, digits.optional())
     .transform((value) => value ?? options.default)
-    .meta({ description: `An integer, ${range}; ${options.default} when absent` });
+    .meta({
+      description: `An integer, ${range}; ${options.default} when absent`,
+      type: 'integer',
+      minimum: options.min,
+      ...(options.max === undefined ? {} : { maximum: options.max }),
+      default: options.default,
+    });
+}
+
+/** A sort query parameter: one of `columns`, ascending, or descending with a leading "-". */
+export function querySort<const C extends string>(columns: readonly C[]) {
+  const orders = [...columns, ...columns.map((column) => `-${column}` as const)] as [C | `-${C}`, ...(C | `-${C}`)[]];
+  return z.enum(orders, { error: `must be one of ${columns.join(', ')}, optionally prefixed with "-"` });
 }
 
 /** A free-text query filter; empty means no filter. */

@@ -350,16 +350,17 @@ async function claimOnceChosen(store: Store, key: string, payload: unknown): Pro
   }
 }
 
-export type CycleDispatchSelection =
+export type DispatchSelection =
   | { action: 'start'; reason: string; input: RunWorkflowInput; candidate: ReturnType<typeof candidateView>; dispatch_route: ReturnType<typeof dispatchRouteOf> }
   | { action: 'noop' | 'dispatch_blocked' | 'paused'; reason: string };
 
 /**
- * What a research cycle dispatches (README "Research cycles"): the same checks and candidate as dispatch-next, and the
- * run workflow's input, which the cycle starts as its child. The cycle holds no lane lease: the run's claim stays the
- * only arbiter, so a cycle racing a dispatch-next call loses its claim cleanly.
+ * What a workflow dispatches, a research cycle or a queue pump tick (README "Research cycles", "Queue pump"): the same
+ * checks and candidate as dispatch-next, and the run workflow's input, which the workflow starts as its child. It holds
+ * no lane lease: the run's claim stays the only arbiter, so a workflow racing a dispatch-next call loses its claim
+ * cleanly. It starts nothing, so a retry of it (its worker died) may simply choose again.
  */
-export async function selectCycleDispatch(deps: Pick<DispatchDeps, 'store' | 'settings'>, request: { requested_by: string; dry_run: boolean }): Promise<CycleDispatchSelection> {
+export async function selectDispatch(deps: Pick<DispatchDeps, 'store' | 'settings'>, request: { requested_by: string; dry_run: boolean }): Promise<DispatchSelection> {
   const { store, settings } = deps;
   if (!settings.liveDispatchEnabled) return { action: 'dispatch_blocked', reason: 'live dispatch is disabled (live_dispatch_enabled is false)' };
   if (store.readOnly) return { action: 'dispatch_blocked', reason: 'the store is read-only (control_plane_store_backend is pg_readonly)' };

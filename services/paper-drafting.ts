@@ -1,10 +1,10 @@
 import { paperIdFor } from '../domain/paper-status.ts';
-import { FINAL_REVIEW_STATUSES, startStep, type DraftPurpose } from '../domain/paper-steps.ts';
+import { draftNextNoopReason, FINAL_REVIEW_STATUSES, startStep, type DraftPurpose } from '../domain/paper-steps.ts';
 import { claimKey, completeKey, notePending, releaseKey } from '../store/idempotency-keys.ts';
 import { listDraftCandidates, type DraftCandidateRow } from '../store/paper-drafts.ts';
 import { getPaper, listRewriteSelection, type PaperRow } from '../store/papers.ts';
 import type { Store } from '../store/store.ts';
-import type { PaperWorkflowResult } from '../workflows/paper-messages.ts';
+import type { DraftCandidates, PaperRef, PaperWorkflowResult, SkippedCandidate } from '../workflows/paper-messages.ts';
 import { CommandRefusedError } from './command-errors.ts';
 import { readEvidence, type ReadEvidence } from './paper-evidence.ts';
 import type { PaperLauncher } from './paper-launcher.ts';
@@ -43,21 +43,46 @@ export const DRAFT_NEXT_CANDIDATES = 20;
 /** Reviews a person is in the middle of: their draft is rewritten only with `force`. */
 const REVIEWS_UNDER_WAY = ['in_review', 'approved_for_finalization'];
 
-export interface SkippedCandidate {
-  paper_id: string;
-  project_id: string;
-  run_id: string;
-  reason: 'missing_evidence' | 'in_progress' | 'refused';
-  detail: string;
-  missing?: string[];
-  evidence_sync?: unknown;
-}
-
-const candidateRef = (candidate: DraftCandidateRow) => ({
+const candidateRef = (candidate: DraftCandidateRow): PaperRef => ({
   paper_id: candidate.paper_id ?? paperIdFor(candidate.project_id, candidate.run_id),
   project_id: candidate.project_id,
   run_id: candidate.run_id,
 });
+
+interface ScreenedCandidate {
+  row: DraftCandidateRow;
+  /** Read here when evidence sync is off; with sync on, the evidence is not final until the step has copied it. */
+  evidence: ReadEvidence | null;
+}
+
+/**
+ * The draft candidates in the order draft-next tries them, with those whose evidence is missing here set aside (and
+ * listed). `upTo`: stop once that many are found, so a dry run, or a pump tick asking whether there is anything to
+ * draft, reads the evidence of no candidate past the one it answers with.
+ */
+async function screenCandidates(deps: { store: Store; settings: PaperSettings }, force: boolean, upTo = DRAFT_NEXT_CANDIDATES, exclude: readonly string[] = []) {
+  const rows = await listDraftCandidates(deps.store, { force, limit: DRAFT_NEXT_CANDIDATES });
+  const screened: ScreenedCandidate[] = [];
+  const skipped: SkippedCandidate[] = [];
+  const passedBefore = new Set(exclude);
+  for (const row of rows) {
+    if (screened.length >= upTo) break;
+    if (passedBefore.has(candidateRef(row).paper_id)) continue;
+    const evidence = deps.settings.evidenceSync ? null : await readEvidence(deps.settings.projectRoot, row.project_dir);
+    if (evidence && !evidence.complete) skipped.push({ ...candidateRef(row), reason: 'missing_evidence', detail: `evidence missing in ${evidence.project_path}`, missing: evidence.missing });
+    else screened.push({ row, evidence });
+  }
+  return { screened, skipped, looked_at: rows.length };
+}
+
+/**
+ * What a live draft-next tries next (the paper-draft-next workflow's step): up to `upTo` candidates, passing over those
+ * in `exclude` (tried or skipped already).
+ */
+export async function selectDraftCandidates(deps: { store: Store; settings: PaperSettings }, force: boolean, upTo?: number, exclude?: readonly string[]): Promise<DraftCandidates> {
+  const { screened, skipped, looked_at } = await screenCandidates(deps, force, upTo, exclude);
+  return { candidates: screened.map(({ row }) => candidateRef(row)), skipped, looked_at };
+}
 
 /** The 424 of a step whose evidence is missing: what sync tried, what is still missing. */
 function evidenceMissingError(result: Extract<PaperWorkflowResult, { outcome: 'evidence_missing' }>, syncEnabled: boolean): CommandRefusedError {
@@ -116,39 +141,21 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
      * papers may be redrafted). Candidates whose evidence is missing are skipped and reported, never a 424.
      */
     async draftNext(request: DraftNextRequest) {
-      const candidates = await listDraftCandidates(store, { force: request.force, limit: DRAFT_NEXT_CANDIDATES });
-      const skipped: SkippedCandidate[] = [];
-      for (const candidate of candidates) {
-        const ref = candidateRef(candidate);
-        // With sync on, the evidence on this machine is not final until the step has copied it.
-        const evidence = syncEnabled ? null : await readEvidence(settings.projectRoot, candidate.project_dir);
-        if (evidence && !evidence.complete) {
-          skipped.push({ ...ref, reason: 'missing_evidence', detail: `evidence missing in ${evidence.project_path}`, missing: evidence.missing });
-          continue;
-        }
-        if (request.dry_run) return dryRunDraft(candidate, skipped, evidence);
-        const step = await runStep(ref, 'draft', { requested_by: request.requested_by, key: null });
-        if (!step.started) {
-          skipped.push({ ...ref, reason: 'in_progress', detail: step.reason });
-          continue;
-        }
-        const result = step.result;
-        if (result.outcome === 'drafted') return { action: 'drafted' as const, ...ref, result, paper: await paperAnswer(ref.paper_id), skipped };
-        if (result.outcome === 'evidence_missing') {
-          skipped.push({ ...ref, reason: 'missing_evidence', detail: `evidence missing in ${result.project_path}`, missing: result.missing, evidence_sync: result.evidence_sync });
-          continue;
-        }
-        if (result.outcome === 'refused') {
-          skipped.push({ ...ref, reason: 'refused', detail: result.reason });
-          continue;
-        }
-        throw new CommandRefusedError(502, { message: `drafting '${ref.paper_id}' failed: ${result.error}`, paper_id: ref.paper_id, paper: await paperAnswer(ref.paper_id) });
+      if (request.dry_run) {
+        const { screened, skipped, looked_at } = await screenCandidates(deps, request.force, 1);
+        const first = screened[0];
+        return first ? dryRunDraft(first.row, skipped, first.evidence) : { action: 'noop' as const, reason: draftNextNoopReason(looked_at, request.force), skipped };
       }
-      const reason =
-        candidates.length === 0
-          ? `no completed run with a positive decision and paper evidence is waiting for a draft${request.force ? ' or may be redrafted' : ''}`
-          : `every candidate looked at (${candidates.length}) was skipped`;
-      return { action: 'noop' as const, reason, skipped };
+      // Nothing to draft starts no workflow: the answer is the same noop the workflow would give.
+      const waiting = await screenCandidates(deps, request.force, 1);
+      if (waiting.screened.length === 0) return { action: 'noop' as const, reason: draftNextNoopReason(waiting.looked_at, request.force), skipped: waiting.skipped };
+      const outcome = await launcher.runDraftNext({ requested_by: request.requested_by, force: request.force, request_key: null });
+      if (outcome.action === 'noop') return outcome;
+      const { action: _action, skipped, ...ref } = outcome;
+      if (outcome.action === 'failed') {
+        throw new CommandRefusedError(502, { message: `drafting '${ref.paper_id}' failed: ${outcome.error}`, paper_id: ref.paper_id, paper: await paperAnswer(ref.paper_id) });
+      }
+      return { action: 'drafted' as const, paper_id: ref.paper_id, project_id: ref.project_id, run_id: ref.run_id, result: outcome.result, paper: await paperAnswer(ref.paper_id), skipped };
     },
 
     /** Rewrites one paper's draft with the configured writer; replay-safe by idempotency key. */
@@ -191,14 +198,7 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
 
     /** Rewrites up to `limit` papers, highest rank first, as one batch workflow the call waits on. */
     async rewriteBatch(request: RewriteBatchRequest) {
-      const selection = await listRewriteSelection(store, {
-        paper_status: request.paper_status,
-        review_status: request.review_status,
-        search: request.search,
-        limit: request.limit,
-        skip_rewritten: request.skip_rewritten,
-        exclude_review_statuses: [...FINAL_REVIEW_STATUSES, ...(request.force ? [] : REVIEWS_UNDER_WAY)],
-      });
+      const selection = await selectRewrites(store, request);
       const selected = selection.map((paper) => ({ paper_id: paper.paper_id, project_id: paper.project_id, run_id: paper.run_id, paper_status: paper.paper_status, review_status: paper.review_status, rank_score: paper.rank_score, title: paper.title }));
       if (request.dry_run) return { ok: true as const, dry_run: true, selected, count: selected.length, limit: request.limit };
       const key = { scope: 'paper-review.rewrite-batch', key: request.idempotency_key };
@@ -226,6 +226,18 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
       return response;
     },
   };
+}
+
+/** The papers a rewrite-batch rewrites, highest rank first; a research cycle's rewrite stage selects the same way. */
+export function selectRewrites(store: Store, request: Omit<RewriteBatchRequest, 'idempotency_key' | 'requested_by' | 'dry_run'>): Promise<PaperRow[]> {
+  return listRewriteSelection(store, {
+    paper_status: request.paper_status,
+    review_status: request.review_status,
+    search: request.search,
+    limit: request.limit,
+    skip_rewritten: request.skip_rewritten,
+    exclude_review_statuses: [...FINAL_REVIEW_STATUSES, ...(request.force ? [] : REVIEWS_UNDER_WAY)],
+  });
 }
 
 /** Why a rewrite of this paper is refused now, or null. */

@@ -1,4 +1,4 @@
-import type { PaperWorkflowInput, PaperWorkflowResult, RewriteBatchInput, RewriteBatchResult } from '../workflows/paper-messages.ts';
+import type { DraftNextInput, DraftNextResult, PaperWorkflowInput, PaperWorkflowResult, RewriteBatchInput, RewriteBatchResult } from '../workflows/paper-messages.ts';
 
 export type StartedPaperStep = { started: true; workflow_run_id: string } | { started: false; reason: string };
 
@@ -10,4 +10,6 @@ export interface PaperLauncher {
   stepResult(paperId: string, workflowRunId: string): Promise<PaperWorkflowResult>;
   /** Starts the batch named by its key, or finds it when it already started, and waits for its result. */
   runRewriteBatch(input: RewriteBatchInput): Promise<RewriteBatchResult>;
+  /** Runs a draft-next of its own (an HTTP call's) as the paper-draft-next workflow, and waits for its result. */
+  runDraftNext(input: DraftNextInput): Promise<DraftNextResult>;
 }

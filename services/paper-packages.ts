@@ -112,7 +112,7 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
       const manifestSha256 = sha256(manifestJson);
       const packageDir = join(paperDirOf(paperId), 'packages', manifestSha256.slice(0, 16));
       if (request.dry_run) {
-        return { ok: true as const, dry_run: true, paper_id: paperId, ready: waitingFor.length === 0, waiting_for: waitingFor, package_dir: packageDir, manifest, manifest_sha256: manifestSha256 };
+        return { ok: true as const, dry_run: true as const, paper_id: paperId, ready: waitingFor.length === 0, waiting_for: waitingFor, package_dir: packageDir, manifest, manifest_sha256: manifestSha256 };
       }
       if (waitingFor.length > 0) throw new CommandRefusedError(409, `'${paperId}' is not approved for finalization: ${waitingFor.join('; ')}`);
       const { idempotency_key: key, ...payload } = request;
@@ -140,7 +140,7 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
             actor: request.requested_by,
             request_id: context.request_id ?? null,
           });
-          return { ok: true as const, dry_run: false, paper_id: paperId, package_dir: packageDir, manifest, manifest_sha256: manifestSha256, paper: await paperWithChecklist(tx, (await getPaper(tx, paperId))!) };
+          return { ok: true as const, dry_run: false as const, paper_id: paperId, package_dir: packageDir, manifest, manifest_sha256: manifestSha256, paper: await paperWithChecklist(tx, (await getPaper(tx, paperId))!) };
         };
         return (await runIdempotent(tx, { scope: 'paper-review.prepare-finalization-package', key, payload: { paper_id: paperId, ...payload } }, run)).response;
       });

@@ -96,7 +96,7 @@ export function createPaperReviews(store: Store, clock: () => Date = () => new D
     });
   }
 
-  async function answer(tx: Queryable, paperId: string, extra: Record<string, unknown>) {
+  async function answer<Extra extends Record<string, unknown>>(tx: Queryable, paperId: string, extra: Extra) {
     const paper = (await getPaper(tx, paperId))!;
     return { ok: true as const, paper_id: paperId, ...extra, paper: await paperWithChecklist(tx, paper) };
   }

@@ -4,10 +4,12 @@ import { nextFollowupParent } from '../store/followup-parents.ts';
 import type { Store } from '../store/store.ts';
 import type { PumpStep } from '../workflows/schedule-messages.ts';
 import { CommandRefusedError, refusalMessage } from './command-errors.ts';
-import { dispatchNext } from './dispatch.ts';
+import { dispatchNext, selectDispatch, type DispatchSelection } from './dispatch.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { launchNextFollowup } from './followups.ts';
-import { createPaperDrafting } from './paper-drafting.ts';
+import { createPaperDrafting, selectDraftCandidates } from './paper-drafting.ts';
+import { draftNextNoopReason } from '../domain/paper-steps.ts';
+import type { DraftNextInput } from '../workflows/paper-messages.ts';
 import type { PaperLauncher } from './paper-launcher.ts';
 import type { PaperSettings } from './paper-settings.ts';
 import type { ResearchFacility } from './research-facility.ts';
@@ -15,9 +17,10 @@ import type { RunLauncher } from './run-launcher.ts';
 
 /**
  * The steps of one queue pump tick (README "Queue pump"): a gate (nothing at all while the queue is paused or in
- * maintenance), then dispatch-next live when live dispatch is on, a follow-up launch and a draft-next when config lets
- * the pump do them. Every step that did something, or failed, is an audit event of the tick; a tick that finds
- * nothing to do leaves no trace but its workflow.
+ * maintenance), then a dispatch when live dispatch is on, a follow-up launch and a draft-next when config lets the
+ * pump do them. The tick's workflow starts the run and the draft-next as its children from what these steps select.
+ * Every step that did something, or failed, is an audit event of the tick; a tick that finds nothing to do leaves no
+ * trace but its workflow.
  */
 
 export interface PumpDeps {
@@ -69,6 +72,29 @@ export async function pumpGate(deps: Pick<PumpDeps, 'store' | 'pump'>): Promise<
   return { step: 'gate', action: 'open', reason: 'neither paused nor in maintenance' };
 }
 
+/** What the dispatch step starts, as the tick's child (workflows/queue-pump.ts), or the step when it starts nothing. */
+export async function pumpSelectDispatch(deps: PumpDeps): Promise<DispatchSelection | PumpStep> {
+  if (!deps.pump.enabled) return pumpOff('dispatch');
+  if (!deps.dispatch.liveDispatchEnabled) return { step: 'dispatch', action: 'skipped', reason: 'live dispatch is disabled (live_dispatch_enabled is false)' };
+  return selectDispatch({ store: deps.store, settings: deps.dispatch }, { requested_by: QUEUE_PUMP_ACTOR, dry_run: false });
+}
+
+/**
+ * Whether the paper step starts a draft-next now: with drafting on for the pump and a candidate waiting. A tick with
+ * nothing to draft starts no workflow, and leaves no trace.
+ */
+export async function pumpPlanPaperDraft(deps: PumpDeps): Promise<{ start: DraftNextInput } | { step: PumpStep }> {
+  if (!deps.pump.enabled) return { step: pumpOff('paper_draft') };
+  if (!deps.pump.paperDraft) return { step: { step: 'paper_draft', action: 'skipped', reason: 'queue_pump_paper_draft_enabled is false' } };
+  const { candidates, looked_at } = await selectDraftCandidates({ store: deps.store, settings: deps.papers.settings }, false, 1);
+  if (candidates.length === 0) return { step: { step: 'paper_draft', action: 'noop', reason: draftNextNoopReason(looked_at, false) } };
+  return { start: { requested_by: QUEUE_PUMP_ACTOR, force: false, request_key: null } };
+}
+
+/** The audit event of a step that acted or failed, once per tick and step. */
+export const pumpRecordStep = (deps: Pick<PumpDeps, 'store'>, tickId: string, step: PumpStep): Promise<PumpStep> => audited(deps.store, tickId, step, true);
+
+/** The dispatch step of ticks started before the child-workflows patch (workflows/patches.ts). */
 export async function pumpDispatch(deps: PumpDeps, tickId: string): Promise<PumpStep> {
   if (!deps.pump.enabled) return pumpOff('dispatch');
   if (!deps.dispatch.liveDispatchEnabled) return { step: 'dispatch', action: 'skipped', reason: 'live dispatch is disabled (live_dispatch_enabled is false)' };
@@ -104,6 +130,7 @@ export async function pumpFollowup(deps: PumpDeps, tickId: string): Promise<Pump
   return audited(deps.store, tickId, step, step.action !== 'noop');
 }
 
+/** The paper step of ticks started before the child-workflows patch: it waited for the draft. */
 export async function pumpPaperDraft(deps: PumpDeps, tickId: string): Promise<PumpStep> {
   if (!deps.pump.enabled) return pumpOff('paper_draft');
   if (!deps.pump.paperDraft) return { step: 'paper_draft', action: 'skipped', reason: 'queue_pump_paper_draft_enabled is false' };

@@ -8,7 +8,7 @@ import { queueFactGroups } from '../store/overview-reads.ts';
 import { nextPromotableCandidate } from '../store/research-candidates.ts';
 import type { Store } from '../store/store.ts';
 import { CommandRefusedError, refusalMessage, type CommandRefusedStatus } from './command-errors.ts';
-import { selectCycleDispatch } from './dispatch.ts';
+import { selectDispatch } from './dispatch.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { createPaperDrafting } from './paper-drafting.ts';
 import type { PaperLauncher } from './paper-launcher.ts';
@@ -102,10 +102,10 @@ export async function promoteStage(deps: CycleDeps, policy: CyclePolicy, request
   }
 }
 
-/** The dispatch stage of a dry run; live, the workflow starts the run workflow as its child from `selectCycleDispatch`. */
+/** The dispatch stage of a dry run; live, the workflow starts the run workflow as its child from `selectDispatch`. */
 export async function dispatchDryRunStage(deps: CycleDeps, policy: CyclePolicy, request: StageRequest): Promise<CycleStage> {
   if (policy.max_dispatches_per_run === 0) return skippedStage('dispatch', 'max_dispatches_per_run');
-  const selection = await selectCycleDispatch({ store: deps.store, settings: deps.dispatch }, { requested_by: request.requested_by, dry_run: true });
+  const selection = await selectDispatch({ store: deps.store, settings: deps.dispatch }, { requested_by: request.requested_by, dry_run: true });
   if (selection.action !== 'start') return { name: 'dispatch', action: selection.action, reason: selection.reason };
   return {
     name: 'dispatch',
@@ -196,8 +196,10 @@ export interface RunCycleRequest extends CyclePolicy {
 
 /**
  * `POST /control/api/research/run-cycle`: a dry run reports what each stage would do; a live call (enabled, with an
- * idempotency key) runs the cycle workflow named by its key and answers its report. The same key and body answer the
- * first report (a call that finds the cycle still running waits for it); another body is 409.
+ * idempotency key) starts the cycle workflow named by its key and answers at once: the stages finished so far while
+ * it runs (`research_cycle_running`), its report once it has finished. The same key and body answer where the same
+ * cycle is now (`GET /control/api/research/cycles/{run_cycle_id}` answers the same); another body is 409. A waiting
+ * cycle never holds a connection.
  */
 export async function runCycle(deps: CycleDeps & { cycles: CycleLauncher }, request: RunCycleRequest) {
   const { dry_run: dryRun, requested_by: requestedBy, idempotency_key: key, ...policy } = request;
@@ -210,23 +212,62 @@ export async function runCycle(deps: CycleDeps & { cycles: CycleLauncher }, requ
   if (!key) throw new CommandRefusedError(422, [{ loc: ['body', 'idempotency_key'], msg: 'is required for a live run-cycle', type: 'missing' }]);
   const scope = 'research.run-cycle';
   const claim = await claimKey(deps.store, { scope, key, payload: { policy, requested_by: requestedBy } });
-  if (claim.state === 'done') {
-    if (claim.status_code === 200) return claim.response as CycleReport;
+  // A claim still pending is a first call that died between claiming and starting, or one starting right now: the
+  // start is idempotent (the key names the workflow), so this call starts it, or finds it started.
+  if (claim.state !== 'done') {
+    try {
+      await deps.cycles.startCycle({ cycle_id: key, requested_by: requestedBy, policy });
+    } catch (error) {
+      const detail = { message: `the research cycle ${cycleWorkflowId(key)} did not start: ${error instanceof Error ? error.message : String(error)}`, workflow_id: cycleWorkflowId(key) };
+      // Nothing started: the same call may be sent again.
+      if (error instanceof CycleNotStartedError && claim.state === 'claimed') await releaseKey(deps.store, scope, key);
+      throw new CommandRefusedError(502, detail);
+    }
+    await completeKey(deps.store, scope, key, { response: { workflow_id: cycleWorkflowId(key) }, status_code: 200 });
+  } else if (claim.status_code !== 200) {
+    // A key an earlier version settled with a refusal keeps it.
     throw new CommandRefusedError(claim.status_code as CommandRefusedStatus, (claim.response as { detail: Record<string, unknown> }).detail);
   }
-  let report: CycleReport;
-  try {
-    report = await deps.cycles.runCycle({ cycle_id: key, requested_by: requestedBy, policy });
-  } catch (error) {
-    const detail = { message: `the research cycle ${cycleWorkflowId(key)} did not report: ${error instanceof Error ? error.message : String(error)}`, workflow_id: cycleWorkflowId(key) };
-    // Nothing started: the same call may be sent again. Once the workflow exists the key stays its own, failure and all.
-    if (error instanceof CycleNotStartedError) {
-      if (claim.state === 'claimed') await releaseKey(deps.store, scope, key);
-    } else {
-      await completeKey(deps.store, scope, key, { response: { detail }, status_code: 502 });
-    }
-    throw new CommandRefusedError(502, detail);
+  const answer = await cycleAnswer(deps.cycles, key);
+  if (answer) return answer;
+  // The workflow is past Temporal's retention; a key an earlier version settled kept the report itself.
+  const kept = claim.state === 'done' ? (claim.response as Partial<CycleReport>) : null;
+  if (kept?.stages) return kept as CycleReport;
+  throw new CommandRefusedError(404, `the research cycle ${cycleWorkflowId(key)} is no longer known to Temporal`);
+}
+
+/** What run-cycle answers while its cycle runs: the stages so far, and where to follow it. */
+export interface CycleRunningAnswer extends Omit<CycleReport, 'action'> {
+  action: 'research_cycle_running';
+}
+
+export type CycleAnswer = CycleReport | CycleRunningAnswer;
+
+/** Where the cycle of `cycleId` is, as run-cycle answers it; null when Temporal has no such cycle. */
+export async function cycleAnswer(cycles: CycleLauncher, cycleId: string): Promise<CycleAnswer | null> {
+  const workflowId = cycleWorkflowId(cycleId);
+  const progress = await cycles.cycleProgress(cycleId).catch((error: unknown) => {
+    throw new CommandRefusedError(502, { message: `Temporal did not answer for the research cycle ${workflowId}: ${error instanceof Error ? error.message : String(error)}`, workflow_id: workflowId });
+  });
+  if (!progress) return null;
+  if (progress.status === 'completed') return progress.report;
+  if (progress.status === 'running') {
+    return {
+      ok: true,
+      action: 'research_cycle_running',
+      dry_run: false,
+      reason: `the cycle is running; GET /control/api/research/cycles/${encodeURIComponent(cycleId)} follows it`,
+      run_cycle_id: cycleId,
+      workflow_id: workflowId,
+      stages: progress.stages,
+    };
   }
-  await completeKey(deps.store, scope, key, { response: report, status_code: 200 });
-  return report;
+  throw new CommandRefusedError(502, { message: `the research cycle ${workflowId} ended ${progress.status.replace('_', ' ')}: ${progress.reason}`, workflow_id: workflowId });
+}
+
+/** `GET /control/api/research/cycles/{run_cycle_id}`: where a live cycle is (404 when there is none of that id). */
+export async function getCycle(cycles: CycleLauncher, cycleId: string): Promise<CycleAnswer> {
+  const answer = await cycleAnswer(cycles, cycleId);
+  if (!answer) throw new CommandRefusedError(404, `no research cycle ${cycleWorkflowId(cycleId)}`);
+  return answer;
 }

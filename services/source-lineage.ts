@@ -32,7 +32,7 @@ export async function readSourceLineage(q: Queryable, scope: CandidateScope, wal
     const project = projects.find((row) => row.candidate_id === candidate.candidate_id) ?? null;
     return {
       candidate,
-      sources: candidate.source_ids.map((id) => sources.find((source) => source.source_id === id) ?? { source_id: id, missing: true }),
+      sources: candidate.source_ids.map((id) => sources.find((source) => source.source_id === id) ?? { source_id: id, missing: true as const }),
       dedupe: {
         dedupe_key: candidate.dedupe_key,
         merged_into: candidate.merged_into,

@@ -1,3 +1,4 @@
+import { currentRequestId } from './request-context.ts';
 import { selectPage, type PageWindow } from './paging.ts';
 import { containsPattern, sqlParams, type SqlParams } from './sql-params.ts';
 import type { Queryable } from './store.ts';
@@ -51,7 +52,8 @@ export async function appendAuditEvent(tx: Queryable, input: AuditEventInput): P
     JSON.stringify(input.payload ?? {}),
     input.idempotency_key ?? null,
     input.actor ?? null,
-    input.request_id ?? null,
+    // Written for an HTTP request (or a workflow one started) unless the caller names the request itself.
+    input.request_id ?? currentRequestId(),
   ];
   const inserted = await tx.query<AuditEvent>(
     `INSERT INTO audit_events (entity_type, entity_id, event_type, payload, idempotency_key, actor, request_id)

@@ -1,6 +1,6 @@
 import { COMPLETED_RUN_STATE, WRITABLE_DECISIONS } from '../domain/paper-candidacy.ts';
 import type { PaperStatus } from '../domain/paper-status.ts';
-import { getPaper, type PaperRow } from './papers.ts';
+import { getPaper, type EvidenceSummary, type PaperRow } from './papers.ts';
 import type { Queryable } from './store.ts';
 
 /** The paper ledger's drafting writes (migration 0007) and draft-next's candidate read. */
@@ -80,7 +80,7 @@ export interface StoredDraft {
   writer_fallback_reason: string | null;
   draft_dir: string;
   draft_artifacts: { path: string; sha256: string; bytes: number }[];
-  evidence_summary: Record<string, unknown>;
+  evidence_summary: EvidenceSummary;
   rewrite: boolean;
 }
 

@@ -8,6 +8,16 @@ import type { Queryable } from './store.ts';
 export const PAPER_COLUMNS =
   'paper_id, project_id, run_id, paper_status, review_status, rank_score, rank_reasons, title, writer, writer_fallback_reason, draft_dir, draft_artifacts, evidence_summary, draft_count, drafted_at, rewrite_count, rewritten_at, created_at, updated_at';
 
+/** What a draft was written from, as its draft step recorded it. */
+export interface EvidenceSummary {
+  /** Of the evidence files together. */
+  sha256: string;
+  files: string[];
+  /** Each file's sha256; absent in drafts recorded before packages checked them. */
+  file_hashes?: { path: string; sha256: string; bytes: number }[];
+  decision: string | null;
+}
+
 export interface PaperRow {
   paper_id: string;
   project_id: string;
@@ -21,7 +31,7 @@ export interface PaperRow {
   writer_fallback_reason: string | null;
   draft_dir: string | null;
   draft_artifacts: { path: string; sha256: string; bytes: number }[];
-  evidence_summary: Record<string, unknown> | null;
+  evidence_summary: EvidenceSummary | null;
   draft_count: number;
   drafted_at: string | null;
   rewrite_count: number;

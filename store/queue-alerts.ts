@@ -39,7 +39,7 @@ export interface AlertCheckInsert {
   trigger: 'api' | 'schedule';
   force_notify: boolean;
   findings: readonly Finding[];
-  sent: readonly { channel: string; ok: boolean; status: number | null }[];
+  sent: readonly { channel: string; ok: boolean; status: number | null; error?: string }[];
   suppressed_by_cooldown: number;
   /** Keys of the findings a channel took: the cooldown starts for them. */
   notified: readonly string[];
@@ -62,7 +62,7 @@ export interface AlertCheckRow {
   trigger: string;
   force_notify: boolean;
   findings: Finding[];
-  sent: { channel: string; ok: boolean; status: number | null }[];
+  sent: { channel: string; ok: boolean; status: number | null; error?: string }[];
   suppressed_by_cooldown: number;
   checked_at: string;
 }

@@ -116,8 +116,11 @@ describe.concurrent('Codex CLI under the gate', () => {
   it('(e) the model server is down: the agent exits non-zero and the run ends in gate_error within seconds', { timeout: WINDOW_MS }, async () => {
     const started = Date.now();
     const runId = await dispatched(gateWithoutModel, await prepared(gateWithoutModel, 'codex-e'));
-    const failed = await receiver.waitFor(runId, 'gate_error', 30_000);
-    expect(Date.now() - started).toBeLessThan(30_000);
+    // Alone this takes about 4 s; on two cores shared with three other test files it has taken 32 s. A minute still
+    // tells the agent's exit apart from any path by a timeout (a quiet window or the wait after idle: 2 min and more),
+    // and the reason below names the exit.
+    const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
+    expect(Date.now() - started).toBeLessThan(60_000);
     expect(failed.body.reason).toMatch(/the agent exited with status 1/);
     expect(await sessionRecord(gateWithoutModel, 'codex-e')).toMatchObject({ exit_code: 1, last_error: expect.stringMatching(/connect|error sending request/i) });
   });

@@ -1,8 +1,7 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openObject } from '../http/responses.ts';
 import { useZodTypeProvider } from '../http/validation.ts';
 
 /**
@@ -13,7 +12,7 @@ import { useZodTypeProvider } from '../http/validation.ts';
 
 const Row = z.object({ id: z.number().int(), name: z.string(), note: z.string().nullable(), tags: z.array(z.string()) });
 const ClosedAnswer = z.object({ items: z.array(Row), total: z.number().int() });
-const OpenAnswer = openObject({ items: z.array(Row), total: z.number().int(), nested: openObject({ at: z.string() }).nullable() });
+const OpenAnswer = z.looseObject({ items: z.array(Row), total: z.number().int(), nested: z.looseObject({ at: z.string() }).nullable() });
 
 let app: FastifyInstance | undefined;
 afterEach(async () => {
@@ -69,5 +68,29 @@ describe('answer serialization', () => {
     const leaking = { ...open, items: [{ ...rows[0], secret_column: 'not in the document' }] };
     expect(Row.safeParse(leaking.items[0]).success).toBe(true);
     expect((await answer(OpenAnswer, true, leaking)).status).toBe(500);
+  });
+
+  it('names the route, the status and the JSON path of every field the schema leaves out', async () => {
+    const written: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string) => written.push(String(chunk)) > 0) as typeof process.stderr.write;
+    try {
+      const leaking = { items: [rows[0], { ...rows[1], rank_reasons: ['x'], 'odd key': 1 }], total: 2, page: { next: null } };
+      expect((await answer(ClosedAnswer, true, leaking)).status).toBe(500);
+    } finally {
+      process.stderr.write = write;
+    }
+    expect(written.join('')).toContain(
+      'answer check: GET /answer 200: the answer holds what its schema does not describe: $.items[1].rank_reasons (not in the schema), $.items[1]["odd key"] (not in the schema), $.page (not in the schema)',
+    );
+  });
+
+  it('fails with 500, when answers are checked, a status the route does not document', async () => {
+    app = Fastify({ logger: false });
+    useZodTypeProvider(app, { checkAnswers: true });
+    // Untyped, so the handler may answer a status its schema does not list.
+    app.get('/answer', { schema: { response: { 200: ClosedAnswer, 500: z.object({ detail: z.string() }) } } }, async (_request, reply: FastifyReply) => reply.code(202).send(closed));
+    await app.ready();
+    expect((await app.inject({ method: 'GET', url: '/answer' })).statusCode).toBe(500);
   });
 });

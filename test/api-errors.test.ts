@@ -55,6 +55,20 @@ describe('error shapes', () => {
     expect(missing.json().detail[0].loc).toEqual(['body', 'token']);
   });
 
+  it('422 for a query parameter or a body that a route does not describe', async () => {
+    const query = await t.app.inject({ method: 'GET', url: '/control/api/v1/lanes?verbose=1', headers: t.auth });
+    expect(query.statusCode).toBe(422);
+    expect(query.json().detail).toEqual([{ loc: ['query', 'verbose'], msg: 'unknown field', type: 'unrecognized_keys' }]);
+    const described = await t.app.inject({ method: 'GET', url: '/control/api/v1/runs?verbose=1', headers: t.auth });
+    expect(described.statusCode).toBe(422);
+    expect(described.json().detail).toEqual([{ loc: ['query', 'verbose'], msg: 'unknown field', type: 'unrecognized_keys' }]);
+    const events = await t.app.inject({ method: 'GET', url: '/control/api/events?verbose=1', headers: t.auth });
+    expect(events.statusCode).toBe(422);
+    const body = await t.app.inject({ method: 'DELETE', url: '/control/api/session', headers: t.auth, payload: { everywhere: true } });
+    expect(body.statusCode).toBe(422);
+    expect(body.json().detail).toEqual([{ loc: ['body'], msg: 'this route takes no body', type: 'body_not_allowed' }]);
+  });
+
   it('422 for malformed JSON', async () => {
     const response = await t.app.inject({
       method: 'POST',

@@ -91,9 +91,10 @@ describe('credential-like query parameters', () => {
     expect(declared).toBeGreaterThan(10);
   });
 
-  it('are not refused on public routes, where nothing is authenticated', async () => {
+  it('are not refused as credentials on public routes, where nothing is authenticated: only as unknown parameters', async () => {
     const health = await t.app.inject({ method: 'GET', url: `/healthz?access_token=${secretFor(1000)}` });
-    expect(health.statusCode).toBe(200);
+    expect(health.statusCode).toBe(422);
+    expect(health.json().detail).toEqual([{ loc: ['query', 'access_token'], msg: 'unknown field', type: 'unrecognized_keys' }]);
   });
 });
 

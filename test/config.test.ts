@@ -311,7 +311,7 @@ describe('loadConfig: wrong types', () => {
 
   it('checks array items and their positions', async () => {
     expect(await problemsOf(baseConfig({ roles: ['control_plane', 'scheduler'] }))).toEqual([
-      'roles[1]: must be one of "control_plane", "worker_gate"',
+      'roles[1]: must be one of "control_plane", "worker_gate", "temporal_worker"',
     ]);
     expect(await problemsOf(baseConfig({ stale_project_process_command_markers: ['codex', 7] }))).toEqual([
       'stale_project_process_command_markers[1]: must be a string (got number)',
@@ -323,6 +323,16 @@ describe('loadConfig: wrong types', () => {
     expect(await problemsOf(baseConfig({ roles: ['control_plane', 'control_plane'] }))).toEqual([
       'roles: must not list a role twice',
     ]);
+  });
+
+  it('takes temporal_worker alone, on Postgres and a Temporal of its own address', async () => {
+    expect(await problemsOf(baseConfig({ roles: ['temporal_worker', 'worker_gate'], worker_wake_gate_bearer_token: 'gate-token-0123456789abcdef' }))).toEqual([
+      'roles: must list temporal_worker alone (a control_plane runs Temporal workers already)',
+      'control_plane_store_backend: must be "pg" when roles is temporal_worker (it shares the control planes\' database)',
+      'temporal_address: is required when roles is temporal_worker (it joins the control planes\' Temporal)',
+    ]);
+    const worker = { roles: ['temporal_worker'], control_plane_store_backend: 'pg', pg_database_url: 'postgres://rcp@db.lab/rcp', temporal_address: 'temporal.lab:7233' };
+    expect((await configOf(baseConfig(worker))).roles).toEqual(['temporal_worker']);
   });
 
   it('requires the worker gate token when the process serves the worker_gate role', async () => {
@@ -551,6 +561,8 @@ describe('loadConfig: cross-field rules', () => {
       ['paper_writer_base_url', 'paper_writer_model'],
       'paper_writer_provider is "openai_compatible"',
     ],
+    [{ temporal_tls_client_cert_path: '/etc/rcp/client.pem' }, ['temporal_tls_client_key_path'], 'temporal_tls_client_cert_path is set (a client certificate needs its key)'],
+    [{ temporal_tls_client_key_path: '/etc/rcp/client.key' }, ['temporal_tls_client_cert_path'], 'temporal_tls_client_key_path is set'],
   ] as const)('%j requires its companion fields', async (extra, fields, condition) => {
     expect(await problemsOf(baseConfig({ ...extra }))).toEqual(fields.map((f) => `${f}: is required when ${condition}`));
   });

@@ -6,14 +6,14 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalCluster } from '../scripts/cluster/local-cluster.ts';
-import { clusterNetwork, type ClusterOptions, type ClusterPorts } from '../scripts/cluster/topology.ts';
+import { clusterNetwork, type ClusterOptions } from '../scripts/cluster/topology.ts';
 import { openStore } from '../store/open-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import type { Store } from '../store/store.ts';
 import { CallbackFanOut } from './support/callback-fan-out.ts';
 import { FAKE_AGENT_PATH } from './support/gate.ts';
-import { testPort } from './support/ports.ts';
+import { clusterTestPorts, testPort } from './support/ports.ts';
 
 // expected duration: ~70 s (the real Temporal server, two replicas and three worker hosts, under four faults)
 
@@ -42,15 +42,6 @@ let fanOut: CallbackFanOut;
 let store: Store;
 const agentStarts = () => join(dir, 'agent-starts.jsonl');
 
-async function ports(): Promise<ClusterPorts> {
-  const next = () => testPort();
-  return {
-    temporal: { frontend: await next(), frontendHttp: await next(), history: await next(), matching: await next(), worker: await next(), metrics: await next() },
-    membership: { frontend: await next(), history: await next(), matching: await next(), worker: await next() },
-    replicas: [await next(), await next()],
-  };
-}
-
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'rcp-fleet-'));
   const tag = process.pid % 1000;
@@ -64,7 +55,7 @@ beforeAll(async () => {
     lanesPerGate: LANES_PER_GATE,
     postgres: { host: '127.0.0.1', port: 5432, user: 'postgres' },
     naming,
-    ports: await ports(),
+    ports: await clusterTestPorts(),
     gate: {
       dispatchScript: FAKE_AGENT_PATH,
       env: { FAKE_AGENT_COUNTER_FILE: join(dir, 'agent-starts.jsonl') },

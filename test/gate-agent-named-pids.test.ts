@@ -29,7 +29,10 @@ function sleeper(cwd: string): ChildProcess {
 
 beforeAll(async () => {
   receiver = await CallbackReceiver.start();
-  fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { stale_project_process_reaper_enabled: false } });
+  // The silent script leaves the run with no process until the test names one: sampled every second, the gate would
+  // end it as a silent exit (gate_error, and the agent's token refused) whenever the test's first steps take over a
+  // second on a loaded machine. Sampled every 10 s, the run outlives them.
+  fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { stale_project_process_reaper_enabled: false, sample_interval_sec: 10 } });
   const script = join(fixture.dir, 'silent-dispatch.sh');
   await writeFile(script, SILENT_SCRIPT);
   await chmod(script, 0o755);

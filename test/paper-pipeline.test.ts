@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paperIdFor } from '../domain/paper-status.ts';
-import { insertProject } from '../store/projects.ts';
 import { waitUntil } from './support/gate.ts';
 import { RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
+import { seedCompletedRun, SlowWriter, WRITER_RESULTS } from './support/slow-writer.ts';
 
 // expected duration: ~45 s
 
@@ -16,48 +15,7 @@ import { RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } fro
  * is killed (SIGKILL) while a hosted writer is still writing a draft: after the restart the paper is drafted once.
  */
 
-const RESULTS = { accuracy: 0.934, loss: 0.208 };
-
-/** A hosted writer that answers after `delayMs`, with a draft whose numbers are RESULTS. */
-class SlowWriter {
-  delayMs = 0;
-  requests = 0;
-  /** Runs while a request is being answered, before the answer. */
-  whileWriting: (() => Promise<void>) | null = null;
-  readonly server: Server;
-  readonly url: string;
-
-  private constructor(server: Server, url: string) {
-    this.server = server;
-    this.url = url;
-  }
-
-  static async start(): Promise<SlowWriter> {
-    let writer: SlowWriter;
-    const server = createServer((request, response) => {
-      writer.requests += 1;
-      request.resume();
-      request.on('end', async () => {
-        await writer.whileWriting?.();
-        setTimeout(() => {
-          const markdown = ['# A positive pipeline result', '', '## Abstract', '', `Accuracy reached ${RESULTS.accuracy} at a loss of ${RESULTS.loss} in this run of the pipeline test.`, '',
-            '## Method', '', 'A fake agent.', '', '## Results', '', `Accuracy ${RESULTS.accuracy}, loss ${RESULTS.loss}.`, '', '## Decision', '', 'Positive.', '',
-            '## Limitations', '', 'One run.', '', '## Reproducibility', '', 'See `results/main/metrics.json`.', ''].join('\n');
-          const content = JSON.stringify({ title: 'A positive pipeline result', abstract: `Accuracy reached ${RESULTS.accuracy} at a loss of ${RESULTS.loss} in this run of the pipeline test.`, markdown });
-          response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ message: { content } }] }));
-        }, writer.delayMs);
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    writer = new SlowWriter(server, `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`);
-    return writer;
-  }
-
-  close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
+const RESULTS = WRITER_RESULTS;
 
 let stack: RunStack;
 let api: ControlApi;
@@ -69,10 +27,7 @@ beforeAll(async () => {
     // The control plane reads evidence where the gate's agents leave it: one machine, one project_root.
     controlPlaneOverrides: (gate) => ({
       project_root: gate.projectRoot,
-      paper_writer_provider: 'openai_compatible',
-      paper_writer_base_url: writer.url,
-      paper_writer_model: 'pipeline-model',
-      paper_writer_timeout_sec: 30,
+      ...writer.config(),
     }),
   });
   ({ api } = stack);
@@ -89,26 +44,6 @@ async function command(url: string, body: Record<string, unknown>) {
   const answer = await api('POST', url, { requested_by: 'pipeline', ...body });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   return answer.body;
-}
-
-/** A reconciled run with complete evidence in its project, as a gate would have left it; no gate involved. */
-async function seedCompletedRun(projectId: string): Promise<{ runId: string; dir: string }> {
-  const runId = `${projectId}-20261122T120000Z`;
-  await stack.store.transaction(async (tx) => {
-    await insertProject(tx, { project_id: projectId, project_name: projectId, project_dir: projectId, workload_class: 'unknown' });
-    await tx.query(
-      `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, decision, evidence, finished_at)
-       VALUES ($1, $2, $3, 'reconciled', 'default', 'http://127.0.0.1:9', 'unknown', 'test', 'finalize_positive', $4::jsonb, now())`,
-      [runId, projectId, `run:${runId}`, JSON.stringify({ run_notes: true, decision_file: true, results_json_files: 1, decision: 'finalize_positive', sufficient_for_paper: true })],
-    );
-  });
-  const dir = join(stack.gateFixture.projectRoot, projectId);
-  await mkdir(join(dir, '.research'), { recursive: true });
-  await mkdir(join(dir, 'results', 'main'), { recursive: true });
-  await writeFile(join(dir, 'run_notes.md'), '# Run notes\n');
-  await writeFile(join(dir, '.research', 'decision.json'), JSON.stringify({ decision: 'finalize_positive', summary: 'positive' }));
-  await writeFile(join(dir, 'results', 'main', 'metrics.json'), JSON.stringify(RESULTS));
-  return { runId, dir };
 }
 
 describe('the paper pipeline', () => {
@@ -158,7 +93,7 @@ describe('the paper pipeline', () => {
 
   it('drafts a paper once when the control plane is killed while its writer is still writing', { timeout: 180_000 }, async () => {
     const projectId = 'pipeline-crash';
-    const { runId } = await seedCompletedRun(projectId);
+    const { runId } = await seedCompletedRun(stack, projectId);
     const paperId = paperIdFor(projectId, runId);
 
     writer.delayMs = 6_000;
@@ -186,7 +121,7 @@ describe('the paper pipeline', () => {
 
   it('judges a draft only against the evidence it was written from: notes edited while the writer writes lose the draft', { timeout: 60_000 }, async () => {
     const projectId = 'pipeline-edited';
-    const { runId, dir } = await seedCompletedRun(projectId);
+    const { runId, dir } = await seedCompletedRun(stack, projectId);
     const paperId = paperIdFor(projectId, runId);
     writer.whileWriting = () => writeFile(join(dir, 'run_notes.md'), '# Notes edited after the evidence was read\n');
     try {

@@ -210,11 +210,13 @@ describe('a stalled client (README "HTTP conventions")', () => {
     let started: StartedProcess;
     let url: string;
     let uiPort: number;
+    let frontendPort: number;
 
     beforeAll(async () => {
       uiPort = await testPort();
+      frontendPort = await testPort();
       const configPath = join(dir, 'control-plane.json');
-      await writeFile(configPath, JSON.stringify({ ...base, temporal_ui_enabled: false, temporal_ui_port: uiPort }));
+      await writeFile(configPath, JSON.stringify({ ...base, temporal_ui_enabled: false, temporal_ui_port: uiPort, temporal_dev_server_port: frontendPort }));
       started = startEntryPoint(configPath);
       url = await waitForBanner(started);
     }, 120_000);
@@ -222,8 +224,8 @@ describe('a stalled client (README "HTTP conventions")', () => {
       started.child.kill('SIGKILL');
     });
 
-    it('advertises no Temporal UI and starts none', async () => {
-      expect(started.output()).toMatch(/Temporal:\s+127\.0\.0\.1:\d+/);
+    it('advertises no Temporal UI and starts none; the dev server listens on temporal_dev_server_port', async () => {
+      expect(started.output()).toMatch(new RegExp(`Temporal:\\s+127\\.0\\.0\\.1:${frontendPort}\\n`));
       expect(started.output()).not.toContain('Temporal UI');
       const health = (await (await fetch(`${url}/control/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as {
         temporal: Record<string, unknown>;

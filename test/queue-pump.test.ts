@@ -6,8 +6,11 @@ import { waitUntil } from './support/gate.ts';
 import { Receiver } from './support/receiver.ts';
 import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';
 import { gateTarget, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
+import { seedCompletedRun, SlowWriter } from './support/slow-writer.ts';
+import { parentOf } from './support/workflow-listing.ts';
+import { paperIdFor } from '../domain/paper-status.ts';
 
-// expected duration: ~25 s (one control-plane restart)
+// expected duration: ~50 s (two control-plane restarts, one draft against a 12 s writer)
 
 /**
  * The control plane's schedules on real processes: a control plane whose config turns the queue pump and a webhook
@@ -18,14 +21,19 @@ import { gateTarget, RUN_STACK_START_MS, startRunStack, type RunStack } from './
 let stack: RunStack;
 let connection: Connection;
 let webhook: Receiver;
+let writer: SlowWriter;
 
 beforeAll(async () => {
   webhook = await Receiver.start();
+  writer = await SlowWriter.start();
   stack = await startRunStack({
     defaultLane: false,
     controlPlaneOverrides: (gate) => ({
       queue_pump_enabled: true,
       queue_pump_interval_sec: 1,
+      queue_pump_paper_draft_enabled: true,
+      project_root: gate.projectRoot,
+      ...writer.config(),
       chat_alert_webhook_enabled: true,
       chat_alert_webhook_url: webhook.url,
       queue_alert_check_interval_sec: 1,
@@ -43,6 +51,7 @@ afterAll(async () => {
   await connection?.close();
   await stack?.close();
   await webhook?.close();
+  await writer?.close();
 });
 
 const queueStatus = async (projectId: string) =>
@@ -91,11 +100,12 @@ describe('the queue pump', () => {
       );
       return rows.rowCount ? rows.rows : undefined;
     }, 30_000);
-    expect(audit).toEqual([{ actor: 'queue-pump', payload: expect.objectContaining({ action: 'live_dispatch', run_id: run.run_id }), entity_id: expect.stringMatching(/^queue-pump:/) }]);
-    // The tick's workflow ID is the audit event's entity.
+    expect(audit).toEqual([{ actor: 'queue-pump', payload: expect.objectContaining({ action: 'dispatch_started', run_id: run.run_id }), entity_id: expect.stringMatching(/^queue-pump:/) }]);
+    // The tick's workflow ID is the audit event's entity, and the run is its child.
     const tick = new Client({ connection }).workflow.getHandle(audit[0]!.entity_id);
     await tick.result();
-    maybeSaveHistory('pump-dispatched', await fetchRunHistory(audit[0]!.entity_id));
+    expect(await parentOf(`run:${run.run_id}`)).toBe(audit[0]!.entity_id);
+    maybeSaveHistory('pump-dispatched.pump-child-workflows', await fetchRunHistory(audit[0]!.entity_id));
 
     const paused = await stack.api('POST', '/control/pause', { reason: 'pump test', paused_by: 'pump-test' });
     expect(paused.status).toBe(200);
@@ -105,6 +115,62 @@ describe('the queue pump', () => {
 
     await stack.api('POST', '/control/resume', { resumed_by: 'pump-test' });
     expect((await runOf('pumped-b')).requested_by).toBe('queue-pump');
+  });
+
+  it('starts one run per tick, each with its audit event, when the control plane is SIGKILLed mid-dispatch with two idle lanes', { timeout: 120_000 }, async () => {
+    // Both items wait before any tick sees them, so the tick that dispatches has two idle lanes to choose from.
+    await stack.api('POST', '/control/pause', { reason: 'two idle lanes', paused_by: 'pump-test' });
+    await stack.seed('pumped-d', { projectName: 'Pumped D', lane: 'pumpA', scenario: { scenario: 'slow', work_sec: 3 } });
+    await stack.seed('pumped-e', { projectName: 'Pumped E', lane: 'pumpC', scenario: { scenario: 'slow', work_sec: 3 } });
+    await stack.api('POST', '/control/resume', { resumed_by: 'pump-test' });
+    const pumped = ['pumped-d', 'pumped-e'];
+    const runsOf = async () =>
+      (await stack.store.query<{ run_id: string }>(`SELECT run_id FROM runs WHERE project_id = ANY($1) ORDER BY run_id`, [pumped])).rows.map((row) => row.run_id);
+    await waitUntil('the first pumped run', async () => ((await runsOf()).length > 0 ? true : undefined), 30_000, 20);
+    await stack.cp.kill('SIGKILL');
+    await stack.restartControlPlane();
+
+    const runs = await waitUntil('a run of each item', async () => {
+      const found = await runsOf();
+      return found.length >= 2 ? found : undefined;
+    }, 60_000, 200);
+    expect(runs).toHaveLength(2);
+    const ticks: string[] = [];
+    for (const runId of runs) {
+      const tick = await parentOf(`run:${runId}`);
+      expect(tick).toMatch(/^queue-pump:/);
+      ticks.push(tick!);
+      const audit = await waitUntil(`the audit event of the tick that started ${runId}`, async () => {
+        const rows = await stack.store.query<{ payload: { action: string; run_id: string } }>(
+          `SELECT payload FROM audit_events WHERE event_type = 'queue_pump.dispatch' AND entity_id = $1`,
+          [tick],
+        );
+        return rows.rowCount ? rows.rows : undefined;
+      }, 30_000);
+      expect(audit.map((row) => row.payload)).toEqual([expect.objectContaining({ action: 'dispatch_started', run_id: runId })]);
+    }
+    expect(new Set(ticks).size).toBe(2);
+  });
+
+  it('keeps dispatching to idle lanes while the draft-next it started waits on a slow writer', { timeout: 120_000 }, async () => {
+    writer.delayMs = 12_000;
+    const { runId } = await seedCompletedRun(stack, 'pump-paper');
+    const paperId = paperIdFor('pump-paper', runId);
+    await waitUntil('the writer to be asked', () => (writer.writing > 0 ? true : undefined), 30_000, 100);
+
+    await stack.seed('pumped-f', { projectName: 'Pumped F', lane: 'pumpB', scenario: { scenario: 'normal' } });
+    expect((await runOf('pumped-f')).requested_by).toBe('queue-pump');
+    // Dispatched while the draft was still being written.
+    expect(writer.writing).toBe(1);
+    const draftNext = await new Client({ connection }).workflow.getHandle(`paper-draft-next:queue-pump:${stack.cpFixture.taskQueue}`).describe();
+    expect(draftNext.status.name).toBe('RUNNING');
+    expect(draftNext.parentExecution?.workflowId).toMatch(/^queue-pump:/);
+
+    await waitUntil('the paper to be drafted', async () => {
+      const rows = await stack.store.query<{ paper_status: string }>('SELECT paper_status FROM papers WHERE paper_id = $1', [paperId]);
+      return rows.rows[0]?.paper_status === 'draft_review' ? true : undefined;
+    }, 30_000, 200);
+    writer.delayMs = 0;
   });
 
   it('is paused when a restart finds queue_pump_enabled false, and then dispatches nothing', { timeout: 90_000 }, async () => {

@@ -8,9 +8,12 @@ import { jsonClient, tableCounts } from './support/ledgers.ts';
 import { startTestApp } from './support/app.ts';
 import { candidate } from './support/research.ts';
 import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
-import { workflowListing } from './support/workflow-listing.ts';
+import { parentOf, workflowListing } from './support/workflow-listing.ts';
+import { seedCompletedRun, SlowWriter } from './support/slow-writer.ts';
+import { paperIdFor } from '../domain/paper-status.ts';
 
-// expected duration: ~45 s (one cycle runs an agent to completion across a SIGKILL of the control plane)
+// expected duration: ~60 s (a cycle runs an agent to completion across a SIGKILL of the control plane; another drafts a
+// paper across one)
 
 /**
  * POST /control/api/research/run-cycle through real processes: a control plane (HTTP + Temporal worker on Postgres),
@@ -20,21 +23,27 @@ import { workflowListing } from './support/workflow-listing.ts';
 
 let stack: RunStack;
 let provider: FakeProvider;
+let writer: SlowWriter;
 
 beforeAll(async () => {
   provider = await FakeProvider.start();
+  writer = await SlowWriter.start();
   stack = await startRunStack({
-    controlPlaneOverrides: {
+    controlPlaneOverrides: (gate) => ({
       research_provider_base_url: `${provider.origin}/v1`,
       research_provider_model: 'research-model-1',
       research_provider_quota_url: `${provider.origin}/quota`,
-    },
+      // The control plane reads evidence where the gate's agents leave it: one machine, one project_root.
+      project_root: gate.projectRoot,
+      ...writer.config(),
+    }),
   });
 }, RUN_STACK_START_MS);
 
 afterAll(async () => {
   await stack?.close();
   await provider?.close();
+  await writer?.close();
 });
 
 /** A provider candidate (no sources: the test database has none) that the planner admits, with words of its own. */
@@ -48,6 +57,14 @@ const proposed = (dedupeKey: string, subject: string) =>
   });
 
 const cycle = (body: Record<string, unknown>) => stack.api('POST', '/control/api/research/run-cycle', { requested_by: 'cycle-test', ...body });
+/** A live cycle's answer once it has finished, followed with GET as a client would, one poll a quarter second. */
+async function followCycle(key: string, timeoutMs = 120_000) {
+  return waitUntil(`cycle ${key} to finish`, async () => {
+    const answer = await stack.api('GET', `/control/api/research/cycles/${encodeURIComponent(key)}`);
+    return answer.status === 200 && answer.body.action === 'research_cycle_running' ? undefined : answer;
+  }, timeoutMs, 250);
+}
+
 const stage = (body: Record<string, any>, name: string) => (body.stages as { name: string }[]).find((entry) => entry.name === name) as Record<string, any> | undefined;
 
 describe('run-cycle', () => {
@@ -83,7 +100,9 @@ describe('run-cycle', () => {
   it('stops at each stop condition with its reason, spending and writing nothing', { timeout: 60_000 }, async () => {
     const chats = provider.chats.length;
     const expectStopped = async (key: string, condition: string, reason: RegExp, extra: Record<string, unknown> = {}) => {
-      const answer = await cycle({ dry_run: false, enabled: true, idempotency_key: key, ...extra });
+      const started = await cycle({ dry_run: false, enabled: true, idempotency_key: key, ...extra });
+      expect(started.status, JSON.stringify(started.body)).toBe(200);
+      const answer = await followCycle(key);
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
       expect(answer.body).toMatchObject({ ok: false, action: 'research_cycle_blocked', stages: [{ name: 'stop_conditions', action: 'stopped', condition }] });
       expect(answer.body.reason).toMatch(reason);
@@ -104,6 +123,7 @@ describe('run-cycle', () => {
       provider.quota = { remaining_credits: 50, window: { limit: 120, remaining: 100, resets_at: '2026-11-24T00:00:00Z' } };
     }
     expect(provider.chats.length).toBe(chats);
+    expect((await stack.api('GET', '/control/api/research/cycles/no-such-cycle')).status).toBe(404);
     maybeSaveHistory('cycle-stopped', await fetchRunHistory('research-cycle:stop-attention'));
   });
 
@@ -113,17 +133,23 @@ describe('run-cycle', () => {
     await stack.writeScenario('crash-cycle', { scenario: 'slow', work_sec: 6 });
     const chatsBefore = provider.chats.length;
     const body = { dry_run: false, enabled: true, idempotency_key: 'cycle-crash-1', max_dispatches_per_run: 1, wait_for_completion: true };
-    const first = cycle(body).catch((error: unknown) => error);
+    // The call answers once the cycle has started; the cycle waits for its run without holding it.
+    const first = await cycle(body);
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body).toMatchObject({ ok: true, action: 'research_cycle_running', run_cycle_id: 'cycle-crash-1', workflow_id: 'research-cycle:cycle-crash-1' });
     await waitUntil('the cycle to dispatch its run', async () => {
       const runs = await stack.store.query(`SELECT 1 FROM runs WHERE project_id = 'crash-cycle' AND state IN ('awaiting_wake', 'running')`);
       return runs.rowCount ? true : undefined;
     }, 60_000, 200);
+    // Followed meanwhile, it reports the stages it has finished so far.
+    const midway = await stack.api('GET', '/control/api/research/cycles/cycle-crash-1');
+    expect(midway.body).toMatchObject({ action: 'research_cycle_running', stages: expect.arrayContaining([expect.objectContaining({ name: 'promote', action: 'promoted' })]) });
     await stack.cp.kill('SIGKILL');
-    await first;
     await stack.restartControlPlane();
 
-    // The same key finds the cycle (its workflow ID is the key) and answers its report once the run has finished.
-    const resumed = await cycle(body);
+    // The same key finds the cycle (its workflow ID is the key); followed, it reports once the run has finished.
+    expect((await cycle(body)).body).toMatchObject({ run_cycle_id: 'cycle-crash-1', workflow_id: 'research-cycle:cycle-crash-1' });
+    const resumed = await followCycle('cycle-crash-1');
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
     expect(resumed.body).toMatchObject({ ok: true, action: 'research_cycle', dry_run: false, run_cycle_id: 'cycle-crash-1', workflow_id: 'research-cycle:cycle-crash-1' });
     expect(stage(resumed.body, 'provider_batch')).toMatchObject({ action: 'provider_generation', counts: { admitted: 1 } });
@@ -134,18 +160,58 @@ describe('run-cycle', () => {
     expect((await stack.store.query(`SELECT 1 FROM projects WHERE project_id = 'crash-cycle'`)).rowCount).toBe(1);
     const runs = await stack.store.query<{ workflow_id: string; state: string }>(`SELECT workflow_id, state FROM runs WHERE project_id = 'crash-cycle'`);
     expect(runs.rows).toEqual([{ workflow_id: stage(resumed.body, 'dispatch')!.workflow_id, state: 'reconciled' }]);
-    // The run the cycle started as its child is listed as one dispatch-next starts.
+    // The run the cycle started as its child is listed as one dispatch-next starts, and carries the cycle's id.
     expect(await workflowListing(runs.rows[0]!.workflow_id)).toEqual({
       summary: 'run of crash-cycle on default, dispatched by cycle-test',
       project_id: 'crash-cycle',
+      paper_id: undefined,
+      cycle_id: 'cycle-crash-1',
       task_timeout_sec: 4,
     });
+    expect(await workflowListing('research-cycle:cycle-crash-1')).toMatchObject({ summary: 'research cycle cycle-crash-1, requested by cycle-test', cycle_id: 'cycle-crash-1' });
 
     // A replayed key answers the first report; the same key with another policy is a conflict.
     expect((await cycle(body)).body).toEqual(resumed.body);
     expect(provider.chats.length).toBe(chatsBefore + 1);
     expect((await cycle({ ...body, max_promotions_per_run: 0 })).status).toBe(409);
-    maybeSaveHistory('cycle-completed', await fetchRunHistory('research-cycle:cycle-crash-1'));
+    maybeSaveHistory('cycle-completed.cycle-child-workflows', await fetchRunHistory('research-cycle:cycle-crash-1'));
+  });
+
+  it('reports the paper draft it waited on, across a SIGKILL of the control plane while the writer writes', { timeout: 120_000 }, async () => {
+    const { runId } = await seedCompletedRun(stack, 'cycle-paper');
+    const paperId = paperIdFor('cycle-paper', runId);
+    writer.delayMs = 6_000;
+    const requestsBefore = writer.requests;
+    const body = {
+      dry_run: false,
+      enabled: true,
+      idempotency_key: 'cycle-paper-1',
+      max_provider_requests_per_run: 0,
+      max_promotions_per_run: 0,
+      max_paper_drafts_per_run: 1,
+      stop_if_queue_active: false,
+      stop_if_dashboard_attention: false,
+    };
+    expect((await cycle(body)).status).toBe(200);
+    await waitUntil('the writer to be asked', () => (writer.requests > requestsBefore ? true : undefined), 30_000, 50);
+    await stack.cp.kill('SIGKILL');
+    writer.delayMs = 0;
+    await stack.restartControlPlane();
+
+    // The stage is the draft's outcome, not an interruption: the cycle waited on its draft-next across the crash.
+    const resumed = await followCycle('cycle-paper-1');
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    expect(stage(resumed.body, 'paper_draft')).toMatchObject({ action: 'drafted', paper_id: paperId, paper_status: 'draft_review' });
+    const paper = await stack.store.query<{ paper_status: string; draft_count: number }>('SELECT paper_status, draft_count FROM papers WHERE paper_id = $1', [paperId]);
+    expect(paper.rows).toEqual([{ paper_status: 'draft_review', draft_count: 1 }]);
+    // The Temporal UI links cycle → draft-next → paper.
+    const draftNextId = 'paper-draft-next:research-cycle:cycle-paper-1';
+    expect(await parentOf(`paper:${paperId}`)).toBe(draftNextId);
+    expect(await parentOf(draftNextId)).toBe('research-cycle:cycle-paper-1');
+    expect(await workflowListing(`paper:${paperId}`)).toMatchObject({ summary: `draft of paper ${paperId}, requested by cycle-test`, project_id: 'cycle-paper', paper_id: paperId });
+    expect(await workflowListing(draftNextId)).toMatchObject({ cycle_id: 'cycle-paper-1' });
+    maybeSaveHistory('cycle-paper-drafted.cycle-child-workflows', await fetchRunHistory('research-cycle:cycle-paper-1'));
+    maybeSaveHistory('paper-draft-next', await fetchRunHistory(draftNextId));
   });
 });
 
@@ -157,7 +223,7 @@ describe('run-cycle when Temporal does not answer', () => {
         jsonClient(t).post('/control/api/research/run-cycle', { requested_by: 'cycle-test', dry_run: false, enabled: true, max_provider_requests_per_run: 0, idempotency_key: 'cycle-no-temporal' });
       const first = await send();
       expect(first.status).toBe(502);
-      expect(first.body.detail).toMatchObject({ workflow_id: 'research-cycle:cycle-no-temporal', message: expect.stringMatching(/did not report: this test app has no Temporal connection/) });
+      expect(first.body.detail).toMatchObject({ workflow_id: 'research-cycle:cycle-no-temporal', message: expect.stringMatching(/did not start: this test app has no Temporal connection/) });
       expect((await send()).status).toBe(502);
       expect((await t.store.query(`SELECT 1 FROM idempotency_keys WHERE scope = 'research.run-cycle'`)).rowCount).toBe(0);
     } finally {

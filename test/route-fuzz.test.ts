@@ -4,10 +4,11 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RegisteredRoute } from '../api/create-server.ts';
 import { temporalRunLauncher } from '../clients/run-workflows.ts';
+import { temporalCycleLauncher } from '../clients/research-cycles.ts';
 import type { Queryable } from '../store/store.ts';
 import { NO_WORKERS, startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from './support/app.ts';
 
-// expected duration: ~25 s alone (the suite shares two cores, so it counts: requests per route are sized for that)
+// expected duration: ~45 s alone (the suite shares two cores, so it counts: requests per route are sized for that)
 
 /**
  * Every route of Fastify's route table (collected as the server registers them, so a route added later is fuzzed
@@ -33,9 +34,11 @@ let operations: Record<string, Record<string, Operation>>;
 
 beforeAll(async () => {
   connection = await Connection.connect({ address: inject('temporalAddress') });
-  const runs = temporalRunLauncher(new Client({ connection }), { taskQueue: 'route-fuzz', namespace: 'default' });
+  const client = new Client({ connection });
+  const runs = temporalRunLauncher(client, { taskQueue: 'route-fuzz', namespace: 'default' });
+  const cycles = temporalCycleLauncher(client, { taskQueue: 'route-fuzz' });
   // Live dispatch on (with no worker targets a live call finds no candidate), so no route answers its 501 "disabled".
-  t = await startTestApp({ runs, dispatch: { ...NO_WORKERS, liveDispatchEnabled: true } }, { workerGate: true, logLevel: 'warn' });
+  t = await startTestApp({ runs, cycles, dispatch: { ...NO_WORKERS, liveDispatchEnabled: true } }, { workerGate: true, logLevel: 'warn' });
   const document = await t.app.inject({ method: 'GET', url: '/control/api/openapi.json', headers: t.auth });
   operations = (document.json() as { paths: typeof operations }).paths;
   const tables = await t.store.query<{ name: string }>(
@@ -235,7 +238,8 @@ const describeRequest = (request: InjectOptions & { url: string }) =>
   `${String(request.method)} ${request.url.slice(0, 160)} [${String((request.headers as Record<string, string>)['content-type'] ?? 'no content-type')}] ${String(request.payload ?? '').slice(0, 160)}`;
 
 describe('every route under generated requests', () => {
-  it(`answers ${REQUESTS_PER_ROUTE} generated requests per route without a 5xx, in the error shape, changing nothing when refused`, { timeout: 240_000 }, async () => {
+  // Alone it takes ~45 s; beside three other files on two cores, four to six times that.
+  it(`answers ${REQUESTS_PER_ROUTE} generated requests per route without a 5xx, in the error shape, changing nothing when refused`, { timeout: 420_000 }, async () => {
     const routes = t.routes.filter((route) => route.method !== 'HEAD');
     expect(routes.length).toBeGreaterThan(30);
     const failures: string[] = [];

@@ -49,6 +49,7 @@ beforeAll(async () => {
           fail: onGate(),
           cancel: onGate(),
           question: onGate(),
+          trail: onGate(),
           budget: onGate(),
           budgetNone: onGate(),
           keyed: onGate(),
@@ -491,6 +492,30 @@ describe('live dispatch', () => {
     expect(run.question).toBe('Which dataset split should the final evaluation use?');
     // Flagged: never picked again until an operator requeues it.
     expect((await dryRun()).body).toMatchObject({ action: 'noop' });
+  });
+
+  it("joins a dispatch request to its run's whole trail: the audit rows the run's workflow writes name the request", { timeout: 60_000 }, async () => {
+    await seed('trail-one', 'trail', { scenario: 'question' });
+    const requestId = `trail-${Date.now()}`;
+    const response = await fetch(`${stack.cpFixture.url}/control/dispatch-next`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CONTROL_TOKEN}`, 'content-type': 'application/json', 'x-request-id': requestId },
+      body: JSON.stringify({ dry_run: false, requested_by: 'dispatch-test' }),
+    });
+    expect(response.headers.get('x-request-id')).toBe(requestId);
+    const live = (await response.json()) as Record<string, unknown>;
+    expect(live).toMatchObject({ action: 'live_dispatch', candidate: { project_id: 'trail-one' } });
+    stack.agents.remember(live);
+    const runId = live.run_id as string;
+    // The question comes in later, on the gate's own callback request: the workflow's steps after it still name the
+    // request that started the run.
+    await waitUntil('the item to need review', async () => ((await queueItem('trail-one')).status === 'needs_review' ? true : undefined), 30_000, 300);
+    const rows = await store.query<{ event_type: string; request_id: string | null }>(
+      `SELECT event_type, request_id FROM audit_events WHERE entity_id = $1 AND event_type LIKE 'run.%' ORDER BY id`,
+      [runId],
+    );
+    expect(rows.rows.map((row) => row.event_type)).toEqual(expect.arrayContaining(['run.claimed', 'run.question_pending']));
+    expect(rows.rows.filter((row) => row.request_id !== requestId)).toEqual([]);
   });
 
   it("hands the gate the run's token budget: its candidate's expected_token_budget times agent_token_budget_multiple (2)", { timeout: 60_000 }, async () => {

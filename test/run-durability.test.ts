@@ -367,11 +367,12 @@ describe.concurrent('exactly once across crashes of the control plane and the ga
         await rig.gate.kill('SIGKILL');
         expect(isProcessRunning(rootPid)).toBe(true);
         await rig.restartGate();
+        // Read while the agent is still frozen: once resumed, it may finish its work and report idle at once.
+        const adopted = await rig.gateApi.runView(runId);
+        expect(adopted).toMatchObject({ root_pid: rootPid, idle_seen_at: null });
       } finally {
         process.kill(-rootPid, 'SIGCONT');
       }
-      const adopted = await rig.gateApi.runView(runId);
-      expect(adopted).toMatchObject({ root_pid: rootPid, idle_seen_at: null });
       await waitUntil('the restarted gate to see the agent alive', async () => (await rig.gateApi.runView(runId))?.processes_alive || undefined, 15_000);
       expect(await itemStatus(rig, projectId)).toBe('running');
 

@@ -298,6 +298,17 @@ describe('authentication and the event hook', () => {
     expect(limited.body.runs.length).toBeLessThanOrEqual(1);
     expect(limited.body.events).toHaveLength(2);
     expect((await client.call('GET', '/dashboard/api?limit=0')).status).toBe(422);
+    // A run's event-token digest would let a stolen copy be matched offline; no reader needs it.
+    expect(body.runs.length).toBeGreaterThan(0);
+    for (const run of body.runs) expect(run).not.toHaveProperty('event_token_sha256');
+  });
+
+  it('refuses a body on cancel, which takes none, and cancels nothing', async () => {
+    const refused = await client.call('POST', '/runs/alpha-run/cancel', { reason: 'operator asked' });
+    expect(refused.status).toBe(422);
+    expect(refused.body.detail).toEqual([{ loc: ['body'], msg: 'this route takes no body', type: 'body_not_allowed' }]);
+    const runs = (await client.dashboard()).body.runs as { run_id: string; gate_state: string }[];
+    expect(runs.find((run) => run.run_id === 'alpha-run')?.gate_state).not.toBe('cancelled');
   });
 });
 

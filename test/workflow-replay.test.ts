@@ -11,20 +11,25 @@ import { quietTemporalLogs } from './support/temporal.ts';
 
 /**
  * Run histories: captured before any patch, then once more after each patch that changes what their path records
- * (named after it); a patch that only one path reaches (finished-run-ends-wait) adds that path's history alone. Paper histories: one per
- * path. Research-cycle histories: a cycle stopped by a stop condition, and one that ran every stage across a crash. A queue
- * pump tick that dispatched, and a scheduled queue check.
+ * (named after it); a patch that only one path reaches (finished-run-ends-wait) adds that path's history alone. Paper
+ * histories: one per path, and a draft-next. Research-cycle histories: a cycle stopped by a stop condition, one that ran
+ * every stage across a crash (before and after cycle-child-workflows), and one that drafted a paper. A queue pump tick
+ * that dispatched (before and after pump-child-workflows), and a scheduled queue check.
  */
 const FIXTURES = [
   'alert-check',
   'cycle-completed',
+  'cycle-completed.cycle-child-workflows',
+  'cycle-paper-drafted.cycle-child-workflows',
   'cycle-stopped',
+  'paper-draft-next',
   'paper-drafted',
   'paper-evidence-missing',
   'paper-rewrite-batch',
   'paper-rewritten',
   'paper-writer-failed',
   'pump-dispatched',
+  'pump-dispatched.pump-child-workflows',
   'run-canceled',
   'run-canceled.preflight-as-activity',
   'run-claim-lost',

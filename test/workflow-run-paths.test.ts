@@ -180,7 +180,7 @@ describe('the run workflow on each of its paths', () => {
     await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'session_finished_ready', { gate_state: 'finished_ready' }));
     expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'reconciled', queue_status: 'completed' });
     expect(await transitionsOf(input.run_id)).toEqual(['claimed', 'prepared', 'worker_accepted', 'session_started', 'wake_received', 'reconciling', 'completed']);
-    expect(await workflowListing(workflowIdForRun(input.run_id))).toEqual({ summary: 'run of paths-completed on completed, dispatched by run-paths-test', project_id: 'paths-completed', task_timeout_sec: 4 });
+    expect(await workflowListing(workflowIdForRun(input.run_id))).toEqual({ summary: 'run of paths-completed on completed, dispatched by run-paths-test', project_id: 'paths-completed', paper_id: undefined, cycle_id: undefined, task_timeout_sec: 4 });
     await keepHistory('run-completed', input.run_id);
   });
 

@@ -27,7 +27,8 @@ export interface DashboardInput {
 }
 
 function runView(config: WorkerGateConfig, run: GateRun) {
-  const { request_hash: _hash, known_pids: _known, ...view } = run;
+  // The event token's digest lets a stolen digest be matched offline; no reader of the dashboard needs it.
+  const { request_hash: _hash, known_pids: _known, event_token_sha256: _eventToken, ...view } = run;
   return { ...view, samples_needed: samplesNeeded(profileFor(config, run.workload_class), config.sample_interval_sec) };
 }
 

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses } from '../http/responses.ts';
+import { errorResponses, type Assert, type Documents } from '../http/responses.ts';
+import type { dashboardBody } from './dashboard.ts';
 import { queryInt } from '../http/validation.ts';
 import {
   CancelRunResponseSchema,
@@ -125,3 +126,5 @@ export async function workerGateRoutes(instance: FastifyInstance, { gate, serveH
     async (request) => gate.dashboard(request.query.limit, request.query.event_limit),
   );
 }
+
+export type GateDashboardDocumented = Assert<Documents<typeof GateDashboardSchema, ReturnType<typeof dashboardBody>>>;

@@ -1,5 +1,5 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { CallbackEventType, DispatchMode, GateState, ReasoningEffort } from '../domain/gate.ts';
 import type { PreflightResult } from '../domain/preflight.ts';
 import type { RunEvidence } from '../contracts/worker-callback.ts';
@@ -8,9 +8,16 @@ import type { RunEvidence } from '../contracts/worker-callback.ts';
 
 export const RUN_WORKFLOW_TYPE = 'runWorkflow';
 
-/** Custom search attributes of run workflows, registered on the namespace at start-up. */
+/**
+ * Custom search attributes, registered on the namespace at start-up (bin/runtime/search-attributes.ts), so an operator
+ * filters the Temporal UI's list by them: `project_id` on every workflow of a project (runs, paper steps), a run's
+ * `queue_status`, `paper_id` on paper steps, and `cycle_id` on a research cycle and on every workflow it started.
+ */
 export const PROJECT_ID_ATTRIBUTE = defineSearchAttributeKey('project_id', SearchAttributeType.KEYWORD);
 export const QUEUE_STATUS_ATTRIBUTE = defineSearchAttributeKey('queue_status', SearchAttributeType.KEYWORD);
+export const PAPER_ID_ATTRIBUTE = defineSearchAttributeKey('paper_id', SearchAttributeType.KEYWORD);
+export const CYCLE_ID_ATTRIBUTE = defineSearchAttributeKey('cycle_id', SearchAttributeType.KEYWORD);
+export const SEARCH_ATTRIBUTES = [PROJECT_ID_ATTRIBUTE, QUEUE_STATUS_ATTRIBUTE, PAPER_ID_ATTRIBUTE, CYCLE_ID_ATTRIBUTE] as const;
 
 /** Durations are inputs so a test can run a whole run in seconds. */
 export interface RunTimings {
@@ -61,6 +68,7 @@ export interface RunCallback {
   evidence: RunEvidence | null;
 }
 
+/** Where a run is: the workflow's current details in the Temporal UI (workflows/run.ts). */
 export interface RunProgress {
   run_id: string;
   phase: 'claiming' | 'preflight' | 'preparing' | 'dispatching' | 'awaiting_callbacks' | 'reconciling' | 'finished';
@@ -81,4 +89,3 @@ export interface RunWorkflowResult {
 export const workerCallbackSignal = defineSignal<[RunCallback]>('workerCallback');
 /** Answers once the dispatch phase has an outcome; the HTTP call of a live dispatch-next waits on it. */
 export const dispatchOutcomeUpdate = defineUpdate<DispatchOutcome>('dispatchOutcome');
-export const runProgressQuery = defineQuery<RunProgress>('runProgress');

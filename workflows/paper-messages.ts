@@ -6,11 +6,28 @@ import type { PaperStatus } from '../domain/paper-status.ts';
 
 export const PAPER_WORKFLOW_TYPE = 'paperWorkflow';
 export const REWRITE_BATCH_WORKFLOW_TYPE = 'paperRewriteBatchWorkflow';
+export const DRAFT_NEXT_WORKFLOW_TYPE = 'paperDraftNextWorkflow';
+
+/** The task queue of the paper workflows' file steps (evidence sync, the writer, the checklist): apart from the runs'. */
+export const paperActivityQueue = (taskQueue: string) => `${taskQueue}-papers`;
 
 /** `paper:<paper_id>`: one draft or rewrite of a paper runs at a time. */
 export const paperWorkflowId = (paperId: string) => `paper:${paperId}`;
 /** A batch is named by its request's idempotency key, so a replayed request finds the same batch. */
 export const rewriteBatchWorkflowId = (idempotencyKey: string) => `paper-rewrite-batch:${idempotencyKey}`;
+
+/**
+ * A draft-next is named by who runs it: `paper-draft-next:queue-pump:<task queue>` (the pump runs one at a time),
+ * `paper-draft-next:research-cycle:<cycle id>` (a cycle drafts once), `paper-draft-next:request:<uuid>` (an HTTP call,
+ * which has no key of its own).
+ */
+export const draftNextWorkflowId = (owner: string) => `paper-draft-next:${owner}`;
+
+export interface PaperRef {
+  paper_id: string;
+  project_id: string;
+  run_id: string;
+}
 
 /** No secrets: workflow inputs are visible in the Temporal UI. */
 export interface PaperWorkflowInput {
@@ -51,3 +68,41 @@ export interface RewriteBatchInput {
 export interface RewriteBatchResult {
   results: PaperWorkflowResult[];
 }
+
+export interface DraftNextInput {
+  requested_by: string;
+  /** Drafted papers may be drafted again. */
+  force: boolean;
+  /** Recorded in each paper step's audit event: the cycle's key, or null. */
+  request_key: string | null;
+}
+
+/** A candidate draft-next passed over, and why: the answer names each, so a person sees what waits on what. */
+export interface SkippedCandidate extends PaperRef {
+  reason: 'missing_evidence' | 'in_progress' | 'refused';
+  detail: string;
+  missing?: string[];
+  evidence_sync?: EvidenceSyncDetail | null;
+}
+
+export interface DraftCandidatesRequest {
+  force: boolean;
+  /** At most this many candidates whose evidence is complete here. */
+  up_to: number;
+  /** Papers tried or skipped already. */
+  exclude: string[];
+}
+
+/** The candidates of a draft-next, in the order it tries them, and those already passed over (evidence missing here). */
+export interface DraftCandidates {
+  candidates: PaperRef[];
+  skipped: SkippedCandidate[];
+  /** How many candidates were looked at, for the reason of a noop. */
+  looked_at: number;
+}
+
+export type DraftNextResult =
+  | (PaperRef & { action: 'drafted'; result: Extract<PaperWorkflowResult, { outcome: 'drafted' }>; skipped: SkippedCandidate[] })
+  /** The writer failed for good on this candidate; the paper is back where it was. */
+  | (PaperRef & { action: 'failed'; error: string; skipped: SkippedCandidate[] })
+  | { action: 'noop'; reason: string; skipped: SkippedCandidate[] };

@@ -2,7 +2,7 @@ import { ActivityFailure, ApplicationFailure, isCancellation, proxyActivities, p
 import type { PaperActivities } from '../activities/papers.ts';
 import { PAPER_FAILURE_TYPES } from '../domain/paper-steps.ts';
 import type { StepRef } from '../services/paper-drafts.ts';
-import type { PaperWorkflowInput, PaperWorkflowResult } from './paper-messages.ts';
+import { paperActivityQueue, type PaperWorkflowInput, type PaperWorkflowResult } from './paper-messages.ts';
 
 /**
  * One draft or rewrite of a paper (README "Papers"), as workflow `paper:<paper_id>`: gather the evidence (synced from
@@ -18,29 +18,41 @@ import type { PaperWorkflowInput, PaperWorkflowResult } from './paper-messages.t
 type LedgerSteps = Pick<PaperActivities, 'startPaperStep' | 'finishPaperStep' | 'abandonPaperStep'>;
 type FileSteps = Pick<PaperActivities, 'gatherPaperEvidence' | 'writePaperDraft' | 'judgePaperDraft'>;
 
-const ledger = proxyLocalActivities<LedgerSteps>({
+const LEDGER_OPTIONS = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
+};
+/** A ledger step with the summary the Temporal UI shows on its event (a summary is metadata: the same commands). */
+const ledger = (summary: string) => proxyLocalActivities<LedgerSteps>({ ...LEDGER_OPTIONS, summary });
 
 const NON_RETRYABLE = Object.values(PAPER_FAILURE_TYPES);
 
-/** Evidence sync and the checklist: bounded by the sync's own timeout, and heartbeating while they run. */
-const files = proxyActivities<Pick<FileSteps, 'gatherPaperEvidence' | 'judgePaperDraft'>>({
-  startToCloseTimeout: '15 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE },
-});
-
 /**
- * The writer: a hosted one may take minutes (paper_writer_timeout_sec), and heartbeats every second meanwhile, so a
- * worker that dies mid-call is noticed within the heartbeat timeout and the call goes to the restarted worker.
+ * The file steps run on the paper task queue (`<task queue>-papers`), whose worker runs a few at a time
+ * (paper_activity_slots): a slow writer or sync holds none of the slots the runs' gate calls use.
  */
-const writer = proxyActivities<Pick<FileSteps, 'writePaperDraft'>>({
-  startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE },
-});
+function fileSteps() {
+  const taskQueue = paperActivityQueue(workflowInfo().taskQueue);
+  return {
+    /** Evidence sync and the checklist: bounded by the sync's own timeout, and heartbeating while they run. */
+    files: proxyActivities<Pick<FileSteps, 'gatherPaperEvidence' | 'judgePaperDraft'>>({
+      taskQueue,
+      startToCloseTimeout: '15 minutes',
+      heartbeatTimeout: '10 seconds',
+      retry: { maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE },
+    }),
+    /**
+     * The writer: a hosted one may take minutes (paper_writer_timeout_sec), and heartbeats every second meanwhile, so a
+     * worker that dies mid-call is noticed within the heartbeat timeout and the call goes to the restarted worker.
+     */
+    writer: proxyActivities<Pick<FileSteps, 'writePaperDraft'>>({
+      taskQueue,
+      startToCloseTimeout: '30 minutes',
+      heartbeatTimeout: '10 seconds',
+      retry: { maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE },
+    }),
+  };
+}
 
 /** Why an activity failed for good (its retries spent, or a failure no retry can mend); null for anything else. */
 function activityFailure(error: unknown): string | null {
@@ -64,6 +76,7 @@ function evidenceLost(error: unknown): string[] | null {
 
 export async function paperWorkflow(input: PaperWorkflowInput): Promise<PaperWorkflowResult> {
   const info = workflowInfo();
+  const { files, writer } = fileSteps();
   const step: StepRef = { ...input, step_key: `${info.workflowId}/${info.runId}` };
   const ref = { paper_id: input.paper_id, project_id: input.project_id, run_id: input.run_id };
 
@@ -72,18 +85,18 @@ export async function paperWorkflow(input: PaperWorkflowInput): Promise<PaperWor
     return { outcome: 'evidence_missing', paper_id: input.paper_id, project_path: evidence.project_path, missing: evidence.missing, evidence_sync: evidence.evidence_sync };
   }
 
-  const started = await ledger.startPaperStep(step);
+  const started = await ledger(`start the ${input.purpose} of ${input.paper_id}`).startPaperStep(step);
   if (!started.started) return { outcome: 'refused', paper_id: input.paper_id, reason: started.reason };
 
   let draft, checklist, finished;
   try {
     draft = await writer.writePaperDraft(ref);
     checklist = await files.judgePaperDraft({ ...ref, draft });
-    finished = await ledger.finishPaperStep(step, draft, checklist);
+    finished = await ledger(`record the ${input.purpose} of ${input.paper_id}`).finishPaperStep(step, draft, checklist);
   } catch (error) {
     const reason = activityFailure(error);
     if (reason === null) throw error;
-    await ledger.abandonPaperStep(step, started.from, reason);
+    await ledger(`abandon the ${input.purpose} of ${input.paper_id}: it failed`).abandonPaperStep(step, started.from, reason);
     const missing = evidenceLost(error);
     if (missing) return { outcome: 'evidence_missing', paper_id: input.paper_id, project_path: evidence.project_path, missing, evidence_sync: evidence.evidence_sync };
     return { outcome: 'failed', paper_id: input.paper_id, error: reason };

@@ -1,10 +1,11 @@
 /**
- * Patch ids of the run workflow, one per change of the commands it records (README "Changing a workflow"). Runs
- * started before a change replay its old branch; fixtures captured after it are named after the newest patch.
+ * Patch ids, one per change of the commands a workflow records (README "Changing a workflow"). Workflows started
+ * before a change replay its old branch; fixtures captured after it are named after the patch.
  *
- * The switch of the ledger steps to local activities came without a patch, and cannot get one now: histories from
- * before and after it both lack a marker, so `patched()` answers false for both. This code replays the later ones;
- * a run started on code older than that switch must finish on the code that started it.
+ * The run workflow's patches come first. Its switch of the ledger steps to local activities came without a patch, and
+ * cannot get one now: histories from before and after it both lack a marker, so `patched()` answers false for both.
+ * This code replays the later ones; a run started on code older than that switch must finish on the code that started
+ * it.
  */
 export const RUN_PATCHES = {
   /** The preflight was a local activity; it calls the worker gate over the network, so it is a normal one now. */
@@ -19,3 +20,25 @@ export const RUN_PATCHES = {
 
 /** The patch the current code ends with: new history fixtures carry its id in their name. */
 export const NEWEST_RUN_PATCH: string = RUN_PATCHES.finishedRunEndsWait;
+
+/**
+ * Patch ids of the queue pump tick. A tick lives seconds, but a tick in flight across an upgrade replays its old
+ * branch, and the stored history of a tick from before the change replays in the tests.
+ */
+export const PUMP_PATCHES = {
+  /**
+   * The dispatch step selects in an activity and starts the run as the tick's child; the paper step starts a
+   * draft-next as its child and does not wait for it. Before, both were client calls from activities, which a retry
+   * could repeat and which held the tick (and every idle lane) while a paper was written.
+   */
+  childWorkflows: 'pump-child-workflows',
+} as const;
+
+/** Patch ids of the research cycle. */
+export const CYCLE_PATCHES = {
+  /**
+   * The paper and rewrite stages are child workflows the cycle waits on, so a stage reports its child's real outcome
+   * after a crash; before, they were client calls from activities, reported as `interrupted` after one.
+   */
+  childWorkflows: 'cycle-child-workflows',
+} as const;

@@ -8,6 +8,7 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -20,7 +21,6 @@ import {
   dispatchOutcomeUpdate,
   PROJECT_ID_ATTRIBUTE,
   QUEUE_STATUS_ATTRIBUTE,
-  runProgressQuery,
   workerCallbackSignal,
   type DispatchOutcome,
   type RunCallback,
@@ -46,7 +46,7 @@ type GateActivities = Pick<RunActivities, 'prepareRun' | 'dispatchRun' | 'cancel
 // Ledger writes are short database writes in the worker's own process: as local activities they cost no round trip
 // through the task queue. Each is idempotent by business key, so a re-run after a crash changes nothing twice. Their
 // tries are bounded (about three minutes in all): a ledger that stays unreachable fails the workflow (see `recorded`).
-const ledger = proxyLocalActivities<LedgerActivities>({
+const LEDGER_OPTIONS = {
   startToCloseTimeout: '30 seconds',
   retry: {
     initialInterval: '1 second',
@@ -55,7 +55,9 @@ const ledger = proxyLocalActivities<LedgerActivities>({
     maximumAttempts: 10,
     nonRetryableErrorTypes: LEDGER_NON_RETRYABLE,
   },
-});
+};
+/** A ledger step with the summary the Temporal UI shows on its event (the same commands: a summary is metadata). */
+const ledger = (summary: string) => proxyLocalActivities<LedgerActivities>({ ...LEDGER_OPTIONS, summary });
 
 /**
  * The gate calls and the preflight heartbeat every second (activities/runs.ts): a worker that dies mid-call is noticed
@@ -73,6 +75,16 @@ const preflight = proxyActivities<PreflightActivities>(PREFLIGHT_OPTIONS);
 const preflightBeforePatch = proxyLocalActivities<PreflightActivities>(PREFLIGHT_OPTIONS);
 
 type Phase = RunProgress['phase'];
+
+/** One line of Temporal markdown: where the run is, for the workflow's page in the Temporal UI. */
+function currentDetails(progress: RunProgress): string {
+  const parts = [`**${progress.phase.replaceAll('_', ' ')}**`];
+  if (progress.run_state) parts.push(`run ${progress.run_state}`);
+  if (progress.queue_status) parts.push(`queue ${progress.queue_status}`);
+  parts.push(`${progress.callbacks_seen} callback(s)`);
+  if (progress.outcome) parts.push(`dispatch ${progress.outcome.replaceAll('_', ' ')}`);
+  return parts.join(' · ');
+}
 
 export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowResult> {
   const { run_id: runId, timings } = input;
@@ -99,29 +111,35 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     await condition(() => outcome !== undefined);
     return outcome!;
   });
-  setHandler(runProgressQuery, () => ({ ...progress }));
+  /** The run's phase as the Temporal UI shows it on the workflow (its current details), kept up to date. */
+  const showProgress = () => setCurrentDetails(currentDetails(progress));
+  showProgress();
   setHandler(workerCallbackSignal, (callback) => {
     // The HTTP layer may deliver one callback more than once (a retried signal); act on each key once.
     if (seenKeys.has(callback.idempotency_key)) return;
     seenKeys.add(callback.idempotency_key);
     progress.callbacks_seen += 1;
+    showProgress();
     inbox.push(callback);
   });
 
   const settle = (value: DispatchOutcome) => {
     outcome ??= value;
     progress.outcome = outcome.action;
+    showProgress();
   };
   const enter = (phase: Phase) => {
     progress.phase = phase;
+    showProgress();
   };
   const transition = async (name: RunTransition, detail?: TransitionDetail): Promise<TransitionOutcome> => {
-    const result = await recorded(name, () => ledger.transitionRun({ run_id: runId, transition: name, ...(detail ? { detail } : {}) }));
+    const result = await recorded(name, () => ledger(`${name}: run ${runId}`).transitionRun({ run_id: runId, transition: name, ...(detail ? { detail } : {}) }));
     progress.run_state = result.run_state;
     if (result.queue_status) {
       progress.queue_status = result.queue_status;
       upsertSearchAttributes([{ key: QUEUE_STATUS_ATTRIBUTE, value: result.queue_status }]);
     }
+    showProgress();
     return result;
   };
   const finish = async (): Promise<RunWorkflowResult> => {
@@ -134,7 +152,7 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   upsertSearchAttributes([{ key: PROJECT_ID_ATTRIBUTE, value: input.project_id }]);
   try {
     const claim = await recorded('claim', () =>
-      ledger.claimRun({ run_id: runId, workflow_id: workflowId, project_id: input.project_id, lane: input.lane, requested_by: input.requested_by }),
+      ledger(`claim ${input.project_id} on ${input.lane}`).claimRun({ run_id: runId, workflow_id: workflowId, project_id: input.project_id, lane: input.lane, requested_by: input.requested_by }),
     );
     if (!claim.claimed) {
       settle({ action: 'dispatch_blocked', reason: `claim lost: ${claim.reason}` });
@@ -142,6 +160,7 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     }
     progress.run_state = 'dispatching';
     progress.queue_status = 'dispatching';
+    showProgress();
     upsertSearchAttributes([{ key: QUEUE_STATUS_ATTRIBUTE, value: 'dispatching' }]);
 
     enter('preflight');

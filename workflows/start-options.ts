@@ -2,8 +2,8 @@ import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { workflowIdForRun } from '../domain/run-state.ts';
 import { cycleWorkflowId } from '../domain/research-cycle.ts';
 import type { CycleWorkflowInput } from './cycle-messages.ts';
-import { PROJECT_ID_ATTRIBUTE, QUEUE_STATUS_ATTRIBUTE, type RunWorkflowInput } from './messages.ts';
-import { paperWorkflowId, rewriteBatchWorkflowId, type PaperWorkflowInput, type RewriteBatchInput } from './paper-messages.ts';
+import { CYCLE_ID_ATTRIBUTE, PAPER_ID_ATTRIBUTE, PROJECT_ID_ATTRIBUTE, QUEUE_STATUS_ATTRIBUTE, type RunWorkflowInput } from './messages.ts';
+import { paperWorkflowId, rewriteBatchWorkflowId, type DraftNextInput, type PaperWorkflowInput, type RewriteBatchInput } from './paper-messages.ts';
 
 /**
  * How each workflow type is started, in one place for the client and for a parent workflow alike (README "Runs",
@@ -19,7 +19,17 @@ import { paperWorkflowId, rewriteBatchWorkflowId, type PaperWorkflowInput, type 
  */
 const WORKFLOW_TASK_TIMEOUT = '4 seconds';
 
-export function runStartOptions(input: RunWorkflowInput) {
+/** Details are Temporal markdown, which joins plain lines into one: each fact is an item of a list. */
+const markdownList = (lines: string[]) => lines.map((line) => `- ${line}`).join('\n');
+
+/** A child of a research cycle carries the cycle's id, so filtering on `cycle_id` lists the cycle and all it started. */
+export interface StartedBy {
+  cycle_id?: string;
+}
+
+const cycleAttribute = (startedBy: StartedBy) => (startedBy.cycle_id ? [{ key: CYCLE_ID_ATTRIBUTE, value: startedBy.cycle_id }] : []);
+
+export function runStartOptions(input: RunWorkflowInput, startedBy: StartedBy = {}) {
   return {
     workflowId: workflowIdForRun(input.run_id),
     args: [input] as [RunWorkflowInput],
@@ -29,9 +39,10 @@ export function runStartOptions(input: RunWorkflowInput) {
     typedSearchAttributes: [
       { key: PROJECT_ID_ATTRIBUTE, value: input.project_id },
       { key: QUEUE_STATUS_ATTRIBUTE, value: 'queued' },
+      ...cycleAttribute(startedBy),
     ],
     staticSummary: `run of ${input.project_id} on ${input.lane}, dispatched by ${input.requested_by}`,
-    staticDetails: [`run ${input.run_id}`, `project ${input.project_id}`, `lane ${input.lane}`, `dispatched by ${input.requested_by}`, `agent ${input.agent.mode}${input.agent.model ? `, model ${input.agent.model}` : ''}`].join('\n'),
+    staticDetails: markdownList([`run ${input.run_id}`, `project ${input.project_id}`, `lane ${input.lane}`, `dispatched by ${input.requested_by}`, `agent ${input.agent.mode}${input.agent.model ? `, model ${input.agent.model}` : ''}`]),
   };
 }
 
@@ -42,8 +53,12 @@ export function paperStartOptions(input: PaperWorkflowInput) {
     workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
     // One step of a paper at a time; a finished step's id is reused by the paper's next one.
     workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-    typedSearchAttributes: [{ key: PROJECT_ID_ATTRIBUTE, value: input.project_id }],
+    typedSearchAttributes: [
+      { key: PROJECT_ID_ATTRIBUTE, value: input.project_id },
+      { key: PAPER_ID_ATTRIBUTE, value: input.paper_id },
+    ],
     staticSummary: `${input.purpose} of paper ${input.paper_id}, requested by ${input.requested_by}`,
+    staticDetails: markdownList([`paper ${input.paper_id}`, `project ${input.project_id}`, `from run ${input.run_id}`, `requested by ${input.requested_by}`]),
   };
 }
 
@@ -54,17 +69,43 @@ export function cycleStartOptions(input: CycleWorkflowInput) {
     workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
     // A cycle's key names it for good: the same key never starts a second cycle, it finds the first.
     workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    typedSearchAttributes: [{ key: CYCLE_ID_ATTRIBUTE, value: input.cycle_id }],
     staticSummary: `research cycle ${input.cycle_id}, requested by ${input.requested_by}`,
+    staticDetails: cyclePolicyDetails(input),
   };
 }
 
-export function rewriteBatchStartOptions(input: RewriteBatchInput) {
+/** What the cycle may do, as the Temporal UI shows it under the summary. */
+function cyclePolicyDetails({ policy }: CycleWorkflowInput): string {
+  const at = (limit: number) => (limit === 0 ? 'no' : `at most ${limit}`);
+  return markdownList([
+    `${at(policy.max_provider_requests_per_run)} provider request, ${at(policy.max_promotions_per_run)} promotion, ${at(policy.max_dispatches_per_run)} dispatch${policy.wait_for_completion ? ' (awaited)' : ''}`,
+    `${at(policy.max_paper_drafts_per_run)} paper draft, ${at(policy.max_publication_rewrites_per_run)} rewrite(s)`,
+    `admits at ≥ ${policy.min_admission_score}; stops if ${[policy.require_budget_ok && 'the budget blocks', policy.stop_if_queue_active && 'the queue is active', policy.stop_if_dashboard_attention && 'items wait for a person'].filter(Boolean).join(', ') || 'nothing'}`,
+  ]);
+}
+
+export function rewriteBatchStartOptions(input: RewriteBatchInput, startedBy: StartedBy = {}) {
   return {
     workflowId: rewriteBatchWorkflowId(input.request_key),
     args: [input] as [RewriteBatchInput],
     workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
     // The batch of a key runs once: the same key finds it (or its result).
     workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    typedSearchAttributes: cycleAttribute(startedBy),
     staticSummary: `rewrite of ${input.papers.length} paper(s), requested by ${input.requested_by}`,
+  };
+}
+
+/** `workflowId`: from draftNextWorkflowId, named by who runs the draft-next. */
+export function draftNextStartOptions(input: DraftNextInput, workflowId: string, startedBy: StartedBy = {}) {
+  return {
+    workflowId,
+    args: [input] as [DraftNextInput],
+    workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+    // The queue pump runs one draft-next at a time under one id, a new one once the last has finished.
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    typedSearchAttributes: cycleAttribute(startedBy),
+    staticSummary: `draft-next${input.force ? ' (redrafts allowed)' : ''}, requested by ${input.requested_by}`,
   };
 }

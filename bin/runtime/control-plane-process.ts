@@ -17,6 +17,7 @@ import { checkAnswersFromEnvironment, httpLimitsFrom } from './http-limits.ts';
 import { operationalTraceFrom } from './operational-trace.ts';
 import { routeObservabilityFrom } from './route-observability.ts';
 import { ServiceMetrics } from '../../http/metrics.ts';
+import { planTemporalConnection } from './temporal-connection.ts';
 import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
 import { browsableHost } from './browsable-host.ts';
 import { configFingerprint } from '../../config/fingerprint.ts';
@@ -34,10 +35,24 @@ export interface RunningControlPlane {
 }
 
 /**
- * Starts the control-plane role: store, Temporal (embedded or remote) with its worker, then the HTTP server, which
+ * Starts the control-plane role: store, Temporal (embedded or remote) with its workers, then the HTTP server, which
  * also serves the worker gate role when one is given.
  */
 export async function startControlPlane(config: Config, logger: Logger, workerGate?: WorkerGateRole): Promise<RunningControlPlane> {
+  return startControlPlaneParts(config, logger, { serveHttp: true, ...(workerGate ? { workerGate } : {}) }) as Promise<RunningControlPlane>;
+}
+
+/** A Temporal worker alone (role `temporal_worker`): the store, Temporal and the workers, no HTTP server. */
+export async function startTemporalWorker(config: Config, logger: Logger): Promise<{ temporalAddress: string; stop(): Promise<void> }> {
+  return startControlPlaneParts(config, logger, { serveHttp: false });
+}
+
+async function startControlPlaneParts(
+  config: Config,
+  logger: Logger,
+  options: { serveHttp: boolean; workerGate?: WorkerGateRole },
+): Promise<RunningControlPlane | { temporalAddress: string; stop(): Promise<void> }> {
+  const { workerGate } = options;
   const progress = (message: string) => logger.info(message);
   let store: Store | undefined;
   let temporal: TemporalRuntime | undefined;
@@ -77,10 +92,13 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         logger.warn({ differing_fields: cluster.differing_fields, replicas: cluster.replicas }, `the control-plane replicas' configs differ (${cluster.differing_fields.join(', ')}): make them the same (README "Running on several machines")`);
       }
     }
+    const temporalConnection = planTemporalConnection(config, process.env);
     temporal = await startTemporalRuntime(
       {
-        address: config.temporal_address,
-        namespace: config.temporal_namespace,
+        connection: temporalConnection,
+        devServerPort: config.temporal_dev_server_port,
+        paperActivitySlots: config.paper_activity_slots,
+        otlpEndpoint: config.otel_exporter_otlp_endpoint,
         taskQueue: config.temporal_task_queue,
         uiEnabled: config.temporal_ui_enabled,
         uiPort: config.temporal_ui_port,
@@ -109,6 +127,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
       },
     );
     metrics.addScrapeSource(temporal.metricsUrl);
+    if (!options.serveHttp) return { temporalAddress: temporal.address, stop };
     app = await createServer(
       {
         store,
@@ -120,7 +139,7 @@ export async function startControlPlane(config: Config, logger: Logger, workerGa
         dispatch,
         runs: temporalRunLauncher(temporal.client, {
           taskQueue: config.temporal_task_queue,
-          namespace: config.temporal_namespace,
+          namespace: temporalConnection.namespace,
           uiUrl: temporal.uiUrl,
         }),
         papers: { settings: papers, launcher: temporalPaperLauncher(temporal.client, { taskQueue: config.temporal_task_queue }) },

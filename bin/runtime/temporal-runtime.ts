@@ -1,10 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { createActivities } from '../../activities/index.ts';
+import { createActivities, type Activities } from '../../activities/index.ts';
+import { paperActivityQueue } from '../../workflows/paper-messages.ts';
+import { requestIdActivityInterceptor } from '../../activities/request-id.ts';
+import { requestIdClientInterceptor } from '../../clients/request-id.ts';
 import type { TemporalHealth } from '../../api/deps.ts';
 import type { DispatchSettings } from '../../services/dispatch-settings.ts';
 import type { PaperSettings } from '../../services/paper-settings.ts';
@@ -15,6 +18,7 @@ import { temporalRunLauncher } from '../../clients/run-workflows.ts';
 import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
 import { ensureSearchAttributes } from './search-attributes.ts';
+import { connectionFailure, type TemporalConnectionPlan } from './temporal-connection.ts';
 import { freePort, startTemporalDevServer, type TemporalDevServer } from './temporal-dev-server.ts';
 import { loadWorkflowBundle } from './workflow-bundle.ts';
 
@@ -29,10 +33,15 @@ const WORKER_SHUTDOWN_GRACE = '10s';
 const STICKY_QUEUE_TIMEOUT = '3s';
 
 export interface TemporalSettings {
-  /** Empty: start the embedded dev server with its SQLite file under stateDir. */
-  address: string;
-  namespace: string;
+  /** Where Temporal is and how to reach it (temporal-connection.ts); an empty address starts the embedded dev server. */
+  connection: TemporalConnectionPlan;
   taskQueue: string;
+  /** The embedded dev server's frontend port; unset: 7233 when free, else a free port. */
+  devServerPort: number | undefined;
+  /** Paper file steps (sync, writer, checklist) run at once, on their own task queue. */
+  paperActivitySlots: number;
+  /** OTLP/HTTP endpoint that traces go to; empty: no tracing. */
+  otlpEndpoint: string;
   /** Serve the embedded dev server's web UI (on uiPort). */
   uiEnabled: boolean;
   uiPort: number;
@@ -107,7 +116,8 @@ async function startEmbeddedServer(settings: TemporalSettings, progress: (messag
     dbFile: join(dir, 'temporal.db'),
     headless: !settings.uiEnabled,
     uiPort: settings.uiPort,
-    namespace: settings.namespace,
+    ...(settings.devServerPort ? { port: settings.devServerPort } : {}),
+    namespace: settings.connection.namespace,
     logFile: join(dir, 'dev-server.log'),
     pidFile: join(dir, 'dev-server.pid'),
     onProgress: progress,
@@ -128,6 +138,27 @@ export const WORKFLOWS_ON_MAIN_THREAD: Pick<WorkerOptions, 'debugMode'> & { isol
   isolateExecutionTimeout: '5s',
 };
 
+/**
+ * The worker of the paper file steps (workflows/paper.ts): their own task queue and a few slots, so slow writers and
+ * syncs never hold the slots of the runs' gate calls (README "Papers", how long).
+ */
+export function createPaperActivityWorker(
+  connection: NativeConnection,
+  options: { namespace?: string; taskQueue: string; activities: Pick<Activities, 'gatherPaperEvidence' | 'writePaperDraft' | 'judgePaperDraft'>; slots: number; plugins?: WorkerOptions['plugins'] },
+): Promise<Worker> {
+  const { gatherPaperEvidence, writePaperDraft, judgePaperDraft } = options.activities;
+  return Worker.create({
+    connection,
+    ...(options.namespace ? { namespace: options.namespace } : {}),
+    taskQueue: paperActivityQueue(options.taskQueue),
+    activities: { gatherPaperEvidence, writePaperDraft, judgePaperDraft },
+    interceptors: { activity: [requestIdActivityInterceptor] },
+    maxConcurrentActivityTaskExecutions: options.slots,
+    shutdownGraceTime: WORKER_SHUTDOWN_GRACE,
+    ...(options.plugins ? { plugins: options.plugins } : {}),
+  });
+}
+
 export async function startTemporalRuntime(
   settings: TemporalSettings,
   deps: {
@@ -142,69 +173,87 @@ export async function startTemporalRuntime(
 ): Promise<TemporalRuntime> {
   const progress = deps.onProgress ?? (() => undefined);
   const metricsUrl = await installTemporalRuntime(deps.logger);
-  const devServer = settings.address ? undefined : await startEmbeddedServer(settings, progress);
-  const address = settings.address || devServer!.address;
+  const { connection: plan } = settings;
+  const namespace = plan.namespace;
+  const devServer = plan.address ? undefined : await startEmbeddedServer(settings, progress);
+  const address = plan.address || devServer!.address;
   const cleanups: (() => Promise<void>)[] = [];
   try {
     if (devServer) cleanups.push(() => devServer.stop());
-    const clientConnection = await Connection.connect({ address });
-    cleanups.push(() => clientConnection.close());
-    const workerConnection = await NativeConnection.connect({ address });
-    cleanups.push(() => workerConnection.close());
-    await ensureSearchAttributes(clientConnection, settings.namespace);
+    // One connection for the client and the worker: one TLS session, one set of credentials.
+    const connection = await NativeConnection.connect({ address, ...plan.options }).catch((error: unknown) => {
+      throw plan.address ? connectionFailure(plan, error) : error;
+    });
+    cleanups.push(() => connection.close());
+    await ensureSearchAttributes(connection, namespace).catch((error: unknown) => {
+      // A TLS server refusing the client's certificate may let the handshake finish and fail the first call.
+      throw plan.address ? connectionFailure(plan, error) : error;
+    });
 
-    const client = new Client({ connection: clientConnection, namespace: settings.namespace });
+    // Loaded only when on: a control plane without tracing never loads the OpenTelemetry SDK.
+    const tracingModule = settings.otlpEndpoint ? await import('./tracing.ts') : undefined;
+    const tracing = tracingModule?.startTracing(settings.otlpEndpoint);
+    if (tracing) cleanups.push(() => tracing.shutdown());
+    const plugins = tracing ? { plugins: [tracing.plugin] } : {};
+    const client = new Client({ connection, namespace, interceptors: { workflow: [requestIdClientInterceptor] }, ...plugins });
     const { schedules, ...automationSettings } = deps.automation;
     const automation: AutomationDeps = {
       store: deps.store,
       dispatch: deps.settings,
       ...automationSettings,
-      runs: temporalRunLauncher(client, { taskQueue: settings.taskQueue, namespace: settings.namespace }),
+      runs: temporalRunLauncher(client, { taskQueue: settings.taskQueue, namespace }),
       papers: { settings: deps.papers, launcher: temporalPaperLauncher(client, { taskQueue: settings.taskQueue }) },
     };
+    const activities = createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers, automation });
     const worker = await Worker.create({
-      connection: workerConnection,
-      namespace: settings.namespace,
+      connection,
+      namespace,
       taskQueue: settings.taskQueue,
-      workflowBundle: await loadWorkflowBundle(progress),
-      activities: createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers, automation }),
+      workflowBundle: await loadWorkflowBundle(progress, tracingModule ? { interceptorModules: [tracingModule.TRACING_WORKFLOW_INTERCEPTORS] } : {}),
+      activities,
+      ...plugins,
+      interceptors: { activity: [requestIdActivityInterceptor] },
       shutdownGraceTime: WORKER_SHUTDOWN_GRACE,
       stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
       ...WORKFLOWS_ON_MAIN_THREAD,
     });
-    // Before the worker runs: a schedule that cannot be set up then fails the start with nothing left running.
+    const paperWorker = await createPaperActivityWorker(connection, { namespace, taskQueue: settings.taskQueue, activities, slots: settings.paperActivitySlots, ...plugins });
+    const workers = [worker, paperWorker];
+    // Before the workers run: a schedule that cannot be set up then fails the start with nothing left running.
     await ensureSchedules(client, { ...schedules, taskQueue: settings.taskQueue });
-    const running = worker.run();
+    const running = Promise.all(workers.map((each) => each.run()));
     running.catch((error: unknown) => deps.logger.error({ err: error }, 'Temporal worker stopped with an error'));
     const every = (schedule: { enabled: boolean; intervalSec: number }) => (schedule.enabled ? `every ${schedule.intervalSec} s` : 'paused');
     progress(`schedules: queue pump ${every(schedules.pump)}, queue check ${every(schedules.alerts)}`);
-    progress(`Temporal worker polling task queue "${settings.taskQueue}" in namespace "${settings.namespace}" at ${address}`);
+    progress(`Temporal worker polling task queue "${settings.taskQueue}" in namespace "${namespace}" at ${address} (${plan.security})`);
+    if (tracing) progress(`tracing workflows and activities to ${settings.otlpEndpoint} (OTLP/HTTP)`);
+    progress(`paper file steps on task queue "${paperActivityQueue(settings.taskQueue)}", ${settings.paperActivitySlots} at a time`);
 
     return {
       address,
-      namespace: settings.namespace,
+      namespace,
       ...(devServer?.uiUrl ? { uiUrl: devServer.uiUrl } : {}),
       client,
       metricsUrl,
       async health() {
         let error: string | undefined;
         try {
-          await clientConnection.workflowService.describeNamespace({ namespace: settings.namespace });
+          await connection.workflowService.describeNamespace({ namespace });
         } catch (cause) {
           error = (cause as Error).message;
         }
-        const workerState = worker.getState();
+        const workerState = workers.find((each) => each.getState() !== 'RUNNING')?.getState() ?? 'RUNNING';
         return {
           ok: error === undefined && workerState === 'RUNNING',
           address,
-          namespace: settings.namespace,
+          namespace,
           worker_state: workerState,
           ...(devServer?.uiUrl ? { ui_url: devServer.uiUrl } : {}),
           ...(error ? { error } : {}),
         };
       },
       async shutdown() {
-        if (worker.getState() === 'RUNNING') worker.shutdown();
+        for (const each of workers) if (each.getState() === 'RUNNING') each.shutdown();
         await running.catch(() => undefined);
         for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
       },

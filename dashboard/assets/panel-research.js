@@ -8,6 +8,9 @@ import { h, Region } from './dom.js';
 import { count, decimal, percent, words } from './format.js';
 import { age, badge, card, DryRunCommand, externalLink, facts, field, fill, filterBar, link, table } from './ui.js';
 
+/** How often a running cycle is asked where it is. */
+const CYCLE_FOLLOW_MS = 1000;
+
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
 const DECISIONS = ['admitted', 'needs-review', 'rejected', 'merged'];
@@ -308,10 +311,18 @@ export function createResearchPanel(_context) {
     dryRun: (input) => api('POST', '/control/api/research/run-cycle', { dry_run: true, requested_by: ACTOR, ...input }),
     preview: stagesView,
     blocked: (preview) => (preview.ok ? null : `Stopped: ${preview.reason}`),
-    live: (input, key) => api('POST', '/control/api/research/run-cycle', { dry_run: false, enabled: true, requested_by: ACTOR, idempotency_key: key, ...input }),
+    live: async (input, key) => {
+      // The call answers once the cycle has started; the cycle is followed until it has finished.
+      let answer = await api('POST', '/control/api/research/run-cycle', { dry_run: false, enabled: true, requested_by: ACTOR, idempotency_key: key, ...input });
+      while (answer.action === 'research_cycle_running') {
+        await new Promise((resolve) => setTimeout(resolve, CYCLE_FOLLOW_MS));
+        answer = await api('GET', `/control/api/research/cycles/${segment(key)}`);
+      }
+      return answer;
+    },
     result: stagesView,
     liveLabel: 'Run the cycle',
-    progress: 'Running the cycle (with a dispatch awaited, this takes as long as the run)…',
+    progress: 'Running the cycle (with a dispatch awaited, this takes as long as the run; leaving this page leaves it running)…',
     onLive: () => void refresh(),
   });
 

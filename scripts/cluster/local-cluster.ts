@@ -75,7 +75,22 @@ export class LocalCluster {
     return cluster;
   }
 
-  private async bringUp(): Promise<void> {
+  /**
+   * Only the Temporal server, on fresh databases (the mTLS test's: it starts control planes of its own against it).
+   * No network namespaces, so no root needed.
+   */
+  static async startTemporalOnly(options: ClusterOptions, log: (message: string) => void): Promise<LocalCluster> {
+    const cluster = new LocalCluster({ ...options, gates: 0 }, log);
+    try {
+      await cluster.bringUpTemporal();
+    } catch (error) {
+      await cluster.stop().catch(() => undefined);
+      throw error;
+    }
+    return cluster;
+  }
+
+  private async bringUpTemporal(): Promise<void> {
     const { topology, options } = this;
     await this.removeLeftovers();
     rmSync(options.dir, { recursive: true, force: true });
@@ -87,10 +102,15 @@ export class LocalCluster {
     this.log(`setting up Temporal's databases (${topology.temporal.databases.main}, ${topology.temporal.databases.visibility}) with temporal-sql-tool`);
     await this.setUpTemporalSchemas();
     await this.freshDatabase(topology.controlPlaneDatabase);
-    this.log(`starting the Temporal server v${TEMPORAL_SERVER_VERSION} at ${topology.temporal.address}`);
+    this.log(`starting the Temporal server v${TEMPORAL_SERVER_VERSION} at ${topology.temporal.address}${options.temporalTls ? ' (mTLS)' : ''}`);
     mkdirSync(join(options.dir, 'temporal'), { recursive: true });
     writeFileSync(topology.temporal.configFile, temporalServerConfig(topology, options));
     await this.startTemporal();
+  }
+
+  private async bringUp(): Promise<void> {
+    const { topology, options } = this;
+    await this.bringUpTemporal();
 
     this.log(`making ${topology.gates.length} worker hosts (network namespaces on the bridge ${topology.network.bridge})`);
     await makeNetwork(topology.network, topology.gates);
@@ -120,7 +140,7 @@ export class LocalCluster {
     const { topology } = this;
     this.spawn('temporal', join(this.serverDir, 'temporal-server'), ['--config-file', topology.temporal.configFile, '--allow-no-auth', 'start']);
     await this.until('the Temporal server to answer', async () => {
-      const connection = await Connection.connect({ address: topology.temporal.address, connectTimeout: 2_000 });
+      const connection = await Connection.connect({ address: topology.temporal.address, connectTimeout: 2_000, ...this.temporalTls() });
       try {
         await connection.workflowService.registerNamespace({ namespace: topology.namespace, workflowExecutionRetentionPeriod: msToTs('3 days') }).catch((error: { code?: number }) => {
           // ALREADY_EXISTS: registered by an earlier attempt or start.
@@ -132,6 +152,13 @@ export class LocalCluster {
         await connection.close();
       }
     });
+  }
+
+  /** The client side of the server's mTLS, when it serves one. */
+  private temporalTls() {
+    const files = this.options.temporalTls;
+    if (!files) return {};
+    return { tls: { serverNameOverride: 'localhost', serverRootCACertificate: readFileSync(files.ca), clientCertPair: { crt: readFileSync(files.clientCert), key: readFileSync(files.clientKey) } } };
   }
 
   /** Starts a replica on its config (written at the cluster's start) and waits for its /healthz. */

@@ -22,6 +22,18 @@ export interface ClusterOptions {
   replicaOverrides: Record<string, unknown>;
   /** Where a gate posts its callbacks, first choice first; by default every replica, starting with the first. */
   callbackUrls?: (gate: GateHost, replicaCallbackUrls: string[]) => string[];
+  /** The Temporal frontend serves mTLS with these PEM files; the replicas connect with the client pair. */
+  temporalTls?: TemporalTlsFiles;
+}
+
+export interface TemporalTlsFiles {
+  /** The CA that signed the server's certificate and the clients'. */
+  ca: string;
+  serverCert: string;
+  serverKey: string;
+  /** Also what the server's own system worker presents to the frontend. */
+  clientCert: string;
+  clientKey: string;
 }
 
 /** What makes one cluster's names and addresses its own, so a test's cluster can run beside `npm run cluster`'s. */
@@ -193,6 +205,7 @@ export function temporalServerConfig(topology: Topology, options: ClusterOptions
     '      framework: "tally"',
     '      timerType: "histogram"',
     `      listenAddress: "127.0.0.1:${TEMPORAL_PORTS.metrics}"`,
+    ...(options.temporalTls ? temporalTlsConfig(options.temporalTls) : []),
     'services:',
     ...service('frontend', TEMPORAL_PORTS.frontend, [`      httpPort: ${TEMPORAL_PORTS.frontendHttp}`]),
     ...service('matching', TEMPORAL_PORTS.matching),
@@ -219,6 +232,40 @@ export function temporalServerConfig(topology: Topology, options: ClusterOptions
   ].join('\n');
 }
 
+/**
+ * The frontend's TLS under `global:`: it requires a client certificate signed by the CA. The server's own system
+ * worker calls the frontend too, so it presents the client pair.
+ */
+function temporalTlsConfig(files: TemporalTlsFiles): string[] {
+  const client = ['        serverName: "localhost"', `        rootCaFiles: ["${files.ca}"]`];
+  return [
+    '  tls:',
+    '    frontend:',
+    '      server:',
+    `        certFile: "${files.serverCert}"`,
+    `        keyFile: "${files.serverKey}"`,
+    '        requireClientAuth: true',
+    `        clientCaFiles: ["${files.ca}"]`,
+    '      client:',
+    ...client,
+    '    systemWorker:',
+    `      certFile: "${files.clientCert}"`,
+    `      keyFile: "${files.clientKey}"`,
+    '      client:',
+    ...client,
+  ];
+}
+
+/** The config fields of a control plane that reaches the cluster's Temporal over mTLS. */
+export function temporalTlsFields(files: TemporalTlsFiles): Record<string, string> {
+  return {
+    temporal_tls_server_ca_cert_path: files.ca,
+    temporal_tls_client_cert_path: files.clientCert,
+    temporal_tls_client_key_path: files.clientKey,
+    temporal_tls_server_name: 'localhost',
+  };
+}
+
 const pgUrl = (options: ClusterOptions, database: string) => `postgres://${options.postgres.user}@${options.postgres.host}:${options.postgres.port}/${database}`;
 
 /** One replica's config file: the cluster's shared fields, and its own port and state. */
@@ -238,6 +285,7 @@ export function replicaConfig(topology: Topology, options: ClusterOptions, repli
     temporal_address: topology.temporal.address,
     temporal_namespace: topology.namespace,
     temporal_task_queue: topology.taskQueue,
+    ...(options.temporalTls ? temporalTlsFields(options.temporalTls) : {}),
     live_dispatch_enabled: true,
     worker_targets: Object.fromEntries(topology.gates.flatMap((gate) => gate.lanes.map((lane) => [lane, { wake_gate_url: gate.url, bearer_token: gate.token, role: 'gpu_worker' }]))),
     ...options.replicaOverrides,

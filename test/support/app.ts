@@ -67,6 +67,7 @@ export const UNREACHABLE_PAPER_WORKFLOWS: PaperLauncher = {
   startStep: () => Promise.reject(new Error('this test app has no Temporal connection')),
   stepResult: () => Promise.reject(new Error('this test app has no Temporal connection')),
   runRewriteBatch: () => Promise.reject(new Error('this test app has no Temporal connection')),
+  runDraftNext: () => Promise.reject(new Error('this test app has no Temporal connection')),
 };
 
 /** An install that configured no research provider: provider generation is refused with the fields to set. */
@@ -92,7 +93,10 @@ export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): Ap
     legacyNotesApiEnabled: false,
     researchProvider: NO_RESEARCH_PROVIDER,
     alerts: { hangAfterSec: 3600, cooldownSec: 1800, push: null, webhook: null },
-    cycles: { runCycle: () => Promise.reject(new CycleNotStartedError('this test app has no Temporal connection')) },
+    cycles: {
+      startCycle: () => Promise.reject(new CycleNotStartedError('this test app has no Temporal connection')),
+      cycleProgress: () => Promise.reject(new Error('this test app has no Temporal connection')),
+    },
     ...overrides,
   };
 }

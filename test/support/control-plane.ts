@@ -70,9 +70,9 @@ export async function writeControlPlaneConfig(
 
 export type ControlPlaneProcess = ServiceProcess;
 
-export function startControlPlaneProcess(fixture: ControlPlaneFixture): Promise<ControlPlaneProcess> {
+export function startControlPlaneProcess(fixture: ControlPlaneFixture, env: Record<string, string> = {}): Promise<ControlPlaneProcess> {
   // TEMPORAL_ADDRESS from the environment would override the config's dev server address.
-  return startServiceProcess('control plane', { configPath: fixture.configPath, url: fixture.url, env: { TEMPORAL_ADDRESS: '' }, readyTimeoutMs: 90_000 });
+  return startServiceProcess('control plane', { configPath: fixture.configPath, url: fixture.url, env: { TEMPORAL_ADDRESS: '', ...env }, readyTimeoutMs: 90_000 });
 }
 
 /** JSON calls to the control API with the control token (or another bearer). */

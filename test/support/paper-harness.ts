@@ -6,7 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
-import { WORKFLOWS_ON_MAIN_THREAD } from '../../bin/runtime/temporal-runtime.ts';
+import { createPaperActivityWorker, WORKFLOWS_ON_MAIN_THREAD } from '../../bin/runtime/temporal-runtime.ts';
 import { ensureSearchAttributes } from '../../bin/runtime/search-attributes.ts';
 import { loadWorkflowBundle } from '../../bin/runtime/workflow-bundle.ts';
 import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
@@ -63,14 +63,17 @@ export async function startPaperHarness(configure: (dirs: { stateDir: string; pr
   const client = new Client({ connection: clientConnection });
   const t = await startTestApp({ dispatch: NO_WORKERS, papers: { settings, launcher: temporalPaperLauncher(client, { taskQueue }) } });
   const workerConnection = await NativeConnection.connect({ address });
+  const activities = createActivities({ store: t.store, settings: NO_WORKERS, papers: settings });
   const worker = await Worker.create({
     connection: workerConnection,
     taskQueue,
     workflowBundle: await loadWorkflowBundle(),
-    activities: createActivities({ store: t.store, settings: NO_WORKERS, papers: settings }),
+    activities,
     ...WORKFLOWS_ON_MAIN_THREAD,
   });
-  const running = worker.run();
+  // As the control plane runs them: the paper file steps on their own task queue.
+  const paperWorker = await createPaperActivityWorker(workerConnection, { taskQueue, activities, slots: 4 });
+  const running = Promise.all([worker.run(), paperWorker.run()]);
 
   let runSecond = 0;
   return {
@@ -105,6 +108,7 @@ export async function startPaperHarness(configure: (dirs: { stateDir: string; pr
     },
     async close() {
       worker.shutdown();
+      paperWorker.shutdown();
       await running.catch(() => undefined);
       await workerConnection.close();
       await clientConnection.close();

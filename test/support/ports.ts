@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type Server } from 'node:net';
 import { inject } from 'vitest';
+import type { ClusterPorts } from '../../scripts/cluster/topology.ts';
 
 /**
  * Ports for the servers that tests start (README "Tests", ports).
@@ -112,4 +113,14 @@ export async function testPort(): Promise<number> {
     return port;
   }
   throw new Error(`every one of the ${PORT_SLOT_SIZE - 1} ports of this slot is in use`);
+}
+
+/** Every port a local cluster (scripts/cluster) listens on, from the test's own block. */
+export async function clusterTestPorts(): Promise<ClusterPorts> {
+  const next = () => testPort();
+  return {
+    temporal: { frontend: await next(), frontendHttp: await next(), history: await next(), matching: await next(), worker: await next(), metrics: await next() },
+    membership: { frontend: await next(), history: await next(), matching: await next(), worker: await next() },
+    replicas: [await next(), await next()],
+  };
 }

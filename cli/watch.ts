@@ -1,0 +1,51 @@
+import type { ControlClient } from 'research-control-plane/client';
+import { colours, EXIT, type Output } from './output.ts';
+
+/**
+ * Follows a run until it finishes. On a terminal, one line updated in place: its state, the gate's state, the quiet
+ * window's progress (quiet samples of those needed) and the time since it started; elsewhere (or with --json) a line
+ * for each change of state. Then its decision. The exit code says whether it completed (the run's state `reconciled`).
+ */
+export async function watchRun(rcp: ControlClient, runId: string, options: { output: Output; intervalMs: number }): Promise<number> {
+  const { output } = options;
+  const live = output.out.isTTY === true && !output.json;
+  const c = colours(output.out);
+  let shown = '';
+  for (;;) {
+    const detail = await rcp.data(rcp.api.GET('/control/api/v1/runs/{run_id}', { params: { path: { run_id: runId }, query: { event_limit: 1 } } }));
+    const gate = detail.finished ? null : await gateView(rcp, runId);
+    const gateState = gate?.gate_state ?? detail.callbacks[0]?.gate_state ?? null;
+    const quiet = gate?.quiet_window ? { samples: gate.quiet_window.samples_in_window, needed: gate.quiet_window.samples_needed } : null;
+    const view = { run_id: runId, state: detail.run.state, gate_state: gateState, quiet_window: quiet, elapsed_s: elapsedSeconds(detail.run.created_at, detail.run.finished_at), finished: detail.finished };
+    const progress = quiet ? `  quiet ${quiet.samples}/${quiet.needed}` : '';
+    const line = `run ${runId}  ${c.bold(view.state)}  gate ${gateState ?? '-'}${progress}  ${formatElapsed(view.elapsed_s)}`;
+    if (live) output.out.write(`\r\u001b[2K${line}`);
+    else if (`${view.state}/${view.gate_state}` !== shown) output.out.write(`${output.json ? JSON.stringify(view) : line}\n`);
+    shown = `${view.state}/${view.gate_state}`;
+    if (detail.finished) {
+      const completed = detail.run.state === 'reconciled';
+      const ending = { ...view, decision: detail.run.decision, decision_summary: detail.run.decision_summary, last_error: detail.run.last_error, completed };
+      if (live) output.out.write('\n');
+      const verdict = completed ? c.green('completed') : c.red(`ended ${detail.run.state}`);
+      output.out.write(`${output.json ? JSON.stringify(ending) : `${verdict}: decision ${detail.run.decision ?? 'none'}${detail.run.last_error ? ` (${detail.run.last_error})` : ''}`}\n`);
+      return completed ? EXIT.ok : EXIT.failed;
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs));
+  }
+}
+
+function elapsedSeconds(createdAt: string, finishedAt: string | null): number {
+  const end = finishedAt ? Date.parse(finishedAt) : Date.now();
+  return Math.max(0, Math.round((end - Date.parse(createdAt)) / 1000));
+}
+
+function formatElapsed(seconds: number): string {
+  const m = Math.floor(seconds / 60);
+  return m > 0 ? `${m}m${String(seconds % 60).padStart(2, '0')}s` : `${seconds}s`;
+}
+
+/** The gate's live view of the run; null when the gate cannot be asked (the line then shows the last callback's state). */
+async function gateView(rcp: ControlClient, runId: string) {
+  const { data } = await rcp.api.GET('/control/api/v1/runs/{run_id}/gate', { params: { path: { run_id: runId } } });
+  return data ?? null;
+}

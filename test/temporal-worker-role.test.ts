@@ -1,0 +1,69 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { CYCLE_POLICY_DEFAULTS } from '../domain/research-cycle.ts';
+import { RESEARCH_CYCLE_WORKFLOW_TYPE, type CycleReport } from '../workflows/cycle-messages.ts';
+import { cycleStartOptions } from '../workflows/start-options.ts';
+import { reserveControlPlane, writeControlPlaneConfig, type ControlPlaneFixture } from './support/control-plane.ts';
+import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { waitUntil } from './support/gate.ts';
+import { START_COMMAND_ARGS } from './support/process.ts';
+
+// expected duration: ~15 s (one worker-only process, one cycle)
+
+/**
+ * The `temporal_worker` role (README "Running on several machines"): a process with the Temporal workers and no HTTP
+ * server, on the control planes' Postgres and Temporal. Nothing else polls this test's task queue, so the cycle it
+ * completes was run by that process alone.
+ */
+
+let database: TestDatabase;
+let fixture: ControlPlaneFixture;
+let worker: ChildProcess;
+let output = '';
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  fixture = await writeControlPlaneConfig(await reserveControlPlane(), { databaseUrl: database.url, overrides: { roles: ['temporal_worker'] } });
+  worker = spawn(process.execPath, [...START_COMMAND_ARGS], {
+    env: { ...process.env, SVC_CONFIG: fixture.configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  worker.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  worker.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  await waitUntil('the worker-only process to be ready', () => {
+    if (worker.exitCode !== null) throw new Error(`it exited:\n${output}`);
+    return output.includes('Temporal worker is running') ? true : undefined;
+  }, 90_000);
+}, 120_000);
+
+afterAll(async () => {
+  if (worker && worker.exitCode === null) {
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGTERM');
+    await exited;
+  }
+  await database?.drop();
+});
+
+describe('a temporal_worker process', () => {
+  it('runs workflows and their activities with no HTTP server, and exits cleanly on SIGTERM', { timeout: 60_000 }, async () => {
+    expect(output).toContain('(no HTTP server)');
+    expect(await fetch(fixture.url).catch(() => 'refused')).toBe('refused');
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      const client = new Client({ connection });
+      const policy = { ...CYCLE_POLICY_DEFAULTS, enabled: true, max_provider_requests_per_run: 0, max_promotions_per_run: 0 };
+      const report = (await client.workflow.execute(RESEARCH_CYCLE_WORKFLOW_TYPE, {
+        ...cycleStartOptions({ cycle_id: `worker-role-${process.pid}`, requested_by: 'worker-role-test', policy }),
+        taskQueue: fixture.taskQueue,
+      })) as CycleReport;
+      expect(report).toMatchObject({ ok: true, action: 'research_cycle', stages: [expect.objectContaining({ name: 'stop_conditions', action: 'passed' }), ...Array(5).fill(expect.anything())] });
+    } finally {
+      await connection.close();
+    }
+    const exited = new Promise<number | null>((resolve) => worker.once('exit', (code) => resolve(code)));
+    worker.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+});
