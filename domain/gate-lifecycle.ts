@@ -86,13 +86,15 @@ export function applyLifecycleEvent(current: GateSession, input: LifecycleInput)
 
   const session: GateSession = { ...base, last_event: input.event, last_event_at: input.received_at };
   const callbacks: LifecycleOutcome['callbacks'] = [];
+  // A hook's start report can be lost or overtaken (a loaded host, a hook past its timeout): any event that shows the
+  // session ran tells the control plane it started, before anything else.
+  if (session.session_started_at === null && showsSessionStarted(input)) {
+    session.session_started_at = input.received_at;
+    callbacks.push({ event_type: 'session_started', observed_at: input.received_at });
+  }
 
   switch (input.event) {
     case 'session-start':
-      if (session.session_started_at === null) {
-        session.session_started_at = input.received_at;
-        callbacks.push({ event_type: 'session_started', observed_at: input.received_at });
-      }
       session.gate_reason = 'agent session running';
       break;
     case 'session-idle':
@@ -130,6 +132,15 @@ export function applyLifecycleEvent(current: GateSession, input: LifecycleInput)
       break;
   }
   return { session, callbacks, session_reset: sessionReset };
+}
+
+/**
+ * Every event shows its session started, but an end with a non-zero status: an agent that never got going (a missing
+ * binary, a refused key) sends that too.
+ */
+function showsSessionStarted(input: LifecycleInput): boolean {
+  if (input.event === 'session-end') return input.token_budget_exceeded !== undefined || (input.exit_code ?? 0) === 0;
+  return true;
 }
 
 /** The callback that announces readiness for a session in this state. */

@@ -94,7 +94,8 @@ describe.concurrent('Codex CLI under the gate', () => {
   it('(c) the model asks the user a question (request_user_input): the run goes to question_pending with it', { timeout: WINDOW_MS }, async () => {
     model.script('codex-c', [{ kind: 'question', question: 'Which dataset should I use?' }]);
     const runId = await dispatched(gate, await prepared(gate, 'codex-c'));
-    const asked = await receiver.waitFor(runId, 'question_pending', 30_000);
+    // Seconds alone; with every scenario of both agent files at once, the agent's start alone has taken 19 s.
+    const asked = await receiver.waitFor(runId, 'question_pending', 60_000);
     expect(asked.body.question).toContain('Which dataset should I use?');
   });
 

@@ -32,9 +32,10 @@ describe('lifecycle events', () => {
     ['start, idle', ['session-start', 'session-idle'], { gate_state: 'pending_idle_gate', idle_seen_at: at(1), ended: false }, [`session_started@${at(0)}`]],
     ['start, stop', ['session-start', 'session-stop'], { gate_state: 'pending_idle_gate', idle_seen_at: at(1) }, [`session_started@${at(0)}`]],
     ['start, end', ['session-start', 'session-end'], { gate_state: 'finished_pending_gate', idle_seen_at: at(1), ended: true }, [`session_started@${at(0)}`]],
-    ['idle, then end keeps the first idle time', ['session-idle', 'session-end'], { gate_state: 'finished_pending_gate', idle_seen_at: at(0), ended: true }, []],
+    ['idle, then end keeps the first idle time', ['session-idle', 'session-end'], { gate_state: 'finished_pending_gate', idle_seen_at: at(0), ended: true }, [`session_started@${at(0)}`]],
     ['ask', ['session-start', 'ask-user-question'], { gate_state: 'question_pending' }, [`session_started@${at(0)}`, `question_pending@${at(1)}`]],
-    ['end without start', ['session-end'], { gate_state: 'finished_pending_gate', session_started_at: null }, []],
+    ['end without start: the start was lost', ['session-end'], { gate_state: 'finished_pending_gate', session_started_at: at(0) }, [`session_started@${at(0)}`]],
+    ['ask without start', ['ask-user-question'], { gate_state: 'question_pending', session_started_at: at(0) }, [`session_started@${at(0)}`, `question_pending@${at(0)}`]],
   ])('%s', (_name, events, expected, callbacks) => {
     const result = play(events);
     expect(result.session).toMatchObject(expected);
@@ -59,14 +60,22 @@ describe('lifecycle events', () => {
     expect(result.session).toMatchObject({ gate_state: 'finished_pending_gate', ended: true, idle_seen_at: at(0) });
   });
 
-  it('sends session_started once per session however often start is posted', () => {
+  it('reports no start for a failed end without one (the agent may never have run), and one for a stop over budget', () => {
+    expect(play([{ event: 'session-end', exit_code: 127 }])).toMatchObject({ callbacks: [`gate_error@${at(0)}`], session: { session_started_at: null } });
+    const overBudget = play([{ event: 'session-end', exit_code: 143, token_budget_exceeded: { budget: 10, tokens_used: 12 } }]);
+    expect(overBudget.callbacks).toEqual([`session_started@${at(0)}`, `gate_error@${at(0)}`]);
+  });
+
+  it('sends session_started once per session, whichever event shows it first, however often start is posted', () => {
+    expect(play(['session-idle', 'session-start', 'session-idle']).callbacks).toEqual([`session_started@${at(0)}`]);
+
     expect(play(['session-start', 'session-start', 'session-start']).callbacks).toEqual([`session_started@${at(0)}`]);
   });
 
   it('keeps idle_seen_at at the first report, so repeated idle events keep one idempotency key', () => {
     const result = play(['session-idle', 'session-idle', 'session-stop', 'session-idle']);
     expect(result.session.idle_seen_at).toBe(at(0));
-    expect(result.callbacks).toEqual([]);
+    expect(result.callbacks).toEqual([`session_started@${at(0)}`]);
   });
 
   it.each(['wake_ready', 'finished_ready', 'question_pending', 'error', 'cancelled'] as const)(

@@ -121,41 +121,45 @@ describe('rcp', () => {
     expect(status.counts.paper_pipeline).toMatchObject({ published_imported: 1 });
   });
 
-  it('answers bad input with one line and a non-zero exit code, never a stack trace', async () => {
-    const unknown = await rcp(['bogus']);
-    expect(unknown.code).toBe(2);
-    expect(unknown.stderr.trim().split('\n')[0]).toBe("error: unknown command 'bogus'");
-
-    const badFlag = await rcp(['queue', '--group', 'nowhere']);
-    expect(badFlag.code).toBe(2);
-    expect(badFlag.stderr).toMatch(/^error: option '--group <group>' argument 'nowhere' is invalid/);
-
-    const wrongToken = await rcp(['status'], { env: userEnv({ RCP_URL: stack.cpFixture.url, RCP_TOKEN: 'not-the-token-0123456789abcdef' }) });
-    expect(wrongToken.code).toBe(3);
-    expect(wrongToken.stderr).toMatch(/^error: 401: .*\(request [\w-]+\)\n$/);
-
-    const down = await rcp(['status'], { env: userEnv({ RCP_URL: `http://127.0.0.1:${await testPort()}`, RCP_TOKEN: CONTROL_TOKEN }) });
-    expect(down.code).toBe(3);
-    expect(down.stderr).toBe('error: cannot reach the control plane: ECONNREFUSED\n');
-
-    const notLoggedIn = await rcp(['status'], { env: userEnv({ XDG_CONFIG_HOME: join(home, 'nobody') }) });
-    expect(notLoggedIn.code).toBe(3);
-    expect(notLoggedIn.stderr).toBe('error: not logged in: run rcp login, or set RCP_URL and RCP_TOKEN\n');
-
+  // Each case is an `rcp` process of its own, which on Node 20 compiles its sources first: a loaded machine takes
+  // seconds for one, so the cases run at once, under a minute's timeout.
+  it('answers bad input with one line and a non-zero exit code, never a stack trace', { timeout: 60_000 }, async () => {
     const damaged = join(home, 'damaged');
     await mkdir(join(damaged, 'research-control-plane'), { recursive: true });
     await writeFile(join(damaged, 'research-control-plane', 'rcp.json'), '{"url": ');
-    const unreadable = await rcp(['status'], { env: userEnv({ XDG_CONFIG_HOME: damaged }) });
+    const [unknown, badFlag, wrongToken, down, notLoggedIn, unreadable, unconfirmed] = await Promise.all([
+      rcp(['bogus']),
+      rcp(['queue', '--group', 'nowhere']),
+      rcp(['status'], { env: userEnv({ RCP_URL: stack.cpFixture.url, RCP_TOKEN: 'not-the-token-0123456789abcdef' }) }),
+      testPort().then((port) => rcp(['status'], { env: userEnv({ RCP_URL: `http://127.0.0.1:${port}`, RCP_TOKEN: CONTROL_TOKEN }) })),
+      rcp(['status'], { env: userEnv({ XDG_CONFIG_HOME: join(home, 'nobody') }) }),
+      rcp(['status'], { env: userEnv({ XDG_CONFIG_HOME: damaged }) }),
+      rcp(['dispatch', '--live']),
+    ]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr.trim().split('\n')[0]).toBe("error: unknown command 'bogus'");
+
+    expect(badFlag.code).toBe(2);
+    expect(badFlag.stderr).toMatch(/^error: option '--group <group>' argument 'nowhere' is invalid/);
+
+    expect(wrongToken.code).toBe(3);
+    expect(wrongToken.stderr).toMatch(/^error: 401: .*\(request [\w-]+\)\n$/);
+
+    expect(down.code).toBe(3);
+    expect(down.stderr).toBe('error: cannot reach the control plane: ECONNREFUSED\n');
+
+    expect(notLoggedIn.code).toBe(3);
+    expect(notLoggedIn.stderr).toBe('error: not logged in: run rcp login, or set RCP_URL and RCP_TOKEN\n');
+
     expect(unreadable.code).toBe(3);
     expect(unreadable.stderr).toMatch(/^error: .*rcp\.json holds no url and token: run rcp login again\n$/);
 
-    const unconfirmed = await rcp(['dispatch', '--live']);
     expect(unconfirmed.code).not.toBe(0);
     expect(unconfirmed.stderr).not.toContain('    at ');
     for (const result of [unknown, badFlag, wrongToken, down, notLoggedIn, unreadable]) expect(result.stderr).not.toContain('    at ');
   });
 
-  it('prints a completion script for bash that names its commands', async () => {
+  it('prints a completion script for bash that names its commands', { timeout: 60_000 }, async () => {
     const bash = await rcp(['completion', 'bash']);
     expect(bash.code).toBe(0);
     expect(bash.stdout).toContain('complete -F _rcp_complete rcp');
