@@ -3,6 +3,7 @@ import { userInfo } from 'node:os';
 import { createInterface } from 'node:readline/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { createControlClient, type ControlClient } from 'research-control-plane/client';
+import { cancelText, cycleText } from './answers.ts';
 import { completionScript } from './completion.ts';
 import { colours, EXIT, explain, print, table, UsageError, type Output } from './output.ts';
 import { readProfile, writeProfile } from './profile.ts';
@@ -156,7 +157,7 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
     .action(async (runId: string, options: { reason: string }, command: Command) => {
       const rcp = client(io);
       const answer = await rcp.data(rcp.api.POST('/control/api/runs/{run_id}/cancel', { params: { path: { run_id: runId } }, body: { requested_by: requestedBy(), reason: options.reason } }));
-      print(out(command), answer, () => `cancel of ${runId}: ${JSON.stringify(answer)}`);
+      print(out(command), answer, () => cancelText(answer));
     });
 
   program
@@ -287,13 +288,13 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
       const o = out(command);
       const dry = await rcp.data(rcp.api.POST('/control/api/research/run-cycle', { body: { dry_run: true, requested_by: requestedBy() } }));
       if (!options.live) {
-        print(o, dry, () => JSON.stringify(dry, null, 2));
+        print(o, dry, () => cycleText(dry));
         return;
       }
-      if (!o.json) o.err.write(`dry run:\n${JSON.stringify(dry, null, 2)}\n`);
+      if (!o.json) o.err.write(`dry run:\n${cycleText(dry)}\n`);
       await confirm(io, 'run this cycle live?', Boolean(options.yes));
       const live = await rcp.data(rcp.api.POST('/control/api/research/run-cycle', { body: { dry_run: false, enabled: true, requested_by: requestedBy(), idempotency_key: rcp.idempotencyKey() } }));
-      print(o, live, () => JSON.stringify(live, null, 2));
+      print(o, live, () => cycleText(live));
     });
 
   program

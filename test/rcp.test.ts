@@ -119,6 +119,16 @@ describe('rcp', () => {
     expect(paper).toMatchObject({ paper_id: paperId, review_status: 'finalized' });
     const status = await rcpJson(['status']);
     expect(status.counts.paper_pipeline).toMatchObject({ published_imported: 1 });
+
+    // What a cancel and a cycle did, in words: a finished run is left as it is; the cycle's dry run, stage by stage.
+    const cancel = await rcp(['cancel', live.run_id]);
+    expect(cancel.stdout).toMatch(new RegExp(`^${live.run_id}: already finished \\(\\w+\\); nothing to cancel\n$`));
+    const cycle = await rcp(['cycle']);
+    expect(cycle.code, cycle.stderr).toBe(0);
+    const [verdict, header, ...stages] = cycle.stdout.trim().split('\n');
+    expect(verdict).toMatch(/^dry_run_research_cycle: \S/);
+    expect(header).toMatch(/^NAME +ACTION +REASON$/);
+    expect(stages[0]).toMatch(/^stop_conditions +\S+ +\S/);
   });
 
   // Each case is an `rcp` process of its own, which on Node 20 compiles its sources first: a loaded machine takes
