@@ -4,10 +4,17 @@ import { isGrpcServiceError, ServiceError } from '@temporalio/client';
 /** The answers of a Temporal server that is busy or still starting: the same call may well succeed a moment later. */
 const TRANSIENT_CODES: ReadonlySet<number> = new Set([status.DEADLINE_EXCEEDED, status.UNAVAILABLE]);
 
+/**
+ * A call the native connection gave up on at its own deadline: it reports CANCELLED with this message, not
+ * DEADLINE_EXCEEDED (a loaded CI machine ended a start-up with "Failed to describe schedule: Timeout expired").
+ */
+const CLIENT_DEADLINE_MESSAGE = 'Timeout expired';
+
 /** Whether a client call failed for a reason that passes (the client wraps the gRPC error in a ServiceError). */
 export function isTransientTemporalError(error: unknown): boolean {
   const grpc = error instanceof ServiceError ? error.cause : error;
-  return isGrpcServiceError(grpc) && TRANSIENT_CODES.has(grpc.code);
+  if (!isGrpcServiceError(grpc)) return false;
+  return TRANSIENT_CODES.has(grpc.code) || (grpc.code === status.CANCELLED && grpc.message === CLIENT_DEADLINE_MESSAGE);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { Metadata, status } from '@grpc/grpc-js';
-import { ServiceError } from '@temporalio/client';
-import { describe, expect, it } from 'vitest';
+import { Client, ScheduleNotFoundError, ServiceError } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { describe, expect, inject, it } from 'vitest';
 import { isTransientTemporalError, retryingTransient } from '../clients/temporal-retry.ts';
 
 /**
@@ -40,5 +41,29 @@ describe('retryingTransient', () => {
     const started = Date.now();
     await expect(retryingTransient(() => Promise.reject(slow), 1_200)).rejects.toBe(slow);
     expect(Date.now() - started).toBeLessThan(2_500);
+  });
+});
+
+describe('a call past its own deadline', () => {
+  it('is transient as the native connection reports it (CANCELLED, "Timeout expired"), and a retry with time answers', async () => {
+    const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+    try {
+      const client = new Client({ connection });
+      const describeSoon = (withinMs: number) => client.withDeadline(Date.now() + withinMs, () => client.schedule.getHandle('no-such-schedule').describe());
+      const expired = await describeSoon(1).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(expired).toBeInstanceOf(ServiceError);
+      expect(isTransientTemporalError(expired)).toBe(true);
+
+      let calls = 0;
+      const answered = await retryingTransient(() => ((calls += 1), describeSoon(calls === 1 ? 1 : 10_000)), 10_000).catch((error: unknown) => error);
+      // The second call reaches the server, which answers that the schedule does not exist: not transient, so thrown.
+      expect(calls).toBe(2);
+      expect(answered).toBeInstanceOf(ScheduleNotFoundError);
+    } finally {
+      await connection.close();
+    }
   });
 });
