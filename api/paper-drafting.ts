@@ -189,7 +189,7 @@ export async function paperDraftingRoutes(instance: FastifyInstance, deps: AppDe
           response: { 200: CommandAnswer, ...errorResponses(401, 403, 404, 409, 422, 424, 502) },
         },
       },
-      async (request) => observed('rewrite-draft', () => 'drafted', () => drafting.rewriteDraft(request.params.paper_id, request.body) as Promise<z.infer<typeof CommandAnswer>>),
+      async (request) => observed('rewrite-draft', () => 'drafted', () => drafting.rewriteDraft(request.params.paper_id, request.body)),
     );
 
     app.post(
@@ -203,7 +203,7 @@ export async function paperDraftingRoutes(instance: FastifyInstance, deps: AppDe
           response: { 200: BatchAnswer, ...errorResponses(401, 403, 409, 422) },
         },
       },
-      async (request) => observed('rewrite-batch', (answer) => (answer.dry_run ? 'dry_run' : 'rewritten'), () => drafting.rewriteBatch(request.body) as Promise<z.infer<typeof BatchAnswer>>),
+      async (request) => observed('rewrite-batch', (answer) => (answer.dry_run ? 'dry_run' : 'rewritten'), () => drafting.rewriteBatch(request.body)),
     );
 
     app.post(

@@ -25,3 +25,19 @@ export function refusalMessage(error: CommandRefusedError): string {
   if (!Array.isArray(detail) && typeof (detail as { message?: unknown }).message === 'string') return (detail as { message: string }).message;
   return JSON.stringify(detail);
 }
+
+/** A refusal as an idempotency key keeps it: the `{detail}` its HTTP answer carried. */
+export interface KeptRefusal {
+  detail: CommandRefusedError['detail'];
+}
+
+/** The refusal a key settled with (any status but 200), as the error its first call threw. */
+export function keptRefusalError(settled: { response: unknown; status_code: number }): CommandRefusedError {
+  return new CommandRefusedError(settled.status_code as CommandRefusedStatus, (settled.response as KeptRefusal).detail);
+}
+
+/** A settled key's answer, again: the first call's answer (status 200), or its refusal thrown again. */
+export function replayAnswer<R>(settled: { response: R | KeptRefusal; status_code: number }): R {
+  if (settled.status_code === 200) return settled.response as R;
+  throw keptRefusalError(settled);
+}

@@ -10,8 +10,9 @@ import type { QueueItemRow } from '../store/queue-items.ts';
 import { getRun } from '../store/runs.ts';
 import { claimKey, completeKey, notePending, releaseAbandonedClaim, releaseKey, type KeyClaim } from '../store/idempotency-keys.ts';
 import type { Store } from '../store/store.ts';
+import type { PreflightResult } from '../domain/preflight.ts';
 import type { AgentSettings, RunTimings, RunWorkflowInput } from '../workflows/messages.ts';
-import { CommandRefusedError, type CommandRefusedStatus } from './command-errors.ts';
+import { CommandRefusedError, replayAnswer, type KeptRefusal } from './command-errors.ts';
 import type { AgentDefaults, DispatchSettings } from './dispatch-settings.ts';
 import type { RunLauncher, StartedRun } from './run-launcher.ts';
 import { dispatchPreflight } from './worker-preflight.ts';
@@ -72,6 +73,7 @@ function keepLeased(store: Store, lane: string, holder: string): () => void {
 /** How long the HTTP call waits for the run workflow's dispatch outcome: preflight plus two gate calls. */
 const outcomeWaitMs = (settings: DispatchSettings) => (2 * (settings.dispatchTimeoutSec + GATE_CALL_SLACK_SEC) + 15) * 1000;
 
+type CandidateView = ReturnType<typeof candidateView>;
 const candidateView = (item: QueueItemRow) => ({
   project_id: item.project_id,
   project_name: item.project_name,
@@ -138,29 +140,45 @@ async function leaseCandidate(deps: DispatchDeps, first: Candidate | null): Prom
   return null;
 }
 
-/** A dispatch-next answer: the action and its reason, with what the action carries (candidate, route, run, …). */
-export type DispatchAnswer = {
+/** What a dispatch-next call did: dispatched (or would have), or why not. */
+export const DISPATCH_ACTIONS = ['dry_run_dispatch', 'live_dispatch', 'dispatch_blocked', 'paused', 'noop'] as const;
+export type DispatchAction = (typeof DISPATCH_ACTIONS)[number];
+
+/** What an action carries besides its reason: the candidate, its route and run, and the gate's answers. */
+interface DispatchAnswerParts {
+  candidate?: CandidateView | null;
+  dispatch_route?: ReturnType<typeof dispatchRouteOf> | null;
+  run_id?: string;
+  workflow_id?: string;
+  agent?: AgentSettings;
+  preflight?: PreflightResult;
+  prepare?: Record<string, unknown>;
+  dispatch?: Record<string, unknown>;
+}
+
+/** A dispatch-next answer: the action and its reason, with what the action carries. */
+export interface DispatchAnswer extends DispatchAnswerParts {
   ok: boolean;
-  action: string;
+  action: DispatchAction;
   reason: string;
   dry_run: boolean;
   live_dispatch_enabled: boolean;
   active_count: number;
-} & Record<string, unknown>;
+}
 
-type AnswerWith = (action: string, reason: string, extra?: Record<string, unknown>) => DispatchAnswer;
+type AnswerWith = (action: DispatchAction, reason: string, parts?: DispatchAnswerParts) => DispatchAnswer;
 
 /** The answer builder of one call: every answer carries the call's dry_run and the active count it saw. */
 async function answering(deps: DispatchDeps, body: DispatchNextRequest): Promise<{ answer: AnswerWith; flags: Awaited<ReturnType<typeof readFlags>> }> {
   const [flags, activeCount] = await Promise.all([readFlags(deps.store), countActiveItems(deps.store)]);
-  const answer: AnswerWith = (action, reason, extra = {}) => ({
+  const answer: AnswerWith = (action, reason, parts = {}) => ({
     ok: action === 'dry_run_dispatch' || action === 'live_dispatch',
     action,
     reason,
     dry_run: body.dry_run,
     live_dispatch_enabled: deps.settings.liveDispatchEnabled,
     active_count: activeCount,
-    ...extra,
+    ...parts,
   });
   return { answer, flags };
 }
@@ -168,7 +186,7 @@ async function answering(deps: DispatchDeps, body: DispatchNextRequest): Promise
 /** What a live call has decided once it has a run to start: noted under its idempotency key before the start. */
 interface ChosenRun {
   run: RunWorkflowInput;
-  candidate: ReturnType<typeof candidateView>;
+  candidate: CandidateView;
   dispatch_route: ReturnType<typeof dispatchRouteOf>;
 }
 
@@ -288,10 +306,7 @@ async function dispatchKeyed(deps: DispatchDeps, body: DispatchNextRequest, key:
   const { store } = deps;
   const { idempotency_key: _key, ...payload } = body;
   const claim = await claimOnceChosen(store, key, payload);
-  if (claim.state === 'done') {
-    if (claim.status_code === 200) return claim.response as DispatchAnswer;
-    throw new CommandRefusedError(claim.status_code as CommandRefusedStatus, (claim.response as { detail: CommandRefusedError['detail'] }).detail);
-  }
+  if (claim.state === 'done') return replayAnswer(claim);
   if (claim.state === 'pending') {
     const chosen = claim.pending!;
     const { answer } = await answering(deps, body);
@@ -331,15 +346,16 @@ async function keyed(store: Store, key: string, run: () => Promise<DispatchAnswe
  */
 async function settleKeyOnError(store: Store, key: string, error: unknown): Promise<void> {
   if (error instanceof CommandRefusedError && error.status !== 504) {
-    await completeKey(store, DISPATCH_KEY_SCOPE, key, { response: { detail: error.detail }, status_code: error.status });
+    const kept: KeptRefusal = { detail: error.detail };
+    await completeKey(store, DISPATCH_KEY_SCOPE, key, { response: kept, status_code: error.status });
   }
 }
 
 /** The key's claim, waiting (briefly) while the first call with it is still choosing its run. */
-async function claimOnceChosen(store: Store, key: string, payload: unknown): Promise<KeyClaim<ChosenRun>> {
+async function claimOnceChosen(store: Store, key: string, payload: unknown): Promise<KeyClaim<ChosenRun, DispatchAnswer | KeptRefusal>> {
   const deadline = Date.now() + CHOICE_WAIT_MS;
   for (;;) {
-    const claim = await claimKey<ChosenRun>(store, { scope: DISPATCH_KEY_SCOPE, key, payload });
+    const claim = await claimKey<ChosenRun, DispatchAnswer | KeptRefusal>(store, { scope: DISPATCH_KEY_SCOPE, key, payload });
     if (claim.state !== 'pending' || claim.pending) return claim;
     if (claim.pending_for_ms > ABANDONED_CHOICE_MS) {
       await releaseAbandonedClaim(store, DISPATCH_KEY_SCOPE, key, ABANDONED_CHOICE_MS);
@@ -351,7 +367,7 @@ async function claimOnceChosen(store: Store, key: string, payload: unknown): Pro
 }
 
 export type DispatchSelection =
-  | { action: 'start'; reason: string; input: RunWorkflowInput; candidate: ReturnType<typeof candidateView>; dispatch_route: ReturnType<typeof dispatchRouteOf> }
+  | { action: 'start'; reason: string; input: RunWorkflowInput; candidate: CandidateView; dispatch_route: ReturnType<typeof dispatchRouteOf> }
   | { action: 'noop' | 'dispatch_blocked' | 'paused'; reason: string };
 
 /**

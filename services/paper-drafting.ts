@@ -97,6 +97,26 @@ function evidenceMissingError(result: Extract<PaperWorkflowResult, { outcome: 'e
   });
 }
 
+type PaperView = Awaited<ReturnType<typeof paperWithChecklist>>;
+
+/** A rewrite-draft's answer, which a retry with its idempotency key answers again. */
+export interface RewriteAnswer {
+  ok: true;
+  paper_id: string;
+  changed: true;
+  result: PaperWorkflowResult;
+  paper: PaperView | null;
+}
+
+/** A live rewrite-batch's answer, which a retry with its idempotency key answers again. */
+export interface RewriteBatchAnswer {
+  ok: true;
+  dry_run: false;
+  count: number;
+  rewritten: number;
+  results: PaperWorkflowResult[];
+}
+
 export function createPaperDrafting(deps: { store: Store; settings: PaperSettings; launcher: PaperLauncher }) {
   const { store, settings, launcher } = deps;
   const syncEnabled = settings.evidenceSync !== null;
@@ -163,7 +183,7 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
       const paper = await getPaper(store, paperId);
       if (!paper) throw new CommandRefusedError(404, `paper '${paperId}' does not exist`);
       const key = { scope: 'paper-review.rewrite-draft', key: request.idempotency_key };
-      const claim = await claimKey<{ paper_id: string; workflow_run_id: string }>(store, { ...key, payload: { paper_id: paperId, requested_by: request.requested_by, force: request.force } });
+      const claim = await claimKey<{ paper_id: string; workflow_run_id: string }, RewriteAnswer>(store, { ...key, payload: { paper_id: paperId, requested_by: request.requested_by, force: request.force } });
       if (claim.state === 'done') return claim.response;
       let result: PaperWorkflowResult;
       if (claim.state === 'pending') {
@@ -191,7 +211,7 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
         if (result.outcome === 'refused') throw new CommandRefusedError(409, result.reason);
         throw new CommandRefusedError(502, { message: `rewriting '${paperId}' failed: ${result.error}`, paper_id: paperId, paper: await paperAnswer(paperId) });
       }
-      const response = { ok: true as const, paper_id: paperId, changed: true, result, paper: await paperAnswer(paperId) };
+      const response: RewriteAnswer = { ok: true, paper_id: paperId, changed: true, result, paper: await paperAnswer(paperId) };
       await completeKey(store, key.scope, key.key, { response, status_code: 200 });
       return response;
     },
@@ -200,10 +220,10 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
     async rewriteBatch(request: RewriteBatchRequest) {
       const selection = await selectRewrites(store, request);
       const selected = selection.map((paper) => ({ paper_id: paper.paper_id, project_id: paper.project_id, run_id: paper.run_id, paper_status: paper.paper_status, review_status: paper.review_status, rank_score: paper.rank_score, title: paper.title }));
-      if (request.dry_run) return { ok: true as const, dry_run: true, selected, count: selected.length, limit: request.limit };
+      if (request.dry_run) return { ok: true as const, dry_run: true as const, selected, count: selected.length, limit: request.limit };
       const key = { scope: 'paper-review.rewrite-batch', key: request.idempotency_key };
       const { idempotency_key: _key, ...payload } = request;
-      const claim = await claimKey(store, { ...key, payload });
+      const claim = await claimKey<never, RewriteBatchAnswer>(store, { ...key, payload });
       if (claim.state === 'done') return claim.response;
       // A pending claim is the same batch still running: the batch workflow is named by the key, so this finds it and
       // the selection passed here is not used.
@@ -215,8 +235,8 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
               if (claim.state === 'claimed') await releaseKey(store, key.scope, key.key);
               throw error;
             });
-      const response = {
-        ok: true as const,
+      const response: RewriteBatchAnswer = {
+        ok: true,
         dry_run: false,
         count: batch.results.length,
         rewritten: batch.results.filter((result) => result.outcome === 'drafted').length,

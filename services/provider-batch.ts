@@ -159,8 +159,8 @@ export async function generateProviderBatch(deps: ProviderBatchDeps, request: Pr
   const key = request.idempotency_key;
   if (!key) throw new CommandRefusedError(422, [{ loc: ['body', 'idempotency_key'], msg: 'is required for a live provider batch', type: 'missing' }]);
   const payload = { requested_by: request.requested_by, count: request.count };
-  const claim = await claimKey(store, { scope: SCOPE, key, payload });
-  if (claim.state === 'done') return claim.response as ProviderBatchAnswer;
+  const claim = await claimKey<never, ProviderBatchAnswer>(store, { scope: SCOPE, key, payload });
+  if (claim.state === 'done') return claim.response;
   if (claim.state === 'pending') throw new CommandRefusedError(409, `a provider batch with idempotency key '${key}' is still running`);
 
   let completed = false;

@@ -7,7 +7,7 @@ import { claimKey, completeKey, releaseKey, runIdempotent } from '../store/idemp
 import { queueFactGroups } from '../store/overview-reads.ts';
 import { nextPromotableCandidate } from '../store/research-candidates.ts';
 import type { Store } from '../store/store.ts';
-import { CommandRefusedError, refusalMessage, type CommandRefusedStatus } from './command-errors.ts';
+import { CommandRefusedError, keptRefusalError, refusalMessage } from './command-errors.ts';
 import { selectDispatch } from './dispatch.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { createPaperDrafting } from './paper-drafting.ts';
@@ -120,9 +120,9 @@ export async function paperDraftStage(deps: CycleDeps, policy: CyclePolicy, requ
   if (policy.max_paper_drafts_per_run === 0) return skippedStage('paper_draft', 'max_paper_drafts_per_run');
   try {
     const drafting = createPaperDrafting({ store: deps.store, settings: deps.papers.settings, launcher: deps.papers.launcher });
-    const answer = (await drafting.draftNext({ dry_run: request.dry_run, requested_by: request.requested_by, force: false })) as Record<string, unknown> & { action: string };
-    const paperId = typeof answer.paper_id === 'string' ? answer.paper_id : null;
-    const reason = typeof answer.reason === 'string' ? answer.reason : paperId ? `${answer.action} paper ${paperId}` : answer.action;
+    const answer = await drafting.draftNext({ dry_run: request.dry_run, requested_by: request.requested_by, force: false });
+    const paperId = 'paper_id' in answer ? answer.paper_id : null;
+    const reason = 'reason' in answer ? answer.reason : paperId ? `${answer.action} paper ${paperId}` : answer.action;
     return { name: 'paper_draft', action: answer.action, reason, ...(paperId ? { paper_id: paperId } : {}) };
   } catch (error) {
     return refusedStage('paper_draft', error);
@@ -141,9 +141,9 @@ export async function publicationRewriteStage(deps: CycleDeps, policy: CyclePoli
       force: false,
       skip_rewritten: true,
     });
-    const count = (answer as { count: number }).count;
-    if (request.dry_run) return { name: 'publication_rewrite', action: count > 0 ? 'would_rewrite' : 'noop', reason: `${count} paper(s) selected for a rewrite`, count };
-    return { name: 'publication_rewrite', action: count > 0 ? 'rewritten' : 'noop', reason: `${(answer as { rewritten: number }).rewritten} of ${count} paper(s) rewritten`, count };
+    const count = answer.count;
+    if (answer.dry_run) return { name: 'publication_rewrite', action: count > 0 ? 'would_rewrite' : 'noop', reason: `${count} paper(s) selected for a rewrite`, count };
+    return { name: 'publication_rewrite', action: count > 0 ? 'rewritten' : 'noop', reason: `${answer.rewritten} of ${count} paper(s) rewritten`, count };
   } catch (error) {
     return refusedStage('publication_rewrite', error);
   }
@@ -156,8 +156,8 @@ export async function publicationRewriteStage(deps: CycleDeps, policy: CyclePoli
 export async function onceForCycle(store: Store, cycleId: string, stage: CycleStage['name'], run: () => Promise<CycleStage>): Promise<CycleStage> {
   const scope = 'research.cycle.stage';
   const key = `${cycleId}:${stage}`;
-  const claim = await claimKey<null>(store, { scope, key, payload: {} });
-  if (claim.state === 'done') return claim.response as CycleStage;
+  const claim = await claimKey<null, CycleStage>(store, { scope, key, payload: {} });
+  if (claim.state === 'done') return claim.response;
   if (claim.state === 'pending') {
     return { name: stage, action: 'interrupted', reason: 'an earlier attempt of this stage stopped before it finished; it is not repeated' };
   }
@@ -226,7 +226,7 @@ export async function runCycle(deps: CycleDeps & { cycles: CycleLauncher }, requ
     await completeKey(deps.store, scope, key, { response: { workflow_id: cycleWorkflowId(key) }, status_code: 200 });
   } else if (claim.status_code !== 200) {
     // A key an earlier version settled with a refusal keeps it.
-    throw new CommandRefusedError(claim.status_code as CommandRefusedStatus, (claim.response as { detail: Record<string, unknown> }).detail);
+    throw keptRefusalError(claim);
   }
   const answer = await cycleAnswer(deps.cycles, key);
   if (answer) return answer;

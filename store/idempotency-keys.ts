@@ -50,18 +50,22 @@ export async function runIdempotent<T>(
   return { response, replayed: false };
 }
 
-/** A long command's key: claimed before the command runs, completed (or released) once it has an answer. */
-export type KeyClaim<P> =
+/**
+ * A long command's key: claimed before the command runs, completed (or released) once it has an answer. P is what the
+ * first call noted while pending; R is the answer it completed the key with, as status 200. A key completed with another
+ * status holds the refusal's `{detail}` instead (see `replayAnswer` in services/command-errors.ts).
+ */
+export type KeyClaim<P, R = unknown> =
   | { state: 'claimed' }
   | { state: 'pending'; pending: P | null; pending_for_ms: number }
-  | { state: 'done'; response: unknown; status_code: number };
+  | { state: 'done'; response: R; status_code: number };
 
 /**
  * Claims (scope, key) for a command too long to hold a transaction open over (a workflow the request waits on). The
  * same key with the same payload finds the claim: done with its answer, or pending with what the first call noted
  * to find its work again (`notePending`); a different payload throws IdempotencyConflictError.
  */
-export async function claimKey<P>(q: Queryable, request: { scope: string; key: string; payload: unknown }): Promise<KeyClaim<P>> {
+export async function claimKey<P, R = unknown>(q: Queryable, request: { scope: string; key: string; payload: unknown }): Promise<KeyClaim<P, R>> {
   const hash = payloadHash(request.payload);
   const claimed = await q.query(
     `INSERT INTO idempotency_keys (scope, key, payload_hash) VALUES ($1, $2, $3) ON CONFLICT (scope, key) DO NOTHING RETURNING key`,
@@ -74,10 +78,11 @@ export async function claimKey<P>(q: Queryable, request: { scope: string; key: s
     [request.scope, request.key],
   );
   const row = stored.rows[0];
-  if (!row) return claimKey(q, request);
+  if (!row) return claimKey<P, R>(q, request);
   if (row.payload_hash !== hash) throw new IdempotencyConflictError(request.key);
   if (row.completed_at === null) return { state: 'pending', pending: (row.response as { pending?: P } | null)?.pending ?? null, pending_for_ms: Number(row.pending_for_ms) };
-  return { state: 'done', response: row.response, status_code: row.status_code ?? 200 };
+  // The answer this scope's own caller stored, read back in the shape it wrote.
+  return { state: 'done', response: row.response as R, status_code: row.status_code ?? 200 };
 }
 
 export async function notePending(q: Queryable, scope: string, key: string, pending: unknown): Promise<void> {
