@@ -219,26 +219,33 @@ describe('the dashboard as an operator uses it', () => {
     expect(await preview.innerText()).toMatch(/Route\s+default \(gpu worker\)[\s\S]*Preflight:\s+ready/);
     await tab.screenshot('queue-dispatch-preview');
 
-    // The network drops the first live call before it reaches the server. Dispatch takes no idempotency key (it sends
-    // whatever is first when it runs), so the preview goes: a retry needs a new dry run.
+    // The network loses the first live call's answer: the server dispatched, the browser saw a reset. The preview and
+    // its idempotency key stay, so trying again attaches to the run the lost call started; a double click sends one.
     expect(tab.problems).toEqual([]);
-    await tab.page.route('**/control/dispatch-next', (route) => (route.request().postData()?.includes('"dry_run":false') ? route.abort('connectionreset') : route.continue()));
+    await tab.page.route('**/control/dispatch-next', async (route) => {
+      if (!route.request().postData()?.includes('"dry_run":false')) return route.continue();
+      await route.fetch();
+      await route.abort('connectionreset');
+    });
     await dispatch.getByRole('button', { name: 'Dispatch it live' }).click();
-    await expect.poll(() => dispatch.getByRole('alert').innerText()).toContain('did not answer');
-    expect(await dispatch.innerText()).toContain('Dry run again to see what a retry would do now.');
-    expect(await dispatch.getByRole('button', { name: 'Dispatch it live' }).count()).toBe(0);
-    // Nothing was dispatched: the only run is the one canceled above.
-    expect((await stack.api('GET', '/control/api/v1/runs')).body.items.map((run: { state: string }) => run.state)).toEqual(['canceled']);
+    await expect.poll(() => dispatch.getByRole('alert').innerText(), { timeout: 60_000 }).toContain('did not answer');
+    expect(await dispatch.locator('.preview').innerText()).toContain(XSS_TITLE);
     await tab.page.unroute('**/control/dispatch-next');
     // The browser reports the dropped connection; it is the only problem so far.
     expect(tab.problems).toEqual([expect.stringContaining('ERR_CONNECTION_RESET')]);
     tab.problems.length = 0;
-    await dispatch.getByRole('button', { name: 'Dry run' }).click();
-    await dispatch.getByRole('button', { name: 'Dispatch it live' }).waitFor();
     const livesBefore = liveCalls('/control/dispatch-next').length;
     await dispatch.getByRole('button', { name: 'Dispatch it live' }).dblclick();
     await expect.poll(() => dispatch.locator('.outcome').innerText(), { timeout: 60_000 }).toContain('live dispatch');
     expect(liveCalls('/control/dispatch-next').length - livesBefore).toBe(1);
+    const keys = liveCalls('/control/dispatch-next').map((call) => JSON.parse(call.body!).idempotency_key);
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toEqual(expect.any(String));
+    expect(keys[1]).toBe(keys[0]);
+    // One run started: the only other is the one canceled above.
+    const runs: { state: string }[] = (await stack.api('GET', '/control/api/v1/runs')).body.items;
+    expect(runs).toHaveLength(2);
+    expect(runs.filter((run) => run.state === 'canceled')).toHaveLength(1);
     await expect.poll(() => tab.card('Items').getByRole('tab', { name: /^active/i }).locator('.tab-count').innerText()).toBe('1');
 
     // Watch it finish on its page: the gate's callbacks arrive, the agent's decision and evidence show.

@@ -189,9 +189,9 @@ export function createQueuePanel(context) {
       if (preview.preflight && !preview.preflight.ok) return 'The worker preflight failed: fix the worker, then dry run again.';
       return null;
     },
-    live: () => api('POST', '/control/dispatch-next', { dry_run: false, requested_by: ACTOR }),
-    // The live call takes whatever is first when it runs; after an error only a new dry run says what that is.
-    replayable: false,
+    // The preview's key: a live call retried after an error (a dropped connection, a 504) attaches to the run the
+    // first one started, if it did, and never starts a second.
+    live: (_input, key) => api('POST', '/control/dispatch-next', { dry_run: false, requested_by: ACTOR, idempotency_key: key }),
     result: dispatchResult,
     progress: 'Dispatching (prepare, then dispatch on the worker)…',
     onLive: () => void refresh(),

@@ -388,9 +388,8 @@ export async function runCommand(button, output, action, options) {
  * runs, both buttons are disabled.
  *
  * A command whose live call takes an idempotency key (`replayable`, the default) keeps its preview and key after a
- * failed live call, so trying again replays the same command. One that takes none (dispatch-next, draft-next: they
- * act on whatever is first when they run) drops its preview instead: after an error, a new dry run shows what a
- * retry would now do.
+ * failed live call, so trying again replays the same command. One that takes none (draft-next: it acts on whatever
+ * is first when it runs) drops its preview instead: after an error, a new dry run shows what a retry would now do.
  */
 export class DryRunCommand {
   /** @param {DryRunSpec} spec */
