@@ -14,6 +14,7 @@ import type { Store } from '../store/store.ts';
 import { CallbackFanOut } from './support/callback-fan-out.ts';
 import { FAKE_AGENT_PATH } from './support/gate.ts';
 import { clusterTestPorts, testPort } from './support/ports.ts';
+import { TEST_TEMPORAL_SQL_CONNECTIONS } from './support/database.ts';
 
 // expected duration: ~70 s (the real Temporal server, two replicas and three worker hosts, under four faults)
 
@@ -72,6 +73,7 @@ beforeAll(async () => {
       },
     },
     replicaOverrides: { default_workload_class: 'unknown' },
+    temporalSqlConnections: TEST_TEMPORAL_SQL_CONNECTIONS,
     // The third host's callbacks go through the fan-out, which posts each to both replicas at once.
     callbackUrls: (gate, replicaUrls) => (gate.name === 'gate-3' ? [fanOutUrl] : replicaUrls),
   };

@@ -9,7 +9,7 @@ import { LocalCluster } from '../scripts/cluster/local-cluster.ts';
 import { temporalTlsFields, type TemporalTlsFiles } from '../scripts/cluster/topology.ts';
 import { makeCa, makeLeaf, type CertificatePair } from './support/certificates.ts';
 import { controlClient, reserveControlPlane, startControlPlaneProcess, writeControlPlaneConfig, type ControlPlaneFixture } from './support/control-plane.ts';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { createTestDatabase, TEST_TEMPORAL_SQL_CONNECTIONS, type TestDatabase } from './support/database.ts';
 import { waitUntil } from './support/gate.ts';
 import { clusterTestPorts } from './support/ports.ts';
 import { START_COMMAND_ARGS } from './support/process.ts';
@@ -51,6 +51,7 @@ beforeAll(async () => {
       gate: { dispatchScript: '', env: {}, overrides: {} },
       replicaOverrides: {},
       temporalTls: files,
+      temporalSqlConnections: TEST_TEMPORAL_SQL_CONNECTIONS,
     },
     () => undefined,
   );

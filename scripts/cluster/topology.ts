@@ -24,6 +24,12 @@ export interface ClusterOptions {
   callbackUrls?: (gate: GateHost, replicaCallbackUrls: string[]) => string[];
   /** The Temporal frontend serves mTLS with these PEM files; the replicas connect with the client pair. */
   temporalTls?: TemporalTlsFiles;
+  /**
+   * Most connections each of the Temporal server's four services (frontend, history, matching, worker: one pool each,
+   * though they run in one process) opens to its main and its visibility database. By default 20 and 4: up to 96 in
+   * all, which a Postgres left at its 100 connections cannot spare beside anything else.
+   */
+  temporalSqlConnections?: { main: number; visibility: number };
 }
 
 export interface TemporalTlsFiles {
@@ -163,6 +169,7 @@ export function planCluster(options: ClusterOptions): Topology {
 /** The Temporal server's config: Postgres persistence, every service on loopback, the cluster's own ports. */
 export function temporalServerConfig(topology: Topology, options: ClusterOptions): string {
   const { temporal: TEMPORAL_PORTS, membership: MEMBERSHIP_PORTS } = options.ports;
+  const sqlConnections = options.temporalSqlConnections ?? { main: 20, visibility: 4 };
   const store = (database: string, maxConns: number) => [
     `      sql:`,
     `        pluginName: "postgres12"`,
@@ -193,9 +200,9 @@ export function temporalServerConfig(topology: Topology, options: ClusterOptions
     '  numHistoryShards: 4',
     '  datastores:',
     '    default:',
-    ...store(topology.temporal.databases.main, 20),
+    ...store(topology.temporal.databases.main, sqlConnections.main),
     '    visibility:',
-    ...store(topology.temporal.databases.visibility, 4),
+    ...store(topology.temporal.databases.visibility, sqlConnections.visibility),
     'global:',
     '  membership:',
     '    maxJoinDuration: 30s',

@@ -8,6 +8,12 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/**
+ * The connections a test's Temporal server (scripts/cluster) opens per service and database: every test file shares one
+ * Postgres of 100 connections, and two clusters at their defaults (up to 96 each) once took all of them.
+ */
+export const TEST_TEMPORAL_SQL_CONNECTIONS = { main: 5, visibility: 2 };
+
 const TEMPLATE_BUSY = '55006'; // object_in_use: another clone is copying the template right now
 
 const handle = (name: string): TestDatabase => ({
