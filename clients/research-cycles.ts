@@ -16,7 +16,7 @@ export function temporalCycleLauncher(client: Client, settings: { taskQueue: str
       try {
         await client.workflow.start<typeof researchCycleWorkflow>(RESEARCH_CYCLE_WORKFLOW_TYPE, { ...cycleStartOptions(input), taskQueue: settings.taskQueue });
       } catch (error) {
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw new CycleNotStartedError((error as Error).message);
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw new CycleNotStartedError(messageWithCause(error));
       }
     },
 
@@ -47,4 +47,11 @@ export function temporalCycleLauncher(client: Client, settings: { taskQueue: str
       }
     },
   };
+}
+
+/** The client's own words ("Failed to start Workflow") and the server's reason after them, which the client keeps as the cause. */
+function messageWithCause(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error && error.cause.message ? `: ${error.cause.message}` : '';
+  return `${error.message}${cause}`;
 }
