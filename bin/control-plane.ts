@@ -5,11 +5,17 @@
  */
 import { loadConfig, formatProblems } from '../config/load.ts';
 import { redactConfig, SECRET_FIELDS } from '../config/schema.ts';
-import type { Logger } from 'pino';
+import pino, { type Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
 import { makePrivate } from '../store/private-files.ts';
 import { createLogger } from './runtime/logger.ts';
 import { createWorkerGateRole, startWorkerGateOnly } from './runtime/worker-gate-process.ts';
+
+/**
+ * Standard output, shared by the log lines and the banners: written apart (pino writes asynchronously), a banner could
+ * overtake the log lines logged before it.
+ */
+const terminal = pino.destination({ dest: 1, sync: false, minLength: 0 });
 
 const SHUTDOWN_DEADLINE_MS = 30_000;
 const CONFIG_EXIT_CODE = 2;
@@ -21,12 +27,12 @@ async function main(): Promise<void> {
     process.exit(CONFIG_EXIT_CODE);
   }
   const { config } = loaded;
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info', secretConfigFields: SECRET_FIELDS });
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info', secretConfigFields: SECRET_FIELDS, destination: terminal });
   for (const warning of loaded.warnings) logger.warn(warning);
   // The run records, the embedded database and the traces live here: no other user (an agent's) may enter it.
   makePrivate(config.state_dir, { recursive: false });
   if (loaded.firstRun) {
-    process.stdout.write(
+    terminal.write(
       `\nFirst run: wrote ${loaded.configPath}\n` +
         `Your control API token (shown once; it is also in that file, readable only by you):\n\n    ${loaded.firstRun.token}\n\n`,
     );
@@ -77,7 +83,7 @@ async function startTemporalWorkerOnly(config: Config, logger: Logger): Promise<
   const { startTemporalWorker } = await import('./runtime/control-plane-process.ts');
   const running = await startTemporalWorker(config, logger);
   logger.info({ temporal: running.temporalAddress, roles: config.roles }, 'Temporal worker ready');
-  process.stdout.write(
+  terminal.write(
     `\nresearch-control-plane Temporal worker is running (no HTTP server)\n` +
       `  Temporal:     ${running.temporalAddress}, task queues "${config.temporal_task_queue}" and "${config.temporal_task_queue}-papers"\n\n`,
   );
@@ -99,7 +105,7 @@ async function startBothOrControlPlane(config: Config, logger: Logger): Promise<
     }
   }
   logger.info({ url: running.url, temporal: running.temporalAddress, roles: config.roles }, 'control plane ready');
-  process.stdout.write(
+  terminal.write(
     `\nresearch-control-plane is running\n` +
       `  dashboard:    ${running.dashboardUrl}\n` +
       `  API:          ${running.url}/control/api/v1/events  (Authorization: Bearer <token>)\n` +
@@ -119,7 +125,7 @@ async function startBothOrControlPlane(config: Config, logger: Logger): Promise<
 async function startGateOnly(config: Config, logger: Logger): Promise<{ stop(): Promise<void> }> {
   const running = await startWorkerGateOnly(config, logger);
   logger.info({ url: running.url, roles: config.roles }, 'worker gate ready');
-  process.stdout.write(
+  terminal.write(
     `\nresearch-control-plane worker gate is running (no database, no Temporal)\n` +
       `  health:       ${running.url}/healthz\n` +
       `  dashboard:    ${running.url}/dashboard/api  (Authorization: Bearer <worker gate token>)\n` +
