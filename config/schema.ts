@@ -218,20 +218,27 @@ export const ConfigFieldsSchema = z.strictObject({
     secret: true,
   }),
   sample_interval_sec: doc(z.number().min(1).default(5), { description: 'Telemetry sampling interval.' }),
+  quiet_window_scope: doc(z.enum(['run', 'machine']).default('run'), {
+    description:
+      "What the worker gate's quiet window judges: 'run' (each run's own CPU and GPU use, so other work on the machine neither delays nor blocks its finish, and several runs can share a machine) or 'machine' (the whole machine's CPU and GPU, for hosts where a run's use cannot be told apart). The thresholds below mean different figures in each scope.",
+  }),
   idle_sustain_sec: doc(thresholdFields.idle_sustain_sec.default(180), {
     description: 'How long a workload must stay below the idle thresholds to count as idle.',
   }),
   cpu_idle_threshold_pct: doc(thresholdFields.cpu_idle_threshold_pct.default(35), {
-    description: 'CPU use (percent) below which the workload counts as idle.',
+    description:
+      "CPU use (percent) at or below which the workload counts as idle: with quiet_window_scope 'run', the run's own CPU (its cgroup's, or its tracked processes') as a percentage of one core; with 'machine', the whole machine's busy share of all its cores.",
   }),
   gpu_idle_avg_threshold_pct: doc(thresholdFields.gpu_idle_avg_threshold_pct.default(10), {
-    description: 'Average GPU use (percent) below which the workload counts as idle.',
+    description:
+      "Average GPU use (percent) at or below which the workload counts as idle: with scope 'run', the utilisation of the GPUs the run's own compute processes are on (0 while it has none); with 'machine', the busiest GPU's.",
   }),
   gpu_idle_peak_threshold_pct: doc(thresholdFields.gpu_idle_peak_threshold_pct.default(20), {
-    description: 'Peak GPU use (percent) below which the workload counts as idle.',
+    description: "Peak GPU use (percent) at or below which the workload counts as idle; the GPUs judged as for gpu_idle_avg_threshold_pct.",
   }),
   vram_delta_threshold_mib: doc(thresholdFields.vram_delta_threshold_mib.default(1024), {
-    description: 'Largest VRAM movement (MiB) still counted as idle; 0 requires no movement.',
+    description:
+      "Largest VRAM (MiB) still counted as idle; 0 requires none: with scope 'run', the GPU memory the run's own compute processes hold; with 'machine', the growth of all GPUs' memory over what was used when the run was dispatched.",
   }),
   max_wait_after_idle_sec: doc(z.number().min(60).default(43200), {
     description: 'Longest wait for a quiet window after idle was first seen.',

@@ -110,6 +110,7 @@ describe('parseProcPidStat', () => {
       pgrp: 6181,
       session: 4887,
       startTicks: 27219,
+      cpuTicks: 0,
     });
   });
 
@@ -130,27 +131,39 @@ describe('parseProcPidStat', () => {
     expect(parseProcPidStat('12 bash S 1 12 12 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 500')).toBeNull();
     expect(parseProcPidStat('12 (bash) S 1 12 12 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 500')).toMatchObject({ startTicks: 500 });
   });
+
+  it('reads the CPU time used (utime + stime)', () => {
+    expect(parseProcPidStat('12 (bash) S 1 12 12 0 -1 0 0 0 0 0 70 5 0 0 20 0 1 0 500')).toMatchObject({ cpuTicks: 75, startTicks: 500 });
+  });
 });
 
 describe('parseNvidiaSmiGpus', () => {
   it('reads one row per GPU', () => {
     expect(parseNvidiaSmiGpus(fixture('nvidia-smi-gpus-two.csv'))).toEqual([
-      { index: 0, utilization_pct: 87, memory_used_mib: 40536, memory_total_mib: 81559 },
-      { index: 1, utilization_pct: 12, memory_used_mib: 1024, memory_total_mib: 81559 },
+      { index: 0, utilization_pct: 87, memory_used_mib: 40536, memory_total_mib: 81559, uuid: null },
+      { index: 1, utilization_pct: 12, memory_used_mib: 1024, memory_total_mib: 81559, uuid: null },
     ]);
   });
 
   it('turns [N/A], [Not Supported] and blanks into null', () => {
     expect(parseNvidiaSmiGpus(fixture('nvidia-smi-gpus-na.csv'))).toEqual([
-      { index: 0, utilization_pct: null, memory_used_mib: null, memory_total_mib: 81559 },
-      { index: 1, utilization_pct: null, memory_used_mib: 512, memory_total_mib: null },
+      { index: 0, utilization_pct: null, memory_used_mib: null, memory_total_mib: 81559, uuid: null },
+      { index: 1, utilization_pct: null, memory_used_mib: 512, memory_total_mib: null, uuid: null },
     ]);
   });
 
   it('skips malformed lines and keeps the good ones', () => {
     expect(parseNvidiaSmiGpus(fixture('nvidia-smi-gpus-partly-malformed.csv'))).toEqual([
-      { index: 0, utilization_pct: 87, memory_used_mib: 40536, memory_total_mib: 81559 },
+      { index: 0, utilization_pct: 87, memory_used_mib: 40536, memory_total_mib: 81559, uuid: null },
     ]);
+  });
+
+  it('reads the uuid column that ties a compute process to its GPU', () => {
+    expect(parseNvidiaSmiGpus('0, 87, 40536, 81559, GPU-aaaa\n1, 12, 1024, 81559, GPU-bbbb\n')).toEqual([
+      { index: 0, utilization_pct: 87, memory_used_mib: 40536, memory_total_mib: 81559, uuid: 'GPU-aaaa' },
+      { index: 1, utilization_pct: 12, memory_used_mib: 1024, memory_total_mib: 81559, uuid: 'GPU-bbbb' },
+    ]);
+    expect(parseNvidiaSmiComputeApps('4242, 40000, GPU-aaaa\n')).toEqual([{ pid: 4242, used_memory_mib: 40000, gpu_uuid: 'GPU-aaaa' }]);
   });
 
   it('yields no GPUs for empty or wholly malformed output', () => {
@@ -162,8 +175,8 @@ describe('parseNvidiaSmiGpus', () => {
 describe('parseNvidiaSmiComputeApps', () => {
   it('reads pid and used memory, [N/A] as null', () => {
     expect(parseNvidiaSmiComputeApps(fixture('nvidia-smi-apps-two.csv'))).toEqual([
-      { pid: 4242, used_memory_mib: 40000 },
-      { pid: 4243, used_memory_mib: null },
+      { pid: 4242, used_memory_mib: 40000, gpu_uuid: null },
+      { pid: 4243, used_memory_mib: null, gpu_uuid: null },
     ]);
   });
 

@@ -15,6 +15,7 @@ export type WorkerGateConfig = Pick<
   | 'agent_credential_env'
   | 'dispatch_timeout_sec'
   | 'sample_interval_sec'
+  | 'quiet_window_scope'
   | 'idle_sustain_sec'
   | 'cpu_idle_threshold_pct'
   | 'gpu_idle_avg_threshold_pct'

@@ -11,6 +11,8 @@ export interface ProcessInfo {
   /** One letter from /proc/<pid>/stat; 'Z' is a zombie (exited, not yet reaped). */
   state: string;
   startTicks: number;
+  /** utime + stime in clock ticks; absent where the table was built by hand. */
+  cpuTicks?: number;
   /** null when unreadable (another user's process, kernel thread, gone) or not asked for. */
   cwd: string | null;
 }
@@ -44,7 +46,7 @@ function readProcess(procRoot: string, name: string, withCwd: boolean): ProcessI
   const stat = statText === null ? null : parseProcPidStat(statText);
   if (!stat) return null;
   const cwd = withCwd ? readProcessCwd(stat.pid, procRoot) : null;
-  return { pid: stat.pid, ppid: stat.ppid, pgrp: stat.pgrp, comm: stat.comm, state: stat.state, startTicks: stat.startTicks, cwd };
+  return { pid: stat.pid, ppid: stat.ppid, pgrp: stat.pgrp, comm: stat.comm, state: stat.state, startTicks: stat.startTicks, cpuTicks: stat.cpuTicks, cwd };
 }
 
 /** argv of a process (NUL-separated /proc/<pid>/cmdline); [] for kernel threads and zombies, null if unreadable. */

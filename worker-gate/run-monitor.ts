@@ -32,6 +32,7 @@ import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
 import type { RunRecords } from './run-records.ts';
 import { reapProcesses, selectStaleProcesses } from './stale-reaper.ts';
 import { parseProcStat } from './telemetry/proc-parsers.ts';
+import { processCpuUsage, RunUsageMeter } from './telemetry/run-usage.ts';
 import { TelemetrySampler } from './telemetry/sampler.ts';
 
 export interface EventResponse {
@@ -81,6 +82,7 @@ export class RunMonitor {
   private readonly ticksPerSec = clockTicksPerSecond();
   private readonly btimeSec: number;
   private readonly maxSamplesKept: number;
+  private readonly runUsage: RunUsageMeter;
   private readonly health: SamplingHealth = { lastTickError: null, samples: 0, cpuMs: 0 };
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
@@ -93,6 +95,7 @@ export class RunMonitor {
     this.btimeSec = parseProcStat(readFileSync('/proc/stat', 'utf8'))?.btimeSec ?? 0;
     const longestSustain = Math.max(...WORKLOAD_CLASSES.map((cls) => profileFor(options.config, cls).idle_sustain_sec));
     this.maxSamplesKept = Math.ceil(longestSustain / options.config.sample_interval_sec) + 10;
+    this.runUsage = new RunUsageMeter(this.maxSamplesKept);
   }
 
   /**
@@ -205,6 +208,7 @@ export class RunMonitor {
     this.samples.push(sample);
     if (this.samples.length > this.maxSamplesKept) this.samples.splice(0, this.samples.length - this.maxSamplesKept);
     const watched = this.options.runs.all().filter(isWatched);
+    this.runUsage.keepOnly(new Set(watched.map((run) => run.run_id)));
     if (watched.length === 0) return;
     const table = readProcessTable({ withCwd: true });
     for (const run of watched) this.observeRun(run, table, sample);
@@ -217,6 +221,7 @@ export class RunMonitor {
       rootAlive: tracked.rootAlive,
       at: new Date(sample.at_ms).toISOString(),
     });
+    this.runUsage.record(run.run_id, sample.at_ms, processCpuUsage(tracked.alive, this.ticksPerSec), this.sampler.lastGpuReading(), run.alive_pids);
 
     if (!run.root_alive && run.processes_alive) this.reapStale(run, table, sample);
 
@@ -236,11 +241,13 @@ export class RunMonitor {
   private evaluateWindow(run: GateRun, sample: TelemetrySample): Transition {
     const { config } = this.options;
     const profile = profileFor(config, run.workload_class);
+    // Judged on the run: its own samples, and VRAM its own processes hold (none at dispatch). Else the machine's.
+    const ownUse = config.quiet_window_scope === 'run';
     const verdict = evaluateQuietWindow({
       profile,
       sampleIntervalSec: config.sample_interval_sec,
-      samples: this.samples.map(toWindowSample),
-      vramBaselineMib: run.vram_baseline_mib,
+      samples: ownUse ? this.runUsage.samples(run.run_id) : this.samples.map(toWindowSample),
+      vramBaselineMib: ownUse ? 0 : run.vram_baseline_mib,
       idleSeenAtMs: Date.parse(run.idle_seen_at as string),
       processesAlive: run.processes_alive,
       lastProcessAliveAtMs: run.last_process_alive_at ? Date.parse(run.last_process_alive_at) : null,

@@ -28,6 +28,8 @@ export interface ProcPidStat {
   session: number;
   /** Field 22 (starttime): clock ticks after boot. Together with the pid it names one process. */
   startTicks: number;
+  /** Fields 14 and 15 (utime + stime): CPU time the process has used, in clock ticks. */
+  cpuTicks: number;
 }
 
 export interface NvidiaSmiGpu {
@@ -35,11 +37,15 @@ export interface NvidiaSmiGpu {
   utilization_pct: number | null;
   memory_used_mib: number | null;
   memory_total_mib: number | null;
+  /** null where the row carries no uuid column (an older query). */
+  uuid: string | null;
 }
 
 export interface NvidiaSmiComputeApp {
   pid: number;
   used_memory_mib: number | null;
+  /** The GPU the process runs on; null where the row carries no gpu_uuid column. */
+  gpu_uuid: string | null;
 }
 
 /** user nice system idle iowait irq softirq steal; guest and guest_nice are already counted in user and nice. */
@@ -114,6 +120,8 @@ const STAT_STATE = 0;
 const STAT_PPID = 1;
 const STAT_PGRP = 2;
 const STAT_SESSION = 3;
+const STAT_UTIME = 11;
+const STAT_STIME = 12;
 const STAT_STARTTIME = 19;
 
 export function parseProcPidStat(text: string): ProcPidStat | null {
@@ -128,34 +136,36 @@ export function parseProcPidStat(text: string): ProcPidStat | null {
   const pgrp = parseNonNegativeInt(rest[STAT_PGRP]);
   const session = parseNonNegativeInt(rest[STAT_SESSION]);
   const startTicks = parseNonNegativeInt(rest[STAT_STARTTIME]);
+  const utime = parseNonNegativeInt(rest[STAT_UTIME]);
+  const stime = parseNonNegativeInt(rest[STAT_STIME]);
   if (pid === null || !state || ppid === null || pgrp === null || session === null || startTicks === null) return null;
-  return { pid, comm: text.slice(open + 1, close), state, ppid, pgrp, session, startTicks };
+  return { pid, comm: text.slice(open + 1, close), state, ppid, pgrp, session, startTicks, cpuTicks: (utime ?? 0) + (stime ?? 0) };
 }
 
-/** Rows of `nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits`. */
+/** Rows of `nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total[,uuid] --format=csv,noheader,nounits`. */
 export function parseNvidiaSmiGpus(csv: string): NvidiaSmiGpu[] {
   const gpus: NvidiaSmiGpu[] = [];
   for (const cells of csvRows(csv)) {
-    if (cells.length !== 4) continue;
+    if (cells.length !== 4 && cells.length !== 5) continue;
     const index = parseNonNegativeInt(cells[0]);
     const utilization = parseMeasurement(cells[1]!);
     const memoryUsed = parseMeasurement(cells[2]!);
     const memoryTotal = parseMeasurement(cells[3]!);
     if (index === null || utilization === undefined || memoryUsed === undefined || memoryTotal === undefined) continue;
-    gpus.push({ index, utilization_pct: utilization, memory_used_mib: memoryUsed, memory_total_mib: memoryTotal });
+    gpus.push({ index, utilization_pct: utilization, memory_used_mib: memoryUsed, memory_total_mib: memoryTotal, uuid: cells[4] || null });
   }
   return gpus;
 }
 
-/** Rows of `nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits`. */
+/** Rows of `nvidia-smi --query-compute-apps=pid,used_memory[,gpu_uuid] --format=csv,noheader,nounits`. */
 export function parseNvidiaSmiComputeApps(csv: string): NvidiaSmiComputeApp[] {
   const apps: NvidiaSmiComputeApp[] = [];
   for (const cells of csvRows(csv)) {
-    if (cells.length !== 2) continue;
+    if (cells.length !== 2 && cells.length !== 3) continue;
     const pid = parseNonNegativeInt(cells[0]);
     const usedMemory = parseMeasurement(cells[1]!);
     if (pid === null || pid === 0 || usedMemory === undefined) continue;
-    apps.push({ pid, used_memory_mib: usedMemory });
+    apps.push({ pid, used_memory_mib: usedMemory, gpu_uuid: cells[2] || null });
   }
   return apps;
 }

@@ -11,6 +11,9 @@ export interface TelemetrySamplerOptions {
   now?: () => number;
 }
 
+/** 'none': no GPU tool or probe (GPU idle); 'failed': the tool exists but its query failed (GPU unknown). */
+export type LastGpuReading = { kind: 'none' } | { kind: 'failed' } | { kind: 'read'; reading: GpuReading };
+
 type GpuFigures = Pick<TelemetrySample, 'gpu_pct' | 'vram_used_mib' | 'gpu_compute_pids' | 'gpu_count' | 'gpu_source'>;
 type MemoryFigures = Pick<TelemetrySample, 'memory_available_mib' | 'memory_source'>;
 
@@ -28,6 +31,7 @@ export class TelemetrySampler {
   readonly #gpuProbe: GpuProbe | null;
   readonly #now: () => number;
   #previousCpu: CpuCounters | null = null;
+  #lastGpu: LastGpuReading = { kind: 'none' };
 
   constructor(options: TelemetrySamplerOptions = {}) {
     this.#procRoot = options.procRoot ?? '/proc';
@@ -82,7 +86,13 @@ export class TelemetrySampler {
     return { memory_available_mib: null, memory_source: 'unavailable' };
   }
 
+  /** The GPU query behind the last sample, per process and per GPU, for judging each run on its own GPU use. */
+  lastGpuReading(): LastGpuReading {
+    return this.#lastGpu;
+  }
+
   async #sampleGpu(notes: string[]): Promise<GpuFigures> {
+    this.#lastGpu = { kind: 'none' };
     if (!this.#gpuProbe) {
       notes.push(NO_GPU_PROBE_NOTE);
       return noGpuFigures('none');
@@ -93,12 +103,14 @@ export class TelemetrySampler {
     } catch (error) {
       // The tool exists but failed: figures are unknown, not idle, so the source stays 'nvidia-smi'.
       notes.push(`GPU query failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.#lastGpu = { kind: 'failed' };
       return noGpuFigures('nvidia-smi');
     }
     if (!reading) {
       notes.push(NO_GPU_TOOL_NOTE);
       return noGpuFigures('none');
     }
+    this.#lastGpu = { kind: 'read', reading };
     if (reading.gpus.length === 0) notes.push('nvidia-smi reported no GPUs');
     return summariseGpus(reading);
   }

@@ -1,0 +1,76 @@
+/**
+ * A run's own share of the machine, for a quiet window judged on the run (config `quiet_window_scope: 'run'`, README
+ * "Worker gate"): its CPU as a percentage of one core and its GPU use from the compute processes that belong to it.
+ * Pure: readings come in as input.
+ */
+import type { WindowSample } from './quiet-window.ts';
+
+/** CPU time the run has used so far: its cgroup's counter, or the counters of its tracked processes. */
+export type RunCpuUsage =
+  | { kind: 'cgroup'; usec: number }
+  /** utime + stime in clock ticks per live process, keyed by `pid:startTicks` so a reused pid is another process. */
+  | { kind: 'processes'; ticks: ReadonlyMap<string, number>; ticksPerSec: number };
+
+export interface RunCpuReading {
+  at_ms: number;
+  usage: RunCpuUsage;
+}
+
+/** What nvidia-smi said at the last sample: nothing to ask ('none'), a failed query ('failed'), or its rows. */
+export type RunGpuReading =
+  | { kind: 'none' }
+  | { kind: 'failed' }
+  | {
+      kind: 'read';
+      reading: {
+        gpus: readonly { utilization_pct: number | null; uuid: string | null }[];
+        computeApps: readonly { pid: number; used_memory_mib: number | null; gpu_uuid: string | null }[];
+      };
+    };
+
+/**
+ * The run's CPU between two readings, as a percentage of one core (two busy cores read 200). Null without a previous
+ * reading, when the kind of counter changed, or when no time passed. A cgroup's counter covers every process the run
+ * ever had; process counters cover the live ones only, so a process that exited between readings drops out and a
+ * process first seen counts its whole CPU time (the cautious side).
+ */
+export function runCpuPercent(previous: RunCpuReading | null, current: RunCpuReading): number | null {
+  if (!previous || previous.usage.kind !== current.usage.kind) return null;
+  const elapsedMs = current.at_ms - previous.at_ms;
+  if (elapsedMs <= 0) return null;
+  if (current.usage.kind === 'cgroup' && previous.usage.kind === 'cgroup') {
+    return (Math.max(0, current.usage.usec - previous.usage.usec) / (elapsedMs * 1000)) * 100;
+  }
+  if (current.usage.kind === 'processes' && previous.usage.kind === 'processes') {
+    let ticks = 0;
+    for (const [key, now] of current.usage.ticks) ticks += Math.max(0, now - (previous.usage.ticks.get(key) ?? 0));
+    return (ticks / current.usage.ticksPerSec / (elapsedMs / 1000)) * 100;
+  }
+  return null;
+}
+
+/**
+ * The run's GPU figures: the highest utilisation of the GPUs its compute processes run on and the GPU memory they
+ * hold. A run without a compute process uses no GPU (0, 0). A process whose GPU is not named counts against every
+ * GPU. A failed query leaves the GPU unknown, counted fully busy so the window never closes blind; no GPU tool at all
+ * gives null figures (treated as idle, with the window's notice).
+ */
+export function runGpuUse(gpu: RunGpuReading, runPids: ReadonlySet<number>): Pick<WindowSample, 'gpu_pct' | 'vram_used_mib'> {
+  if (gpu.kind === 'none') return { gpu_pct: null, vram_used_mib: null };
+  if (gpu.kind === 'failed') return { gpu_pct: 100, vram_used_mib: null };
+  const apps = gpu.reading.computeApps.filter((app) => runPids.has(app.pid));
+  if (apps.length === 0) return { gpu_pct: 0, vram_used_mib: 0 };
+  const uuids = new Set(apps.map((app) => app.gpu_uuid));
+  const everyGpu = uuids.has(null) || !gpu.reading.gpus.some((g) => g.uuid !== null && uuids.has(g.uuid));
+  const used = gpu.reading.gpus.filter((g) => everyGpu || (g.uuid !== null && uuids.has(g.uuid)));
+  const utilisations = used.map((g) => g.utilization_pct).filter((value): value is number => value !== null);
+  return {
+    gpu_pct: utilisations.length > 0 ? Math.max(...utilisations) : null,
+    vram_used_mib: apps.reduce((sum, app) => sum + (app.used_memory_mib ?? 0), 0),
+  };
+}
+
+/** One quiet-window sample of the run's own use. Its VRAM is the run's own, so its baseline is 0. */
+export function runWindowSample(at_ms: number, cpuPct: number | null, gpu: RunGpuReading, runPids: ReadonlySet<number>): WindowSample {
+  return { at_ms, cpu_pct: cpuPct, ...runGpuUse(gpu, runPids) };
+}
