@@ -1,0 +1,79 @@
+import { dirname, resolve } from 'node:path';
+import type { AgentIsolation } from '../../contracts/agent-isolation.ts';
+import { firstRunConfigPath } from '../../config/first-run.ts';
+import { agentHomeFor, agentOwnedDir, grantProject } from './agent-dirs.ts';
+import { detectIsolation, type IsolationCapabilities, type IsolationSettings } from './capabilities.ts';
+import { agentEnvironment } from './environment.ts';
+import type { AgentSandboxPlan } from './plan.ts';
+import { nodeBinDir, realOrResolved, REPO_ROOT } from './sandbox-paths.ts';
+
+/** The config files of both roles this process was started with: never shown to an agent. */
+export function gateConfigFiles(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string[] {
+  const named = [env.SVC_CONFIG, env.SVC_CONTROL_PLANE_CONFIG].filter((path): path is string => !!path).map((path) => resolve(cwd, path));
+  return named.length > 0 ? named : [firstRunConfigPath(cwd)];
+}
+
+export interface AgentSandboxSettings extends IsolationSettings {
+  agent_credential_env: readonly string[];
+}
+
+/**
+ * The gate's side of the agent sandbox (README "Security model"): what it detected at start, and for each run the plan
+ * (user, sandbox, what it shows), the agent's own directories and its environment.
+ */
+export class AgentSandbox {
+  private readonly settings: AgentSandboxSettings;
+  private readonly capabilities: IsolationCapabilities;
+  private readonly configFiles: string[];
+
+  constructor(settings: AgentSandboxSettings, capabilities: IsolationCapabilities, configFiles: string[]) {
+    this.settings = settings;
+    this.capabilities = capabilities;
+    this.configFiles = configFiles;
+  }
+
+  /** Detects once what this gate can do; the report says it plainly (start log, /control/health, /dashboard/api). */
+  static detect(settings: AgentSandboxSettings, configFiles = gateConfigFiles()): AgentSandbox {
+    return new AgentSandbox(settings, detectIsolation(settings), configFiles);
+  }
+
+  report(): AgentIsolation {
+    return this.capabilities.report;
+  }
+
+  /**
+   * The plan for a run in `projectDir`: its home is made (the agent user's own) and its project handed to the agent
+   * user. `scriptDir` is the operator's dispatch script's directory, shown read-only for the script runtime.
+   */
+  prepareRun(projectDir: string, scriptDir: string | null): AgentSandboxPlan {
+    const { settings, capabilities } = this;
+    const plan: AgentSandboxPlan = {
+      user: capabilities.user,
+      setpriv: capabilities.setpriv,
+      bwrap: capabilities.bwrap,
+      project_dir: projectDir,
+      home_dir: agentHomeFor(settings.state_dir, projectDir),
+      read_only: [REPO_ROOT, nodeBinDir(), ...(scriptDir ? [scriptDir] : []), ...settings.agent_read_only_paths].map(realOrResolved),
+      writable: settings.agent_writable_paths.map(realOrResolved),
+      hidden: [...this.configFiles, settings.state_dir, settings.project_root].map(realOrResolved),
+      drop_capabilities: capabilities.user === null && process.getuid?.() === 0,
+    };
+    agentOwnedDir(plan.home_dir, settings.state_dir, plan);
+    grantProject(settings.state_dir, settings.project_root, projectDir, plan);
+    return plan;
+  }
+
+  /** The agent's environment (environment.ts): the allow-list, agent_credential_env and the run contract. */
+  environment(base: NodeJS.ProcessEnv, contract: Record<string, string>, plan: AgentSandboxPlan): NodeJS.ProcessEnv {
+    return agentEnvironment(base, contract, this.settings.agent_credential_env, {
+      home: plan.home_dir,
+      user: this.capabilities.report.runs_as,
+      tmpdir: plan.bwrap ? '/tmp' : (base.TMPDIR ?? '/tmp'),
+    });
+  }
+}
+
+/** The directory of a script, for the sandbox to show it read-only. */
+export function scriptDirOf(scriptPath: string): string {
+  return dirname(realOrResolved(scriptPath));
+}
