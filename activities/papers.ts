@@ -4,7 +4,9 @@ import { ApplicationFailure } from '@temporalio/common';
 import { syncEvidence } from '../clients/evidence-sync.ts';
 import { automatedChecklistPassed, judgeDraft, type ChecklistJudgement } from '../domain/paper-checklist.ts';
 import { resultValues } from '../domain/paper-draft.ts';
+import { secretFindingReason, type SecretFinding, type SecretScanStage } from '../domain/evidence-secrets.ts';
 import { draftEvidenceOf, evidenceChangeSince, readEvidence, RecordedHashesSchema } from '../services/paper-evidence.ts';
+import { holdPaperForSecrets } from '../services/paper-secret-hold.ts';
 import { selectDraftCandidates } from '../services/paper-drafting.ts';
 import { createPaperDrafts, type DraftOutcome, type StepRef } from '../services/paper-drafts.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
@@ -27,6 +29,15 @@ export interface GatheredEvidence {
   project_path: string;
   missing: string[];
   evidence_sync: EvidenceSyncDetail | null;
+  /** Set when the evidence holds secret values of this service: the paper is held, and the step refused with this. */
+  held?: { reason: string; secrets: SecretFinding[] };
+}
+
+/** The key of the paper step this activity belongs to: `<workflow id>/<run id>`, as StepRef.step_key. */
+function stepKeyOfActivity(): string {
+  const execution = Context.current().info.workflowExecution;
+  if (!execution) throw ApplicationFailure.nonRetryable('a paper activity runs inside a paper workflow', PAPER_FAILURE_TYPES.unknownPaper);
+  return `${execution.workflowId}/${execution.runId}`;
 }
 
 export interface WrittenDraftRecord {
@@ -42,6 +53,27 @@ export interface WrittenDraftRecord {
 export function createPaperActivities(deps: { store: Store; papers: PaperSettings }) {
   const { store, papers: settings } = deps;
   const drafts = createPaperDrafts(store);
+  const { secrets } = settings;
+
+  /** Holds the paper for a person, once per step, and answers the refusal's reason. */
+  async function hold(ref: PaperRef, stage: SecretScanStage, findings: SecretFinding[]): Promise<string> {
+    const info = Context.current().info;
+    const held = await holdPaperForSecrets(store, {
+      paper: ref,
+      stage,
+      findings,
+      requested_by: `paper-workflow:${info.workflowType}`,
+      key: stepKeyOfActivity(),
+      request_key: null,
+    });
+    return held.reason;
+  }
+
+  /** Holds the paper and fails the step for good: nothing is sent to a writer. */
+  async function refuseWriterRequest(ref: PaperRef, findings: SecretFinding[]): Promise<never> {
+    await hold(ref, 'writer_request', findings);
+    throw ApplicationFailure.nonRetryable(secretFindingReason('writer_request', findings), PAPER_FAILURE_TYPES.evidenceSecret, findings);
+  }
 
   /** The run and its project, as the writers need them. */
   async function subjectOf(ref: PaperRef) {
@@ -59,7 +91,11 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
       const { project } = await subjectOf(ref);
       const target = { project_root: settings.projectRoot, project_dir: project.project_dir };
       const sync = settings.evidenceSync ? await heartbeating(() => syncEvidence(settings.evidenceSync!, target)) : null;
-      const read = await readEvidence(settings.projectRoot, project.project_dir);
+      const read = await readEvidence(settings.projectRoot, project.project_dir, { secrets });
+      if (read.secrets.length > 0) {
+        const reason = await hold(ref, 'paper_step', read.secrets);
+        return { complete: false, project_path: read.project_path, missing: read.missing, evidence_sync: sync, held: { reason, secrets: read.secrets } };
+      }
       // Over its caps on the worker, the evidence is missing even where an older copy of it is here.
       if (sync?.over_cap) return { complete: false, project_path: read.project_path, missing: [sync.error ?? 'the evidence is over its cap'], evidence_sync: sync };
       return { complete: read.complete, project_path: read.project_path, missing: read.missing, evidence_sync: sync };
@@ -68,9 +104,14 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
     /** Writes the draft with the configured writer and stores its files. A hosted writer's failure without fallback is final. */
     async writePaperDraft(ref: PaperRef): Promise<WrittenDraftRecord> {
       const { run, project } = await subjectOf(ref);
-      const read = await readEvidence(settings.projectRoot, project.project_dir);
+      const read = await readEvidence(settings.projectRoot, project.project_dir, { secrets });
+      // The bytes read here are the ones the writer is given: checked again, as a file may have changed since the
+      // evidence was gathered, and with what the run record adds (the gate's decision summary, from the agent too).
+      if (read.secrets.length > 0) await refuseWriterRequest(ref, read.secrets);
       if (!read.complete) throw ApplicationFailure.nonRetryable(`the evidence is incomplete: ${read.missing.join('; ')}`, PAPER_FAILURE_TYPES.evidenceMissing, read.missing);
       const evidence = draftEvidenceOf(read, { ...run, project_name: project.project_name });
+      const inRequest = secrets.find(JSON.stringify(evidence));
+      if (inRequest.length > 0) await refuseWriterRequest(ref, [{ file: 'the run record (decision and its summary)', secrets: inRequest }]);
       const written = await heartbeating(async () => {
         try {
           return await writePaper(settings.writer, evidence, Context.current().cancellationSignal);
@@ -98,7 +139,7 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
       const { project } = await subjectOf(input);
       const paper = input.draft.draft_artifacts.find((artifact) => artifact.path.endsWith(`/${DRAFT_FILES.paper}`));
       const markdown = paper ? await readDraftArtifact(settings.stateDir, paper) : null;
-      const read = await readEvidence(settings.projectRoot, project.project_dir);
+      const read = await readEvidence(settings.projectRoot, project.project_dir, { secrets });
       // Judged against exactly the evidence the draft was written from: a project changed in between has lost that
       // evidence. A record without hashes comes from a step written by an earlier version, still in flight.
       const recorded = RecordedHashesSchema.safeParse(input.draft.evidence_summary.file_hashes);

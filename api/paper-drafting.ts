@@ -67,6 +67,15 @@ const EvidenceSyncSchema = z
   })
   .describe('What evidence sync tried and found');
 
+const SecretFindingsSchema = z
+  .array(
+    z.object({
+      file: z.string().describe('The evidence (or package) file holding them'),
+      secrets: z.array(z.string()).describe('Which of the service\'s secrets, by config field or environment variable and encoding; never a value'),
+    }),
+  )
+  .describe('Files holding secret values of this service (README "Security model")');
+
 const DraftedSchema = z.object({
   outcome: z.literal('drafted'),
   paper_id: z.string(),
@@ -83,6 +92,9 @@ const StepResultSchema = z.discriminatedUnion('outcome', [
   DraftedSchema,
   z.object({ outcome: z.literal('evidence_missing'), paper_id: z.string(), project_path: z.string(), missing: z.array(z.string()), evidence_sync: EvidenceSyncSchema.nullable() }),
   z.object({ outcome: z.literal('refused'), paper_id: z.string(), reason: z.string() }),
+  z
+    .object({ outcome: z.literal('held_for_review'), paper_id: z.string(), reason: z.string(), secrets: SecretFindingsSchema })
+    .describe('The evidence holds secret values of this service: nothing was written or sent, and the paper is held for human review'),
   z.object({ outcome: z.literal('failed'), paper_id: z.string(), error: z.string() }),
 ]);
 
@@ -105,7 +117,14 @@ const DraftNextAnswer = z.discriminatedUnion('action', [
     redraft: z.boolean().describe('The paper has a draft already'),
     writer: z.enum(['deterministic', 'openai_compatible']),
     evidence: z
-      .object({ complete: z.boolean(), project_path: z.string(), found: z.array(z.string()), missing: z.array(z.string()), sync: z.string().describe('off, or where a live draft copies the evidence from') })
+      .object({
+        complete: z.boolean(),
+        project_path: z.string(),
+        found: z.array(z.string()),
+        missing: z.array(z.string()),
+        secrets: SecretFindingsSchema.describe('Files holding secret values of this service: a live draft is refused (409) and the paper held for human review'),
+        sync: z.string().describe('off, or where a live draft copies the evidence from'),
+      })
       .describe('The dry run\'s evidence check of the paper it would draft'),
     skipped,
   }),
@@ -167,9 +186,10 @@ export async function paperDraftingRoutes(instance: FastifyInstance, deps: AppDe
       config,
       schema: {
         tags: ['papers'],
-        summary: 'Which paper would be drafted next and its evidence check (dry run, the default), or draft it: candidates lacking evidence are skipped (noop), never a 424',
+        summary:
+          'Which paper would be drafted next and its evidence check (dry run, the default), or draft it: candidates lacking evidence are skipped (noop), never a 424; evidence holding the service\'s secrets is refused (409) and its paper held for human review',
         body: DraftNextBody,
-        response: { 200: DraftNextAnswer, ...errorResponses(401, 403, 422, 502) },
+        response: { 200: DraftNextAnswer, ...errorResponses(401, 403, 409, 422, 502) },
       },
     },
     async (request) => observed('draft-next', (answer) => answer.action, () => drafting.draftNext(request.body)),

@@ -18,6 +18,7 @@ import { generateProviderBatch, type ProviderBatchSettings } from '../services/p
 import { runQueueCheck } from '../services/queue-alerts.ts';
 import { pumpFollowup, pumpGate, pumpPlanPaperDraft, pumpSelectDispatch, type PumpDeps } from '../services/queue-pump.ts';
 import { createResearchFacility } from '../services/research-facility.ts';
+import { ServiceSecrets } from '../services/service-secrets.ts';
 import { openStore } from '../store/open-store.ts';
 import { log, loadNow, ms, timeEach, type Stats } from './figures.ts';
 import { knob } from './knobs.ts';
@@ -121,7 +122,7 @@ async function main(): Promise<void> {
       runs: { startRun: unreachable, deliverCallback: unreachable, cancelRun: unreachable, workflowUiUrl: () => null },
       facility,
       papers: {
-        settings: { stateDir: '/tmp', projectRoot: '/tmp', writer: { provider: 'deterministic', hosted: null, fallback: true }, evidenceSync: null },
+        settings: { stateDir: '/tmp', projectRoot: '/tmp', writer: { provider: 'deterministic', hosted: null, fallback: true }, evidenceSync: null, secrets: ServiceSecrets.none },
         launcher: { startStep: unreachable, stepResult: unreachable, runRewriteBatch: unreachable, runDraftNext: unreachable },
       },
       pump: { enabled: true, followupLaunch: true, paperDraft: true },

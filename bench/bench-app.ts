@@ -7,6 +7,7 @@ import { SECRET_FIELDS } from '../config/schema.ts';
 import { ServiceMetrics } from '../http/metrics.ts';
 import { NO_ROUTING, AGENT_DEFAULTS, type DispatchSettings } from '../services/dispatch-settings.ts';
 import type { ProviderBatchSettings } from '../services/provider-batch.ts';
+import { ServiceSecrets } from '../services/service-secrets.ts';
 import type { Store } from '../store/store.ts';
 
 /** Prints the `listening <port>` line bench/support.ts startBenchServer waits for. */
@@ -42,6 +43,7 @@ export async function startBenchApp(
           projectRoot: options.projectRoot ?? tmpdir(),
           writer: { provider: 'deterministic', hosted: null, fallback: true },
           evidenceSync: null,
+          secrets: ServiceSecrets.none,
         },
         launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal, runDraftNext: noTemporal },
       },

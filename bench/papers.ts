@@ -20,6 +20,7 @@ import { automatedChecklistPassed, judgeDraft } from '../domain/paper-checklist.
 import { deterministicDraft, resultValues, type DraftEvidence } from '../domain/paper-draft.ts';
 import { DRAFT_NEXT_CANDIDATES } from '../services/paper-drafting.ts';
 import { draftEvidenceOf, readEvidence } from '../services/paper-evidence.ts';
+import { ServiceSecrets } from '../services/service-secrets.ts';
 import { openStore } from '../store/open-store.ts';
 import { listDraftCandidates } from '../store/paper-drafts.ts';
 import type { Store } from '../store/store.ts';
@@ -304,7 +305,7 @@ async function benchDraftNext(store: Store, port: number, projectRoot: string): 
   const query = await timeEach(Math.min(500, DRAFT_CALLS), () => listDraftCandidates(store, { force: false, limit: DRAFT_NEXT_CANDIDATES }));
   const looked = (await listDraftCandidates(store, { force: false, limit: DRAFT_NEXT_CANDIDATES })).slice(0, 4);
   const readAll = async () => {
-    for (const candidate of looked) await readEvidence(projectRoot, candidate.project_dir);
+    for (const candidate of looked) await readEvidence(projectRoot, candidate.project_dir, { secrets: ServiceSecrets.none });
   };
   for (let i = 0; i < 20; i++) await readAll();
   const evidence = await timeEach(Math.min(500, DRAFT_CALLS), readAll);
@@ -333,7 +334,7 @@ interface DraftFigures {
 async function benchDraft(projectRoot: string): Promise<DraftFigures> {
   const projectDir = 'bench/draft-subject';
   await writeProjectFiles(projectRoot, projectDir, 'Bench project draft subject: sparse attention at small scale', 'complete');
-  const read = await readEvidence(projectRoot, projectDir);
+  const read = await readEvidence(projectRoot, projectDir, { secrets: ServiceSecrets.none });
   if (!read.complete) throw new Error(`the draft subject's evidence is incomplete: ${read.missing.join('; ')}`);
   const evidence: DraftEvidence = draftEvidenceOf(read, {
     project_id: 'bench-draft-subject',

@@ -74,13 +74,15 @@ export const REVIEW_STATUS_MOVES: Readonly<Record<ReviewStatus, readonly ReviewS
  * - publication_generating → publication_draft, or → human_review_required when an automated item failed.
  * - A step that fails (writer error, evidence missing) returns the paper to the status it had before the step.
  * - Any status but archived → archived: the review was rejected. archived is terminal.
+ * - Any status but archived → human_review_required: a step found this service's secret values in the evidence
+ *   (services/paper-secret-hold.ts).
  */
 export const PAPER_STATUS_MOVES: Readonly<Record<PaperStatus, readonly PaperStatus[]>> = {
-  eligible: ['draft_generating', 'archived'],
+  eligible: ['draft_generating', 'human_review_required', 'archived'],
   draft_generating: ['draft_review', 'human_review_required', 'eligible', 'archived'],
-  draft_review: ['draft_generating', 'publication_generating', 'archived'],
+  draft_review: ['draft_generating', 'publication_generating', 'human_review_required', 'archived'],
   publication_generating: ['publication_draft', 'human_review_required', 'draft_review', 'archived'],
-  publication_draft: ['publication_generating', 'archived'],
+  publication_draft: ['publication_generating', 'human_review_required', 'archived'],
   human_review_required: ['draft_generating', 'publication_generating', 'archived'],
   archived: [],
 };

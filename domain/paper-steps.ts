@@ -42,6 +42,8 @@ export function finishStep(purpose: DraftPurpose, checklistPassed: boolean): Pap
 export const PAPER_FAILURE_TYPES = {
   writerFailed: 'PaperWriterFailed',
   evidenceMissing: 'PaperEvidenceMissing',
+  /** The evidence holds this service's secret values; the details carry the findings (files and fields, no values). */
+  evidenceSecret: 'PaperEvidenceSecret',
   unknownPaper: 'PaperUnknown',
 } as const;
 

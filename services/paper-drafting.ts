@@ -1,3 +1,4 @@
+import { secretFindingReason, type SecretFinding } from '../domain/evidence-secrets.ts';
 import { paperIdFor } from '../domain/paper-status.ts';
 import { draftNextNoopReason, FINAL_REVIEW_STATUSES, startStep, type DraftPurpose } from '../domain/paper-steps.ts';
 import { claimKey, completeKey, notePending, releaseKey } from '../store/idempotency-keys.ts';
@@ -68,8 +69,9 @@ async function screenCandidates(deps: { store: Store; settings: PaperSettings },
   for (const row of rows) {
     if (screened.length >= upTo) break;
     if (passedBefore.has(candidateRef(row).paper_id)) continue;
-    const evidence = deps.settings.evidenceSync ? null : await readEvidence(deps.settings.projectRoot, row.project_dir);
-    if (evidence && !evidence.complete) skipped.push({ ...candidateRef(row), reason: 'missing_evidence', detail: `evidence missing in ${evidence.project_path}`, missing: evidence.missing });
+    const evidence = deps.settings.evidenceSync ? null : await readEvidence(deps.settings.projectRoot, row.project_dir, { secrets: deps.settings.secrets });
+    // Evidence holding the service's secrets goes on to its paper step, which refuses it and holds the paper.
+    if (evidence && !evidence.complete && evidence.secrets.length === 0) skipped.push({ ...candidateRef(row), reason: 'missing_evidence', detail: `evidence missing in ${evidence.project_path}`, missing: evidence.missing });
     else screened.push({ row, evidence });
   }
   return { screened, skipped, looked_at: rows.length };
@@ -126,6 +128,11 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
     return paper ? paperWithChecklist(store, paper) : null;
   }
 
+  /** The 409 of a step refused because the evidence holds the service's secrets: the files, never the values. */
+  async function heldError(paperId: string, stage: 'draft' | 'rewrite', secrets: SecretFinding[]): Promise<CommandRefusedError> {
+    return new CommandRefusedError(409, { message: secretFindingReason(stage, secrets), paper_id: paperId, secrets, paper: await paperAnswer(paperId) });
+  }
+
   /** Starts a step and waits for it; a key, when given, is noted as pending with the step's run id. */
   async function runStep(ref: { paper_id: string; project_id: string; run_id: string }, purpose: DraftPurpose, request: { requested_by: string; key: { scope: string; key: string } | null }) {
     const started = await launcher.startStep({ ...ref, purpose, requested_by: request.requested_by, request_key: request.key?.key ?? null });
@@ -137,7 +144,7 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
   /** `alreadyRead`: the candidate's evidence when draft-next has just read it, so a dry run reads it once. */
   async function dryRunDraft(candidate: DraftCandidateRow, skipped: SkippedCandidate[], alreadyRead: ReadEvidence | null) {
     const ref = candidateRef(candidate);
-    const evidence = alreadyRead ?? (await readEvidence(settings.projectRoot, candidate.project_dir));
+    const evidence = alreadyRead ?? (await readEvidence(settings.projectRoot, candidate.project_dir, { secrets: settings.secrets }));
     return {
       action: 'dry_run_draft' as const,
       ...ref,
@@ -149,6 +156,7 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
         project_path: evidence.project_path,
         found: evidence.found,
         missing: evidence.missing,
+        secrets: evidence.secrets,
         sync: syncEnabled ? `copied from ${settings.evidenceSync!.ssh_host}:${settings.evidenceSync!.remote_root}/${candidate.project_dir} before a live draft` : 'off',
       },
       skipped,
@@ -175,6 +183,7 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
       if (outcome.action === 'failed') {
         throw new CommandRefusedError(502, { message: `drafting '${ref.paper_id}' failed: ${outcome.error}`, paper_id: ref.paper_id, paper: await paperAnswer(ref.paper_id) });
       }
+      if (outcome.action === 'held_for_review') throw await heldError(ref.paper_id, 'draft', outcome.secrets);
       return { action: 'drafted' as const, paper_id: ref.paper_id, project_id: ref.project_id, run_id: ref.run_id, result: outcome.result, paper: await paperAnswer(ref.paper_id), skipped };
     },
 
@@ -209,6 +218,7 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
         await releaseKey(store, key.scope, key.key);
         if (result.outcome === 'evidence_missing') throw evidenceMissingError(result, syncEnabled);
         if (result.outcome === 'refused') throw new CommandRefusedError(409, result.reason);
+        if (result.outcome === 'held_for_review') throw await heldError(paperId, 'rewrite', result.secrets);
         throw new CommandRefusedError(502, { message: `rewriting '${paperId}' failed: ${result.error}`, paper_id: paperId, paper: await paperAnswer(paperId) });
       }
       const response: RewriteAnswer = { ok: true, paper_id: paperId, changed: true, result, paper: await paperAnswer(paperId) };

@@ -6,6 +6,7 @@ import { ensurePaper, recordDraft, type StoredDraft } from '../store/paper-draft
 import { getPaper, setPaperStatus, upsertChecklistItem } from '../store/papers.ts';
 import type { Store } from '../store/store.ts';
 import { recomputePaperRank } from './paper-rank.ts';
+import { heldForSecrets } from './paper-secret-hold.ts';
 
 /**
  * The ledger side of one drafting step of a paper (README "Papers"): start it, record its draft, or give it up. Each
@@ -92,13 +93,17 @@ export function createPaperDrafts(store: Store, clock: () => Date = () => new Da
       });
     },
 
-    /** A step that could not write its draft returns the paper to where it was, and says why in the audit log. */
+    /**
+     * A step that could not write its draft returns the paper to where it was, and says why in the audit log; one
+     * whose evidence held secrets leaves it where the hold put it, waiting for a person.
+     */
     abandonStep(step: StepRef, from: PaperStatus, error: string): Promise<void> {
       return store.transaction(async (tx) => {
         if (await findAuditEventByKey(tx, FAILED_EVENT[step.purpose], step.step_key)) return;
         const paper = (await getPaper(tx, step.paper_id, { forUpdate: true }))!;
-        await setPaperStatus(tx, step.paper_id, from);
-        await audit(tx, step, FAILED_EVENT[step.purpose], { from: paper.paper_status, to: from, error });
+        const to = (await heldForSecrets(tx, step.step_key)) ? paper.paper_status : from;
+        await setPaperStatus(tx, step.paper_id, to);
+        await audit(tx, step, FAILED_EVENT[step.purpose], { from: paper.paper_status, to, error });
       });
     },
   };

@@ -2,9 +2,11 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { hasPaperEvidence } from '../contracts/worker-callback.ts';
 import type { DraftEvidence } from '../domain/paper-draft.ts';
+import type { SecretFinding } from '../domain/evidence-secrets.ts';
 import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
 import { hasControlChars, PinnedDir, UnsafePathError } from '../files/pinned-dir.ts';
 import { NotResultsJson, resultNumbers } from './result-numbers.ts';
+import type { ServiceSecrets } from './service-secrets.ts';
 
 /**
  * A run's paper evidence as the control plane reads it: from its own copy of the project, `<project_root>/<project_dir>`
@@ -15,6 +17,10 @@ import { NotResultsJson, resultNumbers } from './result-numbers.ts';
  * (its real path inside project_root), every file is opened once through it (no link followed, one link only, a
  * regular file) and read from that handle, and the whole read is bounded by EVIDENCE_CAPS. A file that breaks a rule
  * counts as absent; evidence over a cap counts as missing.
+ *
+ * Every file is also searched, chunk by chunk as it streams, for this service's own secret values
+ * (services/service-secrets.ts): evidence holding one is not complete, whatever else it holds, and `secrets` names
+ * the files and which secrets, so a step can refuse and hold the paper for a person.
  */
 
 export const EVIDENCE_FILES = { notes: 'run_notes.md', decision: '.research/decision.json', results: 'results' } as const;
@@ -43,6 +49,8 @@ export interface ReadEvidence extends EvidenceCheck {
   sha256: string;
   /** Each file read, in the order of `found`. */
   hashes: EvidenceFileRead[];
+  /** The files holding secret values of this service; any makes the evidence incomplete. */
+  secrets: SecretFinding[];
 }
 
 function parseDecision(bytes: Buffer): { decision: string | null; summary: string | null } {
@@ -65,12 +73,16 @@ class EvidenceReader {
   private bytesLeft = EVIDENCE_CAPS.maxTotalBytes;
   private entriesLeft = EVIDENCE_CAPS.maxEntriesVisited;
   readonly taken: EvidenceFileRead[] = [];
+  /** Evidence file → the secrets found in it. */
+  readonly secretsIn = new Map<string, string[]>();
   private readonly project: PinnedDir;
   private readonly keepBytes: boolean;
+  private readonly secrets: ServiceSecrets;
 
-  constructor(project: PinnedDir, keepBytes: boolean) {
+  constructor(project: PinnedDir, keepBytes: boolean, secrets: ServiceSecrets) {
     this.project = project;
     this.keepBytes = keepBytes;
+    this.secrets = secrets;
   }
 
   /** A file's bytes (or null when absent or refused), streamed from its one handle and counted against the caps. */
@@ -95,11 +107,15 @@ class EvidenceReader {
     }
     const chunks: Buffer[] = [];
     const hash = createHash('sha256');
+    const scanner = this.secrets.scanner();
     await PinnedDir.streamFile(file, (chunk) => {
       hash.update(chunk);
+      scanner.feed(chunk);
       chunks.push(chunk);
     });
     const bytes = Buffer.concat(chunks);
+    const found = scanner.labels();
+    if (found.length > 0) this.secretsIn.set(rel, found);
     this.taken.push({ path: rel, sha256: hash.digest('hex'), bytes: bytes.length, ...(this.keepBytes ? { content: bytes } : {}) });
     return bytes;
   }
@@ -136,14 +152,18 @@ class EvidenceReader {
 }
 
 const noFiles = { run_notes: null, decision: null, results: [] };
+
+/** What `missing` says of evidence holding secrets: the files, never the values. */
+export const secretsMissingReason = (findings: readonly SecretFinding[]) =>
+  `the evidence holds secret values of this service, in ${findings.map((finding) => JSON.stringify(finding.file)).join(', ')}`;
 const MISSING_ALL = [`${EVIDENCE_FILES.notes} (absent or empty)`, `${EVIDENCE_FILES.decision} or a non-empty ${EVIDENCE_FILES.results}/**/*.json`];
 
 /**
  * Reads every evidence file of the project copy; `complete` says whether they are enough for a paper. With
  * `keepBytes`, each file's bytes are kept in `hashes` (packaging copies exactly what it read).
  */
-export async function readEvidence(projectRoot: string, projectDir: string, options: { keepBytes?: boolean } = {}): Promise<ReadEvidence> {
-  const refused = (projectPath: string, why: string): ReadEvidence => ({ complete: false, project_path: projectPath, found: [], missing: [why], files: noFiles, sha256: '', hashes: [] });
+export async function readEvidence(projectRoot: string, projectDir: string, options: { keepBytes?: boolean; secrets: ServiceSecrets }): Promise<ReadEvidence> {
+  const refused = (projectPath: string, why: string): ReadEvidence => ({ complete: false, project_path: projectPath, found: [], missing: [why], files: noFiles, sha256: '', hashes: [], secrets: [] });
   let project: PinnedDir;
   try {
     project = PinnedDir.open(projectRoot, projectDir, { selfBoundary: true });
@@ -152,7 +172,7 @@ export async function readEvidence(projectRoot: string, projectDir: string, opti
     // A project not copied here yet misses every file.
     return { ...refused(projectDir, `${EVIDENCE_FILES.notes} (absent or empty)`), missing: MISSING_ALL };
   }
-  const reader = new EvidenceReader(project, options.keepBytes ?? false);
+  const reader = new EvidenceReader(project, options.keepBytes ?? false, options.secrets);
   try {
     const notes = await reader.read(EVIDENCE_FILES.notes);
     const decisionBytes = await reader.read(EVIDENCE_FILES.decision);
@@ -169,8 +189,11 @@ export async function readEvidence(projectRoot: string, projectDir: string, opti
         reader.taken.pop();
       }
     }
-    const complete = hasPaperEvidence({ run_notes: notes !== null, decision_file: decisionBytes !== null, results_json_files: results.length });
-    const missing = MISSING_ALL.filter((_, index) => (index === 0 ? !notes : !decisionBytes && results.length === 0));
+    // Only files that are evidence count: a results file that is not JSON reaches no writer and no package.
+    const secrets = reader.taken.flatMap((file) => (reader.secretsIn.has(file.path) ? [{ file: file.path, secrets: reader.secretsIn.get(file.path)! }] : []));
+    const enough = hasPaperEvidence({ run_notes: notes !== null, decision_file: decisionBytes !== null, results_json_files: results.length });
+    const complete = enough && secrets.length === 0;
+    const missing = [...MISSING_ALL.filter((_, index) => (index === 0 ? !notes : !decisionBytes && results.length === 0)), ...(secrets.length > 0 ? [secretsMissingReason(secrets)] : [])];
     const hash = createHash('sha256');
     for (const file of reader.taken) hash.update(`${file.path}\0${file.bytes}\0`).update(file.sha256);
     return {
@@ -181,6 +204,7 @@ export async function readEvidence(projectRoot: string, projectDir: string, opti
       files: { run_notes: notes?.toString('utf8') ?? null, decision: decisionBytes ? parseDecision(decisionBytes) : null, results },
       sha256: hash.digest('hex'),
       hashes: reader.taken,
+      secrets,
     };
   } catch (error) {
     if (error instanceof OverCap) return refused(project.path, `the evidence is over its cap (${error.message}): it counts as missing`);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { secretFindingReason, type SecretFinding } from '../domain/evidence-secrets.ts';
 import { HUMAN_CHECKLIST_ITEM_IDS, type ChecklistStatus } from '../domain/paper-status.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { runIdempotent } from '../store/idempotency-keys.ts';
@@ -10,6 +11,7 @@ import type { Store } from '../store/store.ts';
 import { CommandRefusedError } from './command-errors.ts';
 import { evidenceChangeSince, readEvidence, RecordedHashesSchema } from './paper-evidence.ts';
 import { recomputePaperRank } from './paper-rank.ts';
+import { holdPaperForSecrets } from './paper-secret-hold.ts';
 import { paperWithChecklist } from './paper-reviews.ts';
 import type { PaperSettings } from './paper-settings.ts';
 import { paperDirOf } from './paper-settings.ts';
@@ -62,19 +64,21 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
    * The evidence files exactly as the draft was written from them: read once each (services/paper-evidence.ts) and
    * compared with the sha256 the draft record holds, so a file edited, added or removed since is a 409 naming it.
    */
-  async function reviewedEvidence(paper: PaperRow): Promise<{ path: string; content: Buffer }[]> {
+  async function reviewedEvidence(paper: PaperRow): Promise<{ files: { path: string; content: Buffer }[]; secrets: SecretFinding[] }> {
     const recorded = RecordedHashesSchema.safeParse(paper.evidence_summary?.file_hashes);
     if (!recorded.success) throw new CommandRefusedError(409, `the draft of '${paper.paper_id}' records no evidence hashes: rewrite the draft`);
     const project = await getProject(store, paper.project_id);
-    const read = project ? await readEvidence(settings.projectRoot, project.project_dir, { keepBytes: true }) : null;
-    if (!read || !read.complete) throw new CommandRefusedError(409, `the evidence the draft was written from is missing now: ${read?.missing.join('; ') ?? 'the project is gone'}`);
-    const change = evidenceChangeSince(recorded.data, read.hashes);
+    const read = project ? await readEvidence(settings.projectRoot, project.project_dir, { keepBytes: true, secrets: settings.secrets }) : null;
+    // Evidence holding the service's secrets is read whole here, and refused with the rest of the package below.
+    if (!read || (!read.complete && read.secrets.length === 0)) throw new CommandRefusedError(409, `the evidence the draft was written from is missing now: ${read?.missing.join('; ') ?? 'the project is gone'}`);
+    // Secrets come first: whether or not the files changed since, the paper is held for a person.
+    const change = read.secrets.length > 0 ? null : evidenceChangeSince(recorded.data, read.hashes);
     if (change) throw new CommandRefusedError(409, `${change}: rewrite the draft`);
-    return read.hashes.map((file) => ({ path: file.path, content: file.content! }));
+    return { files: read.hashes.map((file) => ({ path: file.path, content: file.content! })), secrets: read.secrets };
   }
 
   /** The draft's files as recorded, the evidence it was written from, and the checklist as it stands. */
-  async function gatherFiles(paper: PaperRow & { checklist: { item_id: string; status: string; note: string | null }[] }): Promise<PackageFile[]> {
+  async function gatherFiles(paper: PaperRow & { checklist: { item_id: string; status: string; note: string | null }[] }): Promise<{ files: PackageFile[]; secrets: SecretFinding[] }> {
     const files: PackageFile[] = [];
     for (const artifact of paper.draft_artifacts) {
       let bytes: Buffer;
@@ -86,10 +90,40 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
       if (sha256(bytes) !== artifact.sha256) throw new CommandRefusedError(409, `the draft file ${artifact.path} changed since it was recorded: rewrite the draft`);
       files.push({ path: artifact.path.slice(artifact.path.lastIndexOf('/') + 1), bytes });
     }
-    for (const file of await reviewedEvidence(paper)) files.push({ path: `evidence/${file.path}`, bytes: file.content });
     const checklist = paper.checklist.map(({ item_id, status, note }) => ({ item_id, status, note }));
     files.push({ path: 'checklist.json', bytes: Buffer.from(`${JSON.stringify(checklist, null, 2)}\n`) });
-    return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    // The evidence was searched as it was read; the draft and the checklist are searched here.
+    const secrets = secretsIn(files);
+    const evidence = await reviewedEvidence(paper);
+    for (const file of evidence.files) files.push({ path: `evidence/${file.path}`, bytes: file.content });
+    secrets.push(...evidence.secrets.map((finding) => ({ ...finding, file: `evidence/${finding.file}` })));
+    return { files: files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), secrets };
+  }
+
+  /** Files searched for the service's secrets as the evidence is (in chunks, with overlap). */
+  function secretsIn(files: PackageFile[]): SecretFinding[] {
+    return files.flatMap((file) => {
+      const found = settings.secrets.find(file.bytes);
+      return found.length > 0 ? [{ file: file.path, secrets: found }] : [];
+    });
+  }
+
+  /** A package that would carry the service's secrets: refused, and (unless a dry run) the paper held for a person. */
+  async function refuseSecrets(paper: PaperRow, request: PackageRequest, findings: SecretFinding[], requestId: string | undefined): Promise<never> {
+    const message = secretFindingReason('package', findings);
+    if (!request.dry_run) {
+      await holdPaperForSecrets(store, {
+        paper,
+        stage: 'package',
+        findings,
+        requested_by: request.requested_by,
+        key: `prepare-finalization-package:${request.idempotency_key}`,
+        request_key: request.idempotency_key,
+        request_id: requestId ?? null,
+      });
+    }
+    const held = await getPaper(store, paper.paper_id);
+    throw new CommandRefusedError(409, { message, paper_id: paper.paper_id, secrets: findings, paper: held ? await paperWithChecklist(store, held) : null });
   }
 
   return {
@@ -106,7 +140,8 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
       }
       const approval = paper.checklist.find((item) => item.item_id === 'final_human_approval')!;
       const waitingFor = approval.status === 'pass' ? [] : [`final_human_approval is ${approval.status}: a person passes it with POST …/${paperId}/checklist/final_human_approval`];
-      const files = await gatherFiles(paper);
+      const { files, secrets } = await gatherFiles(paper);
+      if (secrets.length > 0) await refuseSecrets(paper, request, secrets, context.request_id);
       const manifest = manifestOf(paper, request.target_label, files);
       const manifestJson = `${JSON.stringify(manifest, null, 2)}\n`;
       const manifestSha256 = sha256(manifestJson);

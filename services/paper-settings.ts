@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { Config } from '../config/schema.ts';
+import { serviceSecretsFrom, type ServiceSecrets } from './service-secrets.ts';
 
 /** What drafting papers needs from config (README "Papers"); the API key is here only, never in workflow inputs. */
 export interface PaperSettings {
@@ -15,6 +16,8 @@ export interface PaperSettings {
   };
   /** Set when paper_evidence_sync_enabled. */
   evidenceSync: { ssh_host: string; remote_root: string; timeout_ms: number; known_hosts_file: string } | null;
+  /** This service's secret values: evidence holding one is refused (README "Security model"). */
+  secrets: ServiceSecrets;
 }
 
 export function paperSettingsFrom(config: Config): PaperSettings {
@@ -43,6 +46,7 @@ export function paperSettingsFrom(config: Config): PaperSettings {
     projectRoot: config.project_root,
     writer: { provider: config.paper_writer_provider, hosted, fallback: config.paper_writer_fallback_enabled },
     evidenceSync: sync,
+    secrets: serviceSecretsFrom(config),
   };
 }
 

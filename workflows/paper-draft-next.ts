@@ -1,9 +1,10 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { executeChild, ParentClosePolicy, proxyActivities } from '@temporalio/workflow';
+import { executeChild, ParentClosePolicy, patched, proxyActivities } from '@temporalio/workflow';
 import type { PaperActivities } from '../activities/papers.ts';
 import { draftNextNoopReason } from '../domain/paper-steps.ts';
 import { paperWorkflowId, type DraftNextInput, type DraftNextResult, type SkippedCandidate } from './paper-messages.ts';
 import { paperWorkflow } from './paper.ts';
+import { PAPER_PATCHES } from './patches.ts';
 import { paperStartOptions } from './start-options.ts';
 
 /**
@@ -55,6 +56,11 @@ export async function paperDraftNextWorkflow(input: DraftNextInput): Promise<Dra
           passedOver.push({ ...ref, reason: 'missing_evidence', detail: `evidence missing in ${result.project_path}`, missing: result.missing, evidence_sync: result.evidence_sync });
           break;
         case 'refused':
+          passedOver.push({ ...ref, reason: 'refused', detail: result.reason });
+          break;
+        case 'held_for_review':
+          // Its evidence holds the service's secrets: the draft-next is refused on it, so a person hears of it now.
+          if (patched(PAPER_PATCHES.evidenceSecrets)) return { action: 'held_for_review', ...ref, reason: result.reason, secrets: result.secrets, skipped: passedOver };
           passedOver.push({ ...ref, reason: 'refused', detail: result.reason });
           break;
       }

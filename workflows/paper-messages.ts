@@ -1,4 +1,5 @@
 import type { EvidenceSyncReport } from '../clients/evidence-sync.ts';
+import type { SecretFinding } from '../domain/evidence-secrets.ts';
 import type { DraftPurpose } from '../domain/paper-steps.ts';
 import type { PaperStatus } from '../domain/paper-status.ts';
 
@@ -56,6 +57,8 @@ export type PaperWorkflowResult =
     }
   | { outcome: 'evidence_missing'; paper_id: string; project_path: string; missing: string[]; evidence_sync: EvidenceSyncDetail | null }
   | { outcome: 'refused'; paper_id: string; reason: string }
+  /** The evidence holds secret values of this service: nothing was written or sent, and the paper waits for a person. */
+  | { outcome: 'held_for_review'; paper_id: string; reason: string; secrets: SecretFinding[] }
   /** A step failed for good (the hosted writer without fallback, say); the paper is back where it was. */
   | { outcome: 'failed'; paper_id: string; error: string };
 
@@ -105,4 +108,6 @@ export type DraftNextResult =
   | (PaperRef & { action: 'drafted'; result: Extract<PaperWorkflowResult, { outcome: 'drafted' }>; skipped: SkippedCandidate[] })
   /** The writer failed for good on this candidate; the paper is back where it was. */
   | (PaperRef & { action: 'failed'; error: string; skipped: SkippedCandidate[] })
+  /** This candidate's evidence holds secret values of this service: the draft-next stops here, refused. */
+  | (PaperRef & { action: 'held_for_review'; reason: string; secrets: SecretFinding[]; skipped: SkippedCandidate[] })
   | { action: 'noop'; reason: string; skipped: SkippedCandidate[] };

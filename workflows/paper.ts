@@ -1,8 +1,10 @@
-import { ActivityFailure, ApplicationFailure, isCancellation, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, isCancellation, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { PaperActivities } from '../activities/papers.ts';
+import type { SecretFinding } from '../domain/evidence-secrets.ts';
 import { PAPER_FAILURE_TYPES } from '../domain/paper-steps.ts';
 import type { StepRef } from '../services/paper-drafts.ts';
 import { paperActivityQueue, type PaperWorkflowInput, type PaperWorkflowResult } from './paper-messages.ts';
+import { PAPER_PATCHES } from './patches.ts';
 
 /**
  * One draft or rewrite of a paper (README "Papers"), as workflow `paper:<paper_id>`: gather the evidence (synced from
@@ -74,6 +76,14 @@ function evidenceLost(error: unknown): string[] | null {
   return Array.isArray(missing) ? missing.map(String) : [failure.message];
 }
 
+/** The findings of a writer's request refused for the service's secrets (the paper is held already); null otherwise. */
+function secretsRefused(error: unknown): { reason: string; secrets: SecretFinding[] } | null {
+  const failure = error instanceof ActivityFailure ? error.cause : error;
+  if (!(failure instanceof ApplicationFailure) || failure.type !== PAPER_FAILURE_TYPES.evidenceSecret) return null;
+  const findings = failure.details?.[0];
+  return { reason: failure.message, secrets: Array.isArray(findings) ? (findings as SecretFinding[]) : [] };
+}
+
 export async function paperWorkflow(input: PaperWorkflowInput): Promise<PaperWorkflowResult> {
   const info = workflowInfo();
   const { files, writer } = fileSteps();
@@ -81,6 +91,11 @@ export async function paperWorkflow(input: PaperWorkflowInput): Promise<PaperWor
   const ref = { paper_id: input.paper_id, project_id: input.project_id, run_id: input.run_id };
 
   const evidence = await files.gatherPaperEvidence(ref);
+  // Only evidence gathered by an activity that holds papers for secrets carries `held`, so histories from before
+  // replay the branch below it.
+  if (evidence.held && patched(PAPER_PATCHES.evidenceSecrets)) {
+    return { outcome: 'held_for_review', paper_id: input.paper_id, reason: evidence.held.reason, secrets: evidence.held.secrets };
+  }
   if (!evidence.complete) {
     return { outcome: 'evidence_missing', paper_id: input.paper_id, project_path: evidence.project_path, missing: evidence.missing, evidence_sync: evidence.evidence_sync };
   }
@@ -97,6 +112,8 @@ export async function paperWorkflow(input: PaperWorkflowInput): Promise<PaperWor
     const reason = activityFailure(error);
     if (reason === null) throw error;
     await ledger(`abandon the ${input.purpose} of ${input.paper_id}: it failed`).abandonPaperStep(step, started.from, reason);
+    const refused = secretsRefused(error);
+    if (refused && patched(PAPER_PATCHES.evidenceSecrets)) return { outcome: 'held_for_review', paper_id: input.paper_id, ...refused };
     const missing = evidenceLost(error);
     if (missing) return { outcome: 'evidence_missing', paper_id: input.paper_id, project_path: evidence.project_path, missing, evidence_sync: evidence.evidence_sync };
     return { outcome: 'failed', paper_id: input.paper_id, error: reason };

@@ -42,3 +42,12 @@ export const CYCLE_PATCHES = {
    */
   childWorkflows: 'cycle-child-workflows',
 } as const;
+
+/** Patch ids of the paper workflows. */
+export const PAPER_PATCHES = {
+  /**
+   * Evidence holding this service's secret values ends the step as `held_for_review` (the paper waits for a person),
+   * and a draft-next stops at such a candidate; before, such evidence was drafted like any other.
+   */
+  evidenceSecrets: 'paper-evidence-secrets',
+} as const;

@@ -94,6 +94,7 @@ export async function researchCycleWorkflow(input: CycleWorkflowInput): Promise<
     }
     if (result.action === 'noop') return { name: 'paper_draft', action: 'noop', reason: result.reason, skipped: result.skipped.length };
     if (result.action === 'failed') return { name: 'paper_draft', action: 'failed', reason: `drafting '${result.paper_id}' failed: ${result.error}`, paper_id: result.paper_id, workflow_id: workflowId };
+    if (result.action === 'held_for_review') return { name: 'paper_draft', action: 'held_for_review', reason: result.reason, paper_id: result.paper_id, workflow_id: workflowId };
     return { name: 'paper_draft', action: 'drafted', reason: `drafted paper ${result.paper_id}`, paper_id: result.paper_id, paper_status: result.result.paper_status, workflow_id: workflowId };
   }
 

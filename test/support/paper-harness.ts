@@ -12,8 +12,9 @@ import { loadWorkflowBundle } from '../../bin/runtime/workflow-bundle.ts';
 import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { paperIdFor } from '../../domain/paper-status.ts';
 import type { PaperSettings } from '../../services/paper-settings.ts';
+import { ServiceSecrets } from '../../services/service-secrets.ts';
 import { insertProject } from '../../store/projects.ts';
-import { NO_WORKERS, startTestApp, type TestApp } from './app.ts';
+import { NO_WORKERS, startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from './app.ts';
 import { quietTemporalLogs } from './temporal.ts';
 
 /**
@@ -53,6 +54,11 @@ export async function startPaperHarness(configure: (dirs: { stateDir: string; pr
     ...dirs,
     writer: { provider: 'deterministic', hosted: null, fallback: true },
     evidenceSync: null,
+    // As the app's own config would give them: the tokens it is served with.
+    secrets: ServiceSecrets.of([
+      { name: 'control_api_bearer_token', value: TEST_TOKEN },
+      { name: 'worker_wake_gate_bearer_token', value: TEST_GATE_TOKEN },
+    ]),
     ...configure(dirs),
   };
   const taskQueue = `papers-${randomBytes(4).toString('hex')}`;

@@ -1,5 +1,6 @@
 import { tmpdir } from 'node:os';
 import type { PaperSettings } from '../../services/paper-settings.ts';
+import { ServiceSecrets } from '../../services/service-secrets.ts';
 
 /** Paper settings for a worker whose test drafts no papers, or drafts them with the deterministic writer. */
 export const deterministicPaperSettings = (dir: string = tmpdir()): PaperSettings => ({
@@ -7,4 +8,5 @@ export const deterministicPaperSettings = (dir: string = tmpdir()): PaperSetting
   projectRoot: dir,
   writer: { provider: 'deterministic', hosted: null, fallback: true },
   evidenceSync: null,
+  secrets: ServiceSecrets.none,
 });
