@@ -121,12 +121,22 @@ const thresholdFields = {
   vram_delta_threshold_mib: z.number().min(0),
 } satisfies Record<keyof GateThresholdProfile, z.ZodNumber>;
 
+/** Limits of each run's own cgroup (README "Worker gate"); null: the default share of memory, no pids or CPU limit. */
+const runLimitFields = {
+  run_memory_max_mib: z.number().int().min(16).nullable(),
+  run_pids_max: z.number().int().min(8).max(4_194_304).nullable(),
+  run_cpu_max_cores: z.number().min(0.01).max(4096).nullable(),
+};
+
 const ProfileOverrideSchema = z.strictObject({
   idle_sustain_sec: thresholdFields.idle_sustain_sec.optional(),
   cpu_idle_threshold_pct: thresholdFields.cpu_idle_threshold_pct.optional(),
   gpu_idle_avg_threshold_pct: thresholdFields.gpu_idle_avg_threshold_pct.optional(),
   gpu_idle_peak_threshold_pct: thresholdFields.gpu_idle_peak_threshold_pct.optional(),
   vram_delta_threshold_mib: thresholdFields.vram_delta_threshold_mib.optional(),
+  run_memory_max_mib: runLimitFields.run_memory_max_mib.optional(),
+  run_pids_max: runLimitFields.run_pids_max.optional(),
+  run_cpu_max_cores: runLimitFields.run_cpu_max_cores.optional(),
 });
 
 const WorkerTargetSchema = z.strictObject({
@@ -284,6 +294,30 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   workload_profiles: doc(z.partialRecord(WorkloadClassSchema, ProfileOverrideSchema).default({}), {
     description: 'Per-class threshold overrides; they win over the built-in profiles (inference_eval, training, cpu_only, gpu_required) and the global thresholds.',
+  }),
+  run_cgroup_mode: doc(z.enum(['auto', 'v2', 'v1', 'none']).default('auto'), {
+    description:
+      "Worker gate: how each run is contained in a cgroup of its own. 'auto' takes cgroup v2 where the gate has a delegated subtree (run_cgroup_v2_root, or its own cgroup under systemd Delegate=yes) offering the memory and pids controllers, else the v1 hierarchies (pids, memory, freezer, cpu, cpuacct) where they are writable, else v2 without limits, else none; 'v2' and 'v1' insist (the gate does not start without it); 'none' tracks runs by their process tree. /dashboard/api shows the mode and why as service.run_cgroups.",
+  }),
+  run_cgroup_v2_root: doc(text().default(''), {
+    perReplica: true,
+    description:
+      "Worker gate: a cgroup v2 directory the gate may create its run cgroups under (for example /sys/fs/cgroup/unified or a subtree delegated to the gate's user); '' uses the gate's own cgroup when it is delegated (not the hierarchy's root, and writable), moving the gate into <own>/gate first.",
+  }),
+  run_cgroup_parent: doc(text().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be one directory name').or(z.literal('')).default(''), {
+    perReplica: true,
+    description:
+      "Worker gate: the directory (in each hierarchy) that holds this gate's run cgroups, one run-<run_id> each; '' derives rcp-gate-<hash of state_dir>, so two gates on one machine never sweep each other's runs.",
+  }),
+  run_memory_max_mib: doc(runLimitFields.run_memory_max_mib.default(null), {
+    description:
+      "Worker gate: memory limit of each run's cgroup (v2 memory.max, v1 memory.limit_in_bytes); the run's processes past it are killed by the kernel, never the gate. null: 75 % of the machine's memory. workload_profiles may set it per class.",
+  }),
+  run_pids_max: doc(runLimitFields.run_pids_max.default(4096), {
+    description: "Worker gate: most processes and threads at once in a run's cgroup (pids.max): a fork bomb stops there. null: no limit. workload_profiles may set it per class.",
+  }),
+  run_cpu_max_cores: doc(runLimitFields.run_cpu_max_cores.default(null), {
+    description: "Worker gate: CPU time a run's cgroup may use, in cores (v2 cpu.max, v1 cpu.cfs_quota_us); null: unlimited. workload_profiles may set it per class.",
   }),
   stale_project_process_reaper_enabled: doc(z.boolean().default(true), {
     description: 'Terminate leftover agent processes of finished projects.',

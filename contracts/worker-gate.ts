@@ -184,6 +184,11 @@ export const GateRunViewSchema = z.object({
   process_group_id: nullableInt,
   tmux_session: z.string().nullable(),
   token_usage: TokenUsageSchema.nullable().optional().describe('Absent from older records'),
+  cgroup: z
+    .object({ kind: z.enum(['v2', 'v1']), paths: z.array(z.string()) })
+    .nullable()
+    .optional()
+    .describe("The run's own cgroup (its directory in each hierarchy); null where the gate has no cgroups, absent from older records"),
   dispatch_script: trackedPid.nullable().optional().describe('Absent from older records'),
   vram_baseline_mib: z.number().nullable(),
   alive_pids: z.array(z.number().int()),
@@ -227,6 +232,14 @@ export const GateDashboardSchema = z.object({
     completion_callback_token_fingerprint: z.string(),
     last_tick_error: z.string().nullable(),
     sampling: z.object({ samples: z.number().int(), cpu_ms_per_sample: z.number().nullable() }),
+    run_cgroups: z
+      .object({
+        mode: z.enum(['v2', 'v1', 'none']),
+        reason: z.string(),
+        parents: z.array(z.string()),
+        limits_unavailable: z.array(z.string()).describe('Limits this mode cannot apply here (a v2 controller the gate was not given)'),
+      })
+      .describe("How each run is contained: its own cgroup (v2 or v1) or, with 'none', its process tree, and why"),
   }),
   totals: z.object({
     runs: z.number().int(),

@@ -13,6 +13,12 @@ export interface TrackedPid {
   startTicks: number;
 }
 
+/** A run's own cgroup as its record keeps it: the hierarchy and its directory in each (README "Worker gate"). */
+export interface RunCgroupRecord {
+  kind: 'v2' | 'v1';
+  paths: string[];
+}
+
 /** Everything the gate knows about one dispatched run; one JSON file per run under state_dir. */
 export interface GateRun extends GateSession {
   run_id: string;
@@ -46,6 +52,11 @@ export interface GateRun extends GateSession {
   tmux_session: string | null;
   /** The tokens the agent reported spending, with its last event that carried them; absent from older records. */
   token_usage?: TokenUsage | null;
+  /**
+   * The run's own cgroup, made before its dispatch script starts: every process in it is the run's, whatever session
+   * or directory it takes. null where the gate has no cgroups; absent from older records.
+   */
+  cgroup?: RunCgroupRecord | null;
   /**
    * The dispatch script as the gate started it (in a session of its own): a pid an agent names is taken as the root
    * only if it descends from this process or works in the project. Absent from records written before this existed.
@@ -114,6 +125,7 @@ export type GateRunRequest = Pick<
   | 'request_hash'
   | 'event_token_sha256'
   | 'vram_baseline_mib'
+  | 'cgroup'
 >;
 
 /** What the dispatch script reported once it started the agent. */

@@ -113,6 +113,21 @@ export class PinnedDir {
     }
   }
 
+  /**
+   * The process's current directory, held open and its own boundary: a dispatch script starts in its project pinned
+   * by the gate, so this is that directory whatever its path names by now.
+   */
+  static current(): PinnedDir {
+    const fd = openSync('.', O_RDONLY | O_DIRECTORY);
+    try {
+      const real = readlinkSync(fdPath(fd));
+      return new PinnedDir(fd, real, real);
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+  }
+
   private withBoundary(boundary: string): PinnedDir {
     if (!isInsideOrSame(this.boundary, boundary)) throw new UnsafePathError('escapes', `${boundary} is outside ${this.boundary}`);
     return new PinnedDir(this.fd, this.path, boundary);

@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
-import { agentRecord, dispatchedRun, firstReaped, leaveLingeringProcess, EVIDENCE, preparedRun, sessionRecord, startAgentGate, type AgentGate } from './support/agent-gates.ts';
+import { agentRecord, dispatchedRun, leaveLingeringProcess, EVIDENCE, preparedRun, sessionRecord, startAgentGate, type AgentGate } from './support/agent-gates.ts';
 import { CallbackReceiver, waitUntil } from './support/gate.ts';
 import { MessagesServer } from '../scripts/scripted-model-servers.ts';
 import { testPort } from './support/ports.ts';
@@ -130,7 +130,7 @@ describe.concurrent('Claude Code under the gate', () => {
     expect(await sessionRecord(gateWithoutModel, 'claude-e')).toMatchObject({ exit_code: 1, last_error: expect.stringMatching(/connect|API Error|ECONNREFUSED/i) });
   });
 
-  it('(f) a process the agent started outlives it: the quiet window waits, and the reaper ends it by its marker', { timeout: WINDOW_MS + 30_000 }, async () => {
+  it('(f) a process the agent leaves running ends with the tool (its sandbox has a pid namespace of its own): nothing is left to reap', { timeout: WINDOW_MS + 30_000 }, async () => {
     model.script('claude-f', [
       ...EVIDENCE.map(({ path, content }) => ({ kind: 'write' as const, path, content })),
       { kind: 'command', cmd: `env > agent-env.txt && ${leaveLingeringProcess('rcp-linger-marker-claude-f')}` },
@@ -138,17 +138,16 @@ describe.concurrent('Claude Code under the gate', () => {
     ]);
     // acceptEdits asks before such commands: bypassPermissions runs them.
     const runId = await dispatchedRun(gate, await prepared(gate, 'claude-f', { sandbox: 'bypassPermissions' }));
-    const reaped = await firstReaped(gate, runId, 'claude-f', WINDOW_MS);
-    expect(reaped.command).toContain('rcp-linger-marker-claude-f');
-    const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
-    expect(finished.at).toBeGreaterThan(Date.parse(reaped.at));
+    await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(spawnSync('pgrep', ['-f', 'rcp-linger-marker-claude-f']).status).toBe(1);
+    expect((await gate.client.runView(runId))?.reaped ?? []).toEqual([]);
 
-    // The model key reached the agent; the gate's other secrets did not. Its config lives in the gate's home for the
-    // project, never in the user's own ~/.claude.
+    // The model key reached the agent; the gate's other secrets did not. Its config lives in the tool's own home for
+    // the project, shown to it in its sandbox, never in the user's own ~/.claude.
     const agentEnv = await readFile(join(gate.fixture.projectRoot, 'claude-f', 'agent-env.txt'), 'utf8');
     expect(agentEnv).toContain(`ANTHROPIC_API_KEY=${API_KEY}`);
     expect(agentEnv).not.toContain(UNRELATED_SECRET);
-    expect(agentEnv).toMatch(/^CLAUDE_CONFIG_DIR=.*agent-homes/m);
+    expect(agentEnv).toMatch(/^CLAUDE_CONFIG_DIR=\/run\/rcp-agent\/tool-home$/m);
     expect(existsSync(join(homedir(), '.claude'))).toBe(userClaudeDirExisted);
   });
 

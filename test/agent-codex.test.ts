@@ -1,9 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
-import { agentRecord, dispatchedRun, firstReaped, leaveLingeringProcess, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from './support/agent-gates.ts';
+import { agentRecord, dispatchedRun, leaveLingeringProcess, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from './support/agent-gates.ts';
 import { CallbackReceiver } from './support/gate.ts';
 import { ResponsesServer } from '../scripts/scripted-model-servers.ts';
 import { testPort } from './support/ports.ts';
@@ -126,18 +127,18 @@ describe.concurrent('Codex CLI under the gate', () => {
     expect(await sessionRecord(gateWithoutModel, 'codex-e')).toMatchObject({ exit_code: 1, last_error: expect.stringMatching(/connect|error sending request/i) });
   });
 
-  it('(f) a process the agent started outlives it: the quiet window waits, and the reaper ends it by its marker', { timeout: WINDOW_MS + 30_000 }, async () => {
+  it('(f) a process the agent leaves running ends with the tool (its sandbox has a pid namespace of its own): nothing is left to reap', { timeout: WINDOW_MS + 30_000 }, async () => {
     model.script('codex-f', [
       { kind: 'command', cmd: `${WRITE_EVIDENCE} && ${leaveLingeringProcess('rcp-linger-marker-codex-f')}` },
       { kind: 'message', text: 'Left a helper running.' },
     ]);
-    // Codex's workspace-write sandbox ends every process a command leaves behind (measured): only danger-full-access
-    // lets one outlive the agent, so that is the sandbox this scenario runs in.
+    // Codex's workspace-write sandbox ends every process a command leaves behind (measured): danger-full-access does
+    // not, so that is the sandbox this scenario runs in; the gate's sandbox ends it with the tool.
     const runId = await dispatched(gate, { ...(await prepared(gate, 'codex-f')), sandbox: 'danger-full-access' });
-    const reaped = await firstReaped(gate, runId, 'codex-f', WINDOW_MS);
-    expect(reaped.command).toContain('rcp-linger-marker-codex-f');
-    const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
-    expect(finished.at).toBeGreaterThan(Date.parse(reaped.at));
+    await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(await readFile(join(gate.fixture.projectRoot, 'codex-f', 'run_notes.md'), 'utf8')).toContain('Run notes');
+    expect(spawnSync('pgrep', ['-f', 'rcp-linger-marker-codex-f']).status).toBe(1);
+    expect((await gate.client.runView(runId))?.reaped ?? []).toEqual([]);
   });
 
   it('refuses a sandbox Codex does not have with 422, starting nothing', async () => {

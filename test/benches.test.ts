@@ -50,7 +50,7 @@ const BENCHES: [string, RegExp][] = [
   ['bench/dispatch.ts', /^\(c\) doubled +0 /m],
   ['bench/memory.ts', /^control plane alone, pg backend +\d+ +\d+ /m],
   ['bench/automation.ts', /^\(3\) queue check, dry, 100 findings +\d+ /m],
-  ['bench/gate-sampler.ts', /^ {2}sampler +[\d.]+ ms CPU per sample/m],
+  ['bench/gate-sampler.ts', /^gate's sampling CPU at 8 runs: [\d.]+ % of one core/m],
   ['bench/fleet.ts', /^cluster doubled +0 /m],
 ];
 

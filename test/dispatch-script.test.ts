@@ -48,3 +48,14 @@ describe('the dispatch script answer', () => {
     pids.push(Number(readFileSync(join(dir, 'silent.pid'), 'utf8')));
   });
 });
+
+describe('the argv prefix', () => {
+  it('runs first and execs the script as its last argument: the pid the gate records is the script\'s', async () => {
+    // The run-cgroup join prefix sets an environment variable here instead of joining, so the order is visible.
+    const prefix = ['/bin/sh', '-c', 'export PREFIX_RAN=yes; exec "$@"', 'prefix'];
+    let spawned = 0;
+    const scriptPath = script('prefixed.sh', 'echo "{\\"prefix_ran\\": \\"$PREFIX_RAN\\", \\"pid\\": $$}"');
+    const result = await runDispatchScript({ scriptPath, cwd: dir, env: { PATH: process.env.PATH ?? '' }, timeoutMs: 20_000, argvPrefix: prefix, onSpawn: (pid) => (spawned = pid) });
+    expect(result).toMatchObject({ ok: true, output: { prefix_ran: 'yes', pid: spawned } });
+  });
+});

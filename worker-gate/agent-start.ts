@@ -1,14 +1,11 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { DispatchRequest } from '../contracts/worker-gate.ts';
 import { DEFAULT_AGENT_SANDBOX, dispatchOptionProblems, type AgentRuntime } from '../domain/agent-runtimes.ts';
-import type { PinnedDir } from '../files/pinned-dir.ts';
 import { HttpError } from '../http/errors.ts';
-import { sha256Hex } from '../http/tokens.ts';
 import type { WorkerGateConfig } from './gate-config.ts';
 import { pinnedAgentBinary } from './launchers/installed-agents.ts';
-import { lastRecordedSession } from './launchers/records.ts';
+import { agentHomePath, agentRecordsPath, lastRecordedSession, makePrivateDir } from './launchers/records.ts';
 
 const LAUNCHER_SCRIPT = fileURLToPath(new URL('./launchers/launcher.sh', import.meta.url));
 
@@ -29,10 +26,11 @@ export function checkDispatchOptions(runtime: AgentRuntime, request: DispatchReq
 
 /**
  * The start of a run's agent under `runtime` (README "Running real agents"): `script` runs dispatch_script_path as it
- * is; a real tool runs the gate's launcher, with the tool's executable, the tool's own home for this project (under
- * state_dir, out of the agent's reach in its sandbox) and, for a resume, the project's last recorded session.
+ * is; a real tool runs the gate's launcher, with the tool's executable, the tool's own home for this project, the
+ * directory of the gate's records of it (both under state_dir, never in the project) and, for a resume, the project's
+ * last recorded session.
  */
-export function agentStartFor(config: WorkerGateConfig, runtime: AgentRuntime, project: PinnedDir, projectDir: string, request: DispatchRequest): AgentStart {
+export function agentStartFor(config: WorkerGateConfig, runtime: AgentRuntime, projectDir: string, request: DispatchRequest): AgentStart {
   if (runtime === 'script') {
     if (!config.dispatch_script_path) throw new HttpError(502, "dispatch_script_path is not set, and this run's agent_runtime is 'script'");
     return { scriptPath: config.dispatch_script_path, sandbox: request.sandbox, env: {}, passedEnv: null };
@@ -40,14 +38,19 @@ export function agentStartFor(config: WorkerGateConfig, runtime: AgentRuntime, p
   const pathField = runtime === 'codex' ? 'codex_path' : 'claude_code_path';
   const binary = config[pathField] || pinnedAgentBinary(runtime);
   if (!existsSync(binary)) throw new HttpError(502, `${runtime} is not installed at ${binary}: run scripts/ensure-agents.sh, or set ${pathField}`);
+  const stateDir = realpathSync(config.state_dir);
+  const records = agentRecordsPath(stateDir, projectDir);
+  makePrivateDir(records);
   const env: Record<string, string> = {
     AGENT_RUNTIME: runtime,
     AGENT_BINARY: binary,
-    AGENT_HOME: join(config.state_dir, 'worker-gate', 'agent-homes', sha256Hex(projectDir).slice(0, 16), runtime),
+    AGENT_HOME: agentHomePath(stateDir, projectDir, runtime),
+    AGENT_RECORDS: records,
+    AGENT_STATE_DIR: stateDir,
     AGENT_TMUX: config.agent_tmux_enabled ? '1' : '0',
   };
   if (request.mode === 'resume') {
-    const session = lastRecordedSession(project, runtime);
+    const session = lastRecordedSession(records, runtime);
     if (!session) throw new HttpError(409, `mode resume: the project has no recorded ${runtime} session to continue (dispatch it with mode exec first)`);
     env.RESUME_SESSION_ID = session;
   }

@@ -6,6 +6,7 @@ import type { OutboxEntry } from './callback-outbox.ts';
 import { profileFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEvent } from './gate-event-log.ts';
 import type { SamplingHealth } from './run-monitor.ts';
+import type { RunCgroupsStatus } from './run-cgroups/index.ts';
 
 const SERVICE_NAME = 'research-control-plane worker gate';
 /** A pending question is settled for the gate, but the run still waits for a person. */
@@ -16,6 +17,7 @@ export interface DashboardInput {
   ready: boolean;
   startedAt: string;
   sampling: Readonly<SamplingHealth>;
+  runCgroups: RunCgroupsStatus;
   latestSample: TelemetrySample | undefined;
   runs: readonly GateRun[];
   callbacksPending: number;
@@ -56,6 +58,7 @@ export function dashboardBody(input: DashboardInput) {
         samples: sampling.samples,
         cpu_ms_per_sample: sampling.samples ? Math.round((sampling.cpuMs / sampling.samples) * 1000) / 1000 : null,
       },
+      run_cgroups: input.runCgroups,
     },
     totals: {
       runs: runs.length,

@@ -13,6 +13,11 @@ export interface DispatchScriptOptions {
   cwd: string;
   env: NodeJS.ProcessEnv;
   timeoutMs: number;
+  /**
+   * Run before the script, which is appended as the last argument: `[...argvPrefix, scriptPath]`. The run's cgroup
+   * join comes first (worker-gate/run-cgroups), then what switches user and sandboxes; each execs the rest.
+   */
+  argvPrefix?: readonly string[];
   /** Called with the script's pid as soon as it runs: the process, its session and its descendants are the gate's own. */
   onSpawn?: (pid: number) => void;
 }
@@ -72,7 +77,8 @@ export function runDispatchScript(options: DispatchScriptOptions): Promise<Dispa
     let stderr = '';
     let settled = false;
     let timedOut = false;
-    const child = spawn(options.scriptPath, [], {
+    const [command = options.scriptPath, ...args] = [...(options.argvPrefix ?? []), options.scriptPath];
+    const child = spawn(command, args, {
       cwd: options.cwd,
       env: options.env,
       detached: true,

@@ -27,6 +27,7 @@ import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
 import { resolvedRoot, resolveProjectPaths } from './project-paths.ts';
 import type { RunRecords } from './run-records.ts';
 import { reapProcesses, type ReapResult } from './stale-reaper.ts';
+import { reopenRunCgroup, runLimitsFor, stopAndRemove, type RunCgroup, type RunCgroupHost } from './run-cgroups/index.ts';
 
 export interface DispatchResponse {
   ok: true;
@@ -63,6 +64,8 @@ export interface GateDispatcherOptions {
   eventUrl: () => string;
   /** The machine's latest telemetry reading: its VRAM use is the run's baseline. */
   latestSample: () => TelemetrySample | undefined;
+  /** Where each run gets its own cgroup (none where the gate has no cgroups). */
+  cgroups: RunCgroupHost;
 }
 
 /** What makes two /dispatch calls the same request; the display name may differ. */
@@ -177,6 +180,8 @@ export class GateDispatcher {
   ): Promise<DispatchResponse> {
     const { config, runs, events, logger } = this.options;
 
+    // Made before anything of the run starts, so its first process is inside it: membership is exact from then on.
+    const cgroup = await this.createCgroup(request.run_id, workloadClass);
     // The agent's only credential: good for its own run's events, and kept here as a hash alone.
     const eventToken = randomToken();
     const starting = startingRun(
@@ -196,6 +201,7 @@ export class GateDispatcher {
         request_hash: hash,
         event_token_sha256: sha256Hex(eventToken),
         vram_baseline_mib: this.options.latestSample()?.vram_used_mib ?? null,
+        cgroup: cgroup?.record() ?? null,
       },
       new Date().toISOString(),
     );
@@ -206,6 +212,8 @@ export class GateDispatcher {
       // The pinned directory itself: a link swapped in for the project after the checks cannot move the agent out.
       cwd: `/proc/self/fd/${project.fd}`,
       timeoutMs: config.dispatch_timeout_sec * 1000,
+      // The cgroup join comes first: everything after it (user switch, sandbox, script) starts inside the run's cgroup.
+      argvPrefix: [...(cgroup?.joinArgv() ?? [])],
       // Recorded before the agent can post an event naming its root: the pid it names must descend from this one.
       onSpawn: (pid) => {
         const stat = readProcessStat(pid);
@@ -227,6 +235,7 @@ export class GateDispatcher {
       }, start.passedEnv),
     });
     if (!result.ok) {
+      if (cgroup) await this.stopCgroup(starting.run_id, cgroup);
       runs.remove(starting.run_id);
       events.append('dispatch_failed', starting.run_id, { status: result.status, ...result.detail });
       logger.warn({ run_id: starting.run_id, status: result.status, message: result.detail.message }, 'dispatch failed');
@@ -269,13 +278,41 @@ export class GateDispatcher {
     if (!current) throw new HttpError(404, `unknown run '${runId}'`);
     if (current.gate_state === 'cancelled') return { ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: true, stopped: [] };
     const cancelled = runs.save(markCancelled(current));
-    const tracked = findTrackedProcesses(readProcessTable({ withCwd: true }), trackingTargetOf(cancelled));
-    const victims = tracked.alive.filter((proc) => proc.pid !== process.pid && proc.pid !== process.ppid);
-    const outcomes = await reapProcesses(victims, { termGraceSec: config.stale_project_process_term_grace_sec });
+    let outcomes: ReapResult[];
+    if (cancelled.cgroup) {
+      outcomes = await this.stopCgroup(runId, reopenRunCgroup(cancelled.cgroup));
+    } else {
+      const tracked = findTrackedProcesses(readProcessTable({ withCwd: true }), trackingTargetOf(cancelled));
+      const victims = tracked.alive.filter((proc) => proc.pid !== process.pid && proc.pid !== process.ppid);
+      outcomes = await reapProcesses(victims, { termGraceSec: config.stale_project_process_term_grace_sec });
+    }
     runs.save(recordCancelStops(runs.get(runId) ?? cancelled, outcomes, new Date().toISOString()));
     events.append('run_cancelled', runId, { stopped: outcomes });
     logger.info({ run_id: runId, stopped: outcomes.length }, 'run cancelled');
     return { ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: false, stopped: outcomes };
+  }
+
+  /** The run's new cgroup with its workload profile's limits; null where the gate has no cgroups. */
+  private async createCgroup(runId: string, workloadClass: WorkloadClass): Promise<RunCgroup | null> {
+    try {
+      return await this.options.cgroups.create(runId, runLimitsFor(this.options.config, workloadClass));
+    } catch (error) {
+      throw new HttpError(502, `run '${runId}': its cgroup could not be made: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  /** Stops every process of the run's cgroup at once (the kernel's kill, no fork can outrun it), then removes it. */
+  private async stopCgroup(runId: string, cgroup: RunCgroup): Promise<ReapResult[]> {
+    const members = cgroup.pids();
+    try {
+      await stopAndRemove(cgroup);
+      this.options.events.append('run_cgroup_removed', runId, { killed: members.length, paths: cgroup.record().paths });
+      return members.map((pid) => ({ pid, outcome: 'killed' as const }));
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.options.logger.error({ run_id: runId, err: error }, 'stopping the run cgroup failed');
+      return members.map((pid) => ({ pid, outcome: 'error' as const, error: message }));
+    }
   }
 }
 

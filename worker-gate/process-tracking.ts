@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { ProcessInfo } from './process-table.ts';
 import type { GateRun } from '../domain/gate-run.ts';
+import { reopenRunCgroup } from './run-cgroups/run-cgroup-host.ts';
 
 export interface KnownProcess {
   pid: number;
@@ -14,6 +15,11 @@ export interface TrackingTarget {
   processGroupId?: number;
   projectDir: string;
   known: ReadonlyArray<KnownProcess>;
+  /**
+   * The pids in the run's own cgroup, when it has one: then these are exactly its processes, and the other rules
+   * (which a process in a session of its own, outside the project, escapes) are not used.
+   */
+  cgroupPids?: readonly number[];
 }
 
 export interface TrackedProcesses {
@@ -31,6 +37,11 @@ const DELETED_SUFFIX = ' (deleted)';
 export function findTrackedProcesses(table: ProcessInfo[], target: TrackingTarget): TrackedProcesses {
   const byPid = new Map(table.map((info) => [info.pid, info]));
   const root = findRoot(byPid, target);
+  if (target.cgroupPids !== undefined) {
+    const members = new Set(target.cgroupPids);
+    const alive = table.filter((info) => members.has(info.pid) && isAlive(info)).sort((a, b) => a.pid - b.pid);
+    return { alive, rootAlive: root !== null && members.has(root.pid) && isAlive(root) };
+  }
   const inProject = insideDir(target.projectDir);
   const seeds = [
     ...(root ? [root] : []),
@@ -100,7 +111,7 @@ export function insideDir(dir: string): (path: string) => boolean {
   };
 }
 
-/** What identifies a run's processes: its root (with start time), its process group, its project and those seen. */
+/** What identifies a run's processes: its cgroup's members; without one, its root (with start time), process group, project and those seen. */
 export function trackingTargetOf(run: GateRun): TrackingTarget {
   return {
     ...(run.root_pid !== null ? { rootPid: run.root_pid } : {}),
@@ -108,5 +119,6 @@ export function trackingTargetOf(run: GateRun): TrackingTarget {
     ...(run.process_group_id !== null ? { processGroupId: run.process_group_id } : {}),
     projectDir: run.project_dir,
     known: run.known_pids,
+    ...(run.cgroup ? { cgroupPids: reopenRunCgroup(run.cgroup).pids() } : {}),
   };
 }

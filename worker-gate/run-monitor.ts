@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { RunEvidence } from '../contracts/worker-callback.ts';
 import type { ControlPlaneEvent } from '../contracts/worker-gate.ts';
-import type { TelemetrySample } from '../domain/gate.ts';
+import { RUN_OVER_GATE_STATES, type TelemetrySample } from '../domain/gate.ts';
 import { isAwaitingQuietWindow } from '../domain/gate-lifecycle.ts';
 import {
   adoptRoot,
@@ -30,6 +30,7 @@ import type { GateEventLog } from './gate-event-log.ts';
 import { clockTicksPerSecond, readCmdline, readProcessTable, type ProcessInfo } from './process-table.ts';
 import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
 import type { RunRecords } from './run-records.ts';
+import { reopenRunCgroup, stopAndRemove } from './run-cgroups/index.ts';
 import { reapProcesses, selectStaleProcesses } from './stale-reaper.ts';
 import { parseProcStat } from './telemetry/proc-parsers.ts';
 import { processCpuUsage, RunUsageMeter } from './telemetry/run-usage.ts';
@@ -79,6 +80,7 @@ export class RunMonitor {
   private readonly sampler = new TelemetrySampler();
   private readonly samples: TelemetrySample[] = [];
   private readonly reaping = new Set<number>();
+  private readonly releasingCgroups = new Set<string>();
   private readonly ticksPerSec = clockTicksPerSecond();
   private readonly btimeSec: number;
   private readonly maxSamplesKept: number;
@@ -207,6 +209,7 @@ export class RunMonitor {
     const sample = await this.sampler.sample();
     this.samples.push(sample);
     if (this.samples.length > this.maxSamplesKept) this.samples.splice(0, this.samples.length - this.maxSamplesKept);
+    this.releaseEndedRunCgroups();
     const watched = this.options.runs.all().filter(isWatched);
     this.runUsage.keepOnly(new Set(watched.map((run) => run.run_id)));
     if (watched.length === 0) return;
@@ -238,6 +241,31 @@ export class RunMonitor {
     else this.options.runs.keep(run);
   }
 
+  /**
+   * Every end of a run (ready, error, timeout, stall, cancel, a failed end event) stops the whole of its cgroup and
+   * removes it: whatever the run left behind goes with it, and only the run's own processes are signalled.
+   */
+  private releaseEndedRunCgroups(): void {
+    const { runs, events, logger } = this.options;
+    for (const run of runs.all()) {
+      if (!run.cgroup || !RUN_OVER_GATE_STATES.has(run.gate_state) || this.releasingCgroups.has(run.run_id)) continue;
+      if (!run.cgroup.paths.some((path) => existsSync(path))) continue;
+      const cgroup = reopenRunCgroup(run.cgroup);
+      const members = cgroup.pids();
+      this.releasingCgroups.add(run.run_id);
+      void stopAndRemove(cgroup)
+        .then(({ killed }) => {
+          events.append('run_cgroup_removed', run.run_id, { killed, paths: run.cgroup?.paths ?? [], gate_state: run.gate_state });
+          if (members.length === 0) return;
+          logger.info({ run_id: run.run_id, killed }, 'the ended run\'s leftover processes were stopped with its cgroup');
+          const at = isoNow();
+          runs.save(recordReaped(runs.get(run.run_id) ?? run, members.map((pid) => ({ pid, outcome: 'killed', at, command: 'left in the cgroup of an ended run' }))));
+        })
+        .catch((error: Error) => logger.error({ err: error, run_id: run.run_id }, 'stopping an ended run\'s cgroup failed'))
+        .finally(() => this.releasingCgroups.delete(run.run_id));
+    }
+  }
+
   private evaluateWindow(run: GateRun, sample: TelemetrySample): Transition {
     const { config } = this.options;
     const profile = profileFor(config, run.workload_class);
@@ -260,8 +288,10 @@ export class RunMonitor {
   private reapStale(run: GateRun, table: ProcessInfo[], sample: TelemetrySample): void {
     const { config, runs, events, logger } = this.options;
     if (!config.stale_project_process_reaper_enabled) return;
-    const victims = selectStaleProcesses(table, {
-      projectDir: run.project_dir,
+    // With a cgroup, the run's leftovers are its cgroup's members wherever they work; without one, the project's.
+    const members = run.cgroup ? new Set(run.alive_pids) : null;
+    const victims = selectStaleProcesses(members ? table.filter((proc) => members.has(proc.pid)) : table, {
+      projectDir: members ? '/' : run.project_dir,
       nowMs: sample.at_ms,
       btimeSec: this.btimeSec,
       ticksPerSec: this.ticksPerSec,

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from '../contracts/worker-gate.ts';
-import { SETTLED_GATE_STATES } from '../domain/gate.ts';
+import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES } from '../domain/gate.ts';
 import { acceptsAgentEvents } from '../domain/gate-run.ts';
 import { sha256Hex, tokensMatch } from '../http/tokens.ts';
 import { CallbackOutbox } from './callback-outbox.ts';
@@ -12,6 +12,7 @@ import { GateEventLog } from './gate-event-log.ts';
 import type { PrepareResult } from './prepare-project.ts';
 import { RunMonitor, type EventResponse } from './run-monitor.ts';
 import { RunRecords } from './run-records.ts';
+import { RunCgroupHost } from './run-cgroups/index.ts';
 
 export type { CancelResponse, DispatchResponse } from './dispatcher.ts';
 export type { EventResponse } from './run-monitor.ts';
@@ -38,6 +39,7 @@ export class WorkerGate {
   private readonly outbox: CallbackOutbox;
   private readonly dispatcher: GateDispatcher;
   private readonly monitor: RunMonitor;
+  private readonly cgroups: RunCgroupHost;
   private readonly startedAt = new Date().toISOString();
   private stopped = false;
   private ready = false;
@@ -57,9 +59,10 @@ export class WorkerGate {
       onDelivered: (entry) =>
         this.events.append('callback_delivered', entry.run_id, { event_type: entry.event_type, idempotency_key: entry.idempotency_key, attempts: entry.attempts }),
     });
+    this.cgroups = RunCgroupHost.detect(this.config);
     const shared = { config: this.config, logger: this.logger, runs: this.runs, events: this.events };
     this.monitor = new RunMonitor({ ...shared, outbox: this.outbox });
-    this.dispatcher = new GateDispatcher({ ...shared, eventUrl: options.eventUrl, latestSample: () => this.monitor.latestSample() });
+    this.dispatcher = new GateDispatcher({ ...shared, eventUrl: options.eventUrl, latestSample: () => this.monitor.latestSample(), cgroups: this.cgroups });
   }
 
   /** Loads the records a previous process left, resumes tracking and resends pending callbacks, then samples. */
@@ -68,6 +71,7 @@ export class WorkerGate {
     this.outbox.load();
     this.runs.load();
     this.dispatcher.recoverInterruptedDispatches();
+    await this.sweepRunCgroups();
     const resumed = this.runs.all().filter((run) => !SETTLED_GATE_STATES.has(run.gate_state));
     this.events.append('gate_started', null, { resumed_runs: resumed.map((run) => run.run_id), callbacks_pending: this.outbox.pendingCount() });
     this.logger.info({ resumed_runs: resumed.length, callbacks_pending: this.outbox.pendingCount() }, 'worker gate started');
@@ -76,10 +80,33 @@ export class WorkerGate {
     this.ready = true;
   }
 
+  /**
+   * Says how runs are contained, then stops and removes the run cgroups a previous process left that no run still
+   * going holds (the cgroups of runs that ended are released by the monitor's sweep).
+   */
+  private async sweepRunCgroups(): Promise<void> {
+    const status = this.cgroups.status();
+    if (status.mode === 'none') this.logger.warn({ run_cgroups: status }, `runs get no cgroup of their own: ${status.reason}`);
+    else this.logger.info({ run_cgroups: status }, `each run gets its own cgroup (${status.mode}): ${status.reason}`);
+    if (status.limits_unavailable.length > 0) this.logger.warn({ limits_unavailable: status.limits_unavailable }, 'some run limits cannot be applied');
+    const kept = new Set(
+      this.runs
+        .all()
+        .filter((run) => !RUN_OVER_GATE_STATES.has(run.gate_state))
+        .flatMap((run) => run.cgroup?.paths ?? []),
+    );
+    const swept = await this.cgroups.sweep(kept);
+    if (swept.length > 0) {
+      this.events.append('run_cgroups_swept', null, { cgroups: swept });
+      this.logger.warn({ cgroups: swept }, 'stopped and removed run cgroups no tracked run holds');
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     await this.monitor.stop();
     await this.outbox.stop();
+    this.cgroups.releaseParents();
   }
 
   isReady(): boolean {
@@ -126,6 +153,7 @@ export class WorkerGate {
       ready: this.isReady(),
       startedAt: this.startedAt,
       sampling: this.monitor.samplingHealth(),
+      runCgroups: this.cgroups.status(),
       latestSample: this.monitor.latestSample(),
       runs: this.runs.all(),
       callbacksPending: this.outbox.pendingCount(),

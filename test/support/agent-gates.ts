@@ -1,9 +1,10 @@
-import { spawnSync } from 'node:child_process';
+import { realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { LaunchedRuntime } from '../../domain/agent-runtimes.ts';
-import { gateClient, startGateProcess, waitUntil, writeGateConfig, type CallbackReceiver, type GateFixture, type GateProcess } from './gate.ts';
+import { agentRecordsPath } from '../../worker-gate/launchers/records.ts';
+import { gateClient, startGateProcess, writeGateConfig, type CallbackReceiver, type GateFixture, type GateProcess } from './gate.ts';
 
 /** A real gate process whose runs start a real agent tool (agent_runtime), for the tests of each tool. */
 export interface AgentGate {
@@ -41,21 +42,6 @@ export async function dispatchedRun(on: AgentGate, body: Record<string, unknown>
 }
 
 /**
- * Waits for the run's first reaped process; a timeout says what the gate saw of the run, what the agent recorded and
- * which marked processes are alive, so a failure in CI can be read from its log.
- */
-export async function firstReaped(on: AgentGate, runId: string, key: string, timeoutMs: number): Promise<Record<string, any>> {
-  try {
-    return await waitUntil('the lingering process to be reaped', async () => (await on.client.runView(runId))?.reaped?.[0], timeoutMs);
-  } catch (error) {
-    const view = await on.client.runView(runId);
-    const record = await agentRecord(on, key, 'session.json').catch((missing: Error) => missing.message);
-    const marked = spawnSync('pgrep', ['-af', 'rcp-linger-marker'], { encoding: 'utf8' }).stdout;
-    throw new Error(`${(error as Error).message}\nthe gate's run: ${JSON.stringify(view)}\nsession.json: ${record}\nmarked processes: ${marked}\ngate log tail: ${on.process.output().slice(-4000)}`);
-  }
-}
-
-/**
  * A shell command that leaves a process behind in a session of its own, named `marker` (which holds the gate fixture's
  * marker `rcp-linger-marker`), and returns only once that process runs: a tool that ends the process group of a
  * command it ran would otherwise take along one not yet moved out of it (a loaded machine may not have run it yet).
@@ -63,9 +49,11 @@ export async function firstReaped(on: AgentGate, runId: string, key: string, tim
 export const leaveLingeringProcess = (marker: string) =>
   `(setsid bash -c 'exec -a ${marker} sleep 300' >/dev/null 2>&1 &) && until pgrep -f '^${marker} ' >/dev/null; do sleep 0.1; done`;
 
-/** A file the launcher keeps under the project's `.research/agent/`. */
-export const agentRecord = (on: AgentGate, key: string, file: 'session.json' | 'events.jsonl' | 'stderr.log') =>
-  readFile(join(on.fixture.projectRoot, key, '.research', 'agent', file), 'utf8');
+/** The gate's records of project `key`'s agent, under its state_dir (never in the project). */
+export const agentRecordsOf = (on: AgentGate, key: string) => agentRecordsPath(join(on.fixture.dir, 'state'), join(realpathSync(on.fixture.projectRoot), key));
+
+/** A file the launcher keeps in the gate's records of the project. */
+export const agentRecord = (on: AgentGate, key: string, file: 'session.json' | 'events.jsonl' | 'stderr.log' | 'agent.log') => readFile(join(agentRecordsOf(on, key), file), 'utf8');
 
 export const sessionRecord = async (on: AgentGate, key: string) => JSON.parse(await agentRecord(on, key, 'session.json'));
 

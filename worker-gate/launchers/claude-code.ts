@@ -8,7 +8,6 @@
  * SessionEnd (also on SIGINT and SIGTERM), each hook as an `sh -c` child.
  */
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TokenUsage } from '../../domain/agent-runtimes.ts';
 import type { AgentStreamState, LaunchRequest, RuntimeLauncher } from './runtime-launcher.ts';
@@ -28,10 +27,8 @@ export const claudeCodeLauncher: RuntimeLauncher = {
   runtime: 'claude-code',
   credentialVariables: ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL'],
 
-  prepareHome({ home, sandbox }, hookCommand) {
-    mkdirSync(home, { recursive: true, mode: 0o700 });
-    chmodSync(home, 0o700);
-    writeFileSync(join(home, HOOKS_FILE), claudeHookSettings(hookCommand));
+  prepareHome({ home, sandbox }, hookCommand, _env, write) {
+    write(HOOKS_FILE, claudeHookSettings(hookCommand));
     return {
       CLAUDE_CONFIG_DIR: home,
       HOME: home,

@@ -6,9 +6,12 @@
  *
  * The file is found by its session id, opened once (O_NOFOLLOW: a link put in its place is refused) and read from that
  * handle as it grows, a bounded amount per poll. A resumed session appends to its earlier file: what the session had
- * spent before this invocation started is subtracted, so the budget counts this run's tokens alone.
+ * spent before this invocation started is subtracted, so the budget counts this run's tokens alone. Only what the file
+ * held when it was first opened can say what was spent before: a "before" line that appears later (an agent that can
+ * write the tool's home may append one, dated in the past, to make its spending look small) is ignored. And the
+ * running total never goes down, so a forged smaller total changes nothing either.
  */
-import { closeSync, constants, openSync, readdirSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TokenUsage } from '../../domain/agent-runtimes.ts';
 
@@ -27,6 +30,8 @@ interface Totals {
 export class CodexRolloutUsage {
   private fd: number | null = null;
   private offset = 0;
+  /** The file's size when it was opened: lines that end beyond it were written during this invocation. */
+  private sizeAtOpen = 0;
   private partial = '';
   private before: Totals = { input: 0, output: 0 };
   private latest: Totals | null = null;
@@ -45,7 +50,11 @@ export class CodexRolloutUsage {
       if (!path) return null;
       try {
         this.fd = openSync(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+        const info = fstatSync(this.fd);
+        if (!info.isFile()) throw new Error('not a regular file');
+        this.sizeAtOpen = info.size;
       } catch {
+        this.close();
         return null;
       }
     }
@@ -54,9 +63,9 @@ export class CodexRolloutUsage {
     while (read < READ_PER_POLL) {
       const n = readSync(this.fd, buffer, 0, buffer.length, this.offset);
       if (n === 0) break;
-      this.offset += n;
       read += n;
-      this.take(buffer.subarray(0, n).toString('utf8'));
+      this.take(buffer.subarray(0, n).toString('utf8'), this.offset);
+      this.offset += n;
     }
     if (!this.latest) return null;
     const input = Math.max(0, this.latest.input - this.before.input);
@@ -69,16 +78,23 @@ export class CodexRolloutUsage {
     this.fd = null;
   }
 
-  private take(text: string): void {
+  /** Takes `text`, read at byte `at` of the file. */
+  private take(text: string, at: number): void {
+    // Where each whole line ends in the file, to tell what the file held at open from what came after.
+    let end = at - Buffer.byteLength(this.partial);
     const lines = (this.partial + text).split('\n');
     this.partial = lines.pop() ?? '';
     if (this.partial.length > MAX_LINE) this.partial = '';
     for (const line of lines) {
+      end += Buffer.byteLength(line) + 1;
       if (!line.includes('"token_count"')) continue;
       const totals = tokenCountTotals(line);
       if (!totals) continue;
-      if (totals.at < this.startedAt) this.before = totals;
-      else this.latest = totals;
+      if (totals.at < this.startedAt) {
+        if (end <= this.sizeAtOpen) this.before = totals;
+      } else {
+        this.latest = this.latest ? { input: Math.max(this.latest.input, totals.input), output: Math.max(this.latest.output, totals.output) } : totals;
+      }
     }
   }
 }

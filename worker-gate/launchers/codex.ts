@@ -6,7 +6,6 @@
  * <handler>"]` entry holds the sha256 of the canonical JSON of the handler's identity.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TokenUsage } from '../../domain/agent-runtimes.ts';
 import { CodexRolloutUsage } from './codex-rollout.ts';
@@ -91,12 +90,10 @@ export const codexLauncher: RuntimeLauncher = {
   runtime: 'codex',
   credentialVariables: ['OPENAI_API_KEY', 'OPENAI_BASE_URL'],
 
-  prepareHome({ home }, hookCommand, env) {
-    mkdirSync(home, { recursive: true, mode: 0o700 });
-    chmodSync(home, 0o700);
-    const hooksPath = join(home, 'hooks.json');
-    writeFileSync(hooksPath, codexHooksJson(hookCommand));
-    writeFileSync(join(home, 'config.toml'), codexConfigToml({ baseUrl: env.OPENAI_BASE_URL, apiKeyVariable: 'OPENAI_API_KEY', hooksPath, hookCommand }));
+  prepareHome({ home }, hookCommand, env, write) {
+    // The trust entries name hooks.json where Codex reads it: in its sandbox.
+    write('hooks.json', codexHooksJson(hookCommand));
+    write('config.toml', codexConfigToml({ baseUrl: env.OPENAI_BASE_URL, apiKeyVariable: 'OPENAI_API_KEY', hooksPath: join(home, 'hooks.json'), hookCommand }));
     return { CODEX_HOME: home };
   },
 
@@ -107,7 +104,7 @@ export const codexLauncher: RuntimeLauncher = {
     return ['exec', ...common, '--sandbox', request.sandbox, request.prompt];
   },
 
-  watchUsage: ({ home }, startedAt) => new CodexRolloutUsage(home, startedAt),
+  watchUsage: ({ homeOnHost }, startedAt) => new CodexRolloutUsage(homeOnHost, startedAt),
 
   readStreamLine(line: string, state: AgentStreamState) {
     let event: { type?: unknown; thread_id?: unknown; usage?: unknown; item?: { type?: unknown; text?: unknown }; error?: { message?: unknown }; message?: unknown };

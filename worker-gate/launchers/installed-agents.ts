@@ -14,9 +14,18 @@ const PINNED: Record<LaunchedRuntime, PinnedAgent> = JSON.parse(readFileSync(new
 
 export const pinnedAgent = (runtime: LaunchedRuntime): PinnedAgent => PINNED[runtime];
 
-/** Where scripts/ensure-agents.sh puts the pinned tool's executable: the per-user cache, never node_modules. */
+/**
+ * The cache scripts/ensure-agents.sh installs into: the user's own, never node_modules. As root it is the system's
+ * (/var/cache): a gate run as root starts the tools as the agent user (README "Security model"), who cannot pass
+ * through root's private home.
+ */
+export function agentsCacheDir(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.() ?? -1): string {
+  const cache = env.XDG_CACHE_HOME || (uid === 0 ? '/var/cache' : join(env.HOME || homedir(), '.cache'));
+  return join(cache, 'research-control-plane', 'agents');
+}
+
+/** Where scripts/ensure-agents.sh puts the pinned tool's executable. */
 export function pinnedAgentBinary(runtime: LaunchedRuntime, env: NodeJS.ProcessEnv = process.env): string {
   const agent = PINNED[runtime];
-  const cache = env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache');
-  return join(cache, 'research-control-plane', 'agents', `${runtime}-${agent.version}`, 'node_modules', '.bin', agent.bin);
+  return join(agentsCacheDir(env), `${runtime}-${agent.version}`, 'node_modules', '.bin', agent.bin);
 }

@@ -1,16 +1,44 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fstatSync, ftruncateSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AGENT_SESSION_ID } from '../../domain/agent-runtimes.ts';
-import type { PinnedDir } from '../../files/pinned-dir.ts';
+import { PinnedDir } from '../../files/pinned-dir.ts';
+import { sha256Hex } from '../../http/tokens.ts';
 
 /**
- * What a launcher records under `<project>/.research/agent/` (README "Running real agents"): `session.json` (the
- * last session: its id, how it ended, its token usage), the tool's event stream `events.jsonl`, and `stderr.log`.
+ * Where the gate keeps what it records about a project's real agent (README "Running real agents"): under its own
+ * state_dir, private to the gate (0700), never in the project the agent writes. Per project, in
+ * `<state_dir>/worker-gate/agent-records/<project key>/`: `session.json` (the last session: its id, how it ended, its
+ * token usage), the tool's event stream `events.jsonl`, its `stderr.log` and the runner's own `agent.log`. The files
+ * are opened through the pinned directory without following a link, each at most its own bound.
  */
-export const AGENT_RECORDS_DIR = '.research/agent';
-const SESSION_RECORD = `${AGENT_RECORDS_DIR}/session.json`;
+export const AGENT_RECORD_FILES = { session: 'session.json', events: 'events.jsonl', stderr: 'stderr.log', agentLog: 'agent.log' } as const;
+export type AgentLogFile = 'events.jsonl' | 'stderr.log' | 'agent.log';
+
 const MAX_SESSION_RECORD_BYTES = 256 * 1024;
+const { O_WRONLY, O_CREAT, O_APPEND, O_NOFOLLOW, O_NONBLOCK } = constants;
+
+/** A project's key under state_dir: its path's hash, so that no name of the agent's choosing becomes a path of the gate's. */
+export const projectKey = (projectDir: string) => sha256Hex(projectDir).slice(0, 16);
+
+/** `<state_dir>/worker-gate/agent-records/<project key>`: the gate's records of the project's agent. */
+export function agentRecordsPath(stateDir: string, projectDir: string): string {
+  return join(stateDir, 'worker-gate', 'agent-records', projectKey(projectDir));
+}
+
+/**
+ * `<state_dir>/agent-sandbox/tool-homes/<project key>/<runtime>`: the tool's own home (config, hooks, sessions), the
+ * agent user's (the tool runs as it), beside the agents' homes and apart from the gate's records.
+ */
+export function agentHomePath(stateDir: string, projectDir: string, runtime: string): string {
+  return join(stateDir, 'agent-sandbox', 'tool-homes', projectKey(projectDir), runtime);
+}
+
+/** Creates `path` and every missing directory above it, each one the gate creates private to it (0700). */
+export function makePrivateDir(path: string): void {
+  mkdirSync(path, { recursive: true, mode: 0o700 });
+  chmodSync(path, 0o700);
+}
 
 const TokenUsageSchema = z.object({
   input_tokens: z.number().int().min(0),
@@ -36,29 +64,69 @@ export const AgentSessionRecordSchema = z.object({
 });
 export type AgentSessionRecord = z.output<typeof AgentSessionRecordSchema>;
 
-/** The records directory of a project, created when missing. */
-export function agentRecordsDir(projectDir: string): string {
-  const dir = join(projectDir, AGENT_RECORDS_DIR);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return dir;
+/** The records directory of one project, held open (files/pinned-dir.ts): every file is opened through it, once. */
+export class AgentRecords {
+  private readonly dir: PinnedDir;
+
+  private constructor(dir: PinnedDir) {
+    this.dir = dir;
+  }
+
+  /** Opens (creating, 0700) the records directory at `path`, which the gate named (AGENT_RECORDS). */
+  static open(path: string): AgentRecords {
+    makePrivateDir(path);
+    return new AgentRecords(PinnedDir.open(path, '.', { allowBase: true, selfBoundary: true }));
+  }
+
+  /**
+   * A log file for appending, emptied first when `fresh` (each holds the project's latest run), opened without
+   * following a link at its name; a FIFO or device planted there is refused.
+   */
+  openLog(name: AgentLogFile, options: { fresh: boolean }): number {
+    const fd = openSync(`/proc/self/fd/${this.dir.fd}/${name}`, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK, 0o600);
+    try {
+      if (!fstatSync(fd).isFile()) throw new Error(`${name} in ${this.dir.path} is not a regular file`);
+      if (options.fresh) ftruncateSync(fd, 0);
+      return fd;
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+  }
+
+  writeSession(record: AgentSessionRecord): void {
+    this.dir.writeFileAtomic(AGENT_RECORD_FILES.session, `${JSON.stringify(record, null, 2)}\n`, 0o600);
+  }
+
+  /** The project's last session record, or null when there is none or it does not parse. */
+  readSession(): AgentSessionRecord | null {
+    let bytes: Buffer | null;
+    try {
+      bytes = this.dir.readFileIfExists(AGENT_RECORD_FILES.session, MAX_SESSION_RECORD_BYTES);
+    } catch {
+      return null;
+    }
+    if (bytes === null) return null;
+    try {
+      const record = AgentSessionRecordSchema.safeParse(JSON.parse(bytes.toString('utf8')));
+      return record.success ? record.data : null;
+    } catch {
+      return null;
+    }
+  }
+
+  close(): void {
+    this.dir.close();
+  }
 }
 
-/**
- * The session a resume continues: the id in the project's last session record, read once through the pinned project
- * (files/pinned-dir.ts) since the agent can write there; null when there is none or it is not a record of `runtime`.
- */
-export function lastRecordedSession(project: PinnedDir, runtime: string): string | null {
-  let bytes: Buffer | null;
+/** The session a resume continues: the id in the project's last session record, or null when it is not one of `runtime`. */
+export function lastRecordedSession(recordsPath: string, runtime: string): string | null {
+  const records = AgentRecords.open(recordsPath);
   try {
-    bytes = project.readFileIfExists(SESSION_RECORD, MAX_SESSION_RECORD_BYTES);
-  } catch {
-    return null;
-  }
-  if (bytes === null) return null;
-  try {
-    const record = AgentSessionRecordSchema.safeParse(JSON.parse(bytes.toString('utf8')));
-    return record.success && record.data.runtime === runtime ? record.data.session_id : null;
-  } catch {
-    return null;
+    const record = records.readSession();
+    return record && record.runtime === runtime ? record.session_id : null;
+  } finally {
+    records.close();
   }
 }

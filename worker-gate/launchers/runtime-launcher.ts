@@ -8,9 +8,14 @@ export interface LaunchRequest {
   sandbox: string;
   /** Set for `mode: resume`: the project's last recorded session. */
   resumeSessionId: string | null;
-  /** The tool's isolated home for this project, as prepareHome wrote it. */
+  /** The tool's isolated home for this project, as the tool sees it (in its sandbox). */
   home: string;
+  /** The same home where the launcher, outside the sandbox, reads it. */
+  homeOnHost: string;
 }
+
+/** Writes one file of the tool's home, whole, never through a link left there (files/pinned-dir.ts). */
+export type HomeWriter = (name: string, content: string) => void;
 
 /** What the runner learns from the tool's output stream while it runs. */
 export interface AgentStreamState {
@@ -26,7 +31,7 @@ export interface RuntimeLauncher {
   /** The gate environment's variables this tool reads its model credentials and server from. */
   credentialVariables: readonly string[];
   /** Writes the tool's isolated home (config, hooks) and answers the variables that point the tool at it and configure it. */
-  prepareHome(request: LaunchRequest, hookCommand: (event: string) => string, env: NodeJS.ProcessEnv): Record<string, string>;
+  prepareHome(request: LaunchRequest, hookCommand: (event: string) => string, env: NodeJS.ProcessEnv, write: HomeWriter): Record<string, string>;
   argv(request: LaunchRequest): string[];
   /** Takes one line of the tool's machine-readable output into `state`. */
   readStreamLine(line: string, state: AgentStreamState): void;

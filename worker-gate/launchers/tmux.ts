@@ -25,10 +25,11 @@ function tmux(socket: string, args: string[]): string {
 }
 
 /**
- * Starts `argv` as the pane of a new detached session, in `cwd`, its output also appended to `logPath`. The pane's
+ * Starts `argv` as the pane of a new detached session, in `cwd`, its output also appended to `logPath` (at most
+ * `maxLogBytes`; the gate's own records, where no link of the agent's is). The pane's
  * process is a session and group leader of its own: it is the run's root and its process group.
  */
-export function launchInTmux(options: { runId: string; argv: string[]; cwd: string; logPath: string }): { root_pid: number; process_group_id: number; tmux_session: string } {
+export function launchInTmux(options: { runId: string; argv: string[]; cwd: string; logPath: string; maxLogBytes: number }): { root_pid: number; process_group_id: number; tmux_session: string } {
   const session = tmuxSessionName(options.runId);
   // exec: the pane's process is the runner itself, not a shell waiting on it. -P prints the new pane's pid at once,
   // however soon the runner ends.
@@ -36,7 +37,7 @@ export function launchInTmux(options: { runId: string; argv: string[]; cwd: stri
   const panePid = Number(created.trim());
   if (!Number.isInteger(panePid) || panePid <= 0) throw new Error(`tmux named no pane process for session ${session}`);
   try {
-    tmux(session, ['pipe-pane', '-t', session, `cat >> ${shellQuote(options.logPath)}`]);
+    tmux(session, ['pipe-pane', '-t', session, `head -c ${options.maxLogBytes} >> ${shellQuote(options.logPath)}`]);
   } catch {
     // The runner already ended (its session with it): what it wrote went to the pane only.
   }
