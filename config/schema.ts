@@ -744,6 +744,8 @@ function describeType(node: JsonNode | undefined): string {
       return `${node.type}${numberRange(node)}`;
     case 'boolean':
       return 'boolean';
+    case 'null':
+      return 'null';
     case 'array': {
       const notes = [node.minItems === 1 ? 'non-empty' : '', node.uniqueItems === true ? 'unique' : ''].filter(Boolean);
       return `array of ${describeType(asNode(node.items))}${notes.length ? ` (${notes.join(', ')})` : ''}`;
