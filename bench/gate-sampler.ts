@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { ConfigFileSchema } from '../config/schema.ts';
+import { ControlPlaneEventSchema } from '../contracts/worker-gate.ts';
 import { readProcessTable } from '../worker-gate/process-table.ts';
 import { TelemetrySampler } from '../worker-gate/telemetry/sampler.ts';
 import { WorkerGate } from '../worker-gate/worker-gate.ts';
@@ -73,7 +74,7 @@ async function measure(runCount: number): Promise<Measured> {
       runIds.push(run.run_id);
       if (dispatched.root_pid) rootPids.push(dispatched.root_pid);
       // Idle with its process alive: every tick evaluates the run's quiet window as well.
-      gate.recordEvent({ event: 'session-idle', run_id: run.run_id, session_id: `bench-session-${i}` });
+      gate.recordEvent(ControlPlaneEventSchema.parse({ event: 'session-idle', run_id: run.run_id, session_id: `bench-session-${i}` }));
     }
     const views = gate.dashboard(runCount, 1).runs as { cgroup?: { kind: string } | null }[];
     const inCgroups = views.filter((view) => view.cgroup).length;

@@ -94,24 +94,26 @@ function base64Needles(bytes: Buffer): string[] {
   return needles;
 }
 
-/** The needles of one secret: the value as it is, URL- and JSON-escaped, and (in unwrapped text) base64 and hex. */
-function needlesOf(secret: NamedSecret): { plain: Needle[]; unwrapped: Needle[] } {
+/**
+ * The needles of one secret: the value as it is, URL- and JSON-escaped, base64 and base64url, hex. Searched in the text
+ * with its line breaks left out (as `base64` and `xxd -p` wrap their output), so a needle holds none either.
+ */
+function needlesOf(secret: NamedSecret): Needle[] {
   // The first label of a text wins: an encoding that leaves the value as it is adds nothing.
-  const plain = new Map<string, string>();
-  const unwrapped = new Map<string, string>();
-  const add = (map: Map<string, string>, text: string, label: string) => {
-    if (!map.has(text)) map.set(text, label);
+  const needles = new Map<string, string>();
+  const add = (text: string, label: string) => {
+    const unwrapped = text.replace(/[\r\n]/g, '');
+    if (!needles.has(unwrapped)) needles.set(unwrapped, label);
   };
   const bytes = Buffer.from(secret.value, 'utf8');
-  add(plain, secret.value, secret.name);
-  add(plain, encodeURIComponent(secret.value), `${secret.name} (URL-encoded)`);
-  add(plain, JSON.stringify(secret.value).slice(1, -1), `${secret.name} (JSON-escaped)`);
-  for (const encoded of base64Needles(bytes)) add(unwrapped, encoded, `${secret.name} (base64)`);
-  for (const encoded of base64Needles(bytes)) add(unwrapped, encoded.replace(/\+/g, '-').replace(/\//g, '_'), `${secret.name} (base64url)`);
-  add(unwrapped, bytes.toString('hex'), `${secret.name} (hex)`);
-  add(unwrapped, bytes.toString('hex').toUpperCase(), `${secret.name} (hex)`);
-  const toNeedles = (map: Map<string, string>) => [...map].filter(([text]) => text.length >= MIN_SECRET_LENGTH).map(([text, label]) => ({ label, bytes: Buffer.from(text, 'utf8') }));
-  return { plain: toNeedles(plain), unwrapped: toNeedles(unwrapped) };
+  add(secret.value, secret.name);
+  add(encodeURIComponent(secret.value), `${secret.name} (URL-encoded)`);
+  add(JSON.stringify(secret.value).slice(1, -1), `${secret.name} (JSON-escaped)`);
+  for (const encoded of base64Needles(bytes)) add(encoded, `${secret.name} (base64)`);
+  for (const encoded of base64Needles(bytes)) add(encoded.replace(/\+/g, '-').replace(/\//g, '_'), `${secret.name} (base64url)`);
+  add(bytes.toString('hex'), `${secret.name} (hex)`);
+  add(bytes.toString('hex').toUpperCase(), `${secret.name} (hex)`);
+  return [...needles].filter(([text]) => text.length >= MIN_SECRET_LENGTH).map(([text, label]) => ({ label, bytes: Buffer.from(text, 'utf8') }));
 }
 
 /** Every needle is this long at least: the rolling hash covers its last this-many bytes. */
@@ -150,8 +152,8 @@ class NeedleIndex {
 
 /**
  * One stream's search, byte by byte with a rolling hash (Rabin-Karp on each needle's last bytes), keeping the last
- * `longest` bytes seen: a needle is confirmed against them, so one split across chunks is found like any other.
- * `skipLineBreaks` searches the stream as if it had none (base64 and hex dumps are wrapped).
+ * `longest` bytes seen: a needle is confirmed against them, so one split across chunks is found like any other. Line
+ * breaks are passed over: base64 and hex dumps are wrapped, and no secret holds one.
  */
 class StreamSearch {
   private readonly history: Uint8Array;
@@ -159,13 +161,10 @@ class StreamSearch {
   private seen = 0;
   private hash = 0;
   private readonly index: NeedleIndex;
-  private readonly found: Set<string>;
-  private readonly skipLineBreaks: boolean;
+  private readonly found = new Set<string>();
 
-  constructor(index: NeedleIndex, found: Set<string>, skipLineBreaks: boolean) {
+  constructor(index: NeedleIndex) {
     this.index = index;
-    this.found = found;
-    this.skipLineBreaks = skipLineBreaks;
     let size = 1;
     while (size < index.longest) size <<= 1;
     this.history = new Uint8Array(size);
@@ -174,21 +173,31 @@ class StreamSearch {
 
   feed(chunk: Uint8Array): void {
     if (this.index.needles.length === 0) return;
-    const { history, mask, skipLineBreaks } = this;
+    const { history, mask } = this;
     const { filter } = this.index;
+    // Module bindings read once: in the loop each read would be checked again.
+    const window = WINDOW;
+    const base = BASE;
+    const leavingWeight = BASE_POW_WINDOW;
+    const shift = 32 - FILTER_BITS;
+    const length = chunk.length;
     let { seen, hash } = this;
-    for (let at = 0; at < chunk.length; at++) {
+    for (let at = 0; at < length; at++) {
       const byte = chunk[at]!;
-      if (skipLineBreaks && (byte === 0x0a || byte === 0x0d)) continue;
-      const leaving = seen >= WINDOW ? history[(seen - WINDOW) & mask]! : 0;
-      hash = (Math.imul(hash, BASE) + byte - Math.imul(leaving, BASE_POW_WINDOW)) | 0;
+      if (byte === 0x0a || byte === 0x0d) continue;
+      const leaving = seen >= window ? history[(seen - window) & mask]! : 0;
+      hash = (Math.imul(hash, base) + byte - Math.imul(leaving, leavingWeight)) | 0;
       history[seen & mask] = byte;
       seen += 1;
-      const slot = hash >>> (32 - FILTER_BITS);
-      if (seen >= WINDOW && (filter[slot >>> 5]! & (1 << (slot & 31))) !== 0) this.confirm(hash, seen);
+      const slot = hash >>> shift;
+      if (seen >= window && (filter[slot >>> 5]! & (1 << (slot & 31))) !== 0) this.confirm(hash, seen);
     }
     this.seen = seen;
     this.hash = hash;
+  }
+
+  labels(): string[] {
+    return [...this.found].sort();
   }
 
   private confirm(hash: number, seen: number): void {
@@ -204,23 +213,19 @@ class StreamSearch {
 
 /** The search of one file, fed its chunks in order. */
 export class SecretScanner {
-  private readonly found = new Set<string>();
-  private readonly plain: StreamSearch;
-  private readonly unwrapped: StreamSearch;
+  private readonly search: StreamSearch;
 
-  constructor(plain: NeedleIndex, unwrapped: NeedleIndex) {
-    this.plain = new StreamSearch(plain, this.found, false);
-    this.unwrapped = new StreamSearch(unwrapped, this.found, true);
+  constructor(index: NeedleIndex) {
+    this.search = new StreamSearch(index);
   }
 
   feed(chunk: Uint8Array): void {
-    this.plain.feed(chunk);
-    this.unwrapped.feed(chunk);
+    this.search.feed(chunk);
   }
 
   /** The labels of the secrets found so far, sorted: field names and encodings, never values. */
   labels(): string[] {
-    return [...this.found].sort();
+    return this.search.labels();
   }
 }
 
@@ -228,22 +233,17 @@ export class SecretScanner {
 const SCAN_CHUNK_BYTES = 64 * 1024;
 
 export class ServiceSecrets {
-  private readonly plain: NeedleIndex;
-  private readonly unwrapped: NeedleIndex;
+  private readonly index: NeedleIndex;
   /** How many secret values are looked for. */
   readonly count: number;
 
   private constructor(secrets: readonly NamedSecret[]) {
     const usable = secrets.filter((secret) => secret.value.length >= MIN_SECRET_LENGTH);
-    const plain = new Map<string, Needle>();
-    const unwrapped = new Map<string, Needle>();
+    const needles = new Map<string, Needle>();
     for (const secret of usable) {
-      const needles = needlesOf(secret);
-      for (const needle of needles.plain) if (!plain.has(needle.bytes.toString('latin1'))) plain.set(needle.bytes.toString('latin1'), needle);
-      for (const needle of needles.unwrapped) if (!unwrapped.has(needle.bytes.toString('latin1'))) unwrapped.set(needle.bytes.toString('latin1'), needle);
+      for (const needle of needlesOf(secret)) if (!needles.has(needle.bytes.toString('latin1'))) needles.set(needle.bytes.toString('latin1'), needle);
     }
-    this.plain = new NeedleIndex([...plain.values()]);
-    this.unwrapped = new NeedleIndex([...unwrapped.values()]);
+    this.index = new NeedleIndex([...needles.values()]);
     this.count = new Set(usable.map((secret) => secret.value)).size;
   }
 
@@ -255,7 +255,7 @@ export class ServiceSecrets {
   static readonly none = new ServiceSecrets([]);
 
   scanner(): SecretScanner {
-    return new SecretScanner(this.plain, this.unwrapped);
+    return new SecretScanner(this.index);
   }
 
   /** The labels of the secrets in `content`, scanned in chunks as a file is. */

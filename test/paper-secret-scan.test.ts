@@ -169,6 +169,8 @@ describe('the service secrets a config holds', () => {
       scanner.feed(text.subarray(border + 3));
       expect(scanner.labels(), `split at ${border}`).toEqual(['worker_wake_gate_bearer_token']);
     }
+    // `fold -w 20` of a token: the line breaks are passed over.
+    expect(secrets.find(TEST_TOKEN.replace(/(.{20})/g, '$1\n'))).toEqual(['control_api_bearer_token']);
     // Too short to look for: it would match ordinary text.
     expect(ServiceSecrets.of([{ name: 'short', value: 'x'.repeat(MIN_SECRET_LENGTH - 1) }]).find('x'.repeat(100))).toEqual([]);
   });
