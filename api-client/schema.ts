@@ -1123,7 +1123,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Which paper would be drafted next and its evidence check (dry run, the default), or draft it: candidates lacking evidence are skipped (noop), never a 424 */
+        /** Which paper would be drafted next and its evidence check (dry run, the default), or draft it: candidates lacking evidence are skipped (noop), never a 424; evidence holding the service's secrets is refused (409) and its paper held for human review */
         post: operations["draftNextPaper"];
         delete?: never;
         options?: never;
@@ -4491,6 +4491,18 @@ export interface operations {
                             paper_id: string;
                             reason: string;
                         } | {
+                            /** @enum {string} */
+                            outcome: "held_for_review";
+                            paper_id: string;
+                            reason: string;
+                            /** @description Files holding secret values of this service (README "Security model") */
+                            secrets: {
+                                /** @description The evidence (or package) file holding them */
+                                file: string;
+                                /** @description Which of the service's secrets, by config field or environment variable and encoding; never a value */
+                                secrets: string[];
+                            }[];
+                        } | {
                             error: string;
                             /** @enum {string} */
                             outcome: "failed";
@@ -5773,6 +5785,18 @@ export interface operations {
                             outcome: "refused";
                             paper_id: string;
                             reason: string;
+                        } | {
+                            /** @enum {string} */
+                            outcome: "held_for_review";
+                            paper_id: string;
+                            reason: string;
+                            /** @description Files holding secret values of this service (README "Security model") */
+                            secrets: {
+                                /** @description The evidence (or package) file holding them */
+                                file: string;
+                                /** @description Which of the service's secrets, by config field or environment variable and encoding; never a value */
+                                secrets: string[];
+                            }[];
                         } | {
                             error: string;
                             /** @enum {string} */
@@ -9447,6 +9471,18 @@ export interface operations {
                             paper_id: string;
                             reason: string;
                         } | {
+                            /** @enum {string} */
+                            outcome: "held_for_review";
+                            paper_id: string;
+                            reason: string;
+                            /** @description Files holding secret values of this service (README "Security model") */
+                            secrets: {
+                                /** @description The evidence (or package) file holding them */
+                                file: string;
+                                /** @description Which of the service's secrets, by config field or environment variable and encoding; never a value */
+                                secrets: string[];
+                            }[];
+                        } | {
                             error: string;
                             /** @enum {string} */
                             outcome: "failed";
@@ -10729,6 +10765,18 @@ export interface operations {
                             outcome: "refused";
                             paper_id: string;
                             reason: string;
+                        } | {
+                            /** @enum {string} */
+                            outcome: "held_for_review";
+                            paper_id: string;
+                            reason: string;
+                            /** @description Files holding secret values of this service (README "Security model") */
+                            secrets: {
+                                /** @description The evidence (or package) file holding them */
+                                file: string;
+                                /** @description Which of the service's secrets, by config field or environment variable and encoding; never a value */
+                                secrets: string[];
+                            }[];
                         } | {
                             error: string;
                             /** @enum {string} */
@@ -26984,6 +27032,13 @@ export interface operations {
                             found: string[];
                             missing: string[];
                             project_path: string;
+                            /** @description Files holding secret values of this service: a live draft is refused (409) and the paper held for human review */
+                            secrets: {
+                                /** @description The evidence (or package) file holding them */
+                                file: string;
+                                /** @description Which of the service's secrets, by config field or environment variable and encoding; never a value */
+                                secrets: string[];
+                            }[];
                             /** @description off, or where a live draft copies the evidence from */
                             sync: string;
                         };
@@ -27199,6 +27254,28 @@ export interface operations {
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
             408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string | {
+                            loc: (string | number)[];
+                            msg: string;
+                            type: string;
+                        }[] | ({
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        });
+                        request_id?: string;
+                    };
+                };
+            };
+            /** @description Conflicting state, or an idempotency key reused with a different payload */
+            409: {
                 headers: {
                     /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
                     "X-Request-Id"?: string;
