@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunCgroupHost, parentNameFor } from '../worker-gate/run-cgroups/index.ts';
+import { joinArgvFor, RunCgroupHost, parentNameFor } from '../worker-gate/run-cgroups/index.ts';
 import { CallbackReceiver, gateClient, startGateProcess, waitUntil, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
-import { isProcessRunning } from './support/process.ts';
+import { isProcessRunning, START_COMMAND_ARGS } from './support/process.ts';
 
 // expected duration: ~40 s
 
@@ -179,9 +179,11 @@ describe('limits per workload profile (v1 hierarchies)', () => {
     const neighbourTag = marker();
     await launch(under, 'neighbour-run', `exec sleep ${neighbourTag}\n`);
     const [neighbour] = await waitUntil('the neighbour to run', () => (pidsRunning(neighbourTag).length ? pidsRunning(neighbourTag) : undefined), 10_000);
+    const seesNeighbour = async () => ((await under.client.runView('neighbour-run'))?.alive_pids.includes(neighbour) ? true : undefined);
+    await waitUntil('the gate to see the neighbour', seesNeighbour, 10_000);
 
-    // Each level forks two more for ever; a fork refused at the limit is tried again once a slot frees.
-    const bomb = await launch(under, 'bomb-run', 'bomb() { while :; do bomb & bomb & wait; done; }\nbomb\n', { workload_class: 'cpu_only' });
+    // Each level forks two more; bash outlives a refused fork (dash would exit), so the bomb keeps pressing the limit.
+    const bomb = await launch(under, 'bomb-run', "exec bash -c 'bomb() { bomb & bomb & wait; }; while :; do bomb; done' 2>/dev/null\n", { workload_class: 'cpu_only' });
     const pids = hierarchy(bomb, 'pids');
     expect(readNumber(pids, 'pids.max')).toBe(64);
     expect(readNumber(hierarchy(bomb, 'cpu'), 'cpu.cfs_quota_us')).toBe(20_000);
@@ -191,7 +193,9 @@ describe('limits per workload profile (v1 hierarchies)', () => {
 
     expect((await fetch(`${under.fixture.url}/healthz`)).status).toBe(200);
     expect(isProcessRunning(neighbour!)).toBe(true);
-    expect((await under.client.runView('neighbour-run'))?.alive_pids).toContain(neighbour);
+    // Samples taken while the bomb runs still find the neighbour.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await seesNeighbour()).toBe(true);
 
     const cancelled = await under.client.call('POST', '/runs/bomb-run/cancel');
     expect(cancelled.status).toBe(200);
@@ -255,6 +259,48 @@ describe('a gate restart', () => {
       expect(isProcessRunning(kept!)).toBe(false);
     } finally {
       await stopGate(under);
+    }
+  });
+});
+
+describe('a v2 cgroup delegated to the gate alone (as systemd Delegate=yes gives it)', () => {
+  it('moves the gate into <own>/gate and makes the runs\' cgroups beside it', { timeout: 90_000 }, async () => {
+    const delegated = join(v2Root(), `rcp-test-delegated-${marker()}`);
+    mkdirSync(delegated);
+    const scriptDir = await mkdtemp(join(tmpdir(), 'rcp-cgroup-script-'));
+    const script = join(scriptDir, 'dispatch.sh');
+    await writeFile(script, DISPATCH_SCRIPT);
+    await chmod(scriptDir, 0o755);
+    await chmod(script, 0o755);
+    const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { dispatch_script_path: script, run_cgroup_mode: 'v2' } });
+    // The gate starts inside the delegated cgroup, alone there, as a service's main process does.
+    const argv = [...joinArgvFor([delegated]), process.execPath, ...START_COMMAND_ARGS];
+    const child = spawn(argv[0]!, argv.slice(1), { env: { ...process.env, SVC_CONFIG: fixture.configPath, SVC_CONTROL_PLANE_CONFIG: '', LOG_LEVEL: 'info' }, stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await waitUntil('the gate to answer /healthz', async () => ((await fetch(`${fixture.url}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 60_000);
+      const under = { fixture, gate: undefined as unknown as GateProcess, client: gateClient(fixture) };
+      const { body } = await under.client.dashboard();
+      expect(body.service.run_cgroups).toMatchObject({ mode: 'v2' });
+      expect(body.service.run_cgroups.reason).toContain(`the gate's delegated cgroup ${delegated}`);
+      expect(readFileSync(join(delegated, 'gate', 'cgroup.procs'), 'utf8').split('\n')).toContain(String(child.pid));
+      expect(readFileSync(join(delegated, 'cgroup.procs'), 'utf8').trim()).toBe('');
+
+      const tag = marker();
+      const run = await launch(under, 'delegated-run', `setsid sh -c 'cd / && exec sleep ${tag}' </dev/null >/dev/null 2>&1 &\nexit 0\n`);
+      expect(cgroupOf(run).paths[0]!.startsWith(`${delegated}/rcp-gate-`)).toBe(true);
+      const [escapee] = await waitUntil('the escapee to run', () => (pidsRunning(tag).length ? pidsRunning(tag) : undefined), 10_000);
+      expect(readFileSync(join(cgroupOf(run).paths[0]!, 'cgroup.procs'), 'utf8').split('\n')).toContain(String(escapee));
+      const cancelled = await under.client.call('POST', '/runs/delegated-run/cancel');
+      expect(cancelled.body.stopped).toContainEqual({ pid: escapee, outcome: 'killed' });
+      expect(existsSync(cgroupOf(run).paths[0]!)).toBe(false);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      // The gate removed its empty runs' parent on the way out; its leaf and the delegated cgroup are the test's.
+      for (const dir of [join(delegated, 'gate'), delegated]) if (existsSync(dir)) rmdirSync(dir);
+      await rm(fixture.dir, { recursive: true, force: true });
+      await rm(scriptDir, { recursive: true, force: true });
     }
   });
 });

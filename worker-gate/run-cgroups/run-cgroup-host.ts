@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { RunCgroupRecord } from '../../domain/gate-run.ts';
 import { readCgroupFile, writeCgroupFile } from './cgroup-files.ts';
 import { cgroupMounts, directoryOf, ownCgroups, type CgroupMount } from './mounts.ts';
@@ -34,6 +34,8 @@ const V2_ESSENTIAL = ['memory', 'pids'];
 /** Without freezer a v1 cgroup cannot be stopped without a fork race; without pids and memory nothing is limited. */
 const V1_REQUIRED: readonly V1Controller[] = ['freezer', 'pids', 'memory'];
 const RUN_PREFIX = 'run-';
+/** The leaf a gate with a delegated v2 cgroup of its own lives in, beside its runs' parent. */
+const GATE_LEAF = 'gate';
 
 /** The directory name of this gate's run cgroups: configured, or one of its own derived from its state_dir. */
 export function parentNameFor(config: Pick<RunCgroupHostConfig, 'state_dir' | 'run_cgroup_parent'>): string {
@@ -75,8 +77,15 @@ function v2Root(config: RunCgroupHostConfig, mounts: CgroupMount[]): { root: str
   if (own === null) return { why: `the gate's cgroup ${ownPath} is not visible under ${unified.mountPoint}` };
   // The hierarchy's root is shared by everything on the machine; only a subtree handed to the gate is its own.
   if (own === unified.mountPoint) return { why: `the gate runs in the root of the v2 hierarchy (${own}), not in a delegated subtree (systemd Delegate=yes or run_cgroup_v2_root)` };
-  if (!writable(own) || !writable(join(own, 'cgroup.subtree_control'))) return { why: `the gate's own v2 cgroup ${own} is not delegated to it (not writable)` };
-  return { root: own, own: true };
+  // In a leaf named `gate` (where an earlier start moved it, or systemd's DelegateSubgroup=gate starts it) the delegated
+  // subtree is the leaf's parent.
+  const root = basename(own) === GATE_LEAF && dirname(own) !== unified.mountPoint ? dirname(own) : own;
+  if (!writable(root) || !writable(join(root, 'cgroup.subtree_control'))) return { why: `the gate's own v2 cgroup ${root} is not delegated to it (not writable)` };
+  // A cgroup shared with other processes (a login session's scope, a shell that started the gate) is not the gate's to
+  // rearrange, even where it may write it: only one that holds the gate alone, as systemd's Delegate=yes gives it.
+  const others = (readCgroupFile(own, 'cgroup.procs') ?? '').split('\n').filter((pid) => pid !== '' && Number(pid) !== process.pid);
+  if (others.length > 0) return { why: `the gate's own v2 cgroup ${own} also holds other processes (${others.slice(0, 5).join(', ')}), so it is not a subtree delegated to the gate alone` };
+  return { root, own: true };
 }
 
 function controllersOf(dir: string, file: 'cgroup.controllers' | 'cgroup.subtree_control'): string[] {
@@ -85,14 +94,14 @@ function controllersOf(dir: string, file: 'cgroup.controllers' | 'cgroup.subtree
 
 /**
  * Makes `<root>/<parent>` with the limit controllers enabled for its children. A delegated cgroup of the gate's own
- * first gets its processes moved into `<root>/gate`: v2 lets a cgroup hand controllers to its children only while it
+ * first gets the gate moved into `<root>/gate`: v2 lets a cgroup hand controllers to its children only while it
  * holds no process itself.
  */
 function setUpV2(root: string, own: boolean, parentName: string): Layout {
   if (own) {
-    const leaf = join(root, 'gate');
+    const leaf = join(root, GATE_LEAF);
     if (!existsSync(leaf)) mkdirSync(leaf);
-    for (const pid of (readCgroupFile(root, 'cgroup.procs') ?? '').split('\n').filter(Boolean)) writeCgroupFile(leaf, 'cgroup.procs', pid);
+    writeCgroupFile(leaf, 'cgroup.procs', String(process.pid));
   }
   const offered = controllersOf(root, 'cgroup.controllers');
   const wanted = V2_LIMIT_CONTROLLERS.filter((name) => offered.includes(name));
