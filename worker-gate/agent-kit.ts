@@ -65,15 +65,21 @@ export function typeStrippingLoader(scriptPath: string): string[] {
   return scriptPath.endsWith('.ts') && !stripsTypes ? ['--import', import.meta.resolve('tsx')] : [];
 }
 
-export function launchDetachedAgent(scriptPath: string, projectDir: string): { root_pid: number; process_group_id: number } {
-  const logPath = agentLogPath(projectDir);
-  mkdirSync(dirname(logPath), { recursive: true });
-  const logFd = openSync(logPath, 'a');
+export function launchDetachedAgent(
+  scriptPath: string,
+  projectDir: string,
+  /** Where its output goes instead, held open (the gate's launcher keeps it in its own records); the caller closes it. */
+  logFd?: number,
+): { root_pid: number; process_group_id: number } {
+  const ownLog = logFd === undefined;
+  if (ownLog) mkdirSync(dirname(agentLogPath(projectDir)), { recursive: true });
+  const output = logFd ?? openSync(agentLogPath(projectDir), 'a');
   try {
     const child = spawn(process.execPath, [...typeStrippingLoader(scriptPath), scriptPath, AGENT_FLAG], {
-      cwd: projectDir,
+      // With its own log, it starts in this process's directory: the project the gate pinned, not a path walked again.
+      ...(ownLog ? { cwd: projectDir } : {}),
       detached: true,
-      stdio: ['ignore', logFd, logFd],
+      stdio: ['ignore', output, output],
       env: process.env,
     });
     if (child.pid === undefined) throw new Error(`could not start the agent process (${process.execPath})`);
@@ -81,7 +87,7 @@ export function launchDetachedAgent(scriptPath: string, projectDir: string): { r
     child.unref();
     return { root_pid: child.pid, process_group_id: child.pid };
   } finally {
-    closeSync(logFd);
+    if (ownLog) closeSync(output);
   }
 }
 

@@ -163,7 +163,7 @@ export class GateDispatcher {
     if (busy) throw new HttpError(409, `project_dir ${projectDir} already has an active run '${busy.run_id}' (${busy.gate_state})`);
     const project = pinProject(config.project_root, projectDir);
     try {
-      const start = agentStartFor(config, runtime, project, projectDir, request);
+      const start = agentStartFor(config, runtime, projectDir, request);
       return await this.startRunIn(project, start, { projectDir, promptFile }, request, workloadClass, hash);
     } finally {
       project.close();

@@ -6,19 +6,20 @@
  * Invoked so, it is the *launcher*: it starts itself again with `--agent`, detached (its own process group), prints
  * `{"root_pid":…,"process_group_id":…}` and exits. With `--agent` it is the *runner*: it writes the tool's isolated
  * home (config and lifecycle hooks that post to the gate), starts the tool in its process group, keeps the tool's
- * event stream under `.research/agent/`, and when the tool exits records the session (id, last message, exit code,
- * token usage) and posts `session-end` with the exit code, so a run's end is seen even when the tool sends no end hook.
+ * event stream in the gate's records of the project (AGENT_RECORDS, under state_dir: never where the agent writes),
+ * and when the tool exits records the session (id, last message, exit code, token usage) and posts `session-end` with
+ * the exit code, so a run's end is seen even when the tool sends no end hook. The only file it reads in the project is
+ * the prompt, through the directory the gate pinned, without following a link.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { closeSync, createWriteStream } from 'node:fs';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AGENT_SESSION_ID, LAUNCHED_RUNTIMES, type LaunchedRuntime, type TokenUsage } from '../../domain/agent-runtimes.ts';
+import { PinnedDir } from '../../files/pinned-dir.ts';
 import {
   AGENT_FLAG,
-  agentLogPath,
   checkWorkspaceOrExit,
   createEventPoster,
   dispatchEnvSchema,
@@ -27,13 +28,14 @@ import {
   parseEnvOrExit,
   reportLaunched,
   typeStrippingLoader,
-  writeFileAtomic,
   type DispatchEnv,
 } from '../agent-kit.ts';
+import { AGENT_SANDBOX_PLAN_ENV, agentSandboxPlanFromEnv } from '../agent-sandbox/index.ts';
 import { claudeCodeLauncher } from './claude-code.ts';
 import { codexLauncher } from './codex.ts';
-import { agentRecordsDir, type AgentSessionRecord } from './records.ts';
+import { AGENT_RECORD_FILES, AgentRecords, type AgentSessionRecord } from './records.ts';
 import { launchInTmux } from './tmux.ts';
+import { openToolHome, toolArgv } from './tool-sandbox.ts';
 import type { AgentStreamState, RuntimeLauncher } from './runtime-launcher.ts';
 
 const LAUNCHERS: Record<LaunchedRuntime, RuntimeLauncher> = { codex: codexLauncher, 'claude-code': claudeCodeLauncher };
@@ -42,6 +44,9 @@ const launcherEnvSchema = z.object({
   AGENT_RUNTIME: z.enum(LAUNCHED_RUNTIMES),
   AGENT_BINARY: z.string().min(1),
   AGENT_HOME: z.string().min(1),
+  /** The gate's records of the project (session.json, events.jsonl, stderr.log, agent.log), under its state_dir. */
+  AGENT_RECORDS: z.string().min(1),
+  AGENT_STATE_DIR: z.string().min(1),
   RESUME_SESSION_ID: z.string().regex(AGENT_SESSION_ID).optional(),
   TOKEN_BUDGET: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   /** '1': the runner starts in a tmux session named after the run (agent_tmux_enabled). */
@@ -52,14 +57,18 @@ const launcherEnvSchema = z.object({
 const MAX_EVENT_LOG_BYTES = 16 * 1024 * 1024;
 const MAX_STDERR_BYTES = 1024 * 1024;
 const MAX_PROMPT_BYTES = 1024 * 1024;
+/** The most a prompt file may hold to be read at all (prepare-project writes at most 512 Ki characters). */
+const MAX_PROMPT_FILE_BYTES = 4 * 1024 * 1024;
+/** What a tmux pane appends to agent.log: the tool's output shown there is the agent's, and bounded like it. */
+const MAX_PANE_LOG_BYTES = 16 * 1024 * 1024;
 const MAX_RECORDED_TEXT = 20_000;
 
 const HOOK_SCRIPT = fileURLToPath(new URL('./gate-event-hook.mjs', import.meta.url));
 const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 
-/** A file that takes at most `limit` bytes and drops the rest. */
-function boundedLog(path: string, limit: number): { write(chunk: Buffer): void; end(): Promise<void> } {
-  const stream = createWriteStream(path, { flags: 'a', mode: 0o600 });
+/** A file, open at `fd`, that takes at most `limit` bytes and drops the rest. */
+function boundedLog(fd: number, limit: number): { write(chunk: Buffer): void; end(): Promise<void> } {
+  const stream = createWriteStream('', { fd, autoClose: true });
   let written = 0;
   return {
     write(chunk) {
@@ -101,30 +110,36 @@ function budgetGuard(child: ChildProcess, budget: number | undefined): { check(u
 
 async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherEnvSchema>): Promise<void> {
   const launcher = LAUNCHERS[launcherEnv.AGENT_RUNTIME]!;
-  const records = agentRecordsDir(env.PROJECT_DIR);
+  const records = AgentRecords.open(launcherEnv.AGENT_RECORDS);
   const startedAt = new Date().toISOString();
-  const prompt = (await readFile(resolve(env.PROJECT_DIR, env.PROMPT_FILE))).subarray(0, MAX_PROMPT_BYTES).toString('utf8');
+  const prompt = readPrompt(env).subarray(0, MAX_PROMPT_BYTES).toString('utf8');
+  const plan = agentSandboxPlanFromEnv(process.env);
+  const home = openToolHome(launcherEnv.AGENT_HOME, launcherEnv.AGENT_STATE_DIR, plan);
   const request = {
     prompt,
     model: env.MODEL,
     reasoningEffort: env.REASONING_EFFORT,
     sandbox: env.SANDBOX,
     resumeSessionId: env.DISPATCH_MODE === 'resume' ? (launcherEnv.RESUME_SESSION_ID ?? null) : null,
-    home: launcherEnv.AGENT_HOME,
+    home: home.seen,
+    homeOnHost: home.onHost,
   };
+  const hookCommand = (event: string) => `${shellQuote(process.execPath)} ${shellQuote(HOOK_SCRIPT)} ${event}`;
   const toolEnv = {
-    ...process.env,
-    ...launcher.prepareHome(request, (event) => `${shellQuote(process.execPath)} ${shellQuote(HOOK_SCRIPT)} ${event}`, process.env),
+    ...withoutLauncherSettings(process.env),
+    ...launcher.prepareHome(request, hookCommand, process.env, (name, content) => home.dir.writeFileAtomic(name, content, 0o644)),
   };
-  const args = launcher.argv(request);
+  home.dir.close();
+  const [command, ...args] = toolArgv(plan, launcherEnv.AGENT_BINARY, launcher.argv(request), home);
   const state: AgentStreamState = { sessionId: launcherEnv.RESUME_SESSION_ID ?? null, lastMessage: null, lastError: null, tokenUsage: null };
-  const events = boundedLog(join(records, 'events.jsonl'), MAX_EVENT_LOG_BYTES);
-  const stderr = boundedLog(join(records, 'stderr.log'), MAX_STDERR_BYTES);
+  const events = boundedLog(records.openLog(AGENT_RECORD_FILES.events, { fresh: true }), MAX_EVENT_LOG_BYTES);
+  const stderr = boundedLog(records.openLog(AGENT_RECORD_FILES.stderr, { fresh: true }), MAX_STDERR_BYTES);
   // The gate signals the whole group; the runner stays to record how the tool ended and to post it.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => log(`${signal} received; waiting for ${launcher.runtime} to end`));
 
   log(`starting ${launcher.runtime} (${env.DISPATCH_MODE})`);
-  const child = spawn(launcherEnv.AGENT_BINARY, args, { cwd: env.PROJECT_DIR, env: toolEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  // In this process's directory: the project the gate pinned (bwrap, when there is one, starts the tool there too).
+  const child = spawn(command!, args, { env: toolEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   const budget = budgetGuard(child, launcherEnv.TOKEN_BUDGET);
   const usageWatcher = launcherEnv.TOKEN_BUDGET === undefined ? undefined : launcher.watchUsage?.(request, startedAt);
   // What the tool's stream reported, or what the watcher read where that is more (the stream may report only at the end).
@@ -176,7 +191,8 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     started_at: startedAt,
     ended_at: new Date().toISOString(),
   };
-  await writeFileAtomic(join(records, 'session.json'), `${JSON.stringify(record, null, 2)}\n`);
+  records.writeSession(record);
+  records.close();
   log(`${launcher.runtime} exited with ${exitCode}${ended.signal ? ` (${ended.signal})` : ''}`);
   const poster = createEventPoster(env, state.sessionId ?? '');
   await poster.post('session-end', `${launcher.runtime} exited with status ${exitCode}`, {
@@ -184,6 +200,15 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     ...(spent() ? { token_usage: spent() } : {}),
     ...(budget.exceeded() ? { token_budget_exceeded: launcherEnv.TOKEN_BUDGET } : {}),
   });
+}
+
+/** What only the launcher reads: the tool gets none of it (its sandbox's plan least of all). */
+const LAUNCHER_SETTINGS = [...Object.keys(launcherEnvSchema.shape), AGENT_SANDBOX_PLAN_ENV];
+
+function withoutLauncherSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const kept = { ...env };
+  for (const name of LAUNCHER_SETTINGS) delete kept[name];
+  return kept;
 }
 
 async function main(): Promise<void> {
@@ -195,10 +220,30 @@ async function main(): Promise<void> {
   }
   checkWorkspaceOrExit(env, 'launcher');
   const runner = fileURLToPath(import.meta.url);
+  const records = AgentRecords.open(launcherEnv.AGENT_RECORDS);
+  const agentLog = records.openLog(AGENT_RECORD_FILES.agentLog, { fresh: true });
   if (launcherEnv.AGENT_TMUX === '1') {
-    reportLaunched(launchInTmux({ runId: env.RUN_ID, argv: [process.execPath, ...typeStrippingLoader(runner), runner, AGENT_FLAG], cwd: env.PROJECT_DIR, logPath: agentLogPath(env.PROJECT_DIR) }));
+    closeSync(agentLog);
+    records.close();
+    const logPath = `${launcherEnv.AGENT_RECORDS}/${AGENT_RECORD_FILES.agentLog}`;
+    reportLaunched(launchInTmux({ runId: env.RUN_ID, argv: [process.execPath, ...typeStrippingLoader(runner), runner, AGENT_FLAG], cwd: env.PROJECT_DIR, logPath, maxLogBytes: MAX_PANE_LOG_BYTES }));
   }
-  reportLaunched(launchDetachedAgent(runner, env.PROJECT_DIR));
+  const launched = launchDetachedAgent(runner, env.PROJECT_DIR, agentLog);
+  closeSync(agentLog);
+  records.close();
+  reportLaunched(launched);
+}
+
+/** The prompt, read once through the project the gate pinned (this process's directory), no link followed. */
+function readPrompt(env: DispatchEnv): Buffer {
+  const project = PinnedDir.current();
+  try {
+    const prompt = project.readFileIfExists(relative(env.PROJECT_DIR, env.PROMPT_FILE), MAX_PROMPT_FILE_BYTES);
+    if (prompt === null) throw new Error(`the prompt file ${env.PROMPT_FILE} is gone`);
+    return prompt;
+  } finally {
+    project.close();
+  }
 }
 
 await main();
