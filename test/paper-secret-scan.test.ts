@@ -11,7 +11,9 @@ import { MIN_SECRET_LENGTH, ServiceSecrets, serviceSecretsFrom } from '../servic
 import { getPaper } from '../store/papers.ts';
 import { TEST_GATE_TOKEN, TEST_TOKEN } from './support/app.ts';
 import { evidenceFiles, startPaperHarness, type PaperHarness } from './support/paper-harness.ts';
+import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';
 import { startLoopbackServer, type ReceivedRequest } from './support/receiver.ts';
+import { parentOf } from './support/workflow-listing.ts';
 
 // expected duration: ~30 s
 
@@ -213,6 +215,9 @@ describe('draft-next refuses evidence holding the service secrets', () => {
     expect(writerRequests.length).toBe(requestsBefore);
     expect(existsSync(join(h.settings.stateDir, 'papers', paperId))).toBe(false);
 
+    maybeSaveHistory('paper-held-for-review.paper-evidence-secrets', await fetchRunHistory(`paper:${paperId}`));
+    maybeSaveHistory('paper-draft-next-held.paper-evidence-secrets', await fetchRunHistory((await parentOf(`paper:${paperId}`))!));
+
     // Held, it is no candidate of a plain draft-next any more: the next one drafts.
     const again = await draftNext({ dry_run: false });
     expect(again.body).toMatchObject({ action: 'noop' });
@@ -246,6 +251,7 @@ describe('draft-next refuses evidence holding the service secrets', () => {
     const { event } = await expectHeld(paperId, 'the run record (decision and its summary)', 'paper_writer_api_key');
     expect(event.payload.stage).toBe('writer_request');
     expect(writerRequests.length).toBe(requestsBefore);
+    maybeSaveHistory('paper-writer-request-held.paper-evidence-secrets', await fetchRunHistory(`paper:${paperId}`));
     // The run record itself is the agent's text; what the service wrote must not hold the key.
     await h.t.store.query(`UPDATE runs SET decision_summary = 'redacted by the test' WHERE run_id = $1`, [paperId.split(':')[1]]);
     await expectNoSecretAnywhere([live.body]);

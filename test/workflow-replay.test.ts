@@ -12,9 +12,11 @@ import { quietTemporalLogs } from './support/temporal.ts';
 /**
  * Run histories: captured before any patch, then once more after each patch that changes what their path records
  * (named after it); a patch that only one path reaches (finished-run-ends-wait) adds that path's history alone. Paper
- * histories: one per path, and a draft-next. Research-cycle histories: a cycle stopped by a stop condition, one that ran
- * every stage across a crash (before and after cycle-child-workflows), and one that drafted a paper. A queue pump tick
- * that dispatched (before and after pump-child-workflows), and a scheduled queue check.
+ * histories: one per path, and a draft-next; after paper-evidence-secrets, a step held for the service's secrets at the
+ * evidence and at the writer's request, and the draft-next that stopped at it. Research-cycle histories: a cycle
+ * stopped by a stop condition, one that ran every stage across a crash (before and after cycle-child-workflows), and one
+ * that drafted a paper. A queue pump tick that dispatched (before and after pump-child-workflows), and a scheduled queue
+ * check.
  */
 const FIXTURES = [
   'alert-check',
@@ -22,12 +24,15 @@ const FIXTURES = [
   'cycle-completed.cycle-child-workflows',
   'cycle-paper-drafted.cycle-child-workflows',
   'cycle-stopped',
+  'paper-draft-next-held.paper-evidence-secrets',
   'paper-draft-next',
   'paper-drafted',
   'paper-evidence-missing',
+  'paper-held-for-review.paper-evidence-secrets',
   'paper-rewrite-batch',
   'paper-rewritten',
   'paper-writer-failed',
+  'paper-writer-request-held.paper-evidence-secrets',
   'pump-dispatched',
   'pump-dispatched.pump-child-workflows',
   'run-canceled',
