@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import { TEMPORAL_SERVER_VERSION } from '../bin/runtime/temporal-server.ts';
+import { cgroupMounts } from '../worker-gate/run-cgroups/mounts.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { LOCAL_CLUSTER_NAMING, LOCAL_CLUSTER_PORTS, type ClusterOptions } from './cluster/topology.ts';
 
@@ -14,6 +15,17 @@ import { LOCAL_CLUSTER_NAMING, LOCAL_CLUSTER_PORTS, type ClusterOptions } from '
  */
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * Each gate's runs in cgroups of their own, as on a worker host: the gates share this process's cgroup (a login
+ * session's, which no gate takes as its own), so they are given the v2 hierarchy's root, where the cluster's root may
+ * make them a subtree each. `auto` still takes the v1 hierarchies where that root offers no memory and pids
+ * controllers (a machine whose controllers sit in v1).
+ */
+function runCgroupOverrides(): Record<string, unknown> {
+  const unified = cgroupMounts().find((mount) => mount.version === 2 && mount.root === '/');
+  return { run_cgroup_mode: 'auto', ...(unified ? { run_cgroup_v2_root: unified.mountPoint } : {}) };
+}
 const options: ClusterOptions = {
   dir: join(REPO_ROOT, 'state', 'cluster'),
   repoRoot: REPO_ROOT,
@@ -22,7 +34,7 @@ const options: ClusterOptions = {
   postgres: { host: '127.0.0.1', port: 5432, user: 'postgres' },
   naming: LOCAL_CLUSTER_NAMING,
   ports: LOCAL_CLUSTER_PORTS,
-  gate: { dispatchScript: join(REPO_ROOT, 'worker-gate', 'simulated-agent.sh'), env: {}, overrides: {} },
+  gate: { dispatchScript: join(REPO_ROOT, 'worker-gate', 'simulated-agent.sh'), env: {}, overrides: runCgroupOverrides() },
   replicaOverrides: {},
 };
 

@@ -343,3 +343,21 @@ describe('choosing the hierarchy', () => {
     expect(() => RunCgroupHost.detect({ ...base, run_cgroup_mode: 'v2', run_cgroup_v2_root: '/nonexistent/cgroup' })).toThrow(/run_cgroup_mode v2: .*no cgroup v2 directory/);
   });
 });
+
+describe('the systemd unit', () => {
+  const unit = readFileSync(new URL('../deploy/systemd/rcp-worker-gate.service', import.meta.url), 'utf8');
+  const values = (key: string) => [...unit.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((match) => match[1]!.trim());
+
+  it('delegates the controllers whose limits the gate writes, and starts the gate in the leaf it looks for', () => {
+    expect(values('Delegate')[0]!.split(/\s+/).sort()).toEqual(['cpu', 'memory', 'pids']);
+    expect(values('DelegateSubgroup')).toEqual(['gate']);
+    expect(values('KillMode')).toEqual(['process']);
+  });
+
+  it('runs node itself, alone in its cgroup, as a user of its own that is not the agent user', () => {
+    expect(values('ExecStart')[0]).toMatch(/^\/usr\/bin\/node .*bin\/start\.js$/);
+    expect(values('User')).toEqual(['rcp-gate']);
+    expect(values('User')).not.toContain('rcp-agent');
+    expect(values('AmbientCapabilities')[0]!.split(/\s+/)).toEqual(expect.arrayContaining(['CAP_SETUID', 'CAP_SETGID']));
+  });
+});
