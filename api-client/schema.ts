@@ -6477,7 +6477,7 @@ export interface operations {
                             /** @description One readable sentence */
                             detail: string;
                             /** @enum {string} */
-                            name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible";
+                            name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
                             ok: boolean;
                         }[];
                         ok: boolean;
@@ -6928,7 +6928,7 @@ export interface operations {
                                 /** @description One readable sentence */
                                 detail: string;
                                 /** @enum {string} */
-                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible";
+                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
                                 ok: boolean;
                             }[];
                             observation_id: number;
@@ -11142,7 +11142,7 @@ export interface operations {
                                 /** @description One readable sentence */
                                 detail: string;
                                 /** @enum {string} */
-                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible";
+                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
                                 ok: boolean;
                             }[];
                             ok: boolean;
@@ -11163,7 +11163,7 @@ export interface operations {
                                     /** @description One readable sentence */
                                     detail: string;
                                     /** @enum {string} */
-                                    name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible";
+                                    name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
                                     ok: boolean;
                                 }[];
                                 observed_at: string;
@@ -17193,7 +17193,7 @@ export interface operations {
                                 /** @description One readable sentence */
                                 detail: string;
                                 /** @enum {string} */
-                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible";
+                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
                                 ok: boolean;
                             }[];
                             ok: boolean;
@@ -22015,7 +22015,7 @@ export interface operations {
                                 /** @description One readable sentence */
                                 detail: string;
                                 /** @enum {string} */
-                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible";
+                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
                                 ok: boolean;
                             }[];
                             observation_id: number;
@@ -26219,7 +26219,7 @@ export interface operations {
                                 /** @description One readable sentence */
                                 detail: string;
                                 /** @enum {string} */
-                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible";
+                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
                                 ok: boolean;
                             }[];
                             ok: boolean;
@@ -26627,6 +26627,38 @@ export interface operations {
                             worker_state: string;
                         };
                         timestamp: string;
+                        /** @description Present when this process also serves the worker gate */
+                        worker_gate?: {
+                            /** @description What an agent of this gate can see and the user it runs as (README "Security model") */
+                            agent_isolation: {
+                                /** @description The configured agent_user */
+                                agent_user: string;
+                                bwrap: {
+                                    detail: string;
+                                    ok: boolean;
+                                    path: string | null;
+                                    version: string | null;
+                                };
+                                /**
+                                 * @description isolated: bwrap and a user of the agent's own; sandboxed: bwrap, as the gate's user; user_only: another user without bwrap; unsandboxed: neither
+                                 * @enum {string}
+                                 */
+                                mode: "isolated" | "sandboxed" | "user_only" | "unsandboxed";
+                                /** @description The user agents run as: agent_user when the gate can switch to it, else the gate's own */
+                                runs_as: string;
+                                /** @description Agents start in a bwrap mount namespace that shows only their project, home, tools and the read-only system */
+                                sandboxed: boolean;
+                                /** @description One sentence: what an agent can see and who it runs as */
+                                summary: string;
+                                user_switch: {
+                                    detail: string;
+                                    gid: number | null;
+                                    ok: boolean;
+                                    uid: number | null;
+                                };
+                            };
+                            ready: boolean;
+                        };
                     };
                 };
             };
@@ -26855,6 +26887,38 @@ export interface operations {
                             worker_state: string;
                         };
                         timestamp: string;
+                        /** @description Present when this process also serves the worker gate */
+                        worker_gate?: {
+                            /** @description What an agent of this gate can see and the user it runs as (README "Security model") */
+                            agent_isolation: {
+                                /** @description The configured agent_user */
+                                agent_user: string;
+                                bwrap: {
+                                    detail: string;
+                                    ok: boolean;
+                                    path: string | null;
+                                    version: string | null;
+                                };
+                                /**
+                                 * @description isolated: bwrap and a user of the agent's own; sandboxed: bwrap, as the gate's user; user_only: another user without bwrap; unsandboxed: neither
+                                 * @enum {string}
+                                 */
+                                mode: "isolated" | "sandboxed" | "user_only" | "unsandboxed";
+                                /** @description The user agents run as: agent_user when the gate can switch to it, else the gate's own */
+                                runs_as: string;
+                                /** @description Agents start in a bwrap mount namespace that shows only their project, home, tools and the read-only system */
+                                sandboxed: boolean;
+                                /** @description One sentence: what an agent can see and who it runs as */
+                                summary: string;
+                                user_switch: {
+                                    detail: string;
+                                    gid: number | null;
+                                    ok: boolean;
+                                    uid: number | null;
+                                };
+                            };
+                            ready: boolean;
+                        };
                     };
                 };
             };

@@ -1,4 +1,5 @@
 import type { WorkloadClass } from '../domain/workload.ts';
+import type { AgentIsolation } from '../contracts/agent-isolation.ts';
 import type { CoreSettings } from '../services/core.ts';
 import type { CycleLauncher } from '../services/cycle-launcher.ts';
 import type { AlertSettings } from '../services/queue-alerts.ts';
@@ -32,6 +33,8 @@ export interface AppDeps {
   defaultWorkloadClass: WorkloadClass;
   /** Present when this process also serves the worker gate role: /healthz answers 503 until the gate is ready. */
   workerGateReady?: () => boolean;
+  /** Present with workerGateReady: how that gate confines its agents, which /control/health reports. */
+  workerGateIsolation?: () => AgentIsolation;
   /** The replicas sharing this database and whether their configs agree; absent on a read-only store and in tests of the HTTP layer alone. */
   clusterConfig?: () => Promise<ClusterConfigView>;
   /** Worker targets, lanes and dispatch switches from config. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { AgentIsolationSchema } from '../contracts/agent-isolation.ts';
 import { errorResponses } from '../http/responses.ts';
 import { SERVICE_NAME, type AppDeps, type TemporalHealth } from './deps.ts';
 
@@ -67,6 +68,13 @@ const HealthSchema = z.object({
     differing_fields: z.array(z.string()).describe('The config fields they disagree on (names only)'),
     error: z.string().optional(),
   }).optional().describe('Absent on a read-only store'),
+  worker_gate: z
+    .object({
+      ready: z.boolean(),
+      agent_isolation: AgentIsolationSchema.describe('What an agent of this gate can see and the user it runs as (README "Security model")'),
+    })
+    .optional()
+    .describe('Present when this process also serves the worker gate'),
   timestamp: z.string(),
 });
 
@@ -112,6 +120,7 @@ export async function healthRoutes(instance: FastifyInstance, deps: AppDeps): Pr
       store: store,
       ...(temporal ? { temporal } : {}),
       ...(config ? { config } : {}),
+      ...(deps.workerGateIsolation ? { worker_gate: { ready: deps.workerGateReady?.() ?? false, agent_isolation: deps.workerGateIsolation() } } : {}),
       timestamp: new Date().toISOString(),
     });
   });

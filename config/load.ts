@@ -36,6 +36,9 @@ const PATH_FIELDS = [
   'temporal_tls_client_key_path',
 ] as const;
 
+/** Fields holding lists of paths, resolved the same way. */
+const PATH_LIST_FIELDS = ['agent_read_only_paths', 'agent_writable_paths'] as const;
+
 type Issue = z.core.$ZodIssue;
 type RawConfig = Record<string, unknown>;
 
@@ -216,14 +219,15 @@ function resolvePaths(config: Config, configDir: string): Config {
     const value = out[field];
     if (value !== undefined && value !== '') out[field] = resolve(configDir, value);
   }
+  for (const field of PATH_LIST_FIELDS) out[field] = out[field].map((value) => resolve(configDir, value));
   return out;
 }
 
-/** `path`'s permission bits when users other than its owner may use it, or null (also when it does not exist). */
-function exposedMode(path: string): number | null {
+/** `path`'s permission bits when users other than its owner may use it beyond `allowed`, or null (also when it does not exist). */
+function exposedMode(path: string, allowed = 0): number | null {
   try {
     const mode = statSync(path).mode & 0o777;
-    return (mode & 0o077) === 0 ? null : mode;
+    return (mode & 0o077 & ~allowed) === 0 ? null : mode;
   } catch {
     return null;
   }
@@ -245,7 +249,8 @@ function collectWarnings(config: Config, configPath: string, env: ConfigEnv): st
   const warnings: string[] = [];
   const exposure = exposureWarning(configPath);
   if (exposure) warnings.push(exposure);
-  const stateDirMode = exposedMode(config.state_dir);
+  // The gate opens state_dir to pass through, never to list, on the way to its agents' homes (worker-gate/agent-sandbox).
+  const stateDirMode = exposedMode(config.state_dir, 0o011);
   if (stateDirMode !== null) {
     warnings.push(`state_dir ${config.state_dir} was open to other users (mode ${stateDirMode.toString(8)}); it holds the run records and the embedded database: made 0700`);
   }

@@ -277,6 +277,23 @@ export const ConfigFieldsSchema = z.strictObject({
     description:
       "Worker gate: the names of its environment variables that a real agent receives (model keys and server URLs); the values are read from the gate's environment, never from this file. Nothing else of the gate's environment reaches the agent but what a process needs (PATH, HOME, locale).",
   }),
+  agent_user: doc(nonEmptyText().regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'must be a user name').default('rcp-agent'), {
+    perReplica: true,
+    description:
+      "Worker gate: the unprivileged user agents run as, when the gate can switch users (root, or CAP_SETUID and CAP_SETGID); it owns the run's project directory and its home. scripts/ensure-agent-user.sh creates it. Without it, or without the capability, agents run as the gate's own user (README \"Security model\").",
+  }),
+  agent_isolation: doc(z.enum(['auto', 'off']).default('auto'), {
+    description:
+      "Worker gate: 'auto' starts every agent (the dispatch script, Codex, Claude Code) in a bwrap sandbox that shows only its project, its home, its tools and the read-only system, and as agent_user where the gate can switch users; 'off' starts agents unsandboxed (reported at start, in /control/health and /dashboard/api, and failing a strict preflight).",
+  }),
+  agent_read_only_paths: doc(z.array(nonEmptyText()).default([]), {
+    perReplica: true,
+    description: 'Worker gate: more directories an agent sees read-only in its sandbox (data sets, model caches). Relative paths resolve against the config file directory.',
+  }),
+  agent_writable_paths: doc(z.array(nonEmptyText()).default([]), {
+    perReplica: true,
+    description: 'Worker gate: directories an agent may also write in its sandbox, shared by every run (a scratch or cache directory). Relative paths resolve against the config file directory.',
+  }),
   agent_tmux_enabled: doc(z.boolean().default(false), {
     description:
       "Worker gate: start a real agent's runner inside a tmux session named after the run, on a tmux server of its own (watch it with tmux -L <session> attach -t <session>); the run reports the session as tmux_session. Needs tmux on the worker.",

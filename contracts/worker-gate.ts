@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CALLBACK_EVENT_TYPES, DISPATCH_MODES, GATE_STATES, LIFECYCLE_EVENTS, REASONING_EFFORTS } from '../domain/gate.ts';
 import { TokenUsageSchema } from './worker-callback.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { AgentIsolationSchema } from './agent-isolation.ts';
 
 /** Request and response bodies of the worker gate's endpoints (README "Worker gate"). */
 
@@ -240,6 +241,7 @@ export const GateDashboardSchema = z.object({
         limits_unavailable: z.array(z.string()).describe('Limits this mode cannot apply here (a v2 controller the gate was not given)'),
       })
       .describe("How each run is contained: its own cgroup (v2 or v1) or, with 'none', its process tree, and why"),
+    agent_isolation: AgentIsolationSchema.describe('What an agent of this gate can see and the user it runs as (README "Security model")'),
   }),
   totals: z.object({
     runs: z.number().int(),

@@ -14,6 +14,7 @@ export const PREFLIGHT_CHECK_NAMES = [
   'worker_memory_available',
   'worker_no_live_runs',
   'worker_callback_token_compatible',
+  'worker_agent_isolation',
 ] as const;
 export type PreflightCheckName = (typeof PREFLIGHT_CHECK_NAMES)[number];
 
@@ -90,7 +91,12 @@ const HealthzBodySchema = z
 
 const DashboardBodySchema = z
   .object({
-    service: lenient(z.object({ completion_callback_token_fingerprint: lenient(z.string()) })),
+    service: lenient(
+      z.object({
+        completion_callback_token_fingerprint: lenient(z.string()),
+        agent_isolation: lenient(z.object({ mode: lenient(z.string()), sandboxed: lenient(z.boolean()), runs_as: lenient(z.string()), summary: lenient(z.string()) })),
+      }),
+    ),
     totals: lenient(
       z.object({
         active_or_waiting: lenient(z.number().int().min(0)),
@@ -190,11 +196,19 @@ function callbackTokenCheck(body: DashboardBody, expectedFingerprint: string): P
   );
 }
 
+/** Fails when the gate's agents would run unsandboxed: they could read the gate's config, its state and other projects. */
+function agentIsolationCheck(body: DashboardBody): PreflightCheck {
+  const isolation = body.service?.agent_isolation;
+  const data = { mode: isolation?.mode ?? null, sandboxed: isolation?.sandboxed ?? null, runs_as: isolation?.runs_as ?? null };
+  if (isolation?.sandboxed === undefined) return check('worker_agent_isolation', false, 'the gate reported no agent_isolation (a gate older than the agent sandbox runs agents unsandboxed)', data);
+  return check('worker_agent_isolation', isolation.sandboxed, isolation.summary ?? (isolation.sandboxed ? 'agents run sandboxed' : 'agents run unsandboxed'), data);
+}
+
 /** The checks that read the dashboard body, each failing with the same reason when there is no body. */
 function workerChecks(observed: PreflightObservations, options: PreflightOptions): PreflightCheck[] {
   const failure = dashboardFailure(observed.dashboard);
   if (failure !== null) {
-    const names = ['worker_gpu_idle', 'worker_memory_available', 'worker_no_live_runs', 'worker_callback_token_compatible'] as const;
+    const names = ['worker_gpu_idle', 'worker_memory_available', 'worker_no_live_runs', 'worker_callback_token_compatible', 'worker_agent_isolation'] as const;
     return names.map((name) => check(name, false, `unknown: ${failure}`));
   }
   const body = DashboardBodySchema.parse(observed.dashboard?.body);
@@ -203,6 +217,7 @@ function workerChecks(observed: PreflightObservations, options: PreflightOptions
     memoryCheck(body, options.min_memory_available_mib),
     liveRunsCheck(body),
     callbackTokenCheck(body, observed.expectedCallbackFingerprint),
+    agentIsolationCheck(body),
   ];
 }
 

@@ -12,10 +12,14 @@ import {
 
 const FINGERPRINT = 'a'.repeat(64);
 
-function dashboardBody(overrides: { telemetry?: Record<string, unknown>; totals?: Record<string, unknown>; fingerprint?: string } = {}) {
+const ISOLATED = { mode: 'isolated', sandboxed: true, runs_as: 'rcp-agent', summary: 'agents run as rcp-agent in a bwrap sandbox' };
+
+function dashboardBody(
+  overrides: { telemetry?: Record<string, unknown>; totals?: Record<string, unknown>; fingerprint?: string; isolation?: Record<string, unknown> } = {},
+) {
   return {
     ok: true,
-    service: { completion_callback_token_fingerprint: overrides.fingerprint ?? FINGERPRINT },
+    service: { completion_callback_token_fingerprint: overrides.fingerprint ?? FINGERPRINT, agent_isolation: overrides.isolation ?? ISOLATED },
     totals: { runs: 0, active_or_waiting: 0, live: 0, callback_pending: 0, ...overrides.totals },
     telemetry: {
       cpu_pct: 2,
@@ -61,7 +65,7 @@ describe('evaluatePreflight on a healthy worker', () => {
       expect(result.target).toBe('default');
       expect(result.checks.map((c) => c.name)).toEqual([...PREFLIGHT_CHECK_NAMES]);
       expect(failedNames(result)).toEqual([]);
-      expect(result.summary).toBe('worker default ready: 8/8 checks passed');
+      expect(result.summary).toBe('worker default ready: 9/9 checks passed');
       for (const c of result.checks) expect(c.detail.length).toBeGreaterThan(0);
     }
   });
@@ -88,8 +92,8 @@ describe('control checks', () => {
   it('lists control_queue_paused only when require_paused is true', () => {
     const result = evaluatePreflight('default', healthy(), { ...defaults, require_paused: false });
     expect(result.checks.map((c) => c.name)).not.toContain('control_queue_paused');
-    expect(result.checks).toHaveLength(7);
-    expect(result.summary).toBe('worker default ready: 7/7 checks passed');
+    expect(result.checks).toHaveLength(8);
+    expect(result.summary).toBe('worker default ready: 8/8 checks passed');
   });
 
   it('fails require_paused on an unpaused queue, also in non-strict mode', () => {
@@ -119,7 +123,7 @@ describe('wake_gate_healthz', () => {
     expect(result.summary).toBe(
       'worker default not ready: wake_gate_healthz failed (the gate did not answer: connection refused (connect ECONNREFUSED 127.0.0.1:9))',
     );
-    expect(result.checks).toHaveLength(8);
+    expect(result.checks).toHaveLength(9);
     expect(evaluatePreflight('default', observed, strict).summary).toMatch(
       /^worker default not ready: wake_gate_healthz failed \(.*connection refused.*\); also failed: wake_gate_dashboard_api, worker_gpu_idle, /,
     );
@@ -150,7 +154,7 @@ describe('wake_gate_healthz', () => {
 });
 
 describe('wake_gate_dashboard_api and the checks that read its body', () => {
-  const dependents: PreflightCheckName[] = ['worker_gpu_idle', 'worker_memory_available', 'worker_no_live_runs', 'worker_callback_token_compatible'];
+  const dependents: PreflightCheckName[] = ['worker_gpu_idle', 'worker_memory_available', 'worker_no_live_runs', 'worker_callback_token_compatible', 'worker_agent_isolation'];
 
   it('says the bearer token was refused on 401, and the dependent checks fail with that reason', () => {
     const result = evaluatePreflight('default', healthy({ dashboard: { status: 401, body: { detail: 'invalid bearer token' }, ms: 2 } }), strict);
@@ -168,7 +172,7 @@ describe('wake_gate_dashboard_api and the checks that read its body', () => {
     const result = evaluatePreflight('default', healthy({ dashboard: { status: 500, body: 'boom' } }), defaults);
     expect(result.ok).toBe(true);
     expect(checkOf(result, 'wake_gate_dashboard_api').detail).toContain('500');
-    expect(result.summary).toMatch(/^worker default ready: 3\/8 checks passed \(not required: wake_gate_dashboard_api, /);
+    expect(result.summary).toMatch(/^worker default ready: 3\/9 checks passed \(not required: wake_gate_dashboard_api, /);
   });
 
   it('explains a dashboard call that got no answer', () => {
@@ -187,7 +191,7 @@ describe('wake_gate_dashboard_api and the checks that read its body', () => {
   });
 
   it('reads the fields it needs even when others are malformed', () => {
-    const body = { ...dashboardBody(), service: { completion_callback_token_fingerprint: FINGERPRINT, name: 42 }, runs: 'not a list' };
+    const body = { ...dashboardBody(), service: { completion_callback_token_fingerprint: FINGERPRINT, agent_isolation: ISOLATED, name: 42 }, runs: 'not a list' };
     const result = evaluatePreflight('default', healthy({ dashboard: { status: 200, body } }), strict);
     expect(result.ok).toBe(true);
   });
@@ -238,6 +242,33 @@ describe('worker headroom checks', () => {
   });
 });
 
+describe('worker_agent_isolation', () => {
+  const withIsolation = (isolation: Record<string, unknown>) => healthy({ dashboard: { status: 200, body: dashboardBody({ isolation }) } });
+  const unsandboxed = { mode: 'unsandboxed', sandboxed: false, runs_as: 'root', summary: "agents run UNSANDBOXED as the gate's own user root" };
+
+  it('passes when the gate sandboxes its agents, as another user or as its own', () => {
+    expect(checkOf(evaluatePreflight('d', withIsolation(ISOLATED), strict), 'worker_agent_isolation')).toMatchObject({ ok: true, data: { mode: 'isolated' } });
+    expect(checkOf(evaluatePreflight('d', withIsolation({ ...ISOLATED, mode: 'sandboxed', runs_as: 'alice' }), strict), 'worker_agent_isolation').ok).toBe(true);
+  });
+
+  it("fails a strict preflight when the gate's agents would run unsandboxed, with the gate's own words", () => {
+    const result = evaluatePreflight('d', withIsolation(unsandboxed), strict);
+    expect(checkOf(result, 'worker_agent_isolation')).toMatchObject({ ok: false, detail: unsandboxed.summary, data: { mode: 'unsandboxed', sandboxed: false } });
+    expect(result.ok).toBe(false);
+    expect(result.summary).toMatch(/^worker d not ready: worker_agent_isolation failed \(agents run UNSANDBOXED/);
+    expect(evaluatePreflight('d', withIsolation({ ...unsandboxed, mode: 'user_only' }), strict).ok).toBe(false);
+    expect(evaluatePreflight('d', withIsolation(unsandboxed), defaults).ok).toBe(true);
+  });
+
+  it('fails when the gate does not report it (a gate from before the sandbox)', () => {
+    const body = dashboardBody();
+    const old = { ...body, service: { completion_callback_token_fingerprint: FINGERPRINT } };
+    const result = evaluatePreflight('d', healthy({ dashboard: { status: 200, body: old } }), strict);
+    expect(checkOf(result, 'worker_agent_isolation').ok).toBe(false);
+    expect(checkOf(result, 'worker_agent_isolation').detail).toContain('reported no agent_isolation');
+  });
+});
+
 describe('required checks', () => {
   it('decide ok on their own, whatever the mode', () => {
     const busy = healthy({
@@ -248,7 +279,7 @@ describe('required checks', () => {
     const result = evaluatePreflight('default', busy, options);
     expect(result.ok).toBe(true);
     expect(failedNames(result)).toEqual(['worker_gpu_idle', 'worker_memory_available', 'worker_no_live_runs']);
-    expect(result.summary).toContain('ready: 4/7 checks passed');
+    expect(result.summary).toContain('ready: 5/8 checks passed');
   });
 
   it('fail when one listed check fails', () => {

@@ -145,6 +145,9 @@ describe('the real entry point', () => {
         store_backend: 'pg',
         db_path: expect.stringContaining(database.name),
         temporal: { ok: true, address: inject('temporalAddress'), worker_state: 'RUNNING' },
+        // The gate served here says how it confines its agents: this test's directory is closed to other users, so
+        // bwrap runs them as the gate's own user.
+        worker_gate: { ready: true, agent_isolation: { sandboxed: true, mode: expect.stringMatching(/^(isolated|sandboxed)$/) } },
       });
       expect(await (await fetch(`${url}/healthz`)).json()).toMatchObject({ ok: true, worker_gate: { ready: true } });
 

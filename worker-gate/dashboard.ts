@@ -7,6 +7,7 @@ import { profileFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEvent } from './gate-event-log.ts';
 import type { SamplingHealth } from './run-monitor.ts';
 import type { RunCgroupsStatus } from './run-cgroups/index.ts';
+import type { AgentIsolation } from '../contracts/agent-isolation.ts';
 
 const SERVICE_NAME = 'research-control-plane worker gate';
 /** A pending question is settled for the gate, but the run still waits for a person. */
@@ -18,6 +19,8 @@ export interface DashboardInput {
   startedAt: string;
   sampling: Readonly<SamplingHealth>;
   runCgroups: RunCgroupsStatus;
+  /** How agents are confined (worker-gate/agent-sandbox), as detected at start. */
+  agentIsolation: AgentIsolation;
   latestSample: TelemetrySample | undefined;
   runs: readonly GateRun[];
   callbacksPending: number;
@@ -59,6 +62,7 @@ export function dashboardBody(input: DashboardInput) {
         cpu_ms_per_sample: sampling.samples ? Math.round((sampling.cpuMs / sampling.samples) * 1000) / 1000 : null,
       },
       run_cgroups: input.runCgroups,
+      agent_isolation: input.agentIsolation,
     },
     totals: {
       runs: runs.length,

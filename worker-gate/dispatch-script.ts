@@ -29,29 +29,6 @@ const STDERR_TAIL = 2000;
 // good; so the wait ends as soon as the output holds the JSON object, and after this long at most.
 const DRAIN_AFTER_EXIT_MS = 5_000;
 
-/** Environment variables of this service that an agent must never see. */
-const WITHHELD_ENV = ['SVC_CONFIG', 'SVC_CONTROL_PLANE_CONFIG', 'RESEARCH_PROVIDER_API_KEY', 'PAPER_WRITER_API_KEY'];
-
-/** What any process needs to run (and the agents' own retry setting), taken from the gate's environment as they are. */
-const PROCESS_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TERM', 'TMPDIR', 'XDG_CACHE_HOME', 'AGENT_EVENT_RETRY_SEC'];
-
-/**
- * The script's environment plus the contract. A dispatch script of the operator's own (`allowed` null) gets the gate's
- * environment minus the service's secrets, as its agent may need anything there. A launcher of a real agent gets only
- * what a process needs and the variables `allowed` names (agent_credential_env): the model key and server reach the
- * agent, and nothing else of the gate's environment does.
- */
-export function dispatchEnvironment(base: NodeJS.ProcessEnv, contract: Record<string, string>, allowed: readonly string[] | null = null): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  if (allowed === null) {
-    Object.assign(env, base);
-    for (const name of WITHHELD_ENV) delete env[name];
-  } else {
-    for (const name of [...PROCESS_ENV, ...allowed]) if (base[name] !== undefined && !WITHHELD_ENV.includes(name)) env[name] = base[name];
-  }
-  return { ...env, ...contract };
-}
-
 function parseOutput(stdout: string): DispatchScriptOutput | null {
   const trimmed = stdout.trim();
   const candidates = [trimmed, trimmed.split('\n').filter((line) => line.trim() !== '').at(-1) ?? ''];

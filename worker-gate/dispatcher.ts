@@ -17,7 +17,8 @@ import { PinnedDir, UnsafePathError } from '../files/pinned-dir.ts';
 import { HttpError } from '../http/errors.ts';
 import { payloadHash } from '../http/payload-hash.ts';
 import { randomToken, sha256Hex } from '../http/tokens.ts';
-import { dispatchEnvironment, runDispatchScript } from './dispatch-script.ts';
+import { runDispatchScript } from './dispatch-script.ts';
+import { AGENT_SANDBOX_PLAN_ENV, scriptDirOf, sandboxArgvPrefix, type AgentSandbox, type AgentSandboxPlan } from './agent-sandbox/index.ts';
 import { agentStartFor, checkDispatchOptions, type AgentStart } from './agent-start.ts';
 import { runtimeFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
@@ -66,6 +67,15 @@ export interface GateDispatcherOptions {
   latestSample: () => TelemetrySample | undefined;
   /** Where each run gets its own cgroup (none where the gate has no cgroups). */
   cgroups: RunCgroupHost;
+  /** The user and sandbox agents run as and in (README "Security model"). */
+  sandbox: AgentSandbox;
+}
+
+/** The user and sandbox a run's first process starts in, and what its environment carries of them. */
+interface Confinement {
+  plan: AgentSandboxPlan;
+  argvPrefix: string[];
+  env: Record<string, string>;
 }
 
 /** What makes two /dispatch calls the same request; the display name may differ. */
@@ -164,7 +174,8 @@ export class GateDispatcher {
     const project = pinProject(config.project_root, projectDir);
     try {
       const start = agentStartFor(config, runtime, projectDir, request);
-      return await this.startRunIn(project, start, { projectDir, promptFile }, request, workloadClass, hash);
+      const confinement = this.confinementFor(runtime === 'script' ? start.scriptPath : null, projectDir, promptFile);
+      return await this.startRunIn(project, start, confinement, { projectDir, promptFile }, request, workloadClass, hash);
     } finally {
       project.close();
     }
@@ -173,6 +184,7 @@ export class GateDispatcher {
   private async startRunIn(
     project: PinnedDir,
     start: AgentStart,
+    confinement: Confinement,
     { projectDir, promptFile }: { projectDir: string; promptFile: string },
     request: DispatchRequest,
     workloadClass: WorkloadClass,
@@ -213,13 +225,13 @@ export class GateDispatcher {
       cwd: `/proc/self/fd/${project.fd}`,
       timeoutMs: config.dispatch_timeout_sec * 1000,
       // The cgroup join comes first: everything after it (user switch, sandbox, script) starts inside the run's cgroup.
-      argvPrefix: [...(cgroup?.joinArgv() ?? [])],
+      argvPrefix: [...(cgroup?.joinArgv() ?? []), ...confinement.argvPrefix],
       // Recorded before the agent can post an event naming its root: the pid it names must descend from this one.
       onSpawn: (pid) => {
         const stat = readProcessStat(pid);
         runs.save(recordDispatchScript(runs.get(starting.run_id) ?? starting, stat ? { pid, startTicks: stat.startTicks } : null));
       },
-      env: dispatchEnvironment(process.env, {
+      env: this.options.sandbox.environment(process.env, {
         RUN_ID: request.run_id,
         PROJECT_ID: request.project_id,
         PROJECT_DIR: projectDir,
@@ -232,7 +244,8 @@ export class GateDispatcher {
         GATE_EVENT_URL: this.options.eventUrl(),
         GATE_EVENT_TOKEN: eventToken,
         ...start.env,
-      }, start.passedEnv),
+        ...confinement.env,
+      }, confinement.plan),
     });
     if (!result.ok) {
       if (cgroup) await this.stopCgroup(starting.run_id, cgroup);
@@ -290,6 +303,21 @@ export class GateDispatcher {
     events.append('run_cancelled', runId, { stopped: outcomes });
     logger.info({ run_id: runId, stopped: outcomes.length }, 'run cancelled');
     return { ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: false, stopped: outcomes };
+  }
+
+  /**
+   * How the run's first process starts: the operator's dispatch script (`scriptPath`) runs wholly as the agent user in
+   * its sandbox; a launcher runs as the gate's user and gets the plan for the tool it starts (AGENT_SANDBOX_PLAN).
+   */
+  private confinementFor(scriptPath: string | null, projectDir: string, promptFile: string): Confinement {
+    let plan: AgentSandboxPlan;
+    try {
+      plan = this.options.sandbox.prepareRun(projectDir, promptFile, scriptPath === null ? null : scriptDirOf(scriptPath));
+    } catch (error) {
+      throw new HttpError(502, `the agent's sandbox could not be prepared: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (scriptPath !== null) return { plan, argvPrefix: sandboxArgvPrefix(plan), env: {} };
+    return { plan, argvPrefix: [], env: { [AGENT_SANDBOX_PLAN_ENV]: JSON.stringify(plan) } };
   }
 
   /** The run's new cgroup with its workload profile's limits; null where the gate has no cgroups. */

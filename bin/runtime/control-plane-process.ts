@@ -149,7 +149,7 @@ async function startControlPlaneParts(
         researchProvider,
         alerts,
         cycles: temporalCycleLauncher(temporal.client, { taskQueue: config.temporal_task_queue }),
-        ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady() } : {}),
+        ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady(), workerGateIsolation: () => workerGate.gate.agentIsolation() } : {}),
         ...(replicas ? { clusterConfig: () => replicas!.view() } : {}),
       },
       logger,

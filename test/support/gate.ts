@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -96,6 +96,9 @@ export class CallbackReceiver {
   }
 }
 
+/** The fake agent's settings (test/fixtures/agents/fake-agent.ts) a test may give the gate's environment. */
+export const FAKE_AGENT_ENV = ['FAKE_AGENT_COUNTER_FILE', 'FAKE_AGENT_WORK_SEC', 'FAKE_AGENT_CHILD_EXTRA_SEC', 'FAKE_AGENT_SCENARIO'];
+
 export interface GateConfigOptions {
   callbackUrl: string;
   overrides?: Record<string, unknown>;
@@ -116,6 +119,12 @@ export interface GateFixture {
  */
 export async function writeGateConfig(options: GateConfigOptions): Promise<GateFixture> {
   const dir = await mkdtemp(join(tmpdir(), 'rcp-gate-'));
+  // The agent runs as another user (agent_user) where the gate can switch: the way to its project must be open to it.
+  await chmod(dir, 0o711);
+  // The fake agent counts its starts in a file every run's sandbox may write (agent_writable_paths).
+  const shared = join(dir, 'agent-shared');
+  await mkdir(shared, { mode: 0o777 });
+  await chmod(shared, 0o777);
   const port = await testPort();
   const configPath = join(dir, 'config.json');
   const config = {
@@ -142,10 +151,13 @@ export async function writeGateConfig(options: GateConfigOptions): Promise<GateF
     stale_project_process_grace_sec: 2,
     stale_project_process_term_grace_sec: 1,
     stale_project_process_command_markers: ['rcp-linger-marker'],
+    agent_writable_paths: ['./agent-shared'],
+    // The fake agent's settings, which tests give the gate's environment: the agent gets no other variable of it.
+    agent_credential_env: ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', ...FAKE_AGENT_ENV],
     ...options.overrides,
   };
   await writeFile(configPath, JSON.stringify(config, null, 2));
-  return { dir, configPath, port, url: `http://127.0.0.1:${port}`, projectRoot: join(dir, 'projects'), counterFile: join(dir, 'dispatch-count.txt') };
+  return { dir, configPath, port, url: `http://127.0.0.1:${port}`, projectRoot: join(dir, 'projects'), counterFile: join(shared, 'dispatch-count.txt') };
 }
 
 /** How often the fake agent's dispatch script ran for this run (it appends one line per invocation). */

@@ -5,12 +5,15 @@ import { agentHomeFor, agentOwnedDir, grantProject } from './agent-dirs.ts';
 import { detectIsolation, type IsolationCapabilities, type IsolationSettings } from './capabilities.ts';
 import { agentEnvironment } from './environment.ts';
 import type { AgentSandboxPlan } from './plan.ts';
-import { nodeBinDir, realOrResolved, REPO_ROOT } from './sandbox-paths.ts';
+import { isWithin, nodeBinDir, realOrResolved, REPO_ROOT } from './sandbox-paths.ts';
 
-/** The config files of both roles this process was started with: never shown to an agent. */
+/**
+ * The config files of both roles this process was started with, and the first-run state directories (of the working
+ * directory and of this checkout, which the sandbox shows read-only): never shown to an agent.
+ */
 export function gateConfigFiles(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string[] {
   const named = [env.SVC_CONFIG, env.SVC_CONTROL_PLANE_CONFIG].filter((path): path is string => !!path).map((path) => resolve(cwd, path));
-  return named.length > 0 ? named : [firstRunConfigPath(cwd)];
+  return [...named, dirname(firstRunConfigPath(cwd)), dirname(firstRunConfigPath(REPO_ROOT))];
 }
 
 export interface AgentSandboxSettings extends IsolationSettings {
@@ -43,9 +46,10 @@ export class AgentSandbox {
 
   /**
    * The plan for a run in `projectDir`: its home is made (the agent user's own) and its project handed to the agent
-   * user. `scriptDir` is the operator's dispatch script's directory, shown read-only for the script runtime.
+   * user. `scriptDir` is the operator's dispatch script's directory, shown read-only for the script runtime; the prompt
+   * is shown read-only where it lies outside the project.
    */
-  prepareRun(projectDir: string, scriptDir: string | null): AgentSandboxPlan {
+  prepareRun(projectDir: string, promptFile: string, scriptDir: string | null): AgentSandboxPlan {
     const { settings, capabilities } = this;
     const plan: AgentSandboxPlan = {
       user: capabilities.user,
@@ -55,6 +59,7 @@ export class AgentSandbox {
       home_dir: agentHomeFor(settings.state_dir, projectDir),
       read_only: [REPO_ROOT, nodeBinDir(), ...(scriptDir ? [scriptDir] : []), ...settings.agent_read_only_paths].map(realOrResolved),
       writable: settings.agent_writable_paths.map(realOrResolved),
+      shown_files: isWithin(realOrResolved(promptFile), realOrResolved(projectDir)) ? [] : [realOrResolved(promptFile)],
       hidden: [...this.configFiles, settings.state_dir, settings.project_root].map(realOrResolved),
       drop_capabilities: capabilities.user === null && process.getuid?.() === 0,
     };

@@ -23,6 +23,8 @@ export const AgentSandboxPlanSchema = z.strictObject({
   read_only: z.array(AbsolutePath),
   /** agent_writable_paths. */
   writable: z.array(AbsolutePath),
+  /** Files of the gate's paths shown read-only after the masks: the run's prompt when it lies outside the project. */
+  shown_files: z.array(AbsolutePath),
   /** The gate's own paths (config files, state_dir, project_root): masked wherever a bound directory holds them. */
   hidden: z.array(AbsolutePath),
   /** bwrap runs as root (no user switch): the agent keeps no capability. */
