@@ -15871,6 +15871,18 @@ export interface operations {
                         /** @description The run had finished: nothing was canceled */
                         already_finished: boolean;
                         canceled?: boolean;
+                        /** @description For a finished run: what its worker gate did when asked to stop what it still tracks of the run */
+                        gate?: {
+                            /** @description Why the gate was not asked, or did not answer */
+                            problem?: string;
+                            /** @description The run's processes the gate still had, and what became of each */
+                            stopped: {
+                                outcome: string;
+                                pid: number;
+                            }[];
+                            /** @description Whether the worker gate still tracked the run (false: it answered 404, or could not be asked) */
+                            tracked: boolean;
+                        };
                         /** @enum {boolean} */
                         ok: true;
                         queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review") | null;
@@ -20635,6 +20647,22 @@ export interface operations {
                         /** @description The review_status values the status command accepts from the current one */
                         review_moves: ("unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected")[];
                         run: {
+                            /** @description Why the run ended, as the worker last reported it; null when it reported none */
+                            cause: {
+                                exit_code?: number;
+                                /** @enum {string} */
+                                kind: "model_error" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
+                                message?: string;
+                                /** @description The HTTP status the model server answered */
+                                model_status?: number;
+                                /** @description Processes of the run the gate stopped or reaped */
+                                reaped?: {
+                                    command: string;
+                                    outcome: string;
+                                    pid: number;
+                                }[];
+                                signal?: string;
+                            } | null;
                             created_at: string;
                             decision: string | null;
                             decision_summary: string | null;
@@ -23238,6 +23266,22 @@ export interface operations {
                 content: {
                     "application/json": {
                         items: {
+                            /** @description Why the run ended, as the worker last reported it; null when it reported none */
+                            cause: {
+                                exit_code?: number;
+                                /** @enum {string} */
+                                kind: "model_error" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
+                                message?: string;
+                                /** @description The HTTP status the model server answered */
+                                model_status?: number;
+                                /** @description Processes of the run the gate stopped or reaped */
+                                reaped?: {
+                                    command: string;
+                                    outcome: string;
+                                    pid: number;
+                                }[];
+                                signal?: string;
+                            } | null;
                             created_at: string;
                             decision: string | null;
                             decision_summary: string | null;
@@ -23696,6 +23740,22 @@ export interface operations {
                             workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
                         } | null;
                         run: {
+                            /** @description Why the run ended, as the worker last reported it: model_error, crash, signal, token_budget, stall, exit or reaped; null when it reported none */
+                            cause: {
+                                exit_code?: number;
+                                /** @enum {string} */
+                                kind: "model_error" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
+                                message?: string;
+                                /** @description The HTTP status the model server answered */
+                                model_status?: number;
+                                /** @description Processes of the run the gate stopped or reaped */
+                                reaped?: {
+                                    command: string;
+                                    outcome: string;
+                                    pid: number;
+                                }[];
+                                signal?: string;
+                            } | null;
                             created_at: string;
                             decision: string | null;
                             decision_summary: string | null;
@@ -24975,6 +25035,21 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    cause?: {
+                        exit_code?: number;
+                        /** @enum {string} */
+                        kind: "model_error" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
+                        message?: string;
+                        /** @description The HTTP status the model server answered */
+                        model_status?: number;
+                        /** @description Processes of the run the gate stopped or reaped */
+                        reaped?: {
+                            command: string;
+                            outcome: string;
+                            pid: number;
+                        }[];
+                        signal?: string;
+                    } | null;
                     delivered_at: string | null;
                     /** @enum {string} */
                     event_type: "session_started" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error";

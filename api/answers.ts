@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TokenUsageSchema } from '../contracts/worker-callback.ts';
+import { RunCauseSchema, TokenUsageSchema } from '../contracts/worker-callback.ts';
 import { PREFLIGHT_CHECK_NAMES } from '../domain/preflight.ts';
 import { FINDING_KINDS } from '../domain/queue-alerts.ts';
 import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
@@ -197,6 +197,7 @@ export const RunListRowSchema = RunSchema.omit({ wake_gate_url: true, evidence: 
   workload_class: z.string(),
   paper_status: z.enum(PAPER_STATUSES).nullable().describe('The status of the run\'s paper; null when it has none'),
   token_usage: TokenUsageSchema.nullable().describe("The agent's tokens as the worker last reported them; null when it reported none"),
+  cause: RunCauseSchema.nullable().describe('Why the run ended, as the worker last reported it; null when it reported none'),
 });
 export type RunListRowDocumented = Assert<Documents<typeof RunListRowSchema, RunListRow>>;
 

@@ -1,4 +1,4 @@
-import { TokenUsageSchema } from '../contracts/worker-callback.ts';
+import { RunCauseSchema, TokenUsageSchema } from '../contracts/worker-callback.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -34,6 +34,7 @@ const RunCallbackSchema = z.object({
 const RunDetailAnswer = z.object({
   run: RunWithTransitionsSchema.extend({
     token_usage: TokenUsageSchema.nullable().describe("The agent's tokens as the worker last reported them; null when it reported none"),
+    cause: RunCauseSchema.nullable().describe('Why the run ended, as the worker last reported it: model_error, crash, signal, token_budget, stall, exit or reaped; null when it reported none'),
   }),
   finished: z.boolean().describe('The run is in a final state: cancel would answer already_finished'),
   callbacks: z.array(RunCallbackSchema).describe('The worker\'s completion callbacks for this run, newest first (at most 50)'),
@@ -50,6 +51,14 @@ const CancelAnswer = z.object({
   workflow_id: z.string(),
   already_finished: z.boolean().describe('The run had finished: nothing was canceled'),
   canceled: z.boolean().optional(),
+  gate: z
+    .object({
+      tracked: z.boolean().describe('Whether the worker gate still tracked the run (false: it answered 404, or could not be asked)'),
+      stopped: z.array(z.object({ pid: z.number().int(), outcome: z.string() })).describe("The run's processes the gate still had, and what became of each"),
+      problem: z.string().optional().describe('Why the gate was not asked, or did not answer'),
+    })
+    .optional()
+    .describe("For a finished run: what its worker gate did when asked to stop what it still tracks of the run"),
   state: z.enum(RUN_STATES),
   queue_status: z.enum(QUEUE_STATUSES).nullable(),
 });
@@ -87,7 +96,7 @@ const config = { auth: 'control' } as const;
 
 export async function runRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
-  const runs = { store: deps.store, runs: deps.runs };
+  const runs = { store: deps.store, runs: deps.runs, dispatch: deps.dispatch };
 
   const detail = {
     tags,

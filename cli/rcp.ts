@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { createInterface } from 'node:readline/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { createControlClient, type ControlClient } from 'research-control-plane/client';
-import { cancelText, cycleText } from './answers.ts';
+import { cancelText, causeText, cycleText } from './answers.ts';
 import { completionScript } from './completion.ts';
 import { colours, EXIT, explain, print, table, UsageError, type Output } from './output.ts';
 import { readProfile, writeProfile } from './profile.ts';
@@ -140,7 +140,7 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
       const rcp = client(io);
       const query = { state: options.state, project: options.project, page_size: 100 };
       const items = await rows(rcp.each('/control/api/v1/runs', query as never), options.limit);
-      print(out(command), items, () => table(items, ['run_id', 'project_id', 'state', 'lane', 'decision', 'created_at']));
+      print(out(command), items, () => table(items.map((item) => ({ ...item, cause: causeText(item.cause) })), ['run_id', 'project_id', 'state', 'lane', 'decision', 'cause', 'created_at']));
     });
   runs
     .command('watch <run_id>')

@@ -121,6 +121,9 @@ const thresholdFields = {
   vram_delta_threshold_mib: z.number().min(0),
 } satisfies Record<keyof GateThresholdProfile, z.ZodNumber>;
 
+/** Seconds without progress after which a running agent counts as stalled. */
+const stallAfterSec = () => z.number().int().min(1).max(86_400);
+
 /** Limits of each run's own cgroup (README "Worker gate"); null: the default share of memory, no pids or CPU limit. */
 const runLimitFields = {
   run_memory_max_mib: z.number().int().min(16).nullable(),
@@ -134,6 +137,7 @@ const ProfileOverrideSchema = z.strictObject({
   gpu_idle_avg_threshold_pct: thresholdFields.gpu_idle_avg_threshold_pct.optional(),
   gpu_idle_peak_threshold_pct: thresholdFields.gpu_idle_peak_threshold_pct.optional(),
   vram_delta_threshold_mib: thresholdFields.vram_delta_threshold_mib.optional(),
+  stall_after_sec: stallAfterSec().optional(),
   run_memory_max_mib: runLimitFields.run_memory_max_mib.optional(),
   run_pids_max: runLimitFields.run_pids_max.optional(),
   run_cpu_max_cores: runLimitFields.run_cpu_max_cores.optional(),
@@ -252,6 +256,10 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   max_wait_after_idle_sec: doc(z.number().min(60).default(43200), {
     description: 'Longest wait for a quiet window after idle was first seen.',
+  }),
+  stall_after_sec: doc(stallAfterSec().default(600), {
+    description:
+      "Worker gate: a running agent that shows no progress for this long (no lifecycle event, and for Codex and Claude Code no model answer, tool event or usage change in the tool's stream) is stopped, its processes with it, and its run ends in gate_error with a reason starting 'stalled:'. workload_profiles may set it per class.",
   }),
   agent_model: doc(text().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).default(''), {
     description: "Model the agent is started with (MODEL in the dispatch script's environment); '' leaves the agent's own default. dispatch-next may override it.",

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { withinJsonBounds } from '../http/json-bounds.ts';
 import { CALLBACK_EVENT_TYPES, GATE_STATES } from '../domain/gate.ts';
+import { RUN_CAUSE_COMMAND_MAX, RUN_CAUSE_KINDS, RUN_CAUSE_MESSAGE_MAX, RUN_CAUSE_REAPED_MAX } from '../domain/run-cause.ts';
 
 /** Which evidence files the gate found in the project when it reported readiness (README "Worker gate"). */
 export const RunEvidenceSchema = z.strictObject({
@@ -57,6 +58,22 @@ const tokenCount = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /** The tokens a run's agent has spent, as its tool reported them to the gate. */
 export const TokenUsageSchema = z.strictObject({ input_tokens: tokenCount, output_tokens: tokenCount, total_tokens: tokenCount });
 
+/** Why the run ended, as the gate saw it (domain/run-cause.ts): bounded, every field checked. */
+export const RunCauseSchema = z
+  .strictObject({
+    kind: z.enum(RUN_CAUSE_KINDS),
+    exit_code: z.number().int().min(0).max(255).optional(),
+    signal: z.string().regex(/^SIG[A-Z0-9]{1,12}$/).optional(),
+    model_status: z.number().int().min(100).max(599).optional().describe('The HTTP status the model server answered'),
+    message: z.string().max(RUN_CAUSE_MESSAGE_MAX).optional(),
+    reaped: z
+      .array(z.strictObject({ pid: z.number().int().min(1), command: z.string().max(RUN_CAUSE_COMMAND_MAX), outcome: z.string().max(40) }))
+      .max(RUN_CAUSE_REAPED_MAX)
+      .optional()
+      .describe('Processes of the run the gate stopped or reaped'),
+  })
+  .describe('Why the run ended: model_error, crash, signal, token_budget, stall, exit or reaped');
+
 export const GateCallbackPayloadSchema = z.strictObject({
   event_type: z.enum(CALLBACK_EVENT_TYPES),
   run_id: z.string().min(1),
@@ -73,6 +90,8 @@ export const GateCallbackPayloadSchema = z.strictObject({
   evidence: RunEvidenceSchema.nullable().optional(),
   /** What the run's agent has spent so far; absent while the gate knows nothing of it (a script agent that reports none). */
   token_usage: TokenUsageSchema.nullable().optional(),
+  /** Why the run ended; on finishing callbacks whose cause the gate knows. */
+  cause: RunCauseSchema.nullable().optional(),
   idempotency_key: z.string().min(1),
 });
 export type GateCallbackPayload = z.infer<typeof GateCallbackPayloadSchema>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { CALLBACK_EVENT_TYPES, DISPATCH_MODES, GATE_STATES, LIFECYCLE_EVENTS, REASONING_EFFORTS } from '../domain/gate.ts';
-import { TokenUsageSchema } from './worker-callback.ts';
+import { AGENT_EVENTS, CALLBACK_EVENT_TYPES, DISPATCH_MODES, GATE_STATES, LIFECYCLE_EVENTS, REASONING_EFFORTS } from '../domain/gate.ts';
+import { RunCauseSchema, TokenUsageSchema } from './worker-callback.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import { AgentIsolationSchema } from './agent-isolation.ts';
 
@@ -71,7 +71,8 @@ const tokenCount = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 /** Lifecycle event the agent runtime posts to `/legacy-agent/event`. */
 export const ControlPlaneEventSchema = z.strictObject({
-  event: z.enum(LIFECYCLE_EVENTS),
+  /** `progress`: the gate's runner saw the agent's tool move (a model answer, a tool event, a usage change); it changes no state. */
+  event: z.enum(AGENT_EVENTS),
   run_id: RunIdSchema.nullish().transform((v) => v ?? undefined),
   session_id: optionalText(200),
   project_id: optionalText(200),
@@ -91,6 +92,8 @@ export const ControlPlaneEventSchema = z.strictObject({
     .transform((v) => v ?? undefined),
   /** With session-end, from the gate's launcher: the run's token budget, which token_usage passed, so it stopped the agent. */
   token_budget_exceeded: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).nullish().transform((v) => v ?? undefined),
+  /** With session-end, from the gate's runner: how the tool ended (exit, signal, the model's error). Reaped processes are the gate's own to add. */
+  cause: RunCauseSchema.omit({ reaped: true }).nullish().transform((v) => v ?? undefined),
 });
 export type ControlPlaneEvent = z.output<typeof ControlPlaneEventSchema>;
 
@@ -185,6 +188,8 @@ export const GateRunViewSchema = z.object({
   process_group_id: nullableInt,
   tmux_session: z.string().nullable(),
   token_usage: TokenUsageSchema.nullable().optional().describe('Absent from older records'),
+  last_progress_at: z.string().nullable().optional().describe("The agent's last sign of progress (an event, a model answer, a tool event); absent from older records"),
+  cause: RunCauseSchema.nullable().optional().describe('Why the run ended, once the gate knows; absent from older records'),
   cgroup: z
     .object({ kind: z.enum(['v2', 'v1']), paths: z.array(z.string()) })
     .nullable()

@@ -6,6 +6,7 @@ import type { TokenUsage } from './agent-runtimes.ts';
 import { applyLifecycleEvent, freshSession, readyCallbackFor, type GateSession, type LifecycleInput, type LifecycleOutcome } from './gate-lifecycle.ts';
 import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES, type CallbackEventType, type DispatchMode, type ReasoningEffort } from './gate.ts';
 import type { QuietWindowMetrics, QuietWindowVerdict } from './quiet-window.ts';
+import { exitStatusCause, reapedCause, type RunCause } from './run-cause.ts';
 import type { WorkloadClass } from './workload.ts';
 
 export interface TrackedPid {
@@ -58,6 +59,13 @@ export interface GateRun extends GateSession {
    */
   cgroup?: RunCgroupRecord | null;
   /**
+   * The agent's last sign of progress: any event it posted, or a model answer, tool event or usage change its runner
+   * saw. A run that shows none for stall_after_sec is stopped. Absent from older records (the dispatch time counts).
+   */
+  last_progress_at?: string | null;
+  /** Why the run ended, once the gate knows (domain/run-cause.ts); absent from older records. */
+  cause?: RunCause | null;
+  /**
    * The dispatch script as the gate started it (in a session of its own): a pid an agent names is taken as the root
    * only if it descends from this process or works in the project. Absent from records written before this existed.
    */
@@ -100,6 +108,13 @@ export interface CallbackIntent {
   quiet_window: QuietWindowMetrics | null;
   /** Readiness callbacks carry the evidence files found in the project. */
   with_evidence: boolean;
+}
+
+/** The cause a finishing callback carries: the run's, with the processes the gate reaped for it. */
+export function causeOf(run: GateRun): RunCause | null {
+  const reaped = run.reaped.length > 0 ? { reaped: reapedCause(run.reaped) } : {};
+  if (run.cause) return { ...run.cause, ...reaped };
+  return run.reaped.length > 0 ? { kind: 'reaped', ...reaped } : null;
 }
 
 export interface Transition {
@@ -158,6 +173,8 @@ export function startingRun(request: GateRunRequest, now: string): GateRun {
     processes_alive: false,
     last_process_alive_at: null,
     processes_exited_at: null,
+    last_progress_at: now,
+    cause: null,
     reaped: [],
     quiet_window: null,
     callbacks: [],
@@ -239,6 +256,16 @@ export function recordCallback(run: GateRun, callback: RecordedCallback): GateRu
 export interface RunEventInput extends LifecycleInput {
   tmux_session?: string | undefined;
   token_usage?: TokenUsage | undefined;
+  /** With session-end, from the gate's runner: how the tool ended. */
+  cause?: RunCause | undefined;
+}
+
+/** The cause an end event tells: the runner's own, else what its exit status and a budget stop say. */
+function causeOfEnd(input: RunEventInput): RunCause | null {
+  if (input.event !== 'session-end') return null;
+  if (input.cause) return input.cause;
+  if (input.token_budget_exceeded) return { kind: 'token_budget' };
+  return input.exit_code === undefined ? null : exitStatusCause(input.exit_code);
 }
 
 /**
@@ -257,8 +284,31 @@ export function applyRunEvent(run: GateRun, input: RunEventInput): { run: GateRu
     callbacks: outcome.session_reset ? [] : run.callbacks,
     tmux_session: run.tmux_session ?? input.tmux_session ?? null,
     token_usage: input.token_usage ?? run.token_usage ?? null,
+    last_progress_at: input.received_at,
+    cause: outcome.ignored_reason ? (run.cause ?? null) : (causeOfEnd(input) ?? run.cause ?? null),
   };
   return { run: next, outcome };
+}
+
+/** The runner saw the agent's tool move (a model answer, a tool event, a usage change): the stall clock starts over. */
+export function recordProgress(run: GateRun, at: string, tokenUsage: TokenUsage | undefined): GateRun {
+  return { ...run, last_progress_at: at, token_usage: tokenUsage ?? run.token_usage ?? null };
+}
+
+/**
+ * A running agent that has shown no progress (no event, model answer, tool event or usage change) for
+ * `stallAfterSec` has stalled: the run ends in error with one gate_error, and the gate stops its processes.
+ */
+export function detectStall(run: GateRun, nowMs: number, stallAfterSec: number): Transition {
+  if (run.gate_state !== 'running') return { run, callback: null };
+  const since = run.last_progress_at ?? run.dispatched_at;
+  if (nowMs - Date.parse(since) < stallAfterSec * 1000) return { run, callback: null };
+  const reason = `stalled: no model answer, tool event or usage change for ${stallAfterSec} s (last progress at ${since})`;
+  const observedAt = new Date(Date.parse(since) + stallAfterSec * 1000).toISOString();
+  return {
+    run: { ...run, gate_state: 'error', gate_reason: reason, cause: { kind: 'stall', message: reason } },
+    callback: { event_type: 'gate_error', observed_at: observedAt, reason, quiet_window: null, with_evidence: false },
+  };
 }
 
 /** One scan of the process table: which of the run's processes are alive at `at`. */
@@ -335,7 +385,7 @@ export function detectSilentExit(run: GateRun, nowMs: number, sampleIntervalSec:
   if (nowMs - Date.parse(run.processes_exited_at) < sampleIntervalSec * 1000) return { run, callback: null };
   const reason = 'every tracked process exited before the agent reported idle, stop or end';
   return {
-    run: { ...run, gate_state: 'error', gate_reason: reason },
+    run: { ...run, gate_state: 'error', gate_reason: reason, cause: run.cause ?? { kind: 'crash', message: reason } },
     callback: { event_type: 'gate_error', observed_at: run.processes_exited_at, reason, quiet_window: null, with_evidence: false },
   };
 }

@@ -10,6 +10,10 @@ export const LIFECYCLE_EVENTS = [
 ] as const;
 export type LifecycleEvent = (typeof LIFECYCLE_EVENTS)[number];
 
+/** What an agent's side may post to the gate: the lifecycle events, and `progress`, which only says the agent moves. */
+export const AGENT_EVENTS = [...LIFECYCLE_EVENTS, 'progress'] as const;
+export type AgentEvent = (typeof AGENT_EVENTS)[number];
+
 /** start < idle < ask < stop = end: a lower-ranked event never undoes a higher one within a session. */
 export const LIFECYCLE_EVENT_RANK: Readonly<Record<LifecycleEvent, number>> = {
   'session-start': 0,

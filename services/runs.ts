@@ -9,13 +9,17 @@ import { applyRunTransition, getRun } from '../store/runs.ts';
 import type { Store } from '../store/store.ts';
 import { listRunCallbacks } from '../store/worker-callbacks.ts';
 import { CommandRefusedError } from './command-errors.ts';
+import type { DispatchSettings } from './dispatch-settings.ts';
 import type { RunLauncher } from './run-launcher.ts';
+import { stopOnGate, type GateStopOutcome } from './run-gate-stop.ts';
 
 /** Reading one run and cancelling it (README "Runs"). */
 
 export interface RunServiceDeps {
   store: Store;
   runs: RunLauncher;
+  /** The worker targets: a cancel of a finished run still asks its gate to stop what it tracks. */
+  dispatch?: DispatchSettings;
 }
 
 export interface CancelRunRequest {
@@ -49,7 +53,7 @@ export async function runDetail(deps: RunServiceDeps, runId: string, eventLimit:
     listEventsForEntities(deps.store, [runId], eventLimit),
   ]);
   return {
-    run: { ...(withTransitions ?? { ...run, transitions: [] }), token_usage: summary?.token_usage ?? null },
+    run: { ...(withTransitions ?? { ...run, transitions: [] }), token_usage: summary?.token_usage ?? null, cause: summary?.cause ?? null },
     // A finished run is not canceled (cancel answers already_finished): what a client offers depends on it.
     finished: isRunFinished(run.state),
     callbacks,
@@ -67,18 +71,36 @@ async function snapshot(store: Store, runId: string) {
 }
 
 export type CancelRunResult =
-  | ({ ok: true; already_finished: boolean; canceled?: boolean } & Awaited<ReturnType<typeof snapshot>>)
+  | ({ ok: true; already_finished: boolean; canceled?: boolean; gate?: GateStopOutcome } & Awaited<ReturnType<typeof snapshot>>)
   | { ok: true; cancel_requested: true; pending: true; run_id: string; workflow_id: string };
 
 /**
  * Cancels the run's workflow, which marks the run and its item canceled. Idempotent: a finished run answers
- * `already_finished`. When Temporal no longer has the workflow, the ledgers are moved to canceled directly.
+ * `already_finished`, after asking its worker gate to stop what it still tracks of the run (`gate`). When Temporal no
+ * longer has the workflow, the ledgers are moved to canceled directly.
  */
 export async function cancelRun(deps: RunServiceDeps, request: CancelRunRequest): Promise<CancelRunResult> {
   const { store } = deps;
   const runId = request.run_id;
   const run = await requireRun(store, runId);
-  if (isRunFinished(run.state)) return { ok: true, already_finished: true, ...(await snapshot(store, runId)) };
+  if (isRunFinished(run.state)) {
+    // Finished here, yet its agent may still run on the worker (the gate reported an error or a timeout): stop it there.
+    const gate = deps.dispatch ? await stopOnGate(deps.dispatch, run) : undefined;
+    if (gate && gate.stopped.length > 0) {
+      await store.transaction((tx) =>
+        appendAuditEvent(tx, {
+          entity_type: 'run',
+          entity_id: runId,
+          event_type: 'run.worker_processes_stopped',
+          payload: { project_id: run.project_id, state: run.state, stopped: gate.stopped, ...(request.reason ? { reason: request.reason } : {}) },
+          idempotency_key: null,
+          actor: request.requested_by,
+          request_id: request.request_id ?? null,
+        }),
+      );
+    }
+    return { ok: true, already_finished: true, ...(await snapshot(store, runId)), ...(gate ? { gate } : {}) };
+  }
 
   await store.transaction((tx) =>
     appendAuditEvent(tx, {

@@ -3,8 +3,9 @@ import type { PaperStatus } from '../domain/paper-status.ts';
 import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from './keyset.ts';
 import { containsPattern, sqlParams } from './sql-params.ts';
 import type { Queryable } from './store.ts';
-import { RUN_TOKEN_USAGE_SQL } from './worker-callbacks.ts';
+import { RUN_CAUSE_SQL, RUN_TOKEN_USAGE_SQL } from './worker-callbacks.ts';
 import type { TokenUsage } from '../domain/agent-runtimes.ts';
+import type { RunCause } from '../domain/run-cause.ts';
 
 /** The run list (`GET /control/api/v1/runs`): a run's summary, without the gate's large JSON answers. */
 
@@ -25,6 +26,8 @@ export interface RunListRow {
   paper_status: PaperStatus | null;
   /** The agent's token usage as the worker last reported it; null when it reported none. */
   token_usage: TokenUsage | null;
+  /** Why the run ended, as the worker last reported it; null when it reported none. */
+  cause: RunCause | null;
   finished_at: string | null;
   created_at: string;
   updated_at: string;
@@ -32,7 +35,7 @@ export interface RunListRow {
 
 const RUN_LIST_COLUMNS =
   'run_id, project_id, workflow_id, state, lane, workload_class, requested_by, session_id, question, decision, ' +
-  `decision_summary, last_error, paper_status, ${RUN_TOKEN_USAGE_SQL}, finished_at, created_at, updated_at`;
+  `decision_summary, last_error, paper_status, ${RUN_TOKEN_USAGE_SQL}, ${RUN_CAUSE_SQL}, finished_at, created_at, updated_at`;
 
 export const RUN_ORDERS: readonly KeysetOrder[] = [
   { name: '-created_at', columns: [descending('created_at', 'timestamptz'), descending('run_id', 'text')] },

@@ -9,6 +9,7 @@ import {
 import type { QueueStatus } from '../domain/queue-status.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 import { appendAuditEvent } from './audit-events.ts';
+import { callbackCause } from './worker-callbacks.ts';
 import { readFlags } from './flags.ts';
 import { getQueueItem, QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
 import { recordLineage } from './research-lineage.ts';
@@ -220,6 +221,8 @@ export async function applyRunTransition(tx: Queryable, request: TransitionReque
   const queue = current ? nextQueueStatus(request.transition, current) : null;
   const updatedItem = current && queue ? await updateQueueItem(tx, current, updatedRun, queue, request.transition, detail) : item ?? null;
 
+  // A transition a worker's callback caused records why the run ended as the worker told it.
+  const cause = typeof detail.audit?.callback === 'string' ? await callbackCause(tx, detail.audit.callback) : null;
   const event = await appendAuditEvent(tx, {
     entity_type: 'run',
     entity_id: run.run_id,
@@ -232,6 +235,7 @@ export async function applyRunTransition(tx: Queryable, request: TransitionReque
       ...(detail.last_error ? { error: detail.last_error } : {}),
       ...(detail.decision !== undefined ? { decision: detail.decision } : {}),
       ...(detail.audit ?? {}),
+      ...(cause ? { cause } : {}),
     },
     idempotency_key: `${run.run_id}:${request.transition}`,
     actor: request.actor ?? 'run-workflow',

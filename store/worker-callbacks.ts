@@ -70,6 +70,20 @@ export const RUN_TOKEN_USAGE_SQL = `(SELECT wc.payload -> 'token_usage' FROM wor
   WHERE wc.run_id = runs.run_id AND jsonb_typeof(wc.payload -> 'token_usage') = 'object'
   ORDER BY wc.received_at DESC LIMIT 1) AS token_usage`;
 
+/** Why a run ended: what its newest callback that carried a cause reported. `runs` names the run's row, as above. */
+export const RUN_CAUSE_SQL = `(SELECT wc.payload -> 'cause' FROM worker_callbacks wc
+  WHERE wc.run_id = runs.run_id AND jsonb_typeof(wc.payload -> 'cause') = 'object'
+  ORDER BY wc.received_at DESC LIMIT 1) AS cause`;
+
+/** The cause one stored callback carried; null when it carried none. */
+export async function callbackCause(q: Queryable, key: string): Promise<Record<string, unknown> | null> {
+  const result = await q.query<{ cause: Record<string, unknown> | null }>(
+    `SELECT payload -> 'cause' AS cause FROM worker_callbacks WHERE idempotency_key = $1 AND jsonb_typeof(payload -> 'cause') = 'object'`,
+    [key],
+  );
+  return result.rows[0]?.cause ?? null;
+}
+
 /** A callback as a run's detail lists it: what the worker reported, without the stored telemetry and response. */
 export interface RunCallbackRow {
   idempotency_key: string;

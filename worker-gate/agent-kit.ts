@@ -10,7 +10,7 @@ import { accessSync, closeSync, constants, mkdirSync, openSync, statSync } from 
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { DISPATCH_MODES, REASONING_EFFORTS, type LifecycleEvent } from '../domain/gate.ts';
+import { DISPATCH_MODES, REASONING_EFFORTS, type AgentEvent } from '../domain/gate.ts';
 
 /** Argument that switches a dispatch script into agent mode. */
 export const AGENT_FLAG = '--agent';
@@ -122,7 +122,7 @@ export function reportLaunched(launched: { root_pid: number; process_group_id: n
 
 export interface EventPoster {
   sessionId: string;
-  post(event: LifecycleEvent, message: string, extra?: Record<string, unknown>): Promise<boolean>;
+  post(event: AgentEvent, message: string, extra?: Record<string, unknown>): Promise<boolean>;
 }
 
 const POST_TIMEOUT_MS = 3_000;

@@ -1,6 +1,10 @@
 import type { GateCallbackPayload, RunEvidence } from '../contracts/worker-callback.ts';
 import { callbackIdempotencyKey, type TelemetrySample } from '../domain/gate.ts';
-import type { CallbackIntent, GateRun } from '../domain/gate-run.ts';
+import { causeOf, type CallbackIntent, type GateRun } from '../domain/gate-run.ts';
+import type { CallbackEventType } from '../domain/gate.ts';
+
+/** The callbacks that say how a run ended (or paused, ready for its next turn): they carry its cause when known. */
+const FINISHING: ReadonlySet<CallbackEventType> = new Set(['wake_ready', 'session_finished_ready', 'gate_timeout', 'gate_error']);
 
 export interface CallbackPayloadInput {
   run: GateRun;
@@ -19,6 +23,7 @@ export interface CallbackPayloadInput {
  */
 export function buildCallbackPayload({ run, callback, sample, evidence, seenAt }: CallbackPayloadInput): GateCallbackPayload {
   const quietWindow = callback.quiet_window;
+  const cause = FINISHING.has(callback.event_type) ? causeOf(run) : null;
   return {
     event_type: callback.event_type,
     run_id: run.run_id,
@@ -59,6 +64,7 @@ export function buildCallbackPayload({ run, callback, sample, evidence, seenAt }
     question: run.question,
     evidence,
     ...(run.token_usage ? { token_usage: run.token_usage } : {}),
+    ...(cause ? { cause } : {}),
     idempotency_key: callbackIdempotencyKey(run.run_id, callback.event_type, callback.observed_at),
   };
 }

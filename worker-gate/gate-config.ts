@@ -26,6 +26,7 @@ export type WorkerGateConfig = Pick<
   | 'gpu_idle_peak_threshold_pct'
   | 'vram_delta_threshold_mib'
   | 'max_wait_after_idle_sec'
+  | 'stall_after_sec'
   | 'default_workload_class'
   | 'workload_profiles'
   | 'run_cgroup_mode'
@@ -48,6 +49,11 @@ export type WorkerGateConfig = Pick<
 /** The quiet-window thresholds of a workload class, with this gate's overrides. */
 export function profileFor(config: WorkerGateConfig, workloadClass: WorkloadClass): GateThresholdProfile {
   return resolveWorkloadProfile(workloadClass, config, config.workload_profiles);
+}
+
+/** How long a run of the workload class may show no progress before the gate stops it as stalled. */
+export function stallAfterSecFor(config: WorkerGateConfig, workloadClass: WorkloadClass): number {
+  return config.workload_profiles[workloadClass]?.stall_after_sec ?? config.stall_after_sec;
 }
 
 /** The agent this gate starts for a run of the workload class (README "Running real agents"). */

@@ -6,13 +6,16 @@ import type { ControlPlaneEvent } from '../contracts/worker-gate.ts';
 import { RUN_OVER_GATE_STATES, type TelemetrySample } from '../domain/gate.ts';
 import { isAwaitingQuietWindow } from '../domain/gate-lifecycle.ts';
 import {
+  acceptsAgentEvents,
   adoptRoot,
   applyRunEvent,
   detectSilentExit,
+  detectStall,
   findRunForEvent,
   isWatched,
   observeProcesses,
   recordCallback,
+  recordProgress,
   recordReaped,
   settleQuietWindow,
   type CallbackIntent,
@@ -25,12 +28,13 @@ import type { CallbackOutbox } from './callback-outbox.ts';
 import { buildCallbackPayload } from './callback-payload.ts';
 import { checkAgentNamedPid } from './agent-named-pid.ts';
 import { inspectEvidence } from './evidence.ts';
-import { profileFor, type WorkerGateConfig } from './gate-config.ts';
+import { profileFor, stallAfterSecFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
 import { clockTicksPerSecond, readCmdline, readProcessTable, type ProcessInfo } from './process-table.ts';
 import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
 import type { RunRecords } from './run-records.ts';
 import { reopenRunCgroup, stopAndRemove } from './run-cgroups/index.ts';
+import { stopRunProcesses } from './run-stop.ts';
 import { reapProcesses, selectStaleProcesses } from './stale-reaper.ts';
 import { parseProcStat } from './telemetry/proc-parsers.ts';
 import { processCpuUsage, RunUsageMeter } from './telemetry/run-usage.ts';
@@ -134,6 +138,7 @@ export class RunMonitor {
       events.append('lifecycle_event', event.run_id ?? null, { ...summary, ignored: true, ignore_reason: 'unknown run' });
       return { ok: true, recorded: true, run_id: event.run_id ?? null, ignored: true, ignore_reason: 'unknown run', callbacks: [] };
     }
+    if (event.event === 'progress') return this.recordProgress(found, event, receivedAt);
     const applied = applyRunEvent(found, {
       event: event.event,
       session_id: event.session_id,
@@ -143,6 +148,7 @@ export class RunMonitor {
       tmux_session: event.tmux_session,
       exit_code: event.exit_code,
       token_usage: event.token_usage,
+      cause: event.cause,
       token_budget_exceeded:
         event.token_budget_exceeded === undefined ? undefined : { budget: event.token_budget_exceeded, tokens_used: event.token_usage?.total_tokens ?? 0 },
     });
@@ -174,6 +180,13 @@ export class RunMonitor {
       session_reset: outcome.session_reset,
       callbacks: keys,
     };
+  }
+
+  /** A sign of progress changes no state: it restarts the run's stall clock and carries the usage seen so far. */
+  private recordProgress(run: GateRun, event: ControlPlaneEvent, receivedAt: string): EventResponse {
+    const settled = !acceptsAgentEvents(run);
+    if (!settled) this.options.runs.save(recordProgress(run, receivedAt, event.token_usage));
+    return { ok: true, recorded: true, run_id: run.run_id, ignored: settled, ...(settled ? { ignore_reason: `gate already settled in state ${run.gate_state}` } : {}), gate_state: run.gate_state, callbacks: [] };
   }
 
   /** Takes the pid the agent names as the run's root only where it is the run's own process (agent-named-pid.ts). */
@@ -228,10 +241,9 @@ export class RunMonitor {
 
     if (!run.root_alive && run.processes_alive) this.reapStale(run, table, sample);
 
-    const transition = isAwaitingQuietWindow(run)
-      ? this.evaluateWindow(run, sample)
-      : detectSilentExit(run, Date.now(), this.options.config.sample_interval_sec);
+    const transition = isAwaitingQuietWindow(run) ? this.evaluateWindow(run, sample) : this.detectEnd(run);
     run = transition.run;
+    if (run.cause?.kind === 'stall' && before.gate_state === 'running') this.stopStalled(run);
     if (transition.callback) {
       const evidence = transition.callback.with_evidence ? inspectEvidence(this.options.config.project_root, run.project_dir) : null;
       run = this.sendCallback(run, transition.callback, evidence).run;
@@ -239,6 +251,26 @@ export class RunMonitor {
 
     if (persistedView(run) !== persistedView(before)) this.options.runs.save(run);
     else this.options.runs.keep(run);
+  }
+
+  /** A running agent whose processes all exited has died; one whose processes live but show no progress has stalled. */
+  private detectEnd(run: GateRun): Transition {
+    const { config } = this.options;
+    const exited = detectSilentExit(run, Date.now(), config.sample_interval_sec);
+    if (exited.callback) return exited;
+    return detectStall(run, Date.now(), stallAfterSecFor(config, run.workload_class));
+  }
+
+  /** Stops every process of a stalled run; what was stopped goes into the run's record, which the dashboard shows. */
+  private stopStalled(run: GateRun): void {
+    const { config, runs, events, logger } = this.options;
+    logger.warn({ run_id: run.run_id, reason: run.gate_reason }, 'stalled run stopped');
+    void stopRunProcesses(run, config.stale_project_process_term_grace_sec, 'stalled run')
+      .then((stopped) => {
+        events.append('stalled_run_stopped', run.run_id, { reason: run.gate_reason, stopped: stopped.map(({ pid, outcome }) => ({ pid, outcome })) });
+        runs.save(recordReaped(runs.get(run.run_id) ?? run, stopped));
+      })
+      .catch((error: Error) => logger.error({ err: error, run_id: run.run_id }, 'stopping a stalled run failed'));
   }
 
   /**

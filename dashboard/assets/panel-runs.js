@@ -11,6 +11,27 @@ function tokens(usage, { detailed = false } = {}) {
   return detailed ? `${count(usage.total_tokens)} (${count(usage.input_tokens)} in, ${count(usage.output_tokens)} out)` : count(usage.total_tokens);
 }
 
+/** Why the run ended, as the worker told it: the kind, then the model's status, the signal or exit, reaped processes. */
+function causeLine(cause) {
+  if (!cause) return '—';
+  const parts = [words(cause.kind)];
+  if (cause.model_status !== undefined) parts.push(`model answered ${cause.model_status}`);
+  if (cause.signal) parts.push(cause.signal);
+  else if (cause.exit_code !== undefined) parts.push(`exit ${cause.exit_code}`);
+  if (cause.reaped?.length) parts.push(`${count(cause.reaped.length)} reaped`);
+  return parts.join(' · ');
+}
+
+/** The cause in full on the run page: its line, the worker's message, and the processes it reaped. */
+function causeView(cause) {
+  if (!cause) return '—';
+  return [
+    h('span', null, causeLine(cause)),
+    cause.message ? h('span', { class: 'hint block' }, cause.message) : null,
+    cause.reaped?.length ? h('ul', { class: 'plain' }, cause.reaped.map((proc) => h('li', null, `${proc.pid} ${words(proc.outcome)}: `, h('code', null, proc.command)))) : null,
+  ];
+}
+
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
 const RUN_STATES = ['prepared', 'dispatching', 'awaiting_wake', 'running', 'question_pending', 'wake_ready', 'session_finished_ready', 'gate_timeout', 'gate_error', 'reconciled', 'dispatch_error', 'canceled'];
@@ -95,6 +116,7 @@ function createRunList() {
           { title: 'Decision', cell: (run) => (run.decision ? badge(run.decision) : '—') },
           { title: 'Paper', cell: (run) => (run.paper_status ? words(run.paper_status) : '—') },
           { title: 'Tokens', cell: (run) => tokens(run.token_usage) },
+          { title: 'Cause', cell: (run) => causeLine(run.cause) },
           { title: 'Started', cell: (run) => age(run.created_at) },
           { title: 'Finished', cell: (run) => age(run.finished_at) },
         ],
@@ -162,6 +184,7 @@ function createRunDetail(runId) {
         ['Lane', `${run.lane} · ${words(run.workload_class)}`],
         ['Requested by', run.requested_by],
         ['Tokens', tokens(run.token_usage, { detailed: true })],
+        ['Ended by', causeView(run.cause)],
         ['Started', when(run.created_at)],
         ['Finished', when(run.finished_at)],
         ['Workflow', [h('code', null, answer.temporal.workflow_id), answer.temporal.ui_url ? [' · ', externalLink(answer.temporal.ui_url, 'Open in the Temporal UI')] : null]],
