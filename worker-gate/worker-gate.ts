@@ -9,10 +9,13 @@ import { dashboardBody } from './dashboard.ts';
 import { GateDispatcher, type CancelResponse, type DispatchResponse } from './dispatcher.ts';
 import type { WorkerGateConfig } from './gate-config.ts';
 import { GateEventLog } from './gate-event-log.ts';
+import { agentReachProblems } from './launchers/state-placement.ts';
 import type { PrepareResult } from './prepare-project.ts';
 import { RunMonitor, type EventResponse } from './run-monitor.ts';
 import { RunRecords } from './run-records.ts';
 import { RunCgroupHost } from './run-cgroups/index.ts';
+import { AgentSandbox } from './agent-sandbox/index.ts';
+import type { AgentIsolation } from '../contracts/agent-isolation.ts';
 
 export type { CancelResponse, DispatchResponse } from './dispatcher.ts';
 export type { EventResponse } from './run-monitor.ts';
@@ -40,6 +43,7 @@ export class WorkerGate {
   private readonly dispatcher: GateDispatcher;
   private readonly monitor: RunMonitor;
   private readonly cgroups: RunCgroupHost;
+  private readonly sandbox: AgentSandbox;
   private readonly startedAt = new Date().toISOString();
   private stopped = false;
   private ready = false;
@@ -60,9 +64,13 @@ export class WorkerGate {
         this.events.append('callback_delivered', entry.run_id, { event_type: entry.event_type, idempotency_key: entry.idempotency_key, attempts: entry.attempts }),
     });
     this.cgroups = RunCgroupHost.detect(this.config);
+    this.sandbox = AgentSandbox.detect(this.config);
+    // The gate's records must be out of every agent's reach, or the gate does not start (README "Security model").
+    const exposed = agentReachProblems(this.config, { isolated: this.sandbox.report().sandboxed });
+    if (exposed.length > 0) throw new Error(`the worker gate refuses to start: ${exposed.join('; ')}`);
     const shared = { config: this.config, logger: this.logger, runs: this.runs, events: this.events };
     this.monitor = new RunMonitor({ ...shared, outbox: this.outbox });
-    this.dispatcher = new GateDispatcher({ ...shared, eventUrl: options.eventUrl, latestSample: () => this.monitor.latestSample(), cgroups: this.cgroups });
+    this.dispatcher = new GateDispatcher({ ...shared, eventUrl: options.eventUrl, latestSample: () => this.monitor.latestSample(), cgroups: this.cgroups, sandbox: this.sandbox });
   }
 
   /** Loads the records a previous process left, resumes tracking and resends pending callbacks, then samples. */
@@ -71,6 +79,7 @@ export class WorkerGate {
     this.outbox.load();
     this.runs.load();
     this.dispatcher.recoverInterruptedDispatches();
+    this.reportIsolation();
     await this.sweepRunCgroups();
     const resumed = this.runs.all().filter((run) => !SETTLED_GATE_STATES.has(run.gate_state));
     this.events.append('gate_started', null, { resumed_runs: resumed.map((run) => run.run_id), callbacks_pending: this.outbox.pendingCount() });
@@ -100,6 +109,18 @@ export class WorkerGate {
       this.events.append('run_cgroups_swept', null, { cgroups: swept });
       this.logger.warn({ cgroups: swept }, 'stopped and removed run cgroups no tracked run holds');
     }
+  }
+
+  /** Says plainly, at start, what an agent of this gate can see and who it runs as (README "Security model"). */
+  private reportIsolation(): void {
+    const isolation = this.sandbox.report();
+    if (isolation.sandboxed) this.logger.info({ agent_isolation: isolation }, `agent isolation (${isolation.mode}): ${isolation.summary}`);
+    else this.logger.warn({ agent_isolation: isolation }, `agent isolation (${isolation.mode}): ${isolation.summary}`);
+  }
+
+  /** How this gate confines its agents, as detected at its start. */
+  agentIsolation(): AgentIsolation {
+    return this.sandbox.report();
   }
 
   async stop(): Promise<void> {
@@ -154,6 +175,7 @@ export class WorkerGate {
       startedAt: this.startedAt,
       sampling: this.monitor.samplingHealth(),
       runCgroups: this.cgroups.status(),
+      agentIsolation: this.sandbox.report(),
       latestSample: this.monitor.latestSample(),
       runs: this.runs.all(),
       callbacksPending: this.outbox.pendingCount(),
