@@ -7,7 +7,7 @@ import { queryInt } from '../http/validation.ts';
 import { AuditEventSchema, PaperSchema, ProjectSchema, RunWithTransitionsSchema } from './answers.ts';
 import { QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { RUN_STATES } from '../domain/run-state.ts';
-import { runGateView } from '../services/run-gate-view.ts';
+import { quietWindowsOf, runGateView, type QuietWindowView } from '../services/run-gate-view.ts';
 import { cancelRun, runDetail, type CancelRunResult } from '../services/runs.ts';
 import type { AppDeps } from './deps.ts';
 
@@ -31,6 +31,17 @@ const RunCallbackSchema = z.object({
   received_at: z.string(),
 });
 
+/** The quiet window's last verdict as the run's gate judged it (services/run-gate-view.ts). */
+export const QuietWindowViewSchema = z.object({
+  samples_in_window: z.number().int().describe('Quiet samples so far'),
+  samples_needed: z.number().int().describe('Quiet samples the window needs: idle_sustain_sec over sample_interval_sec'),
+  verdict: z.string().nullable().describe('waiting_for_process_exit, waiting_for_quiet_window, ready or timed_out'),
+  reasons: z.array(z.string()).describe('Why the window is not quiet yet, e.g. "mean CPU 63% above threshold 20%"'),
+  waiting_sec: z.number().nullable().describe('Seconds since the gate first saw idle, stop or end; null from a gate that does not say'),
+  overdue: z.boolean().describe('Waiting far longer than idle_sustain_sec (3 times): the run needs a person'),
+  idle_seen_at: z.string().nullable(),
+});
+
 const RunDetailAnswer = z.object({
   run: RunWithTransitionsSchema.extend({
     token_usage: TokenUsageSchema.nullable().describe("The agent's tokens as the worker last reported them; null when it reported none"),
@@ -42,8 +53,18 @@ const RunDetailAnswer = z.object({
   papers: z.array(PaperSchema),
   events: z.array(AuditEventSchema),
   temporal: z.object({ workflow_id: z.string(), ui_url: z.string().nullable().describe('The run in the Temporal UI, when temporal_ui_url is set') }),
+  quiet_window: QuietWindowViewSchema.nullable().describe(
+    "While the run is in flight, its worker gate's quiet window: why it waits and its progress; null once finished, before the gate judges it, or when the gate cannot be asked within 2 s",
+  ),
 });
-export type RunDetailDocumented = Assert<Documents<typeof RunDetailAnswer, Awaited<ReturnType<typeof runDetail>>>>;
+export type RunDetailDocumented = Assert<Documents<typeof RunDetailAnswer, Awaited<ReturnType<typeof runDetailWithWindow>>>>;
+
+/** The run's detail with its gate's quiet window while it is in flight. */
+async function runDetailWithWindow(deps: AppDeps, runId: string, eventLimit: number) {
+  const detail = await runDetail({ store: deps.store, runs: deps.runs }, runId, eventLimit);
+  const windows = detail.finished ? new Map<string, QuietWindowView>() : await quietWindowsOf(deps, [{ run_id: runId, lane: detail.run.lane }]);
+  return { ...detail, quiet_window: windows.get(runId) ?? null };
+}
 
 const CancelAnswer = z.object({
   ok: z.literal(true),
@@ -78,15 +99,7 @@ const RunGateViewAnswer = z.object({
   seen: z.boolean().describe("Whether the lane's gate holds the run among its 50 most recently updated ones; false: every gate field below is null"),
   gate_state: z.string().nullable().describe("The gate's state of the run (running, waiting_for_process_exit, waiting_for_quiet_window, finished_ready, …)"),
   processes_alive: z.boolean().nullable().describe("Whether any of the run's tracked processes is alive"),
-  quiet_window: z
-    .object({
-      samples_in_window: z.number().int().describe('Quiet samples so far'),
-      samples_needed: z.number().int().describe('Quiet samples the window needs: idle_sustain_sec over sample_interval_sec'),
-      verdict: z.string().nullable(),
-      reasons: z.array(z.string()).describe('Why the window is not quiet yet'),
-    })
-    .nullable()
-    .describe("The quiet window's last verdict; null before the run's processes have exited"),
+  quiet_window: QuietWindowViewSchema.nullable().describe("The quiet window's last verdict; null before the agent reported idle, stop or end"),
   gate_updated_at: z.string().nullable(),
 });
 export type RunGateViewDocumented = Assert<Documents<typeof RunGateViewAnswer, Awaited<ReturnType<typeof runGateView>>>>;
@@ -106,7 +119,7 @@ export async function runRoutes(instance: FastifyInstance, deps: AppDeps): Promi
     response: { 200: RunDetailAnswer, ...errorResponses(401, 404, 422) },
   };
   app.get('/control/api/v1/runs/:run_id', { config, schema: detail }, async (request) =>
-    runDetail(runs, request.params.run_id, request.query.event_limit),
+    runDetailWithWindow(deps, request.params.run_id, request.query.event_limit),
   );
 
   const gateView = {

@@ -10,8 +10,9 @@ import { RUN_STATES } from '../domain/run-state.ts';
 import { countsOf, errorResponses, type Assert, type Documents } from '../http/responses.ts';
 import { queryBool, queryInt } from '../http/validation.ts';
 import { readAutomationReadiness } from '../services/automation-readiness.ts';
-import { readLanes } from '../services/lanes.ts';
-import { readOverview } from '../services/overview.ts';
+import { readLanesWithWindows } from '../services/lanes.ts';
+import { QuietWindowViewSchema } from './runs.ts';
+import { readOverviewWithWaits } from '../services/overview.ts';
 import { AuditEventSchema, DispatchRouteSchema, PaperSchema, QueueItemSchema } from './answers.ts';
 import type { AppDeps } from './deps.ts';
 
@@ -36,7 +37,9 @@ const actionable = { reason: z.enum(ACTION_REASONS), hint: z.string(), since: z.
 const OverviewAnswer = z.object({
   operator_counts: countsOf(OPERATOR_LANES),
   operator_detail_counts: z.object({
-    attention: countsOf(ACTION_REASONS.filter((reason) => reason !== 'paper_import') as Exclude<(typeof ACTION_REASONS)[number], 'paper_import'>[]),
+    attention: countsOf(
+      ACTION_REASONS.filter((reason) => reason !== 'paper_import' && reason !== 'quiet_window_overdue') as Exclude<(typeof ACTION_REASONS)[number], 'paper_import' | 'quiet_window_overdue'>[],
+    ),
     running: z.partialRecord(z.enum(QUEUE_STATUSES), z.number().int()).describe('Items in the running lane by status; statuses with none are left out'),
     queue: z.object({ by_status: countsOf(QUEUE_STATUSES), by_group: countsOf(QUEUE_GROUPS), manual_review_required: z.number().int() }),
     runs: z.object({ by_state: z.partialRecord(z.enum(RUN_STATES), z.number().int()).describe('Runs by state; states with none are left out') }),
@@ -53,7 +56,7 @@ const OverviewAnswer = z.object({
   recent_events: z.array(AuditEventSchema),
   links: z.object({ observability_health: z.string(), observability_memory: z.string() }),
 });
-export type OverviewDocumented = Assert<Documents<typeof OverviewAnswer, Awaited<ReturnType<typeof readOverview>>>>;
+export type OverviewDocumented = Assert<Documents<typeof OverviewAnswer, Awaited<ReturnType<typeof readOverviewWithWaits>>>>;
 
 const LanesAnswer = z.object({
   dispatch: z.object({ queue_paused: z.boolean(), maintenance_mode: z.boolean(), live_dispatch_enabled: z.boolean() }),
@@ -68,7 +71,14 @@ const LanesAnswer = z.object({
       active: z
         .object({
           item: QueueItemSchema.extend({ lane: z.string() }),
-          run: z.object({ run_id: z.string(), state: z.string().nullable(), created_at: z.string().nullable() }).nullable(),
+          run: z
+            .object({
+              run_id: z.string(),
+              state: z.string().nullable(),
+              created_at: z.string().nullable(),
+              quiet_window: QuietWindowViewSchema.nullable().describe("The run's quiet window as its gate judges it now; null before it is judged, once the run finished, or when the gate cannot be asked within 2 s"),
+            })
+            .nullable(),
           last_callback: z.object({ event_type: z.string(), gate_state: z.string().nullable(), received_at: z.string() }).nullable(),
         })
         .nullable(),
@@ -81,7 +91,7 @@ const LanesAnswer = z.object({
   ),
   truncated: z.boolean(),
 });
-export type LanesDocumented = Assert<Documents<typeof LanesAnswer, Awaited<ReturnType<typeof readLanes>>>>;
+export type LanesDocumented = Assert<Documents<typeof LanesAnswer, Awaited<ReturnType<typeof readLanesWithWindows>>>>;
 
 const CriterionSchema = z.object({ criterion: z.enum(READINESS_CRITERIA), ok: z.boolean(), checked: z.boolean(), detail: z.string() });
 const ReadinessAnswer = z.object({
@@ -104,7 +114,7 @@ export async function v1OverviewRoutes(instance: FastifyInstance, deps: AppDeps)
         response: { 200: OverviewAnswer, ...errorResponses(401, 422, 503) },
       },
     },
-    async (request) => readOverview(deps.store.reads, request.query),
+    async (request) => readOverviewWithWaits(deps.store.reads, deps.dispatch, request.query),
   );
 
   app.get(
@@ -118,7 +128,7 @@ export async function v1OverviewRoutes(instance: FastifyInstance, deps: AppDeps)
         response: { 200: LanesAnswer, ...errorResponses(401, 422, 503) },
       },
     },
-    async () => readLanes(deps.store.reads, deps.dispatch),
+    async () => readLanesWithWindows(deps.store.reads, deps.dispatch),
   );
 
   app.get(

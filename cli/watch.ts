@@ -3,8 +3,8 @@ import { colours, EXIT, type Output } from './output.ts';
 
 /**
  * Follows a run until it finishes. On a terminal, one line updated in place: its state, the gate's state, the quiet
- * window's progress (quiet samples of those needed) and the time since it started; elsewhere (or with --json) a line
- * for each change of state. Then its decision. The exit code says whether it completed (the run's state `reconciled`).
+ * window's progress (quiet samples of those needed), why it still waits and the time since it started; elsewhere (or
+ * with --json) a line for each change of state or of the window's verdict. Then its decision. The exit code says whether it completed (the run's state `reconciled`).
  */
 export async function watchRun(rcp: ControlClient, runId: string, options: { output: Output; intervalMs: number }): Promise<number> {
   const { output } = options;
@@ -15,13 +15,16 @@ export async function watchRun(rcp: ControlClient, runId: string, options: { out
     const detail = await rcp.data(rcp.api.GET('/control/api/v1/runs/{run_id}', { params: { path: { run_id: runId }, query: { event_limit: 1 } } }));
     const gate = detail.finished ? null : await gateView(rcp, runId);
     const gateState = gate?.gate_state ?? detail.callbacks[0]?.gate_state ?? null;
-    const quiet = gate?.quiet_window ? { samples: gate.quiet_window.samples_in_window, needed: gate.quiet_window.samples_needed } : null;
+    const window = gate?.quiet_window;
+    const quiet = window
+      ? { samples: window.samples_in_window, needed: window.samples_needed, verdict: window.verdict, reasons: window.reasons, waiting_s: window.waiting_sec, overdue: window.overdue }
+      : null;
     const view = { run_id: runId, state: detail.run.state, gate_state: gateState, quiet_window: quiet, elapsed_s: elapsedSeconds(detail.run.created_at, detail.run.finished_at), finished: detail.finished };
-    const progress = quiet ? `  quiet ${quiet.samples}/${quiet.needed}` : '';
-    const line = `run ${runId}  ${c.bold(view.state)}  gate ${gateState ?? '-'}${progress}  ${formatElapsed(view.elapsed_s)}`;
+    const line = `run ${runId}  ${c.bold(view.state)}  gate ${gateState ?? '-'}${quiet ? `  ${describeWindow(quiet, c)}` : ''}  ${formatElapsed(view.elapsed_s)}`;
+    const key = `${view.state}/${view.gate_state}/${quiet?.verdict ?? ''}/${quiet?.overdue ?? ''}`;
     if (live) output.out.write(`\r\u001b[2K${line}`);
-    else if (`${view.state}/${view.gate_state}` !== shown) output.out.write(`${output.json ? JSON.stringify(view) : line}\n`);
-    shown = `${view.state}/${view.gate_state}`;
+    else if (key !== shown) output.out.write(`${output.json ? JSON.stringify(view) : line}\n`);
+    shown = key;
     if (detail.finished) {
       const completed = detail.run.state === 'reconciled';
       const ending = { ...view, decision: detail.run.decision, decision_summary: detail.run.decision_summary, last_error: detail.run.last_error, completed };
@@ -32,6 +35,17 @@ export async function watchRun(rcp: ControlClient, runId: string, options: { out
     }
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs));
   }
+}
+
+/** "quiet 12/30", then why it waits: "waiting: mean CPU 63% above threshold 20%", and whether a person should look. */
+function describeWindow(
+  quiet: { samples: number; needed: number; verdict: string | null; reasons: string[]; overdue: boolean },
+  c: ReturnType<typeof colours>,
+): string {
+  const progress = `quiet ${quiet.samples}/${quiet.needed}`;
+  if (quiet.verdict === 'ready' || quiet.reasons.length === 0) return progress;
+  const why = `${progress}  waiting: ${quiet.reasons.join('; ')}`;
+  return quiet.overdue ? `${c.red(why)} (far longer than the window: needs a person)` : why;
 }
 
 function elapsedSeconds(createdAt: string, finishedAt: string | null): number {

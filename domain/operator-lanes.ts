@@ -54,6 +54,7 @@ export const ACTION_REASONS = [
   'agent_question',
   'dispatch_error',
   'blocked',
+  'quiet_window_overdue',
   'manual_review',
   'paper_human_review',
   'paper_import',
@@ -72,6 +73,8 @@ export const ACTION_HINTS: Readonly<Record<ActionReason, string>> = {
   agent_question: 'the agent asked a question: answer it, then requeue the item',
   dispatch_error: 'dispatch kept failing: fix the worker or the item, then requeue',
   blocked: 'the run stopped on its worker: inspect it, then requeue or cancel',
+  quiet_window_overdue:
+    'the run has waited on its quiet window far longer than idle_sustain_sec: see what keeps it busy (the reasons), then let it finish or cancel it',
   manual_review: 'flagged for manual review: look at the item, then requeue it',
   paper_human_review: 'an automated checklist item failed: review the draft',
   paper_import: 'the paper is finalized: import it into the corpus and record the import',

@@ -5,9 +5,31 @@ import { readFlags } from '../store/flags.ts';
 import { leasedLanes } from '../store/lane-leases.ts';
 import { activeLaneItems, laneStatusCounts, type ActiveLaneItem } from '../store/lane-reads.ts';
 import type { Queryable } from '../store/store.ts';
+import { isRunFinished, type RunState } from '../domain/run-state.ts';
+import type { DispatchSettings } from './dispatch-settings.ts';
+import { quietWindowsOf, type QuietWindowView } from './run-gate-view.ts';
 
 function activeView({ run_state, run_created_at, last_callback, ...item }: ActiveLaneItem) {
   return { item, run: item.current_run_id ? { run_id: item.current_run_id, state: run_state, created_at: run_created_at } : null, last_callback };
+}
+
+/**
+ * `GET /control/api/v1/lanes` with each in-flight run's quiet window, asked of the lanes' gates at once (a gate that
+ * does not answer leaves its run's window null).
+ */
+export async function readLanesWithWindows(q: Queryable, dispatch: DispatchSettings) {
+  const read = await readLanes(q, dispatch);
+  const inFlight = read.lanes.flatMap(({ lane, active }) => (active?.run && !(active.run.state && isRunFinished(active.run.state as RunState)) ? [{ run_id: active.run.run_id, lane }] : []));
+  const windows = inFlight.length > 0 ? await quietWindowsOf({ dispatch }, inFlight) : new Map<string, QuietWindowView>();
+  return {
+    ...read,
+    lanes: read.lanes.map((entry) => {
+      const { active } = entry;
+      if (!active) return { ...entry, active: null };
+      const run = active.run ? { ...active.run, quiet_window: windows.get(active.run.run_id) ?? null } : null;
+      return { ...entry, active: { ...active, run } };
+    }),
+  };
 }
 
 /** Most lanes v1/lanes lists: every configured target, then lanes found only on queue rows, by name. */

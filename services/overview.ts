@@ -22,8 +22,30 @@ import {
 import { paperCounts } from '../store/paper-counts.ts';
 import { runCountsByState } from '../store/status-reads.ts';
 import type { Queryable } from '../store/store.ts';
+import type { DispatchSettings } from './dispatch-settings.ts';
+import { quietWindowsOf } from './run-gate-view.ts';
 
 /** `GET /control/api/v1/overview` (README "Read models"): lane counts, their drill-down, and what needs a person. */
+
+/**
+ * The overview, with the runs in flight whose gate has waited on their quiet window far longer than idle_sustain_sec
+ * among what needs a person (their gates are asked at once; a gate that does not answer leaves its runs out).
+ */
+export async function readOverviewWithWaits(q: Queryable, dispatch: DispatchSettings, limits: OverviewLimits) {
+  const overview = await readOverview(q, limits);
+  const inFlight = overview.active_items.flatMap((item) => (item.current_run_id && item.lane ? [{ run_id: item.current_run_id, lane: item.lane }] : []));
+  if (inFlight.length === 0) return overview;
+  const windows = await quietWindowsOf({ dispatch }, inFlight);
+  const waiting: ActionableItem[] = overview.active_items.flatMap((item) => {
+    const window = item.current_run_id ? windows.get(item.current_run_id) : undefined;
+    if (!window?.overdue) return [];
+    const why = window.reasons.length > 0 ? ` (${window.reasons.join('; ')})` : '';
+    const hint = `waiting ${Math.round((window.waiting_sec ?? 0) / 60)} min on its quiet window${why}: ${ACTION_HINTS.quiet_window_overdue}`;
+    return [{ kind: 'queue_item' as const, reason: 'quiet_window_overdue' as const, hint, since: window.idle_seen_at ?? item.updated_at, ...item }];
+  });
+  if (waiting.length === 0) return overview;
+  return { ...overview, actionable_items: [...overview.actionable_items, ...waiting].sort(byUrgency).slice(0, limits.active_limit) };
+}
 
 export interface OverviewLimits {
   /** Most actionable and most active items listed. */

@@ -97,6 +97,9 @@ describe.concurrent('a finished run while other work keeps the machine busy', ()
     );
     expect(waiting.gate_state).toBe('finished_pending_gate');
     expect(waiting.quiet_window.verdict).toBe('waiting_for_quiet_window');
+    // How long it has waited, for every view of the run (not yet far longer than the window: nobody is called).
+    expect(waiting.quiet_window).toMatchObject({ scope: 'machine', idle_sustain_sec: IDLE_SUSTAIN_SEC, overdue: false });
+    expect(waiting.quiet_window.waiting_sec).toBeGreaterThanOrEqual(IDLE_SUSTAIN_SEC - 2);
     expect(waiting.quiet_window.reasons).toEqual(expect.arrayContaining([expect.stringMatching(/^mean CPU \d+(\.\d)?% above threshold 20%$/), 'peak GPU 100% above threshold 20%']));
     expect(receiver.forRun(runId).map((callback) => callback.body.event_type)).toEqual(['session_started']);
   });

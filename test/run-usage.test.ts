@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { evaluateQuietWindow, NO_GPU_TELEMETRY_REASON } from '../domain/quiet-window.ts';
+import { quietWindowWait } from '../domain/quiet-window-wait.ts';
 import { runCpuPercent, runGpuUse, type RunCpuUsage, type RunGpuReading } from '../domain/run-usage.ts';
 import type { GateThresholdProfile } from '../domain/workload.ts';
 import { processCpuUsage, RunUsageMeter } from '../worker-gate/telemetry/run-usage.ts';
@@ -125,6 +126,15 @@ describe('the quiet window judged on the run', () => {
 
   it('says the GPU is treated as idle where no GPU tool answers', () => {
     expect(judge(2, 0.63, { kind: 'none' }).reasons).toEqual(['collecting quiet samples: 2 of 3', NO_GPU_TELEMETRY_REASON]);
+  });
+});
+
+describe('how long a run waits on its window', () => {
+  it('is overdue, needing a person, past three times idle_sustain_sec without being ready', () => {
+    const wait = (waitedSec: number, ready = false) => quietWindowWait({ scope: 'run', idleSeenAtMs: T0, nowMs: T0 + waitedSec * 1000, idleSustainSec: 30, ready });
+    expect(wait(90)).toEqual({ scope: 'run', idle_sustain_sec: 30, waiting_sec: 90, overdue: false });
+    expect(wait(91).overdue).toBe(true);
+    expect(wait(5000, true).overdue).toBe(false);
   });
 });
 

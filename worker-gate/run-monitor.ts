@@ -23,6 +23,7 @@ import {
   type Transition,
 } from '../domain/gate-run.ts';
 import { evaluateQuietWindow, toWindowSample } from '../domain/quiet-window.ts';
+import { quietWindowWait } from '../domain/quiet-window-wait.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import type { CallbackOutbox } from './callback-outbox.ts';
 import { buildCallbackPayload } from './callback-payload.ts';
@@ -314,7 +315,10 @@ export class RunMonitor {
       nowMs: sample.at_ms,
       maxWaitAfterIdleSec: config.max_wait_after_idle_sec,
     });
-    return settleQuietWindow(run, verdict, { idleSustainSec: profile.idle_sustain_sec, maxWaitAfterIdleSec: config.max_wait_after_idle_sec });
+    const settled = settleQuietWindow(run, verdict, { idleSustainSec: profile.idle_sustain_sec, maxWaitAfterIdleSec: config.max_wait_after_idle_sec });
+    // How long the run has waited, so every view can say so and a run waiting far too long shows as needing a person.
+    const wait = quietWindowWait({ scope: config.quiet_window_scope, idleSeenAtMs: Date.parse(run.idle_seen_at as string), nowMs: sample.at_ms, idleSustainSec: profile.idle_sustain_sec, ready: verdict.verdict === 'ready' });
+    return { ...settled, run: { ...settled.run, quiet_window: { ...settled.run.quiet_window, ...wait } } };
   }
 
   private reapStale(run: GateRun, table: ProcessInfo[], sample: TelemetrySample): void {
