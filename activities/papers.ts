@@ -69,10 +69,10 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
     return held.reason;
   }
 
-  /** Holds the paper and fails the step for good: nothing is sent to a writer. */
-  async function refuseWriterRequest(ref: PaperRef, findings: SecretFinding[]): Promise<never> {
-    await hold(ref, 'writer_request', findings);
-    throw ApplicationFailure.nonRetryable(secretFindingReason('writer_request', findings), PAPER_FAILURE_TYPES.evidenceSecret, findings);
+  /** Holds the paper and fails the step for good: nothing (more) is sent to a writer or recorded. */
+  async function refuseSecrets(ref: PaperRef, stage: SecretScanStage, findings: SecretFinding[]): Promise<never> {
+    await hold(ref, stage, findings);
+    throw ApplicationFailure.nonRetryable(secretFindingReason(stage, findings), PAPER_FAILURE_TYPES.evidenceSecret, findings);
   }
 
   /** The run and its project, as the writers need them. */
@@ -107,11 +107,11 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
       const read = await readEvidence(settings.projectRoot, project.project_dir, { secrets });
       // The bytes read here are the ones the writer is given: checked again, as a file may have changed since the
       // evidence was gathered, and with what the run record adds (the gate's decision summary, from the agent too).
-      if (read.secrets.length > 0) await refuseWriterRequest(ref, read.secrets);
+      if (read.secrets.length > 0) await refuseSecrets(ref, 'writer_request', read.secrets);
       if (!read.complete) throw ApplicationFailure.nonRetryable(`the evidence is incomplete: ${read.missing.join('; ')}`, PAPER_FAILURE_TYPES.evidenceMissing, read.missing);
       const evidence = draftEvidenceOf(read, { ...run, project_name: project.project_name });
       const inRequest = secrets.find(JSON.stringify(evidence));
-      if (inRequest.length > 0) await refuseWriterRequest(ref, [{ file: 'the run record (decision and its summary)', secrets: inRequest }]);
+      if (inRequest.length > 0) await refuseSecrets(ref, 'writer_request', [{ file: 'the run record (decision and its summary)', secrets: inRequest }]);
       const written = await heartbeating(async () => {
         try {
           return await writePaper(settings.writer, evidence, Context.current().cancellationSignal);
@@ -140,6 +140,8 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
       const paper = input.draft.draft_artifacts.find((artifact) => artifact.path.endsWith(`/${DRAFT_FILES.paper}`));
       const markdown = paper ? await readDraftArtifact(settings.stateDir, paper) : null;
       const read = await readEvidence(settings.projectRoot, project.project_dir, { secrets });
+      // Secrets that appeared while the writer wrote: the draft is not recorded, and the paper waits for a person.
+      if (read.secrets.length > 0) await refuseSecrets(input, 'paper_step', read.secrets);
       // Judged against exactly the evidence the draft was written from: a project changed in between has lost that
       // evidence. A record without hashes comes from a step written by an earlier version, still in flight.
       const recorded = RecordedHashesSchema.safeParse(input.draft.evidence_summary.file_hashes);

@@ -34,6 +34,8 @@ const ALL_SECRETS = [TEST_TOKEN, TEST_GATE_TOKEN, CALLBACK_TOKEN, WRITER_KEY, TA
 /** A hosted writer (OpenAI-compatible) that keeps every request and answers a draft the checklist passes. */
 const writerRequests: ReceivedRequest[] = [];
 let writer: { origin: string; close: () => Promise<void> };
+/** Runs while a request is being answered, before the answer. */
+let whileWriting: (() => Promise<void>) | null = null;
 const draftMarkdown = [
   '# Larger blocks halve memory', '', '## Abstract', '', 'Accuracy reached 0.912 at a loss of 0.31 with the larger block.', '',
   '## Method', '', 'Two block sizes were tried.', '', '## Results', '', 'Accuracy 0.912, loss 0.31.', '', '## Decision', '', 'Positive.', '',
@@ -46,8 +48,9 @@ let configDir: string;
 let configText: string;
 
 beforeAll(async () => {
-  writer = await startLoopbackServer((request, response) => {
+  writer = await startLoopbackServer(async (request, response) => {
     writerRequests.push(request);
+    await whileWriting?.();
     const content = JSON.stringify({ title: 'Larger blocks halve memory', abstract: 'Accuracy reached 0.912 at a loss of 0.31 with the larger block.', markdown: draftMarkdown });
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ message: { content } }] }));
   });
@@ -259,6 +262,23 @@ describe('draft-next refuses evidence holding the service secrets', () => {
 });
 
 describe('a rewrite and a package refuse evidence that came to hold the service secrets', () => {
+  it('a token written into the notes while the writer writes: the draft is not recorded, the paper is held', { timeout: 60_000 }, async () => {
+    const paperId = await h.completedRun('while-writing', { finishedAt: '2026-01-03T12:00:00Z' });
+    whileWriting = () => appendFile(projectFile('while-writing', 'run_notes.md'), `\ncallback token: ${CALLBACK_TOKEN}\n`);
+    let live;
+    try {
+      live = await draftNext({ dry_run: false });
+    } finally {
+      whileWriting = null;
+    }
+    expect(live.status, JSON.stringify(live.body)).toBe(409);
+    expect(live.body.detail.message).toContain('"run_notes.md" (completion_callback_token)');
+    const { paper, event } = await expectHeld(paperId, 'run_notes.md', 'completion_callback_token');
+    expect(event.payload.stage).toBe('paper_step');
+    expect(paper.draft_count).toBe(0);
+    await expectNoSecretAnywhere([live.body]);
+  });
+
   it('rewrite-draft: 409 naming the file, the paper held, the writer never sent the key; rewrite-batch reports it held', { timeout: 90_000 }, async () => {
     const paperId = await draftClean('rewrite-key', '2026-01-04T00:00:00Z');
     expect(writerRequests.at(-1)!.body).toContain('0.912');
