@@ -58,6 +58,15 @@ describe('insideDir', () => {
 });
 
 describe('findTrackedProcesses', () => {
+  it('takes exactly the members of the run\'s cgroup when it has one, wherever they work and whatever their session', () => {
+    // 30 left the project in a session of its own (reparented to 1); 12 works in the project but is another run's.
+    const table = [proc(1, 0), proc(11, 1), proc(12, 1, { cwd: PROJECT }), proc(30, 1, { pgrp: 30, cwd: '/' }), proc(31, 30, { state: 'Z' })];
+    const result = findTrackedProcesses(table, target({ rootPid: 11, rootStartTicks: 1011, processGroupId: 11, cgroupPids: [11, 30, 31, 99] }));
+    expect(pids(result.alive)).toEqual([11, 30]);
+    expect(result.rootAlive).toBe(true);
+    expect(findTrackedProcesses(table, target({ rootPid: 11, cgroupPids: [30] })).rootAlive).toBe(false);
+  });
+
   it('tracks the root and all its descendants, not its parent or siblings', () => {
     const table = [proc(1, 0), proc(10, 1), proc(11, 10), proc(12, 11), proc(13, 12), proc(20, 1), proc(21, 20)];
     const result = findTrackedProcesses(table, target({ rootPid: 11, rootStartTicks: 1011 }));
@@ -227,7 +236,7 @@ describe('readProcessTable', () => {
     writeFakeStat(root, 101, { ppid: 100, pgrp: 100, state: 'Z', startTicks: 600 });
     // 102 vanished between readdir and the stat read: only an empty directory is left.
     mkdirSync(join(root, '102'));
-    // 103's cwd is not a link (EINVAL) and 104's stat is garbage.
+    // 103's cwd is not a link (EINVAL) and 104's stat is garbage. Each stat holds utime 5 and stime 3: 8 ticks of CPU.
     writeFakeStat(root, 103, { startTicks: 700 });
     writeFileSync(join(root, '103', 'cwd'), '');
     mkdirSync(join(root, '104'));
@@ -237,9 +246,9 @@ describe('readProcessTable', () => {
 
     const table = readProcessTable({ procRoot: root }).sort((a, b) => a.pid - b.pid);
     expect(table).toEqual([
-      { pid: 100, ppid: 1, pgrp: 100, comm: 'agent (main)', state: 'S', startTicks: 500, cwd: '/work/projects/proj' },
-      { pid: 101, ppid: 100, pgrp: 100, comm: 'p101', state: 'Z', startTicks: 600, cwd: null },
-      { pid: 103, ppid: 1, pgrp: 103, comm: 'p103', state: 'S', startTicks: 700, cwd: null },
+      { pid: 100, ppid: 1, pgrp: 100, comm: 'agent (main)', state: 'S', startTicks: 500, cpuTicks: 8, cwd: '/work/projects/proj' },
+      { pid: 101, ppid: 100, pgrp: 100, comm: 'p101', state: 'Z', startTicks: 600, cpuTicks: 8, cwd: null },
+      { pid: 103, ppid: 1, pgrp: 103, comm: 'p103', state: 'S', startTicks: 700, cpuTicks: 8, cwd: null },
     ]);
     expect(readProcessTable({ procRoot: root, withCwd: false }).find((info) => info.pid === 100)?.cwd).toBeNull();
   });
