@@ -18646,6 +18646,22 @@ export interface operations {
                                 } | null;
                                 run: {
                                     created_at: string | null;
+                                    /** @description The run's quiet window as its gate judges it now; null before it is judged, once the run finished, or when the gate cannot be asked within 2 s */
+                                    quiet_window: {
+                                        idle_seen_at: string | null;
+                                        /** @description Waiting far longer than idle_sustain_sec (3 times): the run needs a person */
+                                        overdue: boolean;
+                                        /** @description Why the window is not quiet yet, e.g. "mean CPU 63% above threshold 20%" */
+                                        reasons: string[];
+                                        /** @description Quiet samples so far */
+                                        samples_in_window: number;
+                                        /** @description Quiet samples the window needs: idle_sustain_sec over sample_interval_sec */
+                                        samples_needed: number;
+                                        /** @description waiting_for_process_exit, waiting_for_quiet_window, ready or timed_out */
+                                        verdict: string | null;
+                                        /** @description Seconds since the gate first saw idle, stop or end; null from a gate that does not say */
+                                        waiting_sec: number | null;
+                                    } | null;
                                     run_id: string;
                                     state: string | null;
                                 } | null;
@@ -19666,7 +19682,7 @@ export interface operations {
                             project_id: string;
                             project_name: string;
                             /** @enum {string} */
-                            reason: "agent_question" | "dispatch_error" | "blocked" | "manual_review" | "paper_human_review" | "paper_import";
+                            reason: "agent_question" | "dispatch_error" | "blocked" | "quiet_window_overdue" | "manual_review" | "paper_human_review" | "paper_import";
                             since: string;
                             /** @enum {string} */
                             status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
@@ -19681,7 +19697,7 @@ export interface operations {
                             project_id: string;
                             rank_score: number;
                             /** @enum {string} */
-                            reason: "agent_question" | "dispatch_error" | "blocked" | "manual_review" | "paper_human_review" | "paper_import";
+                            reason: "agent_question" | "dispatch_error" | "blocked" | "quiet_window_overdue" | "manual_review" | "paper_human_review" | "paper_import";
                             /** @enum {string} */
                             review_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
                             run_id: string;
@@ -23739,6 +23755,22 @@ export interface operations {
                             /** @enum {string} */
                             workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
                         } | null;
+                        /** @description While the run is in flight, its worker gate's quiet window: why it waits and its progress; null once finished, before the gate judges it, or when the gate cannot be asked within 2 s */
+                        quiet_window: {
+                            idle_seen_at: string | null;
+                            /** @description Waiting far longer than idle_sustain_sec (3 times): the run needs a person */
+                            overdue: boolean;
+                            /** @description Why the window is not quiet yet, e.g. "mean CPU 63% above threshold 20%" */
+                            reasons: string[];
+                            /** @description Quiet samples so far */
+                            samples_in_window: number;
+                            /** @description Quiet samples the window needs: idle_sustain_sec over sample_interval_sec */
+                            samples_needed: number;
+                            /** @description waiting_for_process_exit, waiting_for_quiet_window, ready or timed_out */
+                            verdict: string | null;
+                            /** @description Seconds since the gate first saw idle, stop or end; null from a gate that does not say */
+                            waiting_sec: number | null;
+                        } | null;
                         run: {
                             /** @description Why the run ended, as the worker last reported it: model_error, crash, signal, token_budget, stall, exit or reaped; null when it reported none */
                             cause: {
@@ -24178,15 +24210,21 @@ export interface operations {
                         lane: string;
                         /** @description Whether any of the run's tracked processes is alive */
                         processes_alive: boolean | null;
-                        /** @description The quiet window's last verdict; null before the run's processes have exited */
+                        /** @description The quiet window's last verdict; null before the agent reported idle, stop or end */
                         quiet_window: {
-                            /** @description Why the window is not quiet yet */
+                            idle_seen_at: string | null;
+                            /** @description Waiting far longer than idle_sustain_sec (3 times): the run needs a person */
+                            overdue: boolean;
+                            /** @description Why the window is not quiet yet, e.g. "mean CPU 63% above threshold 20%" */
                             reasons: string[];
                             /** @description Quiet samples so far */
                             samples_in_window: number;
                             /** @description Quiet samples the window needs: idle_sustain_sec over sample_interval_sec */
                             samples_needed: number;
+                            /** @description waiting_for_process_exit, waiting_for_quiet_window, ready or timed_out */
                             verdict: string | null;
+                            /** @description Seconds since the gate first saw idle, stop or end; null from a gate that does not say */
+                            waiting_sec: number | null;
                         } | null;
                         run_id: string;
                         /** @description Whether the lane's gate holds the run among its 50 most recently updated ones; false: every gate field below is null */
