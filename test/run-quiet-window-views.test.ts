@@ -6,8 +6,9 @@ import { watchRun } from '../cli/watch.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import { NO_WORKERS, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
+import { launchChromium, openDashboard } from './support/browser.ts';
 
-// expected duration: ~5 s
+// expected duration: ~15 s
 
 /**
  * Why a run waits, on every surface: a worker gate (a real HTTP server standing in for one) holds two runs whose quiet
@@ -103,6 +104,24 @@ describe('why a run waits', () => {
     expect(waiting).toHaveLength(1);
     expect(waiting[0]).toMatchObject({ kind: 'queue_item', project_id: 'overdue', current_run_id: OVERDUE, since: IDLE_SEEN_AT });
     expect(waiting[0].hint).toContain(`waiting 90 min on its quiet window (${CPU_REASON})`);
+  });
+
+  it("shows on the dashboard's run page and its lane", { timeout: 60_000 }, async () => {
+    const browser = await launchChromium();
+    try {
+      const tab = await openDashboard(browser, controlUrl);
+      await tab.signIn(TEST_TOKEN);
+      await tab.open(`#/runs/${OVERDUE}`);
+      const run = tab.card('Run');
+      await expect.poll(() => run.innerText()).toContain('quiet 30/30 · waiting for 90 min 0 s');
+      expect(await run.innerText()).toContain(CPU_REASON);
+      expect(await run.innerText()).toContain('needs a person');
+      await tab.open('#/runs');
+      await expect.poll(() => tab.page.locator('li.lane', { hasText: 'lane-b' }).innerText()).toContain('quiet 12/30');
+      expect(tab.problems).toEqual([]);
+    } finally {
+      await browser.close();
+    }
   });
 
   it('shows in rcp runs watch: progress, verdict and reason, and that a person is needed', async () => {

@@ -2,7 +2,7 @@
 /** Lanes and runs: each worker lane with the run in flight, the run list, and one run's whole story. */
 import { ACTOR, api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
-import { compactJson, count, when, words } from './format.js';
+import { compactJson, count, duration, when, words } from './format.js';
 import { age, badge, card, confirmCommand, CursorPager, empty, externalLink, facts, fill, fillPage, filterBar, jsonDetails, link, table } from './ui.js';
 
 /** The agent's token usage as the worker reported it: the total, and on the detail its input and output. */
@@ -45,6 +45,23 @@ const SORTS = [
 
 const runLink = (runId) => link(`#/runs/${segment(runId)}`, runId);
 
+/**
+ * The gate's quiet window for a run in flight: its progress (quiet samples of those needed), why it still waits, how
+ * long, and, past three times the window, that a person is needed. '—' before the gate judges it.
+ */
+function quietWindowView(window) {
+  if (!window) return '—';
+  const progress = `quiet ${window.samples_in_window}/${window.samples_needed}`;
+  const waited = window.waiting_sec === null ? '' : ` · waiting for ${duration(window.waiting_sec)}`;
+  return h(
+    'span',
+    { class: 'quiet-window' },
+    badge(window.overdue ? 'blocked' : window.verdict ?? 'pending', window.overdue ? 'needs a person' : words(window.verdict ?? 'pending')),
+    ` ${progress}${waited}`,
+    window.reasons.length > 0 ? h('span', { class: 'hint block' }, window.reasons.join('; ')) : null,
+  );
+}
+
 function laneCard(lane) {
   const active = lane.active;
   const callback = active?.last_callback;
@@ -58,6 +75,7 @@ function laneCard(lane) {
           ['In flight', [h('strong', null, active.item.project_name), ' ', badge(active.item.status)]],
           ['Run', active.run ? [runLink(active.run.run_id), ' ', badge(active.run.state), ' · started ', age(active.run.created_at)] : '—'],
           ['Gate state', callback?.gate_state ? badge(callback.gate_state) : '—'],
+          ['Quiet window', quietWindowView(active.run?.quiet_window ?? null)],
           ['Last callback', callback ? [words(callback.event_type), ' · ', age(callback.received_at)] : 'none yet'],
         ])
       : h('p', { class: 'muted' }, 'Nothing in flight.'),
@@ -185,6 +203,7 @@ function createRunDetail(runId) {
         ['Requested by', run.requested_by],
         ['Tokens', tokens(run.token_usage, { detailed: true })],
         ['Ended by', causeView(run.cause)],
+        ['Quiet window', quietWindowView(answer.quiet_window ?? null)],
         ['Started', when(run.created_at)],
         ['Finished', when(run.finished_at)],
         ['Workflow', [h('code', null, answer.temporal.workflow_id), answer.temporal.ui_url ? [' · ', externalLink(answer.temporal.ui_url, 'Open in the Temporal UI')] : null]],
