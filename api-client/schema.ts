@@ -26771,6 +26771,15 @@ export interface operations {
                                 };
                             };
                             ready: boolean;
+                            /** @description How each run is contained: its own cgroup (v2 or v1) or, with 'none', its process tree, and why */
+                            run_cgroups?: {
+                                /** @description Limits this mode cannot apply here (a v2 controller the gate was not given) */
+                                limits_unavailable: string[];
+                                /** @enum {string} */
+                                mode: "v2" | "v1" | "none";
+                                parents: string[];
+                                reason: string;
+                            };
                         };
                     };
                 };
@@ -27031,6 +27040,15 @@ export interface operations {
                                 };
                             };
                             ready: boolean;
+                            /** @description How each run is contained: its own cgroup (v2 or v1) or, with 'none', its process tree, and why */
+                            run_cgroups?: {
+                                /** @description Limits this mode cannot apply here (a v2 controller the gate was not given) */
+                                limits_unavailable: string[];
+                                /** @enum {string} */
+                                mode: "v2" | "v1" | "none";
+                                parents: string[];
+                                reason: string;
+                            };
                         };
                     };
                 };

@@ -1,5 +1,6 @@
 import type { WorkloadClass } from '../domain/workload.ts';
 import type { AgentIsolation } from '../contracts/agent-isolation.ts';
+import type { RunCgroupsStatus } from '../contracts/worker-gate.ts';
 import type { CoreSettings } from '../services/core.ts';
 import type { CycleLauncher } from '../services/cycle-launcher.ts';
 import type { AlertSettings } from '../services/queue-alerts.ts';
@@ -35,6 +36,8 @@ export interface AppDeps {
   workerGateReady?: () => boolean;
   /** Present with workerGateReady: how that gate confines its agents, which /control/health reports. */
   workerGateIsolation?: () => AgentIsolation;
+  /** How the gate in this process contains each run (its own cgroup, or its process tree); present with the gate. */
+  workerGateRunCgroups?: () => RunCgroupsStatus;
   /** The replicas sharing this database and whether their configs agree; absent on a read-only store and in tests of the HTTP layer alone. */
   clusterConfig?: () => Promise<ClusterConfigView>;
   /** Worker targets, lanes and dispatch switches from config. */

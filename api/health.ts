@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AgentIsolationSchema } from '../contracts/agent-isolation.ts';
+import { RunCgroupsStatusSchema } from '../contracts/worker-gate.ts';
 import { errorResponses } from '../http/responses.ts';
 import { SERVICE_NAME, type AppDeps, type TemporalHealth } from './deps.ts';
 
@@ -72,6 +73,7 @@ const HealthSchema = z.object({
     .object({
       ready: z.boolean(),
       agent_isolation: AgentIsolationSchema.describe('What an agent of this gate can see and the user it runs as (README "Security model")'),
+      run_cgroups: RunCgroupsStatusSchema.optional(),
     })
     .optional()
     .describe('Present when this process also serves the worker gate'),
@@ -120,7 +122,7 @@ export async function healthRoutes(instance: FastifyInstance, deps: AppDeps): Pr
       store: store,
       ...(temporal ? { temporal } : {}),
       ...(config ? { config } : {}),
-      ...(deps.workerGateIsolation ? { worker_gate: { ready: deps.workerGateReady?.() ?? false, agent_isolation: deps.workerGateIsolation() } } : {}),
+      ...(deps.workerGateIsolation ? { worker_gate: { ready: deps.workerGateReady?.() ?? false, agent_isolation: deps.workerGateIsolation(), ...(deps.workerGateRunCgroups ? { run_cgroups: deps.workerGateRunCgroups() } : {}) } } : {}),
       timestamp: new Date().toISOString(),
     });
   });

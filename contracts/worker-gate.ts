@@ -221,6 +221,17 @@ export const GateRunViewSchema = z.object({
   samples_needed: z.number().int().describe('Quiet samples the run\'s workload class needs'),
 });
 
+/** How the gate contains each run (README "Each run's own cgroup"). */
+export const RunCgroupsStatusSchema = z
+  .object({
+    mode: z.enum(['v2', 'v1', 'none']),
+    reason: z.string(),
+    parents: z.array(z.string()),
+    limits_unavailable: z.array(z.string()).describe('Limits this mode cannot apply here (a v2 controller the gate was not given)'),
+  })
+  .describe("How each run is contained: its own cgroup (v2 or v1) or, with 'none', its process tree, and why");
+export type RunCgroupsStatus = z.output<typeof RunCgroupsStatusSchema>;
+
 export const GateDashboardSchema = z.object({
   ok: z.boolean(),
   service: z.object({
@@ -238,14 +249,7 @@ export const GateDashboardSchema = z.object({
     completion_callback_token_fingerprint: z.string(),
     last_tick_error: z.string().nullable(),
     sampling: z.object({ samples: z.number().int(), cpu_ms_per_sample: z.number().nullable() }),
-    run_cgroups: z
-      .object({
-        mode: z.enum(['v2', 'v1', 'none']),
-        reason: z.string(),
-        parents: z.array(z.string()),
-        limits_unavailable: z.array(z.string()).describe('Limits this mode cannot apply here (a v2 controller the gate was not given)'),
-      })
-      .describe("How each run is contained: its own cgroup (v2 or v1) or, with 'none', its process tree, and why"),
+    run_cgroups: RunCgroupsStatusSchema,
     agent_isolation: AgentIsolationSchema.describe('What an agent of this gate can see and the user it runs as (README "Security model")'),
   }),
   totals: z.object({

@@ -13,7 +13,7 @@ import { agentReachProblems } from './launchers/state-placement.ts';
 import type { PrepareResult } from './prepare-project.ts';
 import { RunMonitor, type EventResponse } from './run-monitor.ts';
 import { RunRecords } from './run-records.ts';
-import { RunCgroupHost } from './run-cgroups/index.ts';
+import { RunCgroupHost, type RunCgroupsStatus } from './run-cgroups/index.ts';
 import { AgentSandbox } from './agent-sandbox/index.ts';
 import type { AgentIsolation } from '../contracts/agent-isolation.ts';
 
@@ -121,6 +121,11 @@ export class WorkerGate {
   /** How this gate confines its agents, as detected at its start. */
   agentIsolation(): AgentIsolation {
     return this.sandbox.report();
+  }
+
+  /** How each run is contained, as detected at start (README "Each run's own cgroup"). */
+  runCgroups(): RunCgroupsStatus {
+    return this.cgroups.status();
   }
 
   async stop(): Promise<void> {

@@ -149,7 +149,7 @@ async function startControlPlaneParts(
         researchProvider,
         alerts,
         cycles: temporalCycleLauncher(temporal.client, { taskQueue: config.temporal_task_queue }),
-        ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady(), workerGateIsolation: () => workerGate.gate.agentIsolation() } : {}),
+        ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady(), workerGateIsolation: () => workerGate.gate.agentIsolation(), workerGateRunCgroups: () => workerGate.gate.runCgroups() } : {}),
         ...(replicas ? { clusterConfig: () => replicas!.view() } : {}),
       },
       logger,
