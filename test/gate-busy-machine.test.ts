@@ -70,9 +70,11 @@ describe.concurrent('a finished run while other work keeps the machine busy', ()
 
     const finished = await receiver.waitFor(runId, 'session_finished_ready', IDLE_SUSTAIN_SEC * 1000 + 60_000);
     // The first scan that found none of the run's processes alive: within one sample interval of the last exit.
-    const exited = (await client.runView(runId))?.processes_exited_at as string;
+    const view = await client.runView(runId);
+    const exited = view?.processes_exited_at as string;
     const exitToFinishMs = finished.at - Date.parse(exited);
-    console.log(`busy machine, scope 'run': agent's last exit to session_finished_ready ${(exitToFinishMs / 1000).toFixed(1)} s (idle_sustain_sec ${IDLE_SUSTAIN_SEC})`);
+    const accounting = view?.cgroup ? `its cgroup (${view.cgroup.kind})` : 'its tracked processes';
+    console.log(`busy machine, scope 'run': agent's last exit to session_finished_ready ${(exitToFinishMs / 1000).toFixed(1)} s (idle_sustain_sec ${IDLE_SUSTAIN_SEC}; the run's CPU from ${accounting})`);
     expect(exitToFinishMs).toBeLessThanOrEqual(IDLE_SUSTAIN_SEC * 1000 + FINISH_MARGIN_MS);
     // The window judged the run alone: its CPU near nothing, no GPU of its own, although the machine was saturated.
     const window = finished.body.telemetry.quiet_window!;

@@ -23,6 +23,7 @@ import {
   type Transition,
 } from '../domain/gate-run.ts';
 import { evaluateQuietWindow, toWindowSample } from '../domain/quiet-window.ts';
+import type { RunCpuUsage } from '../domain/run-usage.ts';
 import { quietWindowWait } from '../domain/quiet-window-wait.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import type { CallbackOutbox } from './callback-outbox.ts';
@@ -238,7 +239,7 @@ export class RunMonitor {
       rootAlive: tracked.rootAlive,
       at: new Date(sample.at_ms).toISOString(),
     });
-    this.runUsage.record(run.run_id, sample.at_ms, processCpuUsage(tracked.alive, this.ticksPerSec), this.sampler.lastGpuReading(), run.alive_pids);
+    this.runUsage.record(run.run_id, sample.at_ms, this.cpuUsageOf(run, tracked.alive), this.sampler.lastGpuReading(), run.alive_pids);
 
     if (!run.root_alive && run.processes_alive) this.reapStale(run, table, sample);
 
@@ -297,6 +298,12 @@ export class RunMonitor {
         .catch((error: Error) => logger.error({ err: error, run_id: run.run_id }, 'stopping an ended run\'s cgroup failed'))
         .finally(() => this.releasingCgroups.delete(run.run_id));
     }
+  }
+
+  /** The run's CPU counter: its cgroup's, which keeps the time of exited processes too, else its live processes'. */
+  private cpuUsageOf(run: GateRun, alive: readonly ProcessInfo[]): RunCpuUsage {
+    const usec = run.cgroup ? reopenRunCgroup(run.cgroup).cpuUsageUsec() : null;
+    return usec === null ? processCpuUsage(alive, this.ticksPerSec) : { kind: 'cgroup', usec };
   }
 
   private evaluateWindow(run: GateRun, sample: TelemetrySample): Transition {

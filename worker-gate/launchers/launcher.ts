@@ -35,7 +35,7 @@ import { claudeCodeLauncher } from './claude-code.ts';
 import { codexLauncher } from './codex.ts';
 import { AGENT_RECORD_FILES, AgentRecords, type AgentSessionRecord } from './records.ts';
 import { launchInTmux } from './tmux.ts';
-import { openToolHome, toolArgv } from './tool-sandbox.ts';
+import { openToolHome, sandboxedToolPid, toolArgv } from './tool-sandbox.ts';
 import type { AgentStreamState, RuntimeLauncher } from './runtime-launcher.ts';
 
 const LAUNCHERS: Record<LaunchedRuntime, RuntimeLauncher> = { codex: codexLauncher, 'claude-code': claudeCodeLauncher };
@@ -92,15 +92,26 @@ const BUDGET_STOP_GRACE_MS = 10_000;
  * Stops the tool once it has spent more than its budget: SIGINT first, so that it ends its session (and fires its end
  * hook), then SIGTERM and SIGKILL if it is still there. Answers whether it stopped the tool.
  */
-function budgetGuard(child: ChildProcess, budget: number | undefined): { check(usage: TokenUsage | null): void; exceeded(): boolean } {
+function budgetGuard(child: ChildProcess, budget: number | undefined, toolPid: () => number | null): { check(usage: TokenUsage | null): void; exceeded(): boolean } {
   let stopping = false;
+  // SIGINT and SIGTERM go to the tool itself: bwrap, the runner's child, dies of them at once and takes the tool along.
+  const signalTool = (signal: NodeJS.Signals) => {
+    const pid = toolPid();
+    if (pid === null || pid === child.pid) return child.kill(signal);
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
+  };
   return {
     check(usage) {
       if (stopping || budget === undefined || usage === null || usage.total_tokens <= budget) return;
       stopping = true;
       log(`token budget exceeded: ${usage.total_tokens} tokens spent of ${budget}; stopping the agent (SIGINT, then SIGTERM and SIGKILL)`);
-      child.kill('SIGINT');
-      const escalate = (signal: NodeJS.Signals, afterMs: number) => setTimeout(() => child.exitCode === null && child.signalCode === null && child.kill(signal), afterMs).unref();
+      signalTool('SIGINT');
+      const escalate = (signal: NodeJS.Signals, afterMs: number) =>
+        setTimeout(() => child.exitCode === null && child.signalCode === null && (signal === 'SIGKILL' ? child.kill(signal) : signalTool(signal)), afterMs).unref();
       escalate('SIGTERM', BUDGET_STOP_GRACE_MS);
       escalate('SIGKILL', 2 * BUDGET_STOP_GRACE_MS);
     },
@@ -140,7 +151,7 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
   log(`starting ${launcher.runtime} (${env.DISPATCH_MODE})`);
   // In this process's directory: the project the gate pinned (bwrap, when there is one, starts the tool there too).
   const child = spawn(command!, args, { env: toolEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  const budget = budgetGuard(child, launcherEnv.TOKEN_BUDGET);
+  const budget = budgetGuard(child, launcherEnv.TOKEN_BUDGET, () => (child.pid === undefined ? null : sandboxedToolPid(child.pid, plan)));
   const usageWatcher = launcherEnv.TOKEN_BUDGET === undefined ? undefined : launcher.watchUsage?.(request, startedAt);
   // What the tool's stream reported, or what the watcher read where that is more (the stream may report only at the end).
   let watchedUsage: TokenUsage | null = null;

@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, sep } from 'node:path';
 import { agentOwnedDir, sandboxArgvPrefix, type AgentSandboxPlan } from '../agent-sandbox/index.ts';
 import { PinnedDir } from '../../files/pinned-dir.ts';
@@ -49,4 +49,29 @@ export function toolArgv(plan: AgentSandboxPlan | null, binary: string, args: re
   const prefix = sandboxArgvPrefix(plan, { readOnly: [installRootOf(binary), dirname(binary)], pidNamespace: true, dieWithParent: true });
   if (plan.bwrap) prefix.splice(prefix.lastIndexOf('--'), 0, '--bind', home.onHost, home.seen);
   return [...prefix, binary, ...args];
+}
+
+/** The pids whose parent is `pid`, oldest first. */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The tool's own pid, for the signals that let it end its session: under bwrap (with its pid namespace) the first child
+ * of bwrap's init, itself the child of the bwrap the runner started; the started process itself without bwrap. Null
+ * while that process tree is not (or no longer) there.
+ */
+export function sandboxedToolPid(startedPid: number, plan: AgentSandboxPlan | null): number | null {
+  if (!plan?.bwrap) return startedPid;
+  let pid = startedPid;
+  for (let level = 0; level < 2; level += 1) {
+    const first = childrenOf(pid)[0];
+    if (first === undefined) return null;
+    pid = first;
+  }
+  return pid;
 }
