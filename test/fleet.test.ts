@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,10 +41,14 @@ let dir: string;
 let cluster: LocalCluster;
 let fanOut: CallbackFanOut;
 let store: Store;
-const agentStarts = () => join(dir, 'agent-starts.jsonl');
+/** Each run's agent starts in a sandbox that shows only this directory of the test's (agent_writable_paths). */
+const agentShared = () => join(dir, 'agent-shared');
+const agentStarts = () => join(agentShared(), 'agent-starts.jsonl');
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'rcp-fleet-'));
+  await mkdir(agentShared(), { mode: 0o777 });
+  await chmod(agentShared(), 0o777);
   const tag = process.pid % 1000;
   const naming = { prefix: `rf${tag}`, subnet: `10.234.${tag % 250}`, database: `rcp_fleet_${process.pid}`, taskQueue: `rcp-fleet-${process.pid}` };
   const fanOutPort = await testPort();
@@ -59,7 +63,7 @@ beforeAll(async () => {
     ports: await clusterTestPorts(),
     gate: {
       dispatchScript: FAKE_AGENT_PATH,
-      env: { FAKE_AGENT_COUNTER_FILE: join(dir, 'agent-starts.jsonl') },
+      env: { FAKE_AGENT_COUNTER_FILE: agentStarts() },
       // The shortest quiet window; thresholds no busy CI machine can miss (the rule itself has unit tests).
       overrides: {
         sample_interval_sec: 2,
@@ -70,6 +74,9 @@ beforeAll(async () => {
         vram_delta_threshold_mib: 1_000_000,
         default_workload_class: 'unknown',
         completion_callback_timeout_sec: 5,
+        // The agent's environment is an allow-list: the fake agent's counter reaches it by name, in a place it may write.
+        agent_credential_env: ['FAKE_AGENT_COUNTER_FILE'],
+        agent_writable_paths: [agentShared()],
       },
     },
     replicaOverrides: { default_workload_class: 'unknown' },

@@ -1,5 +1,5 @@
 import { chmod, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSwapper } from './support/swapper.ts';
 import { CallbackReceiver, gateClient, startGateProcess, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
@@ -13,16 +13,20 @@ let gate: GateProcess;
 let client: ReturnType<typeof gateClient>;
 let cwdLog: string;
 
-/** Records where it was started, then fails, so that the run is dropped and the project is free for the next dispatch. */
+/**
+ * Records which directory it was started in, by the marker each one holds (in its sandbox the gate shows the project
+ * at its path, so the path alone would not tell), then fails, so that the run is dropped and the project is free for
+ * the next dispatch. It writes where every run's sandbox may (agent_writable_paths).
+ */
 const recordingScript = (log: string) => `#!/bin/sh
-readlink /proc/$$/cwd >> '${log}'
+cat ./where >> '${log}' 2>/dev/null || echo "no marker in $(pwd -P)" >> '${log}'
 exit 1
 `;
 
 beforeAll(async () => {
   receiver = await CallbackReceiver.start();
   fixture = await writeGateConfig({ callbackUrl: receiver.url });
-  cwdLog = join(fixture.dir, 'cwd.log');
+  cwdLog = join(dirname(fixture.counterFile), 'cwd.log');
   const script = join(fixture.dir, 'recording-dispatch.sh');
   await writeFile(script, recordingScript(cwdLog));
   await chmod(script, 0o755);
@@ -56,6 +60,8 @@ describe('dispatch starts the script in the pinned project directory', () => {
     const inside = join(fixture.projectRoot, 'racing-real');
     await mkdir(away, { recursive: true });
     await mkdir(inside, { recursive: true });
+    await writeFile(join(away, 'where'), `${away}\n`);
+    await writeFile(join(inside, 'where'), `${inside}\n`);
     // A link to a directory inside project_root is allowed; the same link pointed outside between the checks and the
     // start must not carry the script there.
     await symlink(inside, join(fixture.projectRoot, 'racing'));

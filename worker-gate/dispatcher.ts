@@ -174,7 +174,7 @@ export class GateDispatcher {
     const project = pinProject(config.project_root, projectDir);
     try {
       const start = agentStartFor(config, runtime, projectDir, request);
-      const confinement = this.confinementFor(runtime === 'script' ? start.scriptPath : null, projectDir, promptFile);
+      const confinement = this.confinementFor(runtime === 'script' ? start.scriptPath : null, project, projectDir, promptFile);
       return await this.startRunIn(project, start, confinement, { projectDir, promptFile }, request, workloadClass, hash);
     } finally {
       project.close();
@@ -309,10 +309,11 @@ export class GateDispatcher {
    * How the run's first process starts: the operator's dispatch script (`scriptPath`) runs wholly as the agent user in
    * its sandbox; a launcher runs as the gate's user and gets the plan for the tool it starts (AGENT_SANDBOX_PLAN).
    */
-  private confinementFor(scriptPath: string | null, projectDir: string, promptFile: string): Confinement {
+  private confinementFor(scriptPath: string | null, project: PinnedDir, projectDir: string, promptFile: string): Confinement {
     let plan: AgentSandboxPlan;
     try {
-      plan = this.options.sandbox.prepareRun(projectDir, promptFile, scriptPath === null ? null : scriptDirOf(scriptPath));
+      // The sandbox shows the directory pinned here, by its real path: a link swapped in for project_dir since moves nothing.
+      plan = this.options.sandbox.prepareRun(projectDir, project.path, promptFile, scriptPath === null ? null : scriptDirOf(scriptPath));
     } catch (error) {
       throw new HttpError(502, `the agent's sandbox could not be prepared: ${error instanceof Error ? error.message : String(error)}`);
     }

@@ -45,26 +45,27 @@ export class AgentSandbox {
   }
 
   /**
-   * The plan for a run in `projectDir`: its home is made (the agent user's own) and its project handed to the agent
+   * The plan for a run in `projectDir` (`projectReal`: the real path the gate pinned): its home is made (the agent user's own) and its project handed to the agent
    * user. `scriptDir` is the operator's dispatch script's directory, shown read-only for the script runtime; the prompt
    * is shown read-only where it lies outside the project.
    */
-  prepareRun(projectDir: string, promptFile: string, scriptDir: string | null): AgentSandboxPlan {
+  prepareRun(projectDir: string, projectReal: string, promptFile: string, scriptDir: string | null): AgentSandboxPlan {
     const { settings, capabilities } = this;
     const plan: AgentSandboxPlan = {
       user: capabilities.user,
       setpriv: capabilities.setpriv,
       bwrap: capabilities.bwrap,
       project_dir: projectDir,
+      project_source: projectReal,
       home_dir: agentHomeFor(settings.state_dir, projectDir),
       read_only: [REPO_ROOT, nodeBinDir(), ...(scriptDir ? [scriptDir] : []), ...settings.agent_read_only_paths].map(realOrResolved),
       writable: settings.agent_writable_paths.map(realOrResolved),
-      shown_files: isWithin(realOrResolved(promptFile), realOrResolved(projectDir)) ? [] : [realOrResolved(promptFile)],
+      shown_files: isWithin(realOrResolved(promptFile), projectReal) ? [] : [realOrResolved(promptFile)],
       hidden: [...this.configFiles, settings.state_dir, settings.project_root].map(realOrResolved),
       drop_capabilities: capabilities.user === null && process.getuid?.() === 0,
     };
     agentOwnedDir(plan.home_dir, settings.state_dir, plan);
-    grantProject(settings.state_dir, settings.project_root, projectDir, plan);
+    grantProject(settings.state_dir, settings.project_root, projectReal, plan);
     return plan;
   }
 

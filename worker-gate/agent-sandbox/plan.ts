@@ -15,8 +15,10 @@ export const AgentSandboxPlanSchema = z.strictObject({
   setpriv: AbsolutePath.nullable(),
   /** null: no mount namespace; the agent sees what its user may see. */
   bwrap: AbsolutePath.nullable(),
-  /** Shown read-write, at the same path; the agent starts there. */
+  /** Shown read-write at this path, which the run's contract names; the agent starts there. */
   project_dir: AbsolutePath,
+  /** The directory shown there: the project's real path as the gate pinned it, so a link swapped in for project_dir later moves nothing. */
+  project_source: AbsolutePath,
   /** The agent's own HOME, shown read-write. */
   home_dir: AbsolutePath,
   /** Tools shown read-only besides the system: the gate's code, Node, the dispatch script's directory, agent_read_only_paths. */

@@ -57,9 +57,10 @@ export function bwrapArgs(plan: AgentSandboxPlan, extras: SandboxExtras = {}): s
   }
   args.push(...maskArgs(plan.hidden, bound));
   // After the masks: the agent's own project and home lie inside the gate's project_root and state_dir.
-  for (const path of unique([plan.project_dir, plan.home_dir, ...plan.writable, ...(extras.readWrite ?? [])])) args.push('--bind', path, path);
+  args.push('--bind', plan.project_source, plan.project_dir);
+  for (const path of unique([plan.home_dir, ...plan.writable, ...(extras.readWrite ?? [])])) args.push('--bind', path, path);
   for (const path of unique(plan.shown_files)) if (existsSync(path)) args.push('--ro-bind', path, path);
-  args.push('--chdir', realOrResolved(plan.project_dir));
+  args.push('--chdir', plan.project_dir);
   if (plan.drop_capabilities) args.push('--cap-drop', 'ALL');
   if (extras.dieWithParent) args.push('--die-with-parent');
   if (extras.newSession) args.push('--new-session');
