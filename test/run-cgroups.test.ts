@@ -148,6 +148,15 @@ describe.each(['v1', 'v2'] as const)('each run in its own cgroup (%s)', (kind) =
     const { body } = await under.client.dashboard();
     expect(body.events.some((event: any) => event.kind === 'run_cgroup_removed' && event.run_id === runId)).toBe(true);
   });
+
+  it('leaves no directory of its own behind when it stops with its runs over', { timeout: 30_000 }, async () => {
+    const { body } = await under.client.dashboard();
+    const parents = body.service.run_cgroups.parents as string[];
+    expect(parents.length).toBeGreaterThan(0);
+    for (const parent of parents) expect(existsSync(parent), parent).toBe(true);
+    await under.gate.kill('SIGTERM');
+    for (const parent of parents) expect(existsSync(parent), parent).toBe(false);
+  });
 });
 
 describe('limits per workload profile (v1 hierarchies)', () => {

@@ -233,14 +233,21 @@ export class RunCgroupHost {
     return swept;
   }
 
-  /** Removes this gate's parent directories where no run cgroup is left in them (a gate that stops leaves no litter). */
+  /**
+   * A gate that stops leaves no litter: the run cgroups with no process left, then its parent directories where they
+   * are empty. A run still going keeps its cgroup (the kernel refuses to remove a populated one) and the parent above it.
+   */
   releaseParents(): void {
-    for (const parent of this.status().parents) {
+    const ignore = (remove: () => void) => {
       try {
-        rmdirSync(parent);
+        remove();
       } catch {
-        // a run's cgroup is still there (it outlives this process) or the parent is gone already
+        // still populated, or gone already
       }
+    };
+    for (const parent of this.status().parents) {
+      for (const entry of safeEntries(parent)) if (entry.startsWith(RUN_PREFIX)) ignore(() => rmdirSync(join(parent, entry)));
+      ignore(() => rmdirSync(parent));
     }
   }
 
@@ -250,6 +257,14 @@ export class RunCgroupHost {
 
   private openByName(name: string): RunCgroup {
     return this.layout.mode === 'v2' ? new V2RunCgroup(this.pathsFor(name)[0]!) : new V1RunCgroup(this.pathsFor(name));
+  }
+}
+
+function safeEntries(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
   }
 }
 
