@@ -308,11 +308,11 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   codex_path: doc(text().default(''), {
     perReplica: true,
-    description: "Worker gate: the codex executable; '' runs the pinned version that scripts/ensure-agents.sh installs in the user cache.",
+    description: "Worker gate: the codex executable; '' runs the pinned version that scripts/ensure-agents.sh installs in the user cache (as root, /var/cache, which the agent user can reach). The agent user must be able to reach it.",
   }),
   claude_code_path: doc(text().default(''), {
     perReplica: true,
-    description: "Worker gate: the claude executable (Claude Code); '' runs the pinned version that scripts/ensure-agents.sh installs in the user cache.",
+    description: "Worker gate: the claude executable (Claude Code); '' runs the pinned version that scripts/ensure-agents.sh installs in the user cache (as root, /var/cache, which the agent user can reach). The agent user must be able to reach it.",
   }),
   default_workload_class: doc(WorkloadClassSchema.default('inference_eval'), {
     description: 'Workload class used when an item names none.',
