@@ -32,11 +32,13 @@ const SIGNAL_NAMES: Record<number, string> = { 1: 'SIGHUP', 2: 'SIGINT', 3: 'SIG
 export const boundedMessage = (text: string): string => (text.length > RUN_CAUSE_MESSAGE_MAX ? `${text.slice(0, RUN_CAUSE_MESSAGE_MAX - 1)}…` : text);
 
 /**
- * The HTTP status a tool's error text names: Codex writes "unexpected status 500 Internal Server Error: …", Claude Code
- * "API Error: 500 {…}". Null when the text names none.
+ * The HTTP status a tool's error text names: Codex writes "unexpected status 502 Bad Gateway: …" (and a 500 as "We’re
+ * currently experiencing high demand, …"), Claude Code "API Error: 500 {…}". Null when the text names none.
  */
 export function modelStatusOf(text: string | null | undefined): number | null {
   if (!text) return null;
+  // Codex words a 500 from the model server (its InternalServerError) without the number.
+  if (text.includes('currently experiencing high demand')) return 500;
   const match = /\b(?:status(?: code)?|API Error:?)\s*(?:=\s*)?([1-5]\d\d)\b/i.exec(text);
   return match ? Number(match[1]) : null;
 }

@@ -16,7 +16,14 @@ export type ModelStep = { usage?: number; delayMs?: number } & (
   | { kind: 'write'; path: string; content: string }
   | { kind: 'message'; text: string }
   | { kind: 'question'; question: string }
+  /** The request is accepted and never answered: a model server that hangs. */
+  | { kind: 'hang' }
+  /** The request is answered with this HTTP status and an error body, as a failing model server answers. */
+  | { kind: 'fail'; status: number }
 );
+
+/** A step the server answers with a model's turn. */
+type AnsweredStep = Exclude<ModelStep, { kind: 'hang' } | { kind: 'fail' }>;
 
 /** What `npm run model:scripted` answers every conversation with: the agent writes a finished study, then ends. */
 export const FINISHED_STUDY: ModelStep[] = [
@@ -59,7 +66,7 @@ abstract class ScriptedModelServer {
   /** How many tool results the conversation so far carries: where an unscripted conversation is in `fallback`. */
   protected abstract toolResultsIn(body: Record<string, any>): number;
   /** Streams the answer that takes `step`. */
-  protected abstract stream(step: ModelStep, id: (kind: string) => string, response: ServerResponse): void;
+  protected abstract stream(step: AnsweredStep, id: (kind: string) => string, response: ServerResponse): void;
 
   /**
    * The steps that the requests of the conversation whose prompt holds `[key]` take, in order. A request past the
@@ -107,7 +114,11 @@ abstract class ScriptedModelServer {
     const step = scripted ?? { kind: 'message', text: 'Nothing more to do.' };
     const n = ++this.served;
     if (step.delayMs) await new Promise((resolve) => setTimeout(resolve, step.delayMs));
-    if (response.destroyed) return;
+    if (response.destroyed || step.kind === 'hang') return;
+    if (step.kind === 'fail') {
+      response.writeHead(step.status, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'api_error', message: `scripted failure ${step.status}` } }));
+      return;
+    }
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     this.stream(step, (kind) => `${kind}_${this.idPrefix}_${n}`, response);
     response.end();
@@ -137,7 +148,7 @@ export class ResponsesServer extends ScriptedModelServer {
     return request.url?.endsWith('/responses') ?? false;
   }
 
-  protected stream(step: ModelStep, id: (kind: string) => string, response: ServerResponse): void {
+  protected stream(step: AnsweredStep, id: (kind: string) => string, response: ServerResponse): void {
     sse(response, { type: 'response.created', response: { id: id('resp') } });
     sse(response, { type: 'response.output_item.done', output_index: 0, item: this.itemFor(step, id) });
     const usage = step.usage ?? 100;
@@ -150,7 +161,7 @@ export class ResponsesServer extends ScriptedModelServer {
     });
   }
 
-  private itemFor(step: ModelStep, id: (kind: string) => string): Record<string, unknown> {
+  private itemFor(step: AnsweredStep, id: (kind: string) => string): Record<string, unknown> {
     const call = (name: string, args: unknown) => ({ type: 'function_call', id: id('fc'), call_id: id('call'), name, arguments: JSON.stringify(args) });
     switch (step.kind) {
       case 'command':
@@ -193,7 +204,7 @@ export class MessagesServer extends ScriptedModelServer {
     return /^\/v1\/messages(\?|$)/.test(request.url ?? '');
   }
 
-  protected stream(step: ModelStep, id: (kind: string) => string, response: ServerResponse): void {
+  protected stream(step: AnsweredStep, id: (kind: string) => string, response: ServerResponse): void {
     const usage = step.usage ?? 100;
     sse(response, {
       type: 'message_start',

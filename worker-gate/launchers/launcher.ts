@@ -17,6 +17,7 @@ import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AGENT_SESSION_ID, LAUNCHED_RUNTIMES, type LaunchedRuntime, type TokenUsage } from '../../domain/agent-runtimes.ts';
+import { toolEndCause } from '../../domain/run-cause.ts';
 import { PinnedDir } from '../../files/pinned-dir.ts';
 import {
   AGENT_FLAG,
@@ -119,6 +120,33 @@ function budgetGuard(child: ChildProcess, budget: number | undefined, toolPid: (
   };
 }
 
+/** How often, at most, the runner tells the gate that the tool moves: the gate's stall clock needs no finer grain. */
+const PROGRESS_REPORT_MS = 10_000;
+
+/**
+ * Tells the gate, at most every PROGRESS_REPORT_MS, that the tool showed progress (a stream line: a model answer or a
+ * tool event; a usage change): a tool waiting on a model that never answers shows none, and the gate stops it.
+ */
+function progressReporter(env: DispatchEnv, usage: () => TokenUsage | null): { saw(): void; stop(): void } {
+  // No session id: the gate's record of the session is the tool's hooks' to start; a progress report changes no state.
+  const poster = createEventPoster(env, '', 0);
+  let lastSentAt = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const send = () => {
+    timer = undefined;
+    lastSentAt = Date.now();
+    const spent = usage();
+    void poster.post('progress', 'the tool moves', spent ? { token_usage: spent } : {});
+  };
+  return {
+    saw() {
+      if (timer) return;
+      timer = setTimeout(send, Math.max(0, lastSentAt + PROGRESS_REPORT_MS - Date.now()));
+    },
+    stop: () => clearTimeout(timer),
+  };
+}
+
 async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherEnvSchema>): Promise<void> {
   const launcher = LAUNCHERS[launcherEnv.AGENT_RUNTIME]!;
   const records = AgentRecords.open(launcherEnv.AGENT_RECORDS);
@@ -156,9 +184,12 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
   // What the tool's stream reported, or what the watcher read where that is more (the stream may report only at the end).
   let watchedUsage: TokenUsage | null = null;
   const spent = () => (watchedUsage && watchedUsage.total_tokens > (state.tokenUsage?.total_tokens ?? 0) ? watchedUsage : state.tokenUsage);
+  const progress = progressReporter(env, spent);
   const watching = usageWatcher
     ? setInterval(() => {
+        const before = watchedUsage?.total_tokens;
         watchedUsage = usageWatcher.poll(state.sessionId) ?? watchedUsage;
+        if (watchedUsage && watchedUsage.total_tokens !== before) progress.saw();
         budget.check(spent());
       }, USAGE_POLL_MS)
     : undefined;
@@ -169,6 +200,7 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     pending = lines.pop() ?? '';
     if (pending.length > 1024 * 1024) pending = '';
     for (const line of lines) launcher.readStreamLine(line, state);
+    if (lines.some((line) => line.trim() !== '')) progress.saw();
     budget.check(spent());
   });
   child.stderr.on('data', (chunk: Buffer) => stderr.write(chunk));
@@ -182,6 +214,7 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     child.once('close', (code, signal) => done({ code, signal, error: null }));
   });
   clearInterval(watching);
+  progress.stop();
   watchedUsage = usageWatcher?.poll(state.sessionId) ?? watchedUsage;
   usageWatcher?.close();
   if (pending) launcher.readStreamLine(pending, state);
@@ -210,6 +243,7 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     exit_code: exitCode,
     ...(spent() ? { token_usage: spent() } : {}),
     ...(budget.exceeded() ? { token_budget_exceeded: launcherEnv.TOKEN_BUDGET } : {}),
+    cause: toolEndCause({ exitCode, signal: ended.signal, lastError: state.lastError, spawnError: ended.error, stoppedOverBudget: budget.exceeded() }),
   });
 }
 
