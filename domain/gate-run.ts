@@ -320,9 +320,15 @@ export interface ProcessObservation {
 
 /** Remembers every process seen (pid and start time) and when the run last had, or stopped having, a live process. */
 export function observeProcesses(run: GateRun, observation: ProcessObservation): GateRun {
-  const known = [...run.known_pids];
-  for (const proc of observation.alive) {
-    if (!known.some((entry) => entry.pid === proc.pid && entry.startTicks === proc.startTicks)) {
+  // A run with a cgroup needs no such list (its cgroup says which processes are its own), and a fork bomb's churn
+  // would grow it without end.
+  const known = run.cgroup ? run.known_pids : [...run.known_pids];
+  if (!run.cgroup) {
+    const seen = new Set(known.map((entry) => `${entry.pid}:${entry.startTicks}`));
+    for (const proc of observation.alive) {
+      const key = `${proc.pid}:${proc.startTicks}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
       known.push({ pid: proc.pid, startTicks: proc.startTicks });
     }
   }

@@ -180,6 +180,12 @@ describe('observing processes', () => {
     expect(second).toMatchObject({ alive_pids: [10, 11], root_alive: false, processes_alive: true, last_process_alive_at: at(2), processes_exited_at: null });
   });
 
+  it('keeps no list of seen processes for a run with a cgroup, whose members are exactly its processes', () => {
+    const inCgroup = { ...run(), cgroup: { kind: 'v1' as const, paths: ['/sys/fs/cgroup/pids/rcp-gate-x/run-r'] } };
+    const observed = observeProcesses(inCgroup, { alive: [{ pid: 10, startTicks: 1 }, { pid: 11, startTicks: 2 }], rootAlive: false, at: at(1) });
+    expect(observed).toMatchObject({ known_pids: [], alive_pids: [10, 11], processes_alive: true });
+  });
+
   it('notes when the last process went and keeps that time while none is back', () => {
     const alive = observeProcesses(run(), { alive: [{ pid: 10, startTicks: 1 }], rootAlive: true, at: at(1) });
     const gone = observeProcesses(alive, { alive: [], rootAlive: false, at: at(2) });
