@@ -43,7 +43,8 @@ export async function startBenchApp(
           projectRoot: options.projectRoot ?? tmpdir(),
           writer: { provider: 'deterministic', hosted: null, fallback: true },
           evidenceSync: null,
-          secrets: ServiceSecrets.none,
+          // As a config gives them: the draft-next dry run searches the evidence for the service's token.
+          secrets: ServiceSecrets.of([{ name: 'control_api_bearer_token', value: token }]),
         },
         launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal, runDraftNext: noTemporal },
       },
