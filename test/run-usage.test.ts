@@ -1,4 +1,10 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { clockTicksPerSecond, readProcessTable } from '../worker-gate/process-table.ts';
+import { RunCgroupHost } from '../worker-gate/run-cgroups/index.ts';
 import { evaluateQuietWindow, NO_GPU_TELEMETRY_REASON } from '../domain/quiet-window.ts';
 import { quietWindowWait } from '../domain/quiet-window-wait.ts';
 import { runCpuPercent, runGpuUse, type RunCpuUsage, type RunGpuReading } from '../domain/run-usage.ts';
@@ -75,6 +81,50 @@ describe("the run's own CPU", () => {
   it('has no figure for the first reading or when the kind of counter changes', () => {
     expect(runCpuPercent(null, { at_ms: T0, usage: cgroupAt(5) })).toBeNull();
     expect(runCpuPercent({ at_ms: T0, usage: processCpuUsage([], 100) }, { at_ms: T0 + 1000, usage: cgroupAt(5) })).toBeNull();
+  });
+});
+
+describe("the run's own CPU, read from the machine", () => {
+  it("counts a busy process in the run's cgroup, both by the cgroup's counter and by the process's own, and a sleeping one as quiet", { timeout: 30_000 }, async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rcp-run-usage-'));
+    const host = RunCgroupHost.detect({ state_dir: dir, run_cgroup_mode: 'auto', run_cgroup_v2_root: '', run_cgroup_parent: '' });
+    const noLimits = { memoryBytes: null, pidsMax: null, cpuCores: null };
+    const busy = await host.create(`usage-busy-${process.pid}`, noLimits);
+    const idle = await host.create(`usage-idle-${process.pid}`, noLimits);
+    if (!busy || !idle) throw new Error(`this test needs run cgroups (as root, with cgroup v1 or a delegated v2): ${host.status().reason}`);
+    const loop = spawn(busy.joinArgv()[0]!, [...busy.joinArgv().slice(1), 'sh', '-c', 'while :; do :; done'], { stdio: 'ignore' });
+    const sleeper = spawn(idle.joinArgv()[0]!, [...idle.joinArgv().slice(1), 'sleep', '60'], { stdio: 'ignore' });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const ticks = clockTicksPerSecond();
+      const reading = () => {
+        const table = readProcessTable({ withCwd: false });
+        const members = (cgroup: typeof busy) => table.filter((proc) => cgroup.pids().includes(proc.pid));
+        return {
+          at_ms: Date.now(),
+          busy: { cgroup: cgroupAt(busy.cpuUsageUsec()!), processes: processCpuUsage(members(busy), ticks) },
+          idle: { cgroup: cgroupAt(idle.cpuUsageUsec()!), processes: processCpuUsage(members(idle), ticks) },
+        };
+      };
+      const before = reading();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const after = reading();
+      const pct = (run: 'busy' | 'idle', kind: 'cgroup' | 'processes') => runCpuPercent({ at_ms: before.at_ms, usage: before[run][kind] }, { at_ms: after.at_ms, usage: after[run][kind] })!;
+      // A busy loop gets at least a fair share of a core even on a loaded machine; a sleeper uses next to nothing.
+      expect(pct('busy', 'cgroup')).toBeGreaterThan(20);
+      expect(pct('busy', 'processes')).toBeGreaterThan(20);
+      expect(pct('idle', 'cgroup')).toBeLessThan(2);
+      expect(pct('idle', 'processes')).toBeLessThan(2);
+    } finally {
+      await busy.kill();
+      await idle.kill();
+      busy.remove();
+      idle.remove();
+      loop.kill('SIGKILL');
+      sleeper.kill('SIGKILL');
+      host.releaseParents();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
