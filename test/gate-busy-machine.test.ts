@@ -20,7 +20,7 @@ import {
 const IDLE_SUSTAIN_SEC = 30;
 const STRICT_THRESHOLDS = { idle_sustain_sec: IDLE_SUSTAIN_SEC, cpu_idle_threshold_pct: 20, gpu_idle_avg_threshold_pct: 10, gpu_idle_peak_threshold_pct: 20, vram_delta_threshold_mib: 512 };
 /** "A few seconds" past the window: one sample interval, the callback's delivery and a loaded CI machine. */
-const FINISH_MARGIN_MS = 8_000;
+const FINISH_MARGIN_MS = 10_000;
 
 interface Gate {
   fixture: GateFixture;
