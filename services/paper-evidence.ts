@@ -75,6 +75,8 @@ class EvidenceReader {
   readonly taken: EvidenceFileRead[] = [];
   /** Evidence file → the secrets found in it. */
   readonly secretsIn = new Map<string, string[]>();
+  /** Secrets found in the names of results files. */
+  readonly secretsInNames: string[] = [];
   private readonly project: PinnedDir;
   private readonly keepBytes: boolean;
   private readonly secrets: ServiceSecrets;
@@ -139,7 +141,13 @@ class EvidenceReader {
           if (hasControlChars(entry.name)) continue;
           const child = `${rel}/${entry.name}`;
           if (entry.kind === 'dir') walk(child, depth + 1);
-          else if (entry.kind === 'file' && entry.name.endsWith('.json')) found.push(child);
+          else if (entry.kind === 'file' && entry.name.endsWith('.json')) {
+            // A name is shown wherever the file is (answers, the draft, the manifest): one holding a secret is no
+            // evidence, and the finding does not repeat the name.
+            const inName = this.secrets.find(child);
+            if (inName.length > 0) this.secretsInNames.push(...inName);
+            else found.push(child);
+          }
         }
       } finally {
         dir.close();
@@ -191,6 +199,7 @@ export async function readEvidence(projectRoot: string, projectDir: string, opti
     }
     // Only files that are evidence count: a results file that is not JSON reaches no writer and no package.
     const secrets = reader.taken.flatMap((file) => (reader.secretsIn.has(file.path) ? [{ file: file.path, secrets: reader.secretsIn.get(file.path)! }] : []));
+    if (reader.secretsInNames.length > 0) secrets.push({ file: `the name of a file under ${EVIDENCE_FILES.results}/`, secrets: [...new Set(reader.secretsInNames)].sort() });
     const enough = hasPaperEvidence({ run_notes: notes !== null, decision_file: decisionBytes !== null, results_json_files: results.length });
     const complete = enough && secrets.length === 0;
     const missing = [...MISSING_ALL.filter((_, index) => (index === 0 ? !notes : !decisionBytes && results.length === 0)), ...(secrets.length > 0 ? [secretsMissingReason(secrets)] : [])];

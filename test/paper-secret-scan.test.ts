@@ -240,6 +240,19 @@ describe('draft-next refuses evidence holding the service secrets', () => {
     await expectNoSecretAnywhere([live.body]);
   });
 
+  it('a token as the name of a results file: the name is named by where it is, never repeated', { timeout: 60_000 }, async () => {
+    const paperId = await h.completedRun('token-name', {
+      finishedAt: '2026-01-02T12:00:00Z',
+      evidence: { ...evidenceFiles(), [`results/${TARGET_TOKEN}/metrics.json`]: JSON.stringify({ accuracy: 0.9 }) },
+    });
+    const dry = await draftNext({ dry_run: true });
+    expect(dry.body.evidence.secrets).toEqual([{ file: 'the name of a file under results/', secrets: ['worker_targets.gpu.bearer_token'] }]);
+    const live = await draftNext({ dry_run: false });
+    expect(live.status, JSON.stringify(live.body)).toBe(409);
+    await expectHeld(paperId, 'the name of a file under results/', 'worker_targets.gpu.bearer_token');
+    await expectNoSecretAnywhere([dry.body, live.body]);
+  });
+
   it("the run record's decision summary holding the writer key: the hosted writer's request is refused, the step does not return the paper", { timeout: 60_000 }, async () => {
     const files = evidenceFiles();
     const paperId = await h.completedRun('summary-key', {
