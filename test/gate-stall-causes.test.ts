@@ -17,19 +17,26 @@ let receiver: CallbackReceiver;
 let fixture: GateFixture;
 let gate: GateProcess;
 let client: ReturnType<typeof gateClient>;
+/** A gate that gives runs no cgroup: a stalled run is stopped by its tracked processes. */
+let plainFixture: GateFixture;
+let plainGate: GateProcess;
 
 beforeAll(async () => {
   receiver = await CallbackReceiver.start();
   // Only cpu_only runs stall this soon: the global default (600 s) holds for the others.
   fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { workload_profiles: { cpu_only: { stall_after_sec: STALL_SEC } } } });
-  gate = await startGateProcess(fixture);
+  plainFixture = await writeGateConfig({
+    callbackUrl: receiver.url,
+    overrides: { run_cgroup_mode: 'none', workload_profiles: { cpu_only: { stall_after_sec: STALL_SEC } } },
+  });
+  [gate, plainGate] = await Promise.all([startGateProcess(fixture), startGateProcess(plainFixture)]);
   client = gateClient(fixture);
 });
 
 afterAll(async () => {
-  await gate?.kill('SIGTERM');
+  await Promise.all([gate?.kill('SIGTERM'), plainGate?.kill('SIGTERM')]);
   await receiver?.down();
-  if (fixture) await rm(fixture.dir, { recursive: true, force: true });
+  for (const dir of [fixture?.dir, plainFixture?.dir]) if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe.concurrent('a stalled run, and the causes a run ends with', () => {
@@ -55,6 +62,21 @@ describe.concurrent('a stalled run, and the causes a run ends with', () => {
     }, 15_000);
     expect(view.gate_state).toBe('error');
     expect(view.cause).toMatchObject({ kind: 'stall' });
+  });
+
+  it('without a cgroup, the stalled run\'s tracked processes are stopped', { timeout: 60_000 }, async () => {
+    const plain = gateClient(plainFixture);
+    const dispatched = await plain.launch('stall-plain-run', 'hold', { workload_class: 'cpu_only' });
+    expect(dispatched.status).toBe(200);
+    const rootPid = dispatched.body.root_pid as number;
+    const failed = await receiver.waitFor('stall-plain-run', 'gate_error', 30_000);
+    expect(failed.body.cause).toMatchObject({ kind: 'stall' });
+    await waitUntil('the stalled agent to be stopped', () => !isProcessRunning(rootPid), 15_000);
+    const view = await waitUntil('the stop recorded', async () => {
+      const run = await plain.runView('stall-plain-run');
+      return run?.reaped?.some((entry: { pid: number; outcome: string }) => entry.pid === rootPid && /terminated|killed/.test(entry.outcome)) ? run : undefined;
+    }, 15_000);
+    expect(view.cgroup ?? null).toBeNull();
   });
 
   it('a run of a class with the default stall_after_sec is not stopped while it waits', { timeout: 30_000 }, async () => {

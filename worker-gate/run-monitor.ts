@@ -263,10 +263,15 @@ export class RunMonitor {
     return detectStall(run, Date.now(), stallAfterSecFor(config, run.workload_class));
   }
 
-  /** Stops every process of a stalled run; what was stopped goes into the run's record, which the dashboard shows. */
+  /**
+   * Stops every process of a stalled run; what was stopped goes into the run's record, which the dashboard shows. A
+   * run with a cgroup is stopped with it, as every ended run is (releaseEndedRunCgroups); one without, by its tracked
+   * processes.
+   */
   private stopStalled(run: GateRun): void {
     const { config, runs, events, logger } = this.options;
     logger.warn({ run_id: run.run_id, reason: run.gate_reason }, 'stalled run stopped');
+    if (run.cgroup) return;
     void stopRunProcesses(run, config.stale_project_process_term_grace_sec, 'stalled run')
       .then((stopped) => {
         events.append('stalled_run_stopped', run.run_id, { reason: run.gate_reason, stopped: stopped.map(({ pid, outcome }) => ({ pid, outcome })) });
