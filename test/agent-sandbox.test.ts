@@ -214,5 +214,13 @@ describe('a gate that cannot sandbox', () => {
     const nobody = detectIsolation({ ...settings, agent_user: 'rcp-no-such-user', agent_isolation: 'auto' });
     expect(nobody.report).toMatchObject({ user_switch: { ok: false }, sandboxed: true, mode: 'sandboxed' });
     expect(nobody.report.user_switch.detail).toMatch(/'rcp-no-such-user' does not exist \(scripts\/ensure-agent-user.sh creates it\)/);
+    // A state_dir and project_root (not made yet) behind a directory closed to other users: bwrap, run as the agent
+    // user, could not bind them, so agents run as the gate's user, and the report says where the way is closed.
+    const closed = join(fixture.dir, 'closed');
+    mkdirSync(closed, { mode: 0o700 });
+    chmodSync(closed, 0o700);
+    const behind = detectIsolation({ ...settings, state_dir: join(closed, 'state'), project_root: join(closed, 'state', 'projects'), agent_user: AGENT_USER, agent_isolation: 'auto' });
+    expect(behind.report).toMatchObject({ mode: 'sandboxed', user_switch: { ok: false } });
+    expect(behind.report.user_switch.detail).toBe(`${AGENT_USER} cannot reach project_root ${join(closed, 'state', 'projects')}: ${closed} is closed to it`);
   });
 });

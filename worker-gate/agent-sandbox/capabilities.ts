@@ -85,14 +85,20 @@ function mayEnter(path: string, user: AgentUser): boolean {
  * gate opens the way through them itself (agent-dirs.ts).
  */
 export function blockedOnTheWay(path: string, user: AgentUser, through: boolean, gateOwned: readonly string[] = []): string | null {
-  let target: string;
-  try {
-    target = realpathSync(path);
-  } catch {
-    return null; // not there yet: the gate creates it, and the nearest existing parent is checked on its own
+  const wanted = resolve(path);
+  // Not there yet: the gate creates it, so the way to it is the way into its nearest existing parent.
+  let existing = wanted;
+  let real: string | null = null;
+  while (real === null) {
+    try {
+      real = realpathSync(existing);
+    } catch {
+      if (existing === dirname(existing)) return null;
+      existing = dirname(existing);
+    }
   }
   const chain: string[] = [];
-  for (let dir = through ? target : dirname(target); ; dir = dirname(dir)) {
+  for (let dir = through || existing !== wanted ? real : dirname(real); ; dir = dirname(dir)) {
     chain.unshift(dir);
     if (dir === dirname(dir)) break;
   }
