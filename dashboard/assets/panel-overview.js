@@ -99,6 +99,10 @@ function healthView({ health, queueHealth }) {
             ]
           : 'not connected',
       ],
+      // The worker gate this process also serves: what its agents can see, and the user they run as.
+      ...(health.worker_gate
+        ? [/** @type {[string, import('./dom.js').Child]} */ (['Agents', [badge(health.worker_gate.agent_isolation.sandboxed ? 'ok' : 'error', words(health.worker_gate.agent_isolation.mode)), ' ', health.worker_gate.agent_isolation.summary]])]
+        : []),
     ]),
     table({
       label: 'Workers',
