@@ -1,6 +1,7 @@
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CallbackReceiver, gateClient, startGateProcess, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
+import { CallbackReceiver, gateClient, startGateProcess, waitUntil, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
 import { isProcessRunning } from './support/process.ts';
 
 // expected duration: ~65 s
@@ -16,7 +17,8 @@ beforeAll(async () => {
   receiver = await CallbackReceiver.start();
   fixture = await writeGateConfig({
     callbackUrl: receiver.url,
-    overrides: { stale_project_process_reaper_enabled: false, max_wait_after_idle_sec: 60 },
+    // v1 cgroups, as this machine has them (test/run-cgroups.test.ts covers v2): the timeout stops the run's cgroup.
+    overrides: { stale_project_process_reaper_enabled: false, max_wait_after_idle_sec: 60, run_cgroup_mode: 'v1' },
   });
   gate = await startGateProcess(fixture);
   client = gateClient(fixture);
@@ -41,10 +43,13 @@ describe('a run whose processes never exit', () => {
     const lingering = timeout.body.process_tracking.alive_pids;
     expect(lingering.length).toBeGreaterThan(0);
 
+    // The timeout ends the run, and every end of a run stops its whole cgroup and removes it.
+    await waitUntil('the lingering processes to be stopped with the run\'s cgroup', () => lingering.every((pid: number) => !isProcessRunning(pid)), 10_000);
+    const run = await client.runView('romeo-run');
+    for (const path of run?.cgroup.paths ?? []) expect(existsSync(path), path).toBe(false);
+    expect(run?.reaped.map((entry: { pid: number }) => entry.pid)).toEqual(expect.arrayContaining(lingering));
+
     await new Promise((resolve) => setTimeout(resolve, 2500));
     expect(receiver.forRun('romeo-run').map((c) => c.body.event_type)).toEqual(['session_started', 'gate_timeout']);
-    for (const pid of lingering) {
-      if (isProcessRunning(pid)) process.kill(pid, 'SIGKILL');
-    }
   });
 });
