@@ -200,6 +200,12 @@ describe('a gate that cannot sandbox', () => {
       expect(strict.ok).toBe(false);
       expect(strict.checks.find((check) => check.name === 'worker_agent_isolation')).toMatchObject({ ok: false, data: { sandboxed: false } });
       expect(strict.summary).toMatch(/worker_agent_isolation/);
+      // Runs still start, unsandboxed, as the agent user: the fake agent's run reaches its session start.
+      const launched = await gateClient(bare).launch('charlie-run', 'normal');
+      expect(launched.status, JSON.stringify(launched.body)).toBe(200);
+      await receiver.waitFor('charlie-run', 'session_started', 30_000);
+      // Stopped before its gate goes, so that nothing of it outlives the test.
+      expect((await gateClient(bare).call('POST', '/runs/charlie-run/cancel')).status).toBe(200);
     } finally {
       await bareGate.kill('SIGTERM');
       rmSync(bare.dir, { recursive: true, force: true });
