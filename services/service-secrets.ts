@@ -39,7 +39,7 @@ interface Needle {
   bytes: Buffer;
 }
 
-/** The parts of a value that are secret on their own: a URL's password, a header's value, a PEM key's lines. */
+/** The parts of a value that are secret on their own: a URL's password, a bearer token, a header's value. */
 function partsOf(name: string, value: string): NamedSecret[] {
   const parts: NamedSecret[] = [{ name, value }];
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
@@ -234,8 +234,6 @@ const SCAN_CHUNK_BYTES = 64 * 1024;
 
 export class ServiceSecrets {
   private readonly index: NeedleIndex;
-  /** How many secret values are looked for. */
-  readonly count: number;
 
   private constructor(secrets: readonly NamedSecret[]) {
     const usable = secrets.filter((secret) => secret.value.length >= MIN_SECRET_LENGTH);
@@ -244,7 +242,6 @@ export class ServiceSecrets {
       for (const needle of needlesOf(secret)) if (!needles.has(needle.bytes.toString('latin1'))) needles.set(needle.bytes.toString('latin1'), needle);
     }
     this.index = new NeedleIndex([...needles.values()]);
-    this.count = new Set(usable.map((secret) => secret.value)).size;
   }
 
   static of(secrets: readonly NamedSecret[]): ServiceSecrets {

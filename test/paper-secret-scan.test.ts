@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -176,6 +177,16 @@ describe('the service secrets a config holds', () => {
     }
     // `fold -w 20` of a token: the line breaks are passed over.
     expect(secrets.find(TEST_TOKEN.replace(/(.{20})/g, '$1\n'))).toEqual(['control_api_bearer_token']);
+    // Temporal's client key, as a file and as data: part of the key (`head -5`) is found by its lines.
+    const keyPath = join(configDir, 'client.key');
+    const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    await writeFile(keyPath, pem);
+    const withKey = serviceSecretsFrom(loaded.config, { TEMPORAL_TLS_CLIENT_KEY_PATH: keyPath, TEMPORAL_TLS_CLIENT_KEY_DATA: pem });
+    const head = pem.split('\n').slice(0, 5).join('\n');
+    // The same key twice is looked for once, under the first name it was found by.
+    expect(withKey.find(head)).toEqual(['temporal_tls_client_key_path (the key file) (a line of the key)']);
+    expect(withKey.find(Buffer.from(pem).toString('base64').replace(/(.{76})/g, '$1\n'))).toEqual(expect.arrayContaining(['temporal_tls_client_key_path (the key file) (base64)']));
+    expect(serviceSecretsFrom(loaded.config, { TEMPORAL_TLS_CLIENT_KEY_DATA: pem }).find(head)).toEqual(['TEMPORAL_TLS_CLIENT_KEY_DATA (a line of the key)']);
     // Too short to look for: it would match ordinary text.
     expect(ServiceSecrets.of([{ name: 'short', value: 'x'.repeat(MIN_SECRET_LENGTH - 1) }]).find('x'.repeat(100))).toEqual([]);
   });
