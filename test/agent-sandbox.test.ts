@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PREFLIGHT_DEFAULTS, evaluatePreflight } from '../domain/preflight.ts';
 import { callbackTokenFingerprint } from '../http/tokens.ts';
-import { AGENT_ENV_ALLOW_LIST, RUN_CONTRACT_ENV, detectIsolation } from '../worker-gate/agent-sandbox/index.ts';
+import { AGENT_ENV_ALLOW_LIST, AgentSandbox, RUN_CONTRACT_ENV, detectIsolation, sandboxArgvPrefix } from '../worker-gate/agent-sandbox/index.ts';
 import { CALLBACK_TOKEN, CallbackReceiver, GATE_TOKEN, gateClient, startGateProcess, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
 
 // expected duration: ~20 s
@@ -228,5 +228,31 @@ describe('a gate that cannot sandbox', () => {
     const behind = detectIsolation({ ...settings, state_dir: join(closed, 'state'), project_root: join(closed, 'state', 'projects'), agent_user: AGENT_USER, agent_isolation: 'auto' });
     expect(behind.report).toMatchObject({ mode: 'sandboxed', user_switch: { ok: false } });
     expect(behind.report.user_switch.detail).toBe(`${AGENT_USER} cannot reach project_root ${join(closed, 'state', 'projects')}: ${closed} is closed to it`);
+  });
+});
+
+describe('the argv builder, run through bwrap', () => {
+  it('shows a tool kept inside a masked directory of the gate, but not the config file beside it nor the rest', () => {
+    const root = join(fixture.dir, 'builder');
+    const stateDir = join(root, 'state');
+    const tools = join(stateDir, 'tools');
+    const projectRoot = join(root, 'projects');
+    const project = join(projectRoot, 'delta');
+    for (const dir of [root, stateDir, tools, projectRoot, project]) mkdirSync(dir, { recursive: true, mode: 0o711 });
+    writeFileSync(join(tools, 'tool.sh'), '#!/bin/sh\necho tool ran\n', { mode: 0o755 });
+    writeFileSync(join(tools, 'config.json'), '{"token":"beside-the-tool"}', { mode: 0o644 });
+    writeFileSync(join(stateDir, 'records.json'), '{"token":"gate-record"}', { mode: 0o644 });
+    const sandbox = new AgentSandbox(
+      { agent_user: AGENT_USER, agent_isolation: 'auto', state_dir: stateDir, project_root: projectRoot, agent_read_only_paths: [], agent_writable_paths: [], agent_credential_env: [] },
+      detectIsolation({ agent_user: AGENT_USER, agent_isolation: 'auto', state_dir: stateDir, project_root: projectRoot, dispatch_script_path: join(tools, 'tool.sh'), agent_read_only_paths: [], agent_writable_paths: [] }),
+      [join(tools, 'config.json')],
+    );
+    const plan = sandbox.prepareRun(project, project, join(project, 'prompt.md'), tools);
+    const prefix = sandboxArgvPrefix(plan);
+    const run = (script: string) => execFileSync(prefix[0]!, [...prefix.slice(1), 'sh', '-c', script], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } });
+    expect(run(`${join(tools, 'tool.sh')}; id -un; pwd`)).toBe(`tool ran\n${AGENT_USER}\n${project}\n`);
+    // Covered by /dev/null, which the sandbox's nodev mounts do not even open.
+    expect(run(`cat ${join(tools, 'config.json')} 2>/dev/null; echo "[end]"`)).toBe('[end]\n');
+    expect(run(`cat ${join(stateDir, 'records.json')} 2>/dev/null || echo hidden`)).toBe('hidden\n');
   });
 });

@@ -23,15 +23,23 @@ function unique(paths: readonly string[]): string[] {
   return [...new Set(paths.map(realOrResolved))];
 }
 
-/** Masks each of the gate's paths that a bound directory would show: a directory by an empty tmpfs, a file by /dev/null. */
+/**
+ * Masks each of the gate's paths that a bound directory would show: a directory by an empty tmpfs, a file by
+ * /dev/null. A tool kept inside a masked directory (a dispatch script under state_dir) is bound again on top.
+ */
 function maskArgs(hidden: readonly string[], bound: readonly string[]): string[] {
-  const args: string[] = [];
-  for (const path of unique(hidden)) {
-    if (!existsSync(path) || !bound.some((source) => isWithin(path, source))) continue;
-    if (statSync(path).isDirectory()) args.push('--tmpfs', path);
-    else args.push('--ro-bind', '/dev/null', path);
-  }
-  return args;
+  const shown = unique(hidden).filter((path) => existsSync(path) && bound.some((source) => isWithin(path, source)));
+  const dirs = shown.filter((path) => statSync(path).isDirectory());
+  const files = shown.filter((path) => !dirs.includes(path));
+  const rebound = bound.filter((source) => dirs.some((dir) => source !== dir && isWithin(source, dir)));
+  return [
+    ...dirs.flatMap((dir) => ['--tmpfs', dir]),
+    ...rebound.flatMap((source) => ['--ro-bind', source, source]),
+    // Last, so that a tool bound again cannot show a config file kept beside it.
+    ...files
+      .filter((file) => !dirs.some((dir) => isWithin(file, dir)) || rebound.some((source) => isWithin(file, source)))
+      .flatMap((file) => ['--ro-bind', '/dev/null', file]),
+  ];
 }
 
 /** The bwrap options of a plan, up to the command (README "Security model": what the agent sees). */
