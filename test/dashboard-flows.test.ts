@@ -327,4 +327,27 @@ describe('the dashboard as an operator uses it', () => {
     expect(tab.calls.filter((call) => call.headers.authorization)).toEqual([]);
     expect(tab.problems).toEqual([]);
   });
+
+  // Last: the flow above counts the runs it made.
+  it('shows on a run\'s page, and in the runs list, why the run ended', { timeout: 60_000 }, async () => {
+    const imported = await stack.api('POST', '/control/api/research/import-candidates', {
+      requested_by: 'test',
+      dry_run: false,
+      candidates: [candidate({ title: 'A run whose agent fails', dedupe_key: 'dashboard-cause', hypothesis: 'The agent exits with status 3.', mechanism: 'Fail.' })],
+    });
+    const candidateId = imported.body.results[0].candidate_id;
+    const promoted = await stack.api('POST', '/control/api/research/promote-candidate', { candidate_id: candidateId, dry_run: false, requested_by: 'test', idempotency_key: 'dashboard-cause' });
+    const projectId = promoted.body.project_id as string;
+    await stack.writeScenario(projectId, { scenario: 'agent-fails' });
+    const dispatched = await stack.api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'test' });
+    expect(dispatched.body).toMatchObject({ action: 'live_dispatch', candidate: { project_id: projectId } });
+    stack.agents.remember(dispatched.body);
+    const runId = dispatched.body.run_id as string;
+    await expect.poll(async () => (await stack.api('GET', `/control/api/v1/runs/${runId}`)).body.run.state, { timeout: 30_000 }).toBe('gate_error');
+
+    await tab.open(`#/runs/${runId}`);
+    await expect.poll(() => tab.card('Run').innerText(), { timeout: 15_000 }).toMatch(/Ended by\s+crash · exit 3/);
+    await tab.open('#/runs');
+    await expect.poll(() => tab.page.locator('tbody tr', { hasText: runId }).innerText(), { timeout: 15_000 }).toContain('crash · exit 3');
+  });
 });

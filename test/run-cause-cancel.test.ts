@@ -1,7 +1,10 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertProject } from '../store/projects.ts';
 import { applyRunTransition } from '../store/runs.ts';
-import { waitUntil } from './support/gate.ts';
+import { CONTROL_TOKEN, waitUntil } from './support/gate.ts';
 import { isProcessRunning } from './support/process.ts';
 import { RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
 
@@ -16,6 +19,11 @@ import { RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } fro
 
 const STALL_SEC = 4;
 const RUN_MS = 60_000;
+
+const RCP = fileURLToPath(new URL('../bin/rcp.js', import.meta.url));
+/** `rcp args` as an operator runs it against the stack's control plane; answers its output. */
+const rcp = async (args: string[]) =>
+  (await promisify(execFile)(process.execPath, [RCP, ...args], { env: { ...process.env, RCP_URL: stack.cpFixture.url, RCP_TOKEN: CONTROL_TOKEN }, timeout: 60_000 })).stdout;
 
 let stack: RunStack;
 let api: ControlApi;
@@ -58,6 +66,10 @@ describe('why a run ended, and a cancel after its end', () => {
     const events = await api('GET', `/control/api/v1/events?entity_id=${runId}&page_size=50`);
     const end = (events.body.items as { event_type: string; payload: Record<string, any> }[]).find((event) => event.event_type === 'run.gate_error');
     expect(end?.payload.cause).toMatchObject({ kind: 'stall' });
+
+    const [header, row] = (await rcp(['runs', '--project', 'cause-stall'])).trim().split('\n');
+    expect(header).toMatch(/ CAUSE /);
+    expect(row).toMatch(new RegExp(`^${runId} .* stall `));
   });
 
   it('a run the control plane gave up on while its agent still runs: cancel answers already finished, and the gate stops the agent', { timeout: RUN_MS + 30_000 }, async () => {
@@ -70,17 +82,17 @@ describe('why a run ended, and a cancel after its end', () => {
     await stack.store.transaction((tx) => applyRunTransition(tx, { run_id: runId, transition: 'completion_timeout', detail: { last_error: 'no finishing callback (test)' } }));
     expect((await detailOf(runId)).finished).toBe(true);
 
-    const cancel = await api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'cause-test' });
-    expect(cancel.status, JSON.stringify(cancel.body)).toBe(200);
-    expect(cancel.body).toMatchObject({ already_finished: true, state: 'gate_timeout', gate: { tracked: true } });
-    expect(cancel.body.gate.stopped).toEqual(expect.arrayContaining([{ pid: agentPid, outcome: expect.stringMatching(/^(terminated|killed)$/) }]));
+    // An operator cancels it with rcp: the control plane asks the gate, which stops the agent.
+    expect(await rcp(['cancel', runId])).toMatch(new RegExp(`^${runId}: already finished \\(gate_timeout\\); its worker gate stopped \\d+ process(es)? still running\n$`));
     expect(isProcessRunning(agentPid)).toBe(false);
     const events = await api('GET', `/control/api/v1/events?entity_id=${runId}&page_size=50`);
-    expect((events.body.items as { event_type: string }[]).map((event) => event.event_type)).toContain('run.worker_processes_stopped');
+    const stopped = (events.body.items as { event_type: string; payload: Record<string, any> }[]).find((event) => event.event_type === 'run.worker_processes_stopped');
+    expect(stopped?.payload.stopped).toEqual(expect.arrayContaining([{ pid: agentPid, outcome: expect.any(String) }]));
 
-    // Asked again, the gate has nothing left to stop.
+    // Asked again, the gate still tracks the run and has nothing left to stop.
     const again = await api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'cause-test' });
-    expect(again.body).toMatchObject({ already_finished: true, gate: { tracked: true, stopped: [] } });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body).toMatchObject({ already_finished: true, state: 'gate_timeout', gate: { tracked: true, stopped: [] } });
   });
 
   it('a finished run the worker gate never saw: the gate answers 404, and cancel still answers already finished', { timeout: 30_000 }, async () => {
