@@ -115,6 +115,7 @@ describe.concurrent('Claude Code under the gate', () => {
     const runId = await dispatchedRun(gate, { ...(await prepared(gate, 'claude-d')), token_budget: 2_000 });
     const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
     expect(failed.body.reason).toMatch(/^token budget exceeded: the agent spent \d+ tokens of its budget of 2000, and the gate stopped it$/);
+    expect(failed.body.cause).toMatchObject({ kind: 'token_budget' });
     // The SIGINT reached the tool itself in its sandbox, which ended on it (bwrap, signalled, would have died of it).
     expect(await sessionRecord(gate, 'claude-d')).toMatchObject({ token_budget: 2_000, stopped_over_budget: true, signal: null });
     expect(model.requestsOf('claude-d').length).toBeLessThan(6);
@@ -128,6 +129,9 @@ describe.concurrent('Claude Code under the gate', () => {
     const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(failed.body.reason).toMatch(/the agent exited with status 1/);
+    // The model's error, without a status: nothing answered.
+    expect(failed.body.cause).toMatchObject({ kind: 'model_error', exit_code: 1, message: expect.any(String) });
+    expect(failed.body.cause?.model_status).toBeUndefined();
     expect(await sessionRecord(gateWithoutModel, 'claude-e')).toMatchObject({ exit_code: 1, last_error: expect.stringMatching(/connect|API Error|ECONNREFUSED/i) });
   });
 

@@ -111,6 +111,7 @@ describe.concurrent('Codex CLI under the gate', () => {
     const runId = await dispatched(gate, { ...(await prepared(gate, 'codex-d')), token_budget: 2_000 });
     const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
     expect(failed.body.reason).toMatch(/^token budget exceeded: the agent spent \d+ tokens of its budget of 2000, and the gate stopped it$/);
+    expect(failed.body.cause).toMatchObject({ kind: 'token_budget' });
     // The SIGINT reached the tool itself in its sandbox, which ended on it (bwrap, signalled, would have died of it).
     expect(await sessionRecord(gate, 'codex-d')).toMatchObject({ token_budget: 2_000, stopped_over_budget: true, signal: null });
     expect(model.requestsOf('codex-d').length).toBeLessThan(5);
@@ -125,6 +126,9 @@ describe.concurrent('Codex CLI under the gate', () => {
     const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(failed.body.reason).toMatch(/the agent exited with status 1/);
+    // The model's error, without a status: nothing answered.
+    expect(failed.body.cause).toMatchObject({ kind: 'model_error', exit_code: 1, message: expect.any(String) });
+    expect(failed.body.cause?.model_status).toBeUndefined();
     expect(await sessionRecord(gateWithoutModel, 'codex-e')).toMatchObject({ exit_code: 1, last_error: expect.stringMatching(/connect|error sending request/i) });
   });
 
