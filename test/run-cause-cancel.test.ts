@@ -87,7 +87,7 @@ describe('why a run ended, and a cancel after its end', () => {
     expect(isProcessRunning(agentPid)).toBe(false);
     const events = await api('GET', `/control/api/v1/events?entity_id=${runId}&page_size=50`);
     const stopped = (events.body.items as { event_type: string; payload: Record<string, any> }[]).find((event) => event.event_type === 'run.worker_processes_stopped');
-    expect(stopped?.payload.stopped).toEqual(expect.arrayContaining([{ pid: agentPid, outcome: expect.any(String) }]));
+    expect(stopped?.payload.stopped).toEqual(expect.arrayContaining([{ pid: agentPid, outcome: 'killed' }]));
 
     // Asked again, the gate still tracks the run and has nothing left to stop.
     const again = await api('POST', `/control/api/runs/${runId}/cancel`, { requested_by: 'cause-test' });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunCgroupRecord } from '../../domain/gate-run.ts';
 import { readCgroupFile, writeCgroupFile } from './cgroup-files.ts';
 import { cgroupMounts, directoryOf, ownCgroups, type CgroupMount } from './mounts.ts';
@@ -271,6 +272,25 @@ function safeEntries(dir: string): string[] {
 /** Every end of a run: its processes stopped, then its cgroup removed. */
 export async function stopAndRemove(cgroup: RunCgroup): Promise<{ killed: number }> {
   const result = await cgroup.kill();
-  cgroup.remove();
+  await removeOnceReleased(cgroup);
   return result;
+}
+
+const RELEASE_WAIT_MS = 5_000;
+
+/**
+ * Removes the cgroup once the kernel lets go of it: a member killed a moment ago may still count (a zombie its parent
+ * outside the cgroup has not reaped yet), and rmdir answers EBUSY until it does.
+ */
+async function removeOnceReleased(cgroup: RunCgroup): Promise<void> {
+  const deadline = Date.now() + RELEASE_WAIT_MS;
+  for (;;) {
+    try {
+      cgroup.remove();
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EBUSY' || Date.now() >= deadline) throw error;
+      await sleep(20);
+    }
+  }
 }
