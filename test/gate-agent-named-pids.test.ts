@@ -50,7 +50,7 @@ afterAll(async () => {
 });
 
 describe('pids an agent names (issue 32, M1)', () => {
-  it('are adopted only for processes of the project, so a cancel never reaches a process the gate did not start', { timeout: 60_000 }, async () => {
+  it("are adopted only for members of the run's cgroup, so a cancel never reaches a process the gate did not start", { timeout: 60_000 }, async () => {
     const runId = 'mallory-run';
     const body = client.dispatchBody(runId);
     const projectDir = join(fixture.projectRoot, String(body.project_dir));
@@ -65,8 +65,17 @@ describe('pids an agent names (issue 32, M1)', () => {
     expect((await event({ root_pid: 1, process_group_id: 1 })).status).toBe(200);
     expect(await client.runView(runId)).toMatchObject({ root_pid: null, process_group_id: null });
 
-    // A process working in the project is the run's own: named by the agent, it is taken as the root.
-    const own = sleeper(projectDir);
+    // The run has a cgroup, which alone says what is the run's: a process of the gate's user working in the project,
+    // but started outside the run, is refused too.
+    const intruder = sleeper(projectDir);
+    expect((await event({ root_pid: intruder.pid })).status).toBe(200);
+    expect(await client.runView(runId)).toMatchObject({ root_pid: null });
+
+    // A member of the run's cgroup is the run's own: named by the agent, it is taken as the root.
+    const { cgroup } = (await client.runView(runId)) as { cgroup: { paths: string[] } | null };
+    expect(cgroup?.paths.length).toBeGreaterThan(0);
+    const own = sleeper(tmpdir());
+    for (const path of cgroup!.paths) await writeFile(join(path, 'cgroup.procs'), String(own.pid));
     expect((await event({ root_pid: own.pid })).status).toBe(200);
     expect(await client.runView(runId)).toMatchObject({ root_pid: own.pid, process_group_id: null });
 
@@ -75,8 +84,10 @@ describe('pids an agent names (issue 32, M1)', () => {
     const stopped = (cancelled.body.stopped as { pid: number }[]).map((entry) => entry.pid);
     expect(stopped).toContain(own.pid);
     expect(stopped).not.toContain(bystander.pid);
+    expect(stopped).not.toContain(intruder.pid);
     await waitUntil('the run\'s own process to stop', () => !isProcessRunning(own.pid!) || undefined, 10_000);
     expect(isProcessRunning(bystander.pid!)).toBe(true);
+    expect(isProcessRunning(intruder.pid!)).toBe(true);
     const refused = (await client.dashboard()).body.events as { type?: string; event?: string; data?: Record<string, unknown> }[];
     expect(JSON.stringify(refused)).toContain('agent_pid_refused');
   });

@@ -4,6 +4,7 @@ import { userInfo } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import type { AgentIsolation } from '../../contracts/agent-isolation.ts';
 import { isWithin, realOrResolved, REPO_ROOT } from './sandbox-paths.ts';
+import { userSwitchArgv } from './user-switch.ts';
 
 export interface AgentUser {
   name: string;
@@ -152,7 +153,7 @@ function bwrapCheck(settings: IsolationSettings, user: AgentUser | null, setpriv
   const bwrap = findOnPath('bwrap');
   if (!bwrap) return { path: null, version: null, detail: 'bwrap (bubblewrap) is not on PATH: apt-get install bubblewrap, or run scripts/ensure-bubblewrap.sh' };
   const version = bwrapVersion(bwrap);
-  const asUser = user && setpriv ? [setpriv, `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--'] : [];
+  const asUser = user && setpriv ? userSwitchArgv(setpriv, user.uid, user.gid) : [];
   const argv = [...asUser, bwrap, '--ro-bind', '/', '/', 'true'];
   const tried = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 10_000, cwd: '/' });
   if (tried.status !== 0) {

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import type { AgentSandboxPlan } from './plan.ts';
 import { isWithin, OPTIONAL_SYSTEM_PATHS, realOrResolved, systemEntries } from './sandbox-paths.ts';
+import { userSwitchArgv } from './user-switch.ts';
 
 export interface SandboxExtras {
   /** Also shown read-only (a tool's binary directory, its runtime). */
@@ -76,13 +77,13 @@ export function bwrapArgs(plan: AgentSandboxPlan, extras: SandboxExtras = {}): s
 }
 
 /**
- * The argv that starts the rest of an argv as the plan's agent: `[setpriv --reuid U --regid G --clear-groups --]`
+ * The argv that starts the rest of an argv as the plan's agent: `[setpriv --reuid U --regid G --clear-groups --inh-caps=-all --ambient-caps=-all --]`
  * `[bwrap … --]`; [] when the gate can neither switch users nor sandbox. The caller appends the command (and puts
  * the run's cgroup join before it).
  */
 export function sandboxArgvPrefix(plan: AgentSandboxPlan, extras: SandboxExtras = {}): string[] {
   const prefix: string[] = [];
-  if (plan.user && plan.setpriv) prefix.push(plan.setpriv, `--reuid=${plan.user.uid}`, `--regid=${plan.user.gid}`, '--clear-groups', '--');
+  if (plan.user && plan.setpriv) prefix.push(...userSwitchArgv(plan.setpriv, plan.user.uid, plan.user.gid));
   if (plan.bwrap) prefix.push(plan.bwrap, ...bwrapArgs(plan, extras), '--');
   return prefix;
 }
