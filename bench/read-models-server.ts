@@ -10,7 +10,7 @@ import { workerRoutingFrom } from '../domain/lanes.ts';
 import { decodeCursor } from '../http/cursor.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
-import { readLanes } from '../services/lanes.ts';
+import { readLanesWithWindows } from '../services/lanes.ts';
 import { readOverview } from '../services/overview.ts';
 import type { KeysetOrder, KeysetPage } from '../store/keyset.ts';
 import { PAPER_ORDERS, walkPapers } from '../store/paper-reads.ts';
@@ -57,7 +57,7 @@ if (mode === 'fastify') {
       case '/control/api/v1/overview':
         return readOverview(reads, { active_limit: 10, event_limit: 20 });
       case '/control/api/v1/lanes':
-        return readLanes(reads, BENCH_DISPATCH);
+        return readLanesWithWindows(reads, BENCH_DISPATCH);
       case '/control/api/v1/queue':
         return withOperatorActions(await page(url, QUEUE_ORDERS, (walk) => walkQueueItems(reads, { group: 'all', ...walk })));
       case '/control/api/v1/runs':
