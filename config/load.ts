@@ -34,6 +34,7 @@ const PATH_FIELDS = [
   'temporal_tls_server_ca_cert_path',
   'temporal_tls_client_cert_path',
   'temporal_tls_client_key_path',
+  'run_cgroup_v2_root',
 ] as const;
 
 /** Fields holding lists of paths, resolved the same way. */

@@ -259,7 +259,7 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   stall_after_sec: doc(stallAfterSec().default(600), {
     description:
-      "Worker gate: a running agent that shows no progress for this long (no lifecycle event, and for Codex and Claude Code no model answer, tool event or usage change in the tool's stream) is stopped, its processes with it, and its run ends in gate_error with a reason starting 'stalled:'. workload_profiles may set it per class.",
+      "Worker gate: a running agent that shows no progress for this long (no lifecycle event, no sample of its own CPU or GPU above the quiet window's thresholds, and for Codex and Claude Code no model answer, tool event or usage change in the tool's stream) is stopped, its processes with it, and its run ends in gate_error with a reason starting 'stalled:'. workload_profiles may set it per class.",
   }),
   agent_model: doc(text().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).default(''), {
     description: "Model the agent is started with (MODEL in the dispatch script's environment); '' leaves the agent's own default. dispatch-next may override it.",

@@ -72,14 +72,3 @@ export function exitStatusCause(exitCode: number): RunCause {
 export function reapedCause(reaped: readonly { pid: number; command: string; outcome: string }[]): ReapedCause[] {
   return reaped.slice(-RUN_CAUSE_REAPED_MAX).map(({ pid, command, outcome }) => ({ pid, command: command.slice(0, RUN_CAUSE_COMMAND_MAX), outcome: outcome.slice(0, 40) }));
 }
-
-/** One line for people: the CLI, the run page and the audit trail. */
-export function describeCause(cause: RunCause): string {
-  const parts: string[] = [cause.kind];
-  if (cause.model_status !== undefined) parts.push(`model answered ${cause.model_status}`);
-  if (cause.signal) parts.push(cause.signal);
-  if (cause.exit_code !== undefined && !cause.signal) parts.push(`exit ${cause.exit_code}`);
-  if (cause.reaped?.length) parts.push(`${cause.reaped.length} process${cause.reaped.length === 1 ? '' : 'es'} reaped`);
-  const head = parts.join(', ');
-  return cause.message ? `${head}: ${cause.message.split('\n')[0]!.slice(0, 200)}` : head;
-}

@@ -4,6 +4,7 @@
  * Pure: readings come in as input.
  */
 import type { WindowSample } from './quiet-window.ts';
+import type { GateThresholdProfile } from './workload.ts';
 
 /** CPU time the run has used so far: its cgroup's counter, or the counters of its tracked processes. */
 export type RunCpuUsage =
@@ -73,4 +74,13 @@ export function runGpuUse(gpu: RunGpuReading, runPids: ReadonlySet<number>): Pic
 /** One quiet-window sample of the run's own use. Its VRAM is the run's own, so its baseline is 0. */
 export function runWindowSample(at_ms: number, cpuPct: number | null, gpu: RunGpuReading, runPids: ReadonlySet<number>): WindowSample {
   return { at_ms, cpu_pct: cpuPct, ...runGpuUse(gpu, runPids) };
+}
+
+/**
+ * Whether the run's own use in one sample shows it working: CPU or GPU above the thresholds its quiet window calls
+ * quiet. A silent script that computes (training, an evaluation) is progressing; a tool waiting on a model that never
+ * answers uses next to nothing and is not.
+ */
+export function showsWork(sample: WindowSample, profile: Pick<GateThresholdProfile, 'cpu_idle_threshold_pct' | 'gpu_idle_avg_threshold_pct'>): boolean {
+  return (sample.cpu_pct ?? 0) > profile.cpu_idle_threshold_pct || (sample.gpu_pct ?? 0) > profile.gpu_idle_avg_threshold_pct;
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PREFLIGHT_DEFAULTS, evaluatePreflight } from '../domain/preflight.ts';
 import { callbackTokenFingerprint } from '../http/tokens.ts';
-import { AGENT_ENV_ALLOW_LIST, AgentSandbox, RUN_CONTRACT_ENV, detectIsolation, sandboxArgvPrefix } from '../worker-gate/agent-sandbox/index.ts';
+import { AGENT_ENV_ALLOW_LIST, AgentSandbox, RUN_CONTRACT_ENV, detectIsolation, gateConfigFiles, sandboxArgvPrefix } from '../worker-gate/agent-sandbox/index.ts';
 import { CALLBACK_TOKEN, CallbackReceiver, GATE_TOKEN, gateClient, startGateProcess, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';
 
 // expected duration: ~20 s
@@ -242,10 +242,11 @@ describe('the argv builder, run through bwrap', () => {
     writeFileSync(join(tools, 'tool.sh'), '#!/bin/sh\necho tool ran\n', { mode: 0o755 });
     writeFileSync(join(tools, 'config.json'), '{"token":"beside-the-tool"}', { mode: 0o644 });
     writeFileSync(join(stateDir, 'records.json'), '{"token":"gate-record"}', { mode: 0o644 });
+    writeFileSync(join(tools, 'temporal-client.key'), 'PRIVATE KEY', { mode: 0o644 });
     const sandbox = new AgentSandbox(
       { agent_user: AGENT_USER, agent_isolation: 'auto', state_dir: stateDir, project_root: projectRoot, agent_read_only_paths: [], agent_writable_paths: [], agent_credential_env: [] },
       detectIsolation({ agent_user: AGENT_USER, agent_isolation: 'auto', state_dir: stateDir, project_root: projectRoot, dispatch_script_path: join(tools, 'tool.sh'), agent_read_only_paths: [], agent_writable_paths: [] }),
-      [join(tools, 'config.json')],
+      [join(tools, 'config.json'), ...gateConfigFiles({}, root, { temporal_tls_client_key_path: join(tools, 'temporal-client.key') })],
     );
     const plan = sandbox.prepareRun(project, project, join(project, 'prompt.md'), tools);
     const prefix = sandboxArgvPrefix(plan);
@@ -254,5 +255,7 @@ describe('the argv builder, run through bwrap', () => {
     // Covered by /dev/null, which the sandbox's nodev mounts do not even open.
     expect(run(`cat ${join(tools, 'config.json')} 2>/dev/null; echo "[end]"`)).toBe('[end]\n');
     expect(run(`cat ${join(stateDir, 'records.json')} 2>/dev/null || echo hidden`)).toBe('hidden\n');
+    // The Temporal client's key, which a process with both roles holds, is the gate's too.
+    expect(run(`cat ${join(tools, 'temporal-client.key')} 2>/dev/null; echo "[end]"`)).toBe('[end]\n');
   });
 });

@@ -208,6 +208,13 @@ describe("the gate's start: its records out of every agent's reach", () => {
     expect(refusal).toMatch(/project_root \(\/tmp\/rcp-gate-[^)]*\) lies inside \/tmp/);
   });
 
+  it('refuses an agent_writable_paths entry that would show state_dir or project_root read-write', { timeout: 60_000 }, async () => {
+    const refusal = await startRefusal({ agent_writable_paths: ['./agent-shared', '.'] });
+    expect(refusal).toMatch(/agent_writable_paths entry \/tmp\/rcp-gate-[^ ]* overlaps state_dir/);
+    expect(refusal).toMatch(/agent_writable_paths entry \/tmp\/rcp-gate-[^ ]* overlaps project_root/);
+    expect(await startRefusal({ agent_writable_paths: ['./state/agent-notes'] })).toMatch(/overlaps state_dir/);
+  });
+
   it('starts a Claude Code gate whose state_dir is in the temporary directory when its agents are isolated by bwrap', { timeout: 60_000 }, async () => {
     expect(await startRefusal({ agent_runtime: 'claude-code' })).toBe('started');
   });

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { userSwitchArgv } from '../worker-gate/agent-sandbox/user-switch.ts';
+import { capabilityDropArgv, userSwitchArgv } from '../worker-gate/agent-sandbox/user-switch.ts';
 
 /** A gate as a systemd unit runs it: a non-root user holding CAP_SETUID and CAP_SETGID as ambient capabilities. */
 const AS_NON_ROOT_GATE = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups', '--inh-caps=+setuid,+setgid', '--ambient-caps=+setuid,+setgid', '--'];
@@ -19,6 +19,11 @@ describe("the switch to the agent's user", () => {
     expect(capabilitiesOf(AS_NON_ROOT_GATE).CapAmb).toBe('00000000000000c0');
 
     const inAgent = capabilitiesOf([...AS_NON_ROOT_GATE, ...userSwitchArgv('setpriv', uid, gid)]);
+    expect(inAgent).toMatchObject({ CapInh: '0000000000000000', CapPrm: '0000000000000000', CapEff: '0000000000000000', CapAmb: '0000000000000000' });
+  });
+
+  it("drops them too where the agent keeps the gate's user (no agent user to switch to)", () => {
+    const inAgent = capabilitiesOf([...AS_NON_ROOT_GATE, ...capabilityDropArgv('setpriv')]);
     expect(inAgent).toMatchObject({ CapInh: '0000000000000000', CapPrm: '0000000000000000', CapEff: '0000000000000000', CapAmb: '0000000000000000' });
   });
 });

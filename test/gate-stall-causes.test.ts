@@ -24,7 +24,12 @@ let plainGate: GateProcess;
 beforeAll(async () => {
   receiver = await CallbackReceiver.start();
   // Only cpu_only runs stall this soon: the global default (600 s) holds for the others.
-  fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { workload_profiles: { cpu_only: { stall_after_sec: STALL_SEC } } } });
+  // training runs stall as soon, but a run that computes shows work from its own CPU (a low threshold: the suite's
+  // other files share the cores).
+  fixture = await writeGateConfig({
+    callbackUrl: receiver.url,
+    overrides: { workload_profiles: { cpu_only: { stall_after_sec: STALL_SEC }, training: { stall_after_sec: STALL_SEC, cpu_idle_threshold_pct: 5 } } },
+  });
   plainFixture = await writeGateConfig({
     callbackUrl: receiver.url,
     overrides: { run_cgroup_mode: 'none', workload_profiles: { cpu_only: { stall_after_sec: STALL_SEC } } },
@@ -87,6 +92,16 @@ describe.concurrent('a stalled run, and the causes a run ends with', () => {
     expect((await client.runView('stall-default-run'))?.gate_state).toBe('running');
     expect(isProcessRunning(dispatched.body.root_pid as number)).toBe(true);
     process.kill(dispatched.body.root_pid as number, 'SIGKILL');
+  });
+
+  it('a script agent that computes without a word is not stalled: its own CPU is its progress', { timeout: 40_000 }, async () => {
+    const dispatched = await client.launch('stall-compute-run', 'compute', { workload_class: 'training' });
+    expect(dispatched.status).toBe(200);
+    await receiver.waitFor('stall-compute-run', 'session_started', 20_000);
+    await new Promise((resolve) => setTimeout(resolve, (STALL_SEC + 5) * 1000));
+    expect((await client.runView('stall-compute-run'))?.gate_state).toBe('running');
+    expect(isProcessRunning(dispatched.body.root_pid as number)).toBe(true);
+    expect((await client.call('POST', '/runs/stall-compute-run/cancel')).status).toBe(200);
   });
 
   it('a script agent killed by SIGKILL: its processes vanish without an end, and the run ends in gate_error with cause crash', { timeout: 40_000 }, async () => {

@@ -19,7 +19,7 @@ import { parentOf } from './support/workflow-listing.ts';
 // expected duration: ~30 s
 
 /**
- * Issue 43, item 7: a paper's evidence never carries this service's secrets. An agent that ran `cat <config> >>
+ * A paper's evidence never carries this service's secrets. An agent that ran `cat <config> >>
  * run_notes.md` (or left a token in a results file, base64 or hex) gets no draft, no rewrite, no hosted writer's request
  * and no finalization package out of it: each step is refused naming the file, the paper is held for human review with
  * the finding, and an audit event names the file, never the value. Through the HTTP routes and the real paper

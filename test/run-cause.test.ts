@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RunCauseSchema, WorkerCallbackSchema } from '../contracts/worker-callback.ts';
 import { applyRunEvent, detectStall, startingRun, type GateRun } from '../domain/gate-run.ts';
-import { describeCause, exitStatusCause, modelStatusOf, toolEndCause } from '../domain/run-cause.ts';
+import { exitStatusCause, modelStatusOf, toolEndCause } from '../domain/run-cause.ts';
 import { buildCallbackPayload } from '../worker-gate/callback-payload.ts';
 
 /** Why a run ended (domain/run-cause.ts): as the runner and the gate derive it, and as the control plane accepts it. */
@@ -56,7 +56,6 @@ describe('the cause of a tool end, as the runner derives it', () => {
     expect(modelStatusOf('connection refused after 500 ms')).toBeNull();
     expect(exitStatusCause(143)).toEqual({ kind: 'signal', exit_code: 143, signal: 'SIGTERM' });
     expect(exitStatusCause(3)).toEqual({ kind: 'crash', exit_code: 3 });
-    expect(describeCause({ kind: 'model_error', exit_code: 1, model_status: 500, message: 'API Error: 500\nmore' })).toBe('model_error, model answered 500, exit 1: API Error: 500');
   });
 });
 

@@ -14,8 +14,6 @@ export interface AgentStart {
   scriptPath: string;
   sandbox: string;
   env: Record<string, string>;
-  /** The gate environment's variables the script may see besides what a process needs; null: all but the service's secrets. */
-  passedEnv: readonly string[] | null;
 }
 
 /** Refuses (422) dispatch options the runtime's tool does not take; before anything is written. */
@@ -33,7 +31,7 @@ export function checkDispatchOptions(runtime: AgentRuntime, request: DispatchReq
 export function agentStartFor(config: WorkerGateConfig, runtime: AgentRuntime, projectDir: string, request: DispatchRequest): AgentStart {
   if (runtime === 'script') {
     if (!config.dispatch_script_path) throw new HttpError(502, "dispatch_script_path is not set, and this run's agent_runtime is 'script'");
-    return { scriptPath: config.dispatch_script_path, sandbox: request.sandbox, env: {}, passedEnv: null };
+    return { scriptPath: config.dispatch_script_path, sandbox: request.sandbox, env: {} };
   }
   const pathField = runtime === 'codex' ? 'codex_path' : 'claude_code_path';
   const binary = config[pathField] || pinnedAgentBinary(runtime);
@@ -54,5 +52,5 @@ export function agentStartFor(config: WorkerGateConfig, runtime: AgentRuntime, p
     if (!session) throw new HttpError(409, `mode resume: the project has no recorded ${runtime} session to continue (dispatch it with mode exec first)`);
     env.RESUME_SESSION_ID = session;
   }
-  return { scriptPath: LAUNCHER_SCRIPT, sandbox: request.sandbox || DEFAULT_AGENT_SANDBOX[runtime], env, passedEnv: config.agent_credential_env };
+  return { scriptPath: LAUNCHER_SCRIPT, sandbox: request.sandbox || DEFAULT_AGENT_SANDBOX[runtime], env };
 }

@@ -44,6 +44,8 @@ export type WorkerGateConfig = Pick<
   | 'completion_callback_token'
   | 'completion_callback_timeout_sec'
   | 'log_events'
+  | 'temporal_tls_client_key_path'
+  | 'temporal_tls_client_cert_path'
 >;
 
 /** The quiet-window thresholds of a workload class, with this gate's overrides. */

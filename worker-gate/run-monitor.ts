@@ -23,7 +23,7 @@ import {
   type Transition,
 } from '../domain/gate-run.ts';
 import { evaluateQuietWindow, toWindowSample } from '../domain/quiet-window.ts';
-import type { RunCpuUsage } from '../domain/run-usage.ts';
+import { showsWork, type RunCpuUsage } from '../domain/run-usage.ts';
 import { quietWindowWait } from '../domain/quiet-window-wait.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import type { CallbackOutbox } from './callback-outbox.ts';
@@ -239,7 +239,8 @@ export class RunMonitor {
       rootAlive: tracked.rootAlive,
       at: new Date(sample.at_ms).toISOString(),
     });
-    this.runUsage.record(run.run_id, sample.at_ms, this.cpuUsageOf(run, tracked.alive), this.sampler.lastGpuReading(), run.alive_pids);
+    const usage = this.runUsage.record(run.run_id, sample.at_ms, this.cpuUsageOf(run, tracked.alive), this.sampler.lastGpuReading(), run.alive_pids);
+    if (run.gate_state === 'running' && showsWork(usage, profileFor(this.options.config, run.workload_class))) run = recordProgress(run, new Date(sample.at_ms).toISOString(), undefined);
 
     if (!run.root_alive && run.processes_alive) this.reapStale(run, table, sample);
 

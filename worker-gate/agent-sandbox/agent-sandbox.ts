@@ -11,9 +11,23 @@ import { isWithin, nodeBinDir, realOrResolved, REPO_ROOT } from './sandbox-paths
  * The config files of both roles this process was started with, and the first-run state directories (of the working
  * directory and of this checkout, which the sandbox shows read-only): never shown to an agent.
  */
-export function gateConfigFiles(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string[] {
-  const named = [env.SVC_CONFIG, env.SVC_CONTROL_PLANE_CONFIG].filter((path): path is string => !!path).map((path) => resolve(cwd, path));
+export function gateConfigFiles(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(), temporalTls: TemporalTlsFiles = {}): string[] {
+  const named = [
+    env.SVC_CONFIG,
+    env.SVC_CONTROL_PLANE_CONFIG,
+    // The Temporal client's key and certificate: a process with both roles holds them, and they may lie under /etc.
+    env.TEMPORAL_TLS_CLIENT_KEY_PATH,
+    env.TEMPORAL_TLS_CLIENT_CERT_PATH,
+    temporalTls.temporal_tls_client_key_path,
+    temporalTls.temporal_tls_client_cert_path,
+  ].filter((path): path is string => !!path).map((path) => resolve(cwd, path));
   return [...named, dirname(firstRunConfigPath(cwd)), dirname(firstRunConfigPath(REPO_ROOT))];
+}
+
+/** The config fields naming the Temporal client's key files, where this process's config has them. */
+export interface TemporalTlsFiles {
+  temporal_tls_client_key_path?: string;
+  temporal_tls_client_cert_path?: string;
 }
 
 export interface AgentSandboxSettings extends IsolationSettings {
@@ -36,7 +50,7 @@ export class AgentSandbox {
   }
 
   /** Detects once what this gate can do; the report says it plainly (start log, /control/health, /dashboard/api). */
-  static detect(settings: AgentSandboxSettings, configFiles = gateConfigFiles()): AgentSandbox {
+  static detect(settings: AgentSandboxSettings & TemporalTlsFiles, configFiles = gateConfigFiles(process.env, process.cwd(), settings)): AgentSandbox {
     return new AgentSandbox(settings, detectIsolation(settings), configFiles);
   }
 

@@ -30,7 +30,7 @@ export interface IsolationCapabilities {
   user: AgentUser | null;
   /** bwrap's absolute path; null: agents start without a mount namespace. */
   bwrap: string | null;
-  /** setpriv's absolute path when `user` is set. */
+  /** setpriv's absolute path when `user` is set, or when the gate holds ambient capabilities its agents must not keep. */
   setpriv: string | null;
 }
 
@@ -43,6 +43,15 @@ export function canSwitchUsers(status = readFileSync('/proc/self/status', 'utf8'
   if (hex === undefined) return process.getuid?.() === 0;
   const caps = BigInt(`0x${hex}`);
   return ((caps >> CAP_SETUID) & 1n) === 1n && ((caps >> CAP_SETGID) & 1n) === 1n;
+}
+
+/**
+ * Whether this process, not being root, holds a capability an agent started as its user would keep across exec (an
+ * ambient one, as a systemd unit grants them).
+ */
+export function holdsAmbientCapabilities(status = readFileSync('/proc/self/status', 'utf8')): boolean {
+  const hex = /^CapAmb:\s*([0-9a-f]+)$/im.exec(status)?.[1];
+  return process.getuid?.() !== 0 && hex !== undefined && BigInt(`0x${hex}`) !== 0n;
 }
 
 /** The user's uid and primary gid from the system's user database (getent, so NSS users count); null when unknown. */
@@ -187,7 +196,7 @@ export function detectIsolation(settings: IsolationSettings): IsolationCapabilit
   const runsAs = switched.user?.name ?? gateUser;
   return {
     user: switched.user,
-    setpriv: switched.setpriv,
+    setpriv: switched.setpriv ?? (holdsAmbientCapabilities() ? findOnPath('setpriv') : null),
     bwrap: bwrap.path,
     report: {
       mode,

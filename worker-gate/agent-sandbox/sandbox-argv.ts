@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import type { AgentSandboxPlan } from './plan.ts';
 import { isWithin, OPTIONAL_SYSTEM_PATHS, realOrResolved, systemEntries } from './sandbox-paths.ts';
-import { userSwitchArgv } from './user-switch.ts';
+import { capabilityDropArgv, userSwitchArgv } from './user-switch.ts';
 
 export interface SandboxExtras {
   /** Also shown read-only (a tool's binary directory, its runtime). */
@@ -84,6 +84,7 @@ export function bwrapArgs(plan: AgentSandboxPlan, extras: SandboxExtras = {}): s
 export function sandboxArgvPrefix(plan: AgentSandboxPlan, extras: SandboxExtras = {}): string[] {
   const prefix: string[] = [];
   if (plan.user && plan.setpriv) prefix.push(...userSwitchArgv(plan.setpriv, plan.user.uid, plan.user.gid));
+  else if (plan.setpriv) prefix.push(...capabilityDropArgv(plan.setpriv));
   if (plan.bwrap) prefix.push(plan.bwrap, ...bwrapArgs(plan, extras), '--');
   return prefix;
 }

@@ -1,29 +1,23 @@
-import { realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { resolve } from 'node:path';
 import { LAUNCHED_RUNTIMES, type LaunchedRuntime } from '../../domain/agent-runtimes.ts';
 import { isInsideOrSame } from '../../files/pinned-dir.ts';
+import { realOrResolved } from '../agent-sandbox/sandbox-paths.ts';
 import type { WorkerGateConfig } from '../gate-config.ts';
 
 /**
  * Whether the gate's own records can be where an agent writes (README "Security model"). The gate refuses to start
  * when they can:
  * - state_dir inside project_root: every agent has its project there, read-write, sandboxed or not;
+ * - an agent_writable_paths entry holding state_dir or project_root, or lying inside either: the sandbox binds it
+ *   read-write over the masks that hide them;
  * - a real tool (Codex, Claude Code) not isolated in a mount namespace of its own (no bwrap): the tools' own sandboxes
  *   let the agent write the temporary directory (Codex's workspace-write: /tmp and $TMPDIR), so a state_dir there
  *   hands the agent the tool's home, its hooks and the gate's records, and a project_root there every other project.
  *   Under bwrap the agent has a private /tmp and sees neither.
  */
 
-type PlacementConfig = Pick<WorkerGateConfig, 'state_dir' | 'project_root' | 'agent_runtime' | 'agent_runtime_by_workload_class'>;
+type PlacementConfig = Pick<WorkerGateConfig, 'state_dir' | 'project_root' | 'agent_runtime' | 'agent_runtime_by_workload_class' | 'agent_writable_paths'>;
 
-const realOrResolved = (path: string) => {
-  try {
-    return realpathSync(resolve(path));
-  } catch {
-    return resolve(path);
-  }
-};
 
 /** The real tools some workload class of this gate runs. */
 export function realToolsOf(config: PlacementConfig): LaunchedRuntime[] {
@@ -43,6 +37,12 @@ export function agentReachProblems(config: PlacementConfig, options: { isolated:
   const problems: string[] = [];
   if (isInsideOrSame(projectRoot, stateDir)) {
     problems.push(`state_dir (${stateDir}) lies inside project_root (${projectRoot}), where agents write their projects: move it out`);
+  }
+  for (const writable of config.agent_writable_paths.map(realOrResolved)) {
+    for (const [field, path] of [['state_dir', stateDir], ['project_root', projectRoot]] as const) {
+      if (!isInsideOrSame(writable, path) && !isInsideOrSame(path, writable)) continue;
+      problems.push(`agent_writable_paths entry ${writable} overlaps ${field} (${path}): every agent would see it read-write; name a directory apart from both`);
+    }
   }
   const tools = realToolsOf(config);
   if (tools.length > 0 && !options.isolated) {

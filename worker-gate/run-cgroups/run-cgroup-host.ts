@@ -271,9 +271,16 @@ function safeEntries(dir: string): string[] {
 
 /** Every end of a run: its processes stopped, then its cgroup removed. */
 export async function stopAndRemove(cgroup: RunCgroup): Promise<{ killed: number }> {
-  const result = await cgroup.kill();
-  await removeOnceReleased(cgroup);
-  return result;
+  try {
+    const result = await cgroup.kill();
+    await removeOnceReleased(cgroup);
+    return result;
+  } catch (error) {
+    // Two ends of one run may meet (a cancel and the monitor's tick): the cgroup the other removed is stopped already,
+    // as it is removed only once empty.
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { killed: 0 };
+    throw error;
+  }
 }
 
 const RELEASE_WAIT_MS = 5_000;

@@ -11,7 +11,6 @@ export interface RunCgroup {
   pids(): number[];
   /** CPU time used by the cgroup so far, microseconds; null when unreadable */
   cpuUsageUsec(): number | null;
-  memoryBytes(): number | null;
   /** stops every process of the cgroup (v2 cgroup.kill; v1 freezer + SIGKILL) and waits until it is empty */
   kill(): Promise<{ killed: number }>;
   remove(): void;

@@ -71,12 +71,6 @@ export class V1RunCgroup implements RunCgroup {
     return text === null ? null : Math.floor(Number(text.trim()) / 1000);
   }
 
-  memoryBytes(): number | null {
-    const path = this.find('memory.usage_in_bytes');
-    const text = path ? readCgroupFile(path, 'memory.usage_in_bytes') : null;
-    return text === null ? null : Number(text.trim());
-  }
-
   /** Freezes the cgroup (no process can fork while the others are killed), SIGKILLs every member, thaws it. */
   async kill(): Promise<{ killed: number }> {
     const membership = this.membershipPath();

@@ -48,11 +48,6 @@ export class V2RunCgroup implements RunCgroup {
     return match ? Number(match[1]) : null;
   }
 
-  memoryBytes(): number | null {
-    const text = readCgroupFile(this.path, 'memory.current');
-    return text === null ? null : Number(text.trim());
-  }
-
   async kill(): Promise<{ killed: number }> {
     const before = this.pids();
     if (!existsSync(this.path)) return { killed: 0 };
@@ -61,7 +56,8 @@ export class V2RunCgroup implements RunCgroup {
     else {
       // Before cgroup.kill (Linux 5.14): frozen processes cannot fork while each is killed.
       writeIfPresent(this.path, 'cgroup.freeze', '1');
-      killEach(before);
+      // Read again once frozen: a pid of the list before may have exited and been reused outside the run.
+      killEach(this.pids());
     }
     const empty = await waitUntilEmpty(this.path, hasKill ? undefined : killEach);
     if (!empty) throw new Error(`cgroup ${this.path} still holds processes after SIGKILL`);
