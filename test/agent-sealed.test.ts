@@ -6,7 +6,7 @@ import type { LaunchedRuntime } from '../domain/agent-runtimes.ts';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
 import { agentHomePath } from '../worker-gate/launchers/records.ts';
 import { agentRecord, dispatchedRun, EVIDENCE, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from './support/agent-gates.ts';
-import { CALLBACK_TOKEN, CallbackReceiver, CONTROL_TOKEN, GATE_TOKEN, startGateProcess, writeGateConfig } from './support/gate.ts';
+import { CALLBACK_TOKEN, CallbackReceiver, CONTROL_TOKEN, GATE_TOKEN, gateClient, startGateProcess, writeGateConfig } from './support/gate.ts';
 import { MessagesServer, ResponsesServer } from '../scripts/scripted-model-servers.ts';
 import { testPort } from './support/ports.ts';
 
@@ -213,6 +213,24 @@ describe("the gate's start: its records out of every agent's reach", () => {
     expect(refusal).toMatch(/agent_writable_paths entry \/tmp\/rcp-gate-[^ ]* overlaps state_dir/);
     expect(refusal).toMatch(/agent_writable_paths entry \/tmp\/rcp-gate-[^ ]* overlaps project_root/);
     expect(await startRefusal({ agent_writable_paths: ['./state/agent-notes'] })).toMatch(/overlaps state_dir/);
+  });
+
+  it("refuses a real tool's dispatch whose prompt lies outside its project, which its runner never opens", { timeout: 60_000 }, async () => {
+    const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: 'codex' } });
+    const gate = await startGateProcess(fixture);
+    try {
+      const client = gateClient(fixture);
+      const body = { ...client.dispatchBody('outside-prompt-run'), prompt_file: '../shared/prompt.md' };
+      await mkdir(join(fixture.projectRoot, 'shared'), { recursive: true });
+      await mkdir(join(fixture.projectRoot, String(body.project_dir)), { recursive: true });
+      await writeFile(join(fixture.projectRoot, 'shared', 'prompt.md'), 'a prompt beside the project');
+      const refused = await client.dispatch(body);
+      expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+      expect(JSON.stringify(refused.body)).toContain("prompt_file must lie inside project_dir for agent_runtime 'codex'");
+    } finally {
+      await gate.kill('SIGTERM');
+      await rm(fixture.dir, { recursive: true, force: true });
+    }
   });
 
   it('starts a Claude Code gate whose state_dir is in the temporary directory when its agents are isolated by bwrap', { timeout: 60_000 }, async () => {

@@ -25,7 +25,7 @@ import type { GateEventLog } from './gate-event-log.ts';
 import { prepareProject, type PrepareResult } from './prepare-project.ts';
 import { readProcessStat, readProcessTable } from './process-table.ts';
 import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
-import { resolvedRoot, resolveProjectPaths } from './project-paths.ts';
+import { isStrictlyInside, resolvedRoot, resolveProjectPaths } from './project-paths.ts';
 import type { RunRecords } from './run-records.ts';
 import { reapProcesses, type ReapResult } from './stale-reaper.ts';
 import { reopenRunCgroup, runLimitsFor, stopAndRemove, type RunCgroup, type RunCgroupHost } from './run-cgroups/index.ts';
@@ -169,6 +169,10 @@ export class GateDispatcher {
     const { projectDir, promptFile } = resolved.paths;
     const runtime = runtimeFor(config, workloadClass);
     checkDispatchOptions(runtime, request);
+    // A real tool's runner reads the prompt through the pinned project, the only directory of the run it opens.
+    if (runtime !== 'script' && !isStrictlyInside(projectDir, promptFile)) {
+      throw new HttpError(400, `prompt_file must lie inside project_dir for agent_runtime '${runtime}'`);
+    }
     const busy = activeRunIn(runs.all(), projectDir);
     if (busy) throw new HttpError(409, `project_dir ${projectDir} already has an active run '${busy.run_id}' (${busy.gate_state})`);
     const project = pinProject(config.project_root, projectDir);
