@@ -220,7 +220,7 @@ describe("the gate's start: its records out of every agent's reach", () => {
     const gate = await startGateProcess(fixture);
     try {
       const client = gateClient(fixture);
-      const body = { ...client.dispatchBody('outside-prompt-run'), prompt_file: '../shared/prompt.md' };
+      const body = client.dispatchBody('outside-prompt-run', { prompt_file: '../shared/prompt.md' });
       await mkdir(join(fixture.projectRoot, 'shared'), { recursive: true });
       await mkdir(join(fixture.projectRoot, String(body.project_dir)), { recursive: true });
       await writeFile(join(fixture.projectRoot, 'shared', 'prompt.md'), 'a prompt beside the project');
