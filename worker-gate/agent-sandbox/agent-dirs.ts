@@ -1,13 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, lstatSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { sha256Hex } from '../../http/tokens.ts';
 import type { AgentSandboxPlan } from './plan.ts';
-import { isWithin, realOrResolved } from './sandbox-paths.ts';
+import { isWithin, projectKey, realOrResolved } from './sandbox-paths.ts';
 
 /** The agent's own HOME for a project: under state_dir, one per project, never shown to another project's agent. */
 export function agentHomeFor(stateDir: string, projectDir: string): string {
-  return join(realOrResolved(stateDir), 'agent-sandbox', 'homes', sha256Hex(projectDir).slice(0, 16));
+  return join(realOrResolved(stateDir), 'agent-sandbox', 'homes', projectKey(projectDir));
 }
 
 /**

@@ -1,6 +1,7 @@
 import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sha256Hex } from '../../http/tokens.ts';
 
 /** This checkout: the launchers, the simulated agent and node_modules that agents' runs execute, bound read-only. */
 export const REPO_ROOT = realpathSync(fileURLToPath(new URL('../..', import.meta.url)));
@@ -46,3 +47,6 @@ export function realOrResolved(path: string): string {
 export function isWithin(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
+
+/** A project's key under state_dir: its path's hash, so that no name of the agent's choosing becomes a path of the gate's. */
+export const projectKey = (projectDir: string) => sha256Hex(projectDir).slice(0, 16);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { AGENT_SESSION_ID } from '../../domain/agent-runtimes.ts';
 import { PinnedDir } from '../../files/pinned-dir.ts';
-import { sha256Hex } from '../../http/tokens.ts';
+import { projectKey } from '../agent-sandbox/sandbox-paths.ts';
 
 /**
  * Where the gate keeps what it records about a project's real agent (README "Running real agents"): under its own
@@ -18,8 +18,6 @@ export type AgentLogFile = 'events.jsonl' | 'stderr.log' | 'agent.log';
 const MAX_SESSION_RECORD_BYTES = 256 * 1024;
 const { O_WRONLY, O_CREAT, O_APPEND, O_NOFOLLOW, O_NONBLOCK } = constants;
 
-/** A project's key under state_dir: its path's hash, so that no name of the agent's choosing becomes a path of the gate's. */
-export const projectKey = (projectDir: string) => sha256Hex(projectDir).slice(0, 16);
 
 /** `<state_dir>/worker-gate/agent-records/<project key>`: the gate's records of the project's agent. */
 export function agentRecordsPath(stateDir: string, projectDir: string): string {
