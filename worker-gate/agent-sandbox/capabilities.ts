@@ -3,7 +3,7 @@ import { accessSync, constants, readFileSync, realpathSync, statSync } from 'nod
 import { userInfo } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import type { AgentIsolation } from '../../contracts/agent-isolation.ts';
-import { isWithin, realOrResolved, REPO_ROOT } from './sandbox-paths.ts';
+import { isWithin, nodeBinDir, realOrResolved, REPO_ROOT } from './sandbox-paths.ts';
 import { userSwitchArgv } from './user-switch.ts';
 
 export interface AgentUser {
@@ -129,6 +129,7 @@ function pathsTheAgentNeeds(settings: IsolationSettings): { path: string; what: 
     { path: resolve(settings.project_root), what: 'project_root', through: false },
     { path: resolve(settings.state_dir), what: 'state_dir', through: false },
     { path: REPO_ROOT, what: "the gate's code (the agents' launchers)", through: true },
+    { path: nodeBinDir(), what: "Node's directory (the agents' launchers run on it)", through: true },
     ...(settings.dispatch_script_path ? [{ path: dirname(resolve(settings.dispatch_script_path)), what: 'dispatch_script_path', through: true }] : []),
     ...settings.agent_read_only_paths.map((path) => ({ path, what: 'agent_read_only_paths', through: true })),
     ...settings.agent_writable_paths.map((path) => ({ path, what: 'agent_writable_paths', through: true })),
