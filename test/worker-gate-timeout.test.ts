@@ -45,9 +45,13 @@ describe('a run whose processes never exit', () => {
 
     // The timeout ends the run, and every end of a run stops its whole cgroup and removes it.
     await waitUntil('the lingering processes to be stopped with the run\'s cgroup', () => lingering.every((pid: number) => !isProcessRunning(pid)), 10_000);
-    const run = await client.runView('romeo-run');
+    // The gate records them once the kernel has let go of the cgroup and it is removed: a moment after they died.
+    const run = await waitUntil('the stop recorded on the run', async () => {
+      const view = await client.runView('romeo-run');
+      const reaped = new Set(view?.reaped.map((entry: { pid: number }) => entry.pid));
+      return lingering.every((pid: number) => reaped.has(pid)) ? view : undefined;
+    }, 15_000);
     for (const path of run?.cgroup.paths ?? []) expect(existsSync(path), path).toBe(false);
-    expect(run?.reaped.map((entry: { pid: number }) => entry.pid)).toEqual(expect.arrayContaining(lingering));
 
     await new Promise((resolve) => setTimeout(resolve, 2500));
     expect(receiver.forRun('romeo-run').map((c) => c.body.event_type)).toEqual(['session_started', 'gate_timeout']);
