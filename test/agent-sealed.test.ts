@@ -220,10 +220,10 @@ describe("the gate's start: its records out of every agent's reach", () => {
     const gate = await startGateProcess(fixture);
     try {
       const client = gateClient(fixture);
-      const body = client.dispatchBody('outside-prompt-run', { prompt_file: '../shared/prompt.md' });
-      await mkdir(join(fixture.projectRoot, 'shared'), { recursive: true });
+      const body = client.dispatchBody('outside-prompt-run', { prompt_file: '../common-prompts/prompt.md' });
+      await mkdir(join(fixture.projectRoot, 'common-prompts'), { recursive: true });
       await mkdir(join(fixture.projectRoot, String(body.project_dir)), { recursive: true });
-      await writeFile(join(fixture.projectRoot, 'shared', 'prompt.md'), 'a prompt beside the project');
+      await writeFile(join(fixture.projectRoot, 'common-prompts', 'prompt.md'), 'a prompt beside the project');
       const refused = await client.dispatch(body);
       expect(refused.status, JSON.stringify(refused.body)).toBe(400);
       expect(JSON.stringify(refused.body)).toContain("prompt_file must lie inside project_dir for agent_runtime 'codex'");
