@@ -1,15 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { replayHistory, storedHistories } from './support/histories.ts';
+import * as PATCHES from '../workflows/patches.ts';
+import { FIXTURE_PATCHES } from './fixtures/history-patches.ts';
+import { patchMarkers, replayHistory, storedHistories } from './support/histories.ts';
 import { quietTemporalLogs } from './support/temporal.ts';
 
 /**
- * Every stored run history replays against the current workflow code (README "Changing a workflow"). Fixtures are
- * added, never re-captured or removed, so the list below only grows: a fixture that disappears fails here.
- */
-
-/**
+ * Every stored history replays against the current workflow code (README "Changing a workflow"). Fixtures are added,
+ * never re-captured; one leaves only with the old branch of a patch it lists in test/fixtures/history-patches.ts, so a
+ * fixture that disappears while its entry stays fails here.
+ *
  * Run histories: captured before any patch, then once more after each patch that changes what their path records
  * (named after it); a patch that only one path reaches (finished-run-ends-wait) adds that path's history alone. Paper
  * histories: one per path, and a draft-next; after paper-evidence-secrets, a step held for the service's secrets at the
@@ -18,49 +19,22 @@ import { quietTemporalLogs } from './support/temporal.ts';
  * that drafted a paper. A queue pump tick that dispatched (before and after pump-child-workflows), and a scheduled queue
  * check.
  */
-const FIXTURES = [
-  'alert-check',
-  'cycle-completed',
-  'cycle-completed.cycle-child-workflows',
-  'cycle-paper-drafted.cycle-child-workflows',
-  'cycle-stopped',
-  'paper-draft-next-held.paper-evidence-secrets',
-  'paper-draft-next',
-  'paper-drafted',
-  'paper-evidence-missing',
-  'paper-held-for-review.paper-evidence-secrets',
-  'paper-rewrite-batch',
-  'paper-rewritten',
-  'paper-writer-failed',
-  'paper-writer-request-held.paper-evidence-secrets',
-  'pump-dispatched',
-  'pump-dispatched.pump-child-workflows',
-  'run-canceled',
-  'run-canceled.preflight-as-activity',
-  'run-claim-lost',
-  'run-claim-lost.preflight-as-activity',
-  'run-completed',
-  'run-completed.preflight-as-activity',
-  'run-completion-timeout',
-  'run-completion-timeout.preflight-as-activity',
-  'run-dispatch-failed',
-  'run-dispatch-failed.preflight-as-activity',
-  'run-finished-before-callback.finished-run-ends-wait',
-  'run-gate-timeout',
-  'run-gate-timeout.preflight-as-activity',
-  'run-preflight-failed',
-  'run-preflight-failed.preflight-as-activity',
-  'run-question-pending',
-  'run-question-pending.preflight-as-activity',
-];
 
 const LEADING_TIMER_WORKFLOW = fileURLToPath(new URL('./fixtures/workflows/run-with-leading-timer.ts', import.meta.url));
 
 describe('stored workflow histories', () => {
   const histories = storedHistories();
 
-  it('are all there, one per path', () => {
-    expect(histories.map((entry) => entry.name)).toEqual(FIXTURES);
+  it('each name the patches whose old branch they replay, in test/fixtures/history-patches.ts', () => {
+    expect(Object.keys(FIXTURE_PATCHES).sort(), 'every fixture listed, and no entry without its file').toEqual(histories.map((entry) => entry.name).sort());
+    const patchIds = new Set(Object.values(PATCHES).flatMap((exported) => (typeof exported === 'object' ? Object.values<string>(exported) : [])));
+    const unknown = Object.entries(FIXTURE_PATCHES).flatMap(([name, ids]) => ids.filter((id) => !patchIds.has(id)).map((id) => `${name}: ${id}`));
+    expect(unknown, 'patch ids that workflows/patches.ts does not have').toEqual([]);
+    for (const { name, history } of histories) {
+      const markers = patchMarkers(history);
+      // Recorded after a patch: it carries the marker and replays the new branch.
+      expect(FIXTURE_PATCHES[name]!.filter((id) => markers.includes(id)), `${name} lists a patch whose marker it holds`).toEqual([]);
+    }
   });
 
   it.each(histories.map((entry) => [entry.name, entry.history] as const))('%s replays without a non-determinism error', async (name, history) => {

@@ -46,6 +46,15 @@ export function maybeSaveHistory(name: string, history: History): void {
   writeFileSync(path, History.encode(history).finish());
 }
 
+/** The ids of the `patched()` markers a history holds: the patches whose new branch it took. */
+export function patchMarkers(history: History): string[] {
+  return (history.events ?? []).flatMap((event) => {
+    const marker = event.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_patch') return [];
+    return (marker.details?.['patch-data']?.payloads ?? []).map((payload) => (JSON.parse(Buffer.from(payload.data ?? []).toString()) as { id: string }).id);
+  });
+}
+
 export function storedHistories(): { name: string; history: History }[] {
   return readdirSync(HISTORY_FIXTURES)
     .filter((file) => file.endsWith(EXTENSION))
