@@ -6,9 +6,20 @@ import { QUEUE_ALERT_WORKFLOW_TYPE, QUEUE_PUMP_WORKFLOW_TYPE, queueAlertSchedule
  * The control plane's Temporal Schedules (README "Queue pump", "Queue alerts"), created at every start-up or brought
  * in line with the config when they exist, so the config is the one source of their settings: the interval, the
  * workflow, overlapping runs skipped, paused (with a note saying why) while config turns them off.
+ *
+ * Because overlapping ticks are skipped, a tick that never ends would silence its schedule for good: each tick gets a
+ * run timeout of a few intervals, and `lastCompletedTicks` tells the metrics how long ago a tick last completed.
  */
 
+/** A tick runs for at most this many intervals (and at least a minute, so a short interval still leaves it time). */
+const TICK_RUN_TIMEOUT_INTERVALS = 3;
+const TICK_RUN_TIMEOUT_MIN_SEC = 60;
+
+export const tickRunTimeoutSec = (intervalSec: number): number => Math.max(TICK_RUN_TIMEOUT_INTERVALS * intervalSec, TICK_RUN_TIMEOUT_MIN_SEC);
+
 interface ScheduleSettings {
+  /** The name metrics know it by. */
+  name: ScheduleName;
   scheduleId: string;
   workflowType: string;
   taskQueue: string;
@@ -25,6 +36,7 @@ async function ensureSchedule(client: Client, settings: ScheduleSettings): Promi
     args: [],
     // Temporal appends each run's time to it: <schedule id>-<time>.
     workflowId: settings.scheduleId,
+    workflowRunTimeout: `${tickRunTimeoutSec(settings.intervalSec)}s`,
   };
   const spec = { intervals: [{ every: `${settings.intervalSec}s` }] };
   // SKIP: a run still going when the next is due makes that one a no-op, so runs never pile up or race.
@@ -57,22 +69,70 @@ export interface ControlPlaneSchedules {
  */
 const SCHEDULE_RETRY_MS = 60_000;
 
+export type ScheduleName = 'queue_pump' | 'queue_check';
+
+function scheduleSettings(settings: ControlPlaneSchedules): ScheduleSettings[] {
+  return [
+    {
+      name: 'queue_pump',
+      scheduleId: queuePumpScheduleId(settings.taskQueue),
+      workflowType: QUEUE_PUMP_WORKFLOW_TYPE,
+      taskQueue: settings.taskQueue,
+      intervalSec: settings.pump.intervalSec,
+      paused: !settings.pump.enabled,
+      note: settings.pump.enabled ? 'queue_pump_enabled is true' : 'paused: queue_pump_enabled is false in the config',
+    },
+    {
+      name: 'queue_check',
+      scheduleId: queueAlertScheduleId(settings.taskQueue),
+      workflowType: QUEUE_ALERT_WORKFLOW_TYPE,
+      taskQueue: settings.taskQueue,
+      intervalSec: settings.alerts.intervalSec,
+      paused: !settings.alerts.enabled,
+      note: settings.alerts.enabled ? 'an alert channel is enabled' : 'paused: neither push_alerts_enabled nor chat_alert_webhook_enabled is true',
+    },
+  ];
+}
+
+/** Each schedule's name and interval, paused or not. */
+export const scheduleIntervals = (settings: ControlPlaneSchedules): { schedule: ScheduleName; intervalSec: number }[] =>
+  scheduleSettings(settings).map((schedule) => ({ schedule: schedule.name, intervalSec: schedule.intervalSec }));
+
 export async function ensureSchedules(client: Client, settings: ControlPlaneSchedules): Promise<void> {
-  const ensure = (schedule: ScheduleSettings) => retryingTransient(() => ensureSchedule(client, schedule), SCHEDULE_RETRY_MS);
-  await ensure({
-    scheduleId: queuePumpScheduleId(settings.taskQueue),
-    workflowType: QUEUE_PUMP_WORKFLOW_TYPE,
-    taskQueue: settings.taskQueue,
-    intervalSec: settings.pump.intervalSec,
-    paused: !settings.pump.enabled,
-    note: settings.pump.enabled ? 'queue_pump_enabled is true' : 'paused: queue_pump_enabled is false in the config',
-  });
-  await ensure({
-    scheduleId: queueAlertScheduleId(settings.taskQueue),
-    workflowType: QUEUE_ALERT_WORKFLOW_TYPE,
-    taskQueue: settings.taskQueue,
-    intervalSec: settings.alerts.intervalSec,
-    paused: !settings.alerts.enabled,
-    note: settings.alerts.enabled ? 'an alert channel is enabled' : 'paused: neither push_alerts_enabled nor chat_alert_webhook_enabled is true',
-  });
+  for (const schedule of scheduleSettings(settings)) await retryingTransient(() => ensureSchedule(client, schedule), SCHEDULE_RETRY_MS);
+}
+
+export interface ScheduleTicks {
+  schedule: ScheduleName;
+  /**
+   * When a tick last completed. When none of the ticks the schedule still lists did, the earliest time it could have
+   * been: the oldest of those ticks' start, or the schedule's last update when it lists none.
+   */
+  lastCompletedAt: Date;
+}
+
+/**
+ * The unpaused schedules' latest completed tick (README "Metrics and observability"), from the ticks each schedule
+ * lists (its last ten): one describe of a tick per schedule when the newest closed one completed, more while ticks fail.
+ */
+export async function lastCompletedTicks(client: Client, settings: ControlPlaneSchedules): Promise<ScheduleTicks[]> {
+  const ticks: ScheduleTicks[] = [];
+  for (const schedule of scheduleSettings(settings)) {
+    if (schedule.paused) continue;
+    ticks.push({ schedule: schedule.name, lastCompletedAt: await lastCompletedAt(client, schedule.scheduleId) });
+  }
+  return ticks;
+}
+
+async function lastCompletedAt(client: Client, scheduleId: string): Promise<Date> {
+  const { info } = await client.schedule.getHandle(scheduleId).describe();
+  const running = new Set(info.runningActions.map((action) => action.workflow.workflowId));
+  const newestFirst = [...info.recentActions].sort((a, b) => b.takenAt.getTime() - a.takenAt.getTime());
+  for (const { action } of newestFirst) {
+    const { workflowId, firstExecutionRunId } = action.workflow;
+    if (running.has(workflowId)) continue;
+    const tick = await client.workflow.getHandle(workflowId, firstExecutionRunId).describe();
+    if (tick.status.name === 'COMPLETED' && tick.closeTime) return tick.closeTime;
+  }
+  return newestFirst.at(-1)?.takenAt ?? info.lastUpdatedAt ?? info.createdAt;
 }

@@ -31,3 +31,47 @@ export function registerControlPlaneMetrics(metrics: ServiceMetrics, deps: Queue
     },
   );
 }
+
+/** One Temporal Schedule's latest completed tick, as the schedules client reads it. */
+export interface ScheduleTickReading {
+  schedule: string;
+  lastCompletedAt: Date;
+}
+
+/** A scrape waits this long for Temporal's answer about the schedules, then leaves their ages out. */
+const SCHEDULE_READ_TIMEOUT_MS = 2_000;
+
+/**
+ * Each schedule's interval, and the age of each unpaused schedule's latest completed tick, so an alert rule can tell a
+ * pump whose ticks keep failing or never end (README "Queue pump") from one that is merely between ticks. The ages
+ * are read from Temporal at each scrape; a paused schedule has none, and a scrape Temporal does not answer in time
+ * has none either.
+ */
+export function registerScheduleMetrics(
+  metrics: ServiceMetrics,
+  taskQueue: string,
+  schedules: { schedule: string; intervalSec: number }[],
+  readTicks: () => Promise<ScheduleTickReading[]>,
+): void {
+  const labelNames = ['schedule', 'task_queue'];
+  metrics.gaugeReadAtScrape('rcp_schedule_interval_seconds', 'Seconds between ticks of a Temporal Schedule (queue_pump, queue_check)', labelNames, () =>
+    schedules.map(({ schedule, intervalSec }) => ({ labels: { schedule, task_queue: taskQueue }, value: intervalSec })),
+  );
+  metrics.gaugeReadAtScrape(
+    'rcp_schedule_last_completed_tick_age_seconds',
+    'Seconds since a tick of a Temporal Schedule last completed; no series while the schedule is paused',
+    labelNames,
+    async () => {
+      const ticks = await withTimeout(readTicks(), SCHEDULE_READ_TIMEOUT_MS).catch(() => []);
+      return ticks.map(({ schedule, lastCompletedAt }) => ({ labels: { schedule, task_queue: taskQueue }, value: Math.max(0, (Date.now() - lastCompletedAt.getTime()) / 1000) }));
+    },
+  );
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

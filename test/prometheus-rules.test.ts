@@ -109,7 +109,7 @@ describe('deploy/prometheus/rcp-alerts.yml', () => {
       expect(rule.annotations?.description?.length, rule.alert).toBeGreaterThan(100);
     }
     // One for each of: a run hung, a gate unreachable, dispatch errors, callbacks failing (both ends), config drift
-    // between replicas, Temporal task latency (workflow and activity tasks).
+    // between replicas, a schedule whose ticks stopped completing, Temporal task latency (workflow and activity tasks).
     expect(rules().map((rule) => rule.alert).sort()).toEqual([
       'RcpCallbacksRefused',
       'RcpConfigDrift',
@@ -117,6 +117,7 @@ describe('deploy/prometheus/rcp-alerts.yml', () => {
       'RcpGateCallbacksUndelivered',
       'RcpGateUnreachable',
       'RcpRunHung',
+      'RcpScheduleStalled',
       'RcpTemporalActivityTaskLatency',
       'RcpTemporalWorkflowTaskLatency',
     ]);
@@ -214,7 +215,7 @@ describe('the rules against a real control plane and gate', () => {
     // temporal_* the SDK core's exporter names, which would be fixed there, not here.
     const shared = ['rcp_http_request_duration_seconds', 'rcp_worker_callbacks_total', 'rcp_dispatch_outcomes_total', 'rcp_live_dispatch_duration_seconds'];
     const scrapes = [
-      ['control plane', controlPlaneText, [...shared, 'rcp_queue_items', 'rcp_runs', 'rcp_queue_alert_findings']],
+      ['control plane', controlPlaneText, [...shared, 'rcp_queue_items', 'rcp_runs', 'rcp_queue_alert_findings', 'rcp_schedule_interval_seconds', 'rcp_schedule_last_completed_tick_age_seconds']],
       ['gate', gateText, [...shared, 'rcp_gate_runs', 'rcp_gate_samples', 'rcp_gate_sampling_cpu_seconds', 'rcp_gate_outbox_pending']],
     ] as const;
     for (const [who, text, expected] of scrapes) {
@@ -233,6 +234,18 @@ describe('the rules against a real control plane and gate', () => {
         { metric: 'rcp_sends', problem: expect.stringContaining('no help text') },
       ]),
     );
+  });
+
+  it('rcp_schedule_last_completed_tick_age_seconds reports the queue pump completing its ticks, and nothing for the paused queue check', async () => {
+    const taskQueue = stack.cpFixture.taskQueue;
+    const samples = parseExposition(await scrapeText(stack.cpFixture.url));
+    expect(sampleValue(samples, 'rcp_schedule_interval_seconds', { schedule: 'queue_pump', task_queue: taskQueue })).toBe(2);
+    expect(sampleValue(samples, 'rcp_schedule_interval_seconds', { schedule: 'queue_check', task_queue: taskQueue })).toBe(300);
+    // Ticks every 2 s have completed since the stack started: the newest is seconds old, not the stack's age.
+    const age = sampleValue(samples, 'rcp_schedule_last_completed_tick_age_seconds', { schedule: 'queue_pump', task_queue: taskQueue });
+    expect(age).toBeGreaterThanOrEqual(0);
+    expect(age).toBeLessThan(15);
+    expect(sampleValue(samples, 'rcp_schedule_last_completed_tick_age_seconds', { schedule: 'queue_check' })).toBeUndefined();
   });
 
   it('rcp_queue_alert_findings counts, by kind, what the queue check finds', { timeout: 30_000 }, async () => {

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ensureSchedules, type ControlPlaneSchedules } from '../clients/schedules.ts';
+import { ensureSchedules, lastCompletedTicks, type ControlPlaneSchedules } from '../clients/schedules.ts';
 import { queueAlertScheduleId, queuePumpScheduleId } from '../workflows/schedule-messages.ts';
+import { waitUntil } from './support/gate.ts';
 
 /**
  * The control plane's schedules (clients/schedules.ts) on the real Temporal dev server, as several control-plane
@@ -52,5 +53,35 @@ describe('ensureSchedules', () => {
     await ensureSchedules(client, settingsFor(taskQueue, false));
     const pump = await client.schedule.getHandle(queuePumpScheduleId(taskQueue)).describe();
     expect(pump.state).toMatchObject({ paused: true, note: 'paused: queue_pump_enabled is false in the config' });
+  });
+
+  it('gives every tick a run timeout of a few intervals, so a tick that never ends frees the schedule', { timeout: 30_000 }, async () => {
+    // Nobody polls this task queue: its first tick starts and never ends, and every later one is skipped behind it.
+    const taskQueue = `schedules-wedged-${randomUUID()}`;
+    made.push(queuePumpScheduleId(taskQueue), queueAlertScheduleId(taskQueue));
+    const settings: ControlPlaneSchedules = { taskQueue, pump: { enabled: true, intervalSec: 1 }, alerts: { enabled: true, intervalSec: 120 } };
+    await ensureSchedules(client, settings);
+    const pump = client.schedule.getHandle(queuePumpScheduleId(taskQueue));
+    const tickId = await waitUntil('the first tick to start', async () => (await pump.describe()).info.runningActions[0]?.workflow.workflowId, 10_000, 200);
+    const tick = await client.workflow.getHandle(tickId).describe();
+    // Three intervals, and at least a minute.
+    expect(Number(tick.raw.executionConfig?.workflowRunTimeout?.seconds)).toBe(60);
+    const check = await client.schedule.getHandle(queueAlertScheduleId(taskQueue)).describe();
+    expect(check.action.type === 'startWorkflow' && check.action.workflowRunTimeout).toBe(360_000);
+  });
+
+  it('reports no completed tick while the only tick has not ended, and the age grows', { timeout: 30_000 }, async () => {
+    const taskQueue = `schedules-age-${randomUUID()}`;
+    made.push(queuePumpScheduleId(taskQueue), queueAlertScheduleId(taskQueue));
+    const settings: ControlPlaneSchedules = { taskQueue, pump: { enabled: true, intervalSec: 1 }, alerts: { enabled: false, intervalSec: 60 } };
+    await ensureSchedules(client, settings);
+    const setUpAt = Date.now();
+    await waitUntil('the first tick to start', async () => (await client.schedule.getHandle(queuePumpScheduleId(taskQueue)).describe()).info.runningActions[0], 10_000, 200);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const ticks = await lastCompletedTicks(client, settings);
+    // The paused queue check is left out; the pump's last completed tick is no later than its set-up.
+    expect(ticks.map((tick) => tick.schedule)).toEqual(['queue_pump']);
+    expect(ticks[0]!.lastCompletedAt.getTime()).toBeLessThanOrEqual(setUpAt + 1_000);
+    expect(Date.now() - ticks[0]!.lastCompletedAt.getTime()).toBeGreaterThanOrEqual(3_000);
   });
 });

@@ -22,6 +22,8 @@ import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.t
 import { browsableHost } from './browsable-host.ts';
 import { configFingerprint } from '../../config/fingerprint.ts';
 import { ReplicaRegistry } from '../../services/replicas.ts';
+import { registerScheduleMetrics } from '../../services/service-metrics.ts';
+import { lastCompletedTicks, scheduleIntervals, type ControlPlaneSchedules } from '../../clients/schedules.ts';
 
 export interface RunningControlPlane {
   url: string;
@@ -93,6 +95,11 @@ async function startControlPlaneParts(
       }
     }
     const temporalConnection = planTemporalConnection(config, process.env);
+    const schedules: ControlPlaneSchedules = {
+      taskQueue: config.temporal_task_queue,
+      pump: { enabled: config.queue_pump_enabled, intervalSec: config.queue_pump_interval_sec },
+      alerts: { enabled: alerts.push !== null || alerts.webhook !== null, intervalSec: config.queue_alert_check_interval_sec },
+    };
     temporal = await startTemporalRuntime(
       {
         connection: temporalConnection,
@@ -117,16 +124,15 @@ async function startControlPlaneParts(
             paperDraft: config.queue_pump_paper_draft_enabled,
           },
           alerts,
-          schedules: {
-            pump: { enabled: config.queue_pump_enabled, intervalSec: config.queue_pump_interval_sec },
-            alerts: { enabled: alerts.push !== null || alerts.webhook !== null, intervalSec: config.queue_alert_check_interval_sec },
-          },
+          schedules,
         },
         logger,
         onProgress: progress,
       },
     );
     metrics.addScrapeSource(temporal.metricsUrl);
+    const client = temporal.client;
+    registerScheduleMetrics(metrics, config.temporal_task_queue, scheduleIntervals(schedules), () => lastCompletedTicks(client, schedules));
     if (!options.serveHttp) return { temporalAddress: temporal.address, stop };
     app = await createServer(
       {

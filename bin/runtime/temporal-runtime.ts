@@ -166,7 +166,7 @@ export async function startTemporalRuntime(
     settings: DispatchSettings;
     papers: PaperSettings;
     /** What the automation activities need beyond the store, dispatch and paper settings, and the queue pump's schedule. */
-    automation: Pick<AutomationDeps, 'facility' | 'researchProvider' | 'pump' | 'alerts'> & { schedules: Omit<ControlPlaneSchedules, 'taskQueue'> };
+    automation: Pick<AutomationDeps, 'facility' | 'researchProvider' | 'pump' | 'alerts'> & { schedules: ControlPlaneSchedules };
     logger: Logger;
     onProgress?: (message: string) => void;
   },
@@ -220,7 +220,7 @@ export async function startTemporalRuntime(
     const paperWorker = await createPaperActivityWorker(connection, { namespace, taskQueue: settings.taskQueue, activities, slots: settings.paperActivitySlots, ...plugins });
     const workers = [worker, paperWorker];
     // Before the workers run: a schedule that cannot be set up then fails the start with nothing left running.
-    await ensureSchedules(client, { ...schedules, taskQueue: settings.taskQueue });
+    await ensureSchedules(client, schedules);
     const running = Promise.all(workers.map((each) => each.run()));
     running.catch((error: unknown) => deps.logger.error({ err: error }, 'Temporal worker stopped with an error'));
     const every = (schedule: { enabled: boolean; intervalSec: number }) => (schedule.enabled ? `every ${schedule.intervalSec} s` : 'paused');
