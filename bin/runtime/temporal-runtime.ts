@@ -17,7 +17,7 @@ import { ensureSchedules, type ControlPlaneSchedules } from '../../clients/sched
 import { temporalRunLauncher } from '../../clients/run-workflows.ts';
 import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
-import { ensureSearchAttributes } from './search-attributes.ts';
+import { ensureSearchAttributes, SearchAttributesRefusedError } from './search-attributes.ts';
 import { connectionFailure, type TemporalConnectionPlan } from './temporal-connection.ts';
 import { freePort, startTemporalDevServer, type TemporalDevServer } from './temporal-dev-server.ts';
 import { loadWorkflowBundle } from './workflow-bundle.ts';
@@ -186,8 +186,9 @@ export async function startTemporalRuntime(
     });
     cleanups.push(() => connection.close());
     await ensureSearchAttributes(connection, namespace).catch((error: unknown) => {
-      // A TLS server refusing the client's certificate may let the handshake finish and fail the first call.
-      throw plan.address ? connectionFailure(plan, error) : error;
+      // A TLS server refusing the client's certificate may let the handshake finish and fail the first call; a server
+      // that answered with a refusal was reached, and the refusal says what to do.
+      throw plan.address && !(error instanceof SearchAttributesRefusedError) ? connectionFailure(plan, error) : error;
     });
 
     // Loaded only when on: a control plane without tracing never loads the OpenTelemetry SDK.

@@ -1,0 +1,77 @@
+// expected duration: ~20 s (two control-plane starts that stop at Temporal)
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { status } from '@grpc/grpc-js';
+import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { SEARCH_ATTRIBUTES } from '../workflows/messages.ts';
+import { reserveControlPlane, writeControlPlaneConfig, type ControlPlaneFixture } from './support/control-plane.ts';
+import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { waitUntil } from './support/gate.ts';
+import { startRefusingProxy, type RefusingProxy } from './support/grpc-refusing-proxy.ts';
+import { START_COMMAND_ARGS } from './support/process.ts';
+
+/**
+ * A Temporal that will not let the control plane register its search attributes (README "Connecting to a Temporal of
+ * your own"), as Temporal Cloud's operator API answers: the real dev server, behind a gRPC peer that refuses
+ * AddSearchAttributes with PERMISSION_DENIED, on a namespace of this test that has none of them yet. The start fails
+ * with one line naming the missing attributes and the commands that add them, not "could not connect".
+ */
+
+const ADD_SEARCH_ATTRIBUTES = '/temporal.api.operatorservice.v1.OperatorService/AddSearchAttributes';
+const NAMESPACE = `sa-refused-${randomBytes(4).toString('hex')}`;
+
+let proxy: RefusingProxy;
+let database: TestDatabase;
+
+beforeAll(async () => {
+  const connection = await Connection.connect({ address: inject('temporalAddress') });
+  try {
+    await connection.workflowService.registerNamespace({ namespace: NAMESPACE, workflowExecutionRetentionPeriod: msToTs('1 day') });
+    await waitUntil('the new namespace to be served', () => connection.operatorService.listSearchAttributes({ namespace: NAMESPACE }).then(() => true, () => undefined), 30_000, 500);
+  } finally {
+    await connection.close();
+  }
+  proxy = await startRefusingProxy(inject('temporalAddress'), [{ path: ADD_SEARCH_ATTRIBUTES, code: status.PERMISSION_DENIED, message: 'Request unauthorized.' }]);
+  database = await createTestDatabase();
+}, 60_000);
+
+afterAll(async () => {
+  await proxy?.close();
+  await database?.drop();
+});
+
+async function controlPlane(namespace: string): Promise<ControlPlaneFixture> {
+  return writeControlPlaneConfig(await reserveControlPlane(), { databaseUrl: database.url, overrides: { temporal_address: proxy.address, temporal_namespace: namespace } });
+}
+
+/** Starts a control plane that must refuse to start: its exit code and the one line a person reads. */
+function failedStart(fixture: ControlPlaneFixture): Promise<{ code: number | null; line: string | undefined }> {
+  const child = spawn(process.execPath, [...START_COMMAND_ARGS], {
+    env: { ...process.env, SVC_CONFIG: fixture.configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', TEMPORAL_NAMESPACE: '' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  return new Promise((resolve) =>
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, line: stderr.split('\n').find((line) => line.startsWith('research-control-plane: start-up failed:')) });
+    }),
+  );
+}
+
+describe('a Temporal that refuses to register search attributes', () => {
+  it('fails the start naming the missing attributes and how to add them, on Temporal Cloud and elsewhere', { timeout: 90_000 }, async () => {
+    const { code, line } = await failedStart(await controlPlane(NAMESPACE));
+    expect(code).toBe(1);
+    expect(proxy.refused).toEqual([ADD_SEARCH_ATTRIBUTES]);
+    const names = SEARCH_ATTRIBUTES.map((attribute) => attribute.name);
+    expect(line).toContain(`the Temporal namespace "${NAMESPACE}" lacks the search attributes ${names.join(', ')} (Keyword), and the server refused to add them (PERMISSION_DENIED: Request unauthorized.)`);
+    expect(line).toContain(`tcld namespace search-attributes add --namespace ${NAMESPACE} ${names.map((name) => `--search-attribute ${name}=Keyword`).join(' ')}`);
+    expect(line).toContain(`temporal operator search-attribute create --namespace ${NAMESPACE} ${names.map((name) => `--name ${name} --type Keyword`).join(' ')}`);
+    expect(line).not.toMatch(/could not connect/);
+  });
+});
