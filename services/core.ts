@@ -125,10 +125,11 @@ export function createCore(store: Store, settings: CoreSettings) {
           message: 'core mode off: nothing recorded',
         };
       }
-      const { response } = await store.transaction((tx) =>
+      const { response, replayed } = await store.transaction((tx) =>
         runIdempotent(tx, { scope: 'svc-core.snapshot', key: body.idempotency_key, payload: body }, () => record(tx, body, mode, requestId)),
       );
-      return response;
+      // The stored answer is the first call's; `inserted` is about this call, which inserted nothing on a replay.
+      return replayed ? { ...response, inserted: false } : response;
     },
 
     /** The queue projection of the latest recorded snapshot (of one source when given). */

@@ -138,12 +138,16 @@ describe('/svc-core', () => {
     ]);
   });
 
-  it('replays the first answer for the same key and body, and answers 409 for the same key with another body', async () => {
+  it('replays the first answer for the same key and body, with inserted false, and answers 409 for the same key with another body', async () => {
     const first = await post(t, snapshot('core-replay', 'shadow'));
+    expect(first.json()).toMatchObject({ inserted: true, event_id: expect.any(Number), snapshot_id: expect.any(Number) });
+    expect(first.json().snapshot_id).toBeGreaterThan(0);
     const before = await ledger(t);
     const again = await post(t, snapshot('core-replay', 'shadow'));
     expect(again.statusCode).toBe(200);
-    expect(again.json()).toEqual(first.json());
+    // `inserted` tells whether this call inserted: a replay did not, and points at what the first call recorded.
+    expect(again.json()).toEqual({ ...first.json(), inserted: false });
+    expect((await post(t, snapshot('core-replay', 'shadow'))).json()).toEqual({ ...first.json(), inserted: false });
     expect(await ledger(t)).toEqual(before);
     const other = await post(t, { ...snapshot('core-replay', 'shadow'), source: 'another-tool' });
     expect(other.statusCode).toBe(409);
