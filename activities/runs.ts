@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { WorkerTarget } from '../domain/lanes.ts';
@@ -45,7 +46,9 @@ export interface TransitionOutcome {
 }
 
 /** A failed gate call, with the gate's status as details the workflow reads back (domain/run-failures.ts). */
-function gateFailure(error: unknown): ApplicationFailure {
+function gateFailure(error: unknown): unknown {
+  // The activity's own cancellation ends it as cancelled, not as a failed gate call.
+  if (Context.current().cancellationSignal.aborted) return error;
   if (error instanceof WorkerGateError) {
     return ApplicationFailure.create({
       message: error.message,
@@ -76,6 +79,14 @@ export function createRunActivities(deps: RunActivityDeps) {
     if (!target) throw ApplicationFailure.retryable(`lane ${lane} is not a configured worker target of this replica`, UNKNOWN_LANE);
     return target;
   };
+
+  /**
+   * The run's gate, called under the activity's cancellation: a cancel of the workflow reaches the activity with its
+   * next heartbeat and aborts the call, so the workflow (which waits for that) stops the run on the gate only after
+   * this call has ended.
+   */
+  const gateClientOf = (run: RunRow, input: GateCallInput) =>
+    workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace, signal: Context.current().cancellationSignal });
 
   const requireRun = async (runId: string): Promise<RunRow> => {
     const run = await getRun(store, runId);
@@ -147,7 +158,7 @@ export function createRunActivities(deps: RunActivityDeps) {
       // overwrite: the prompt file is per run, so a retried prepare rewrites identical content.
       const body = { ...fields, prompt_text: promptText, overwrite: true };
       try {
-        return await heartbeating(() => workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).prepareProject(body));
+        return await heartbeating(() => gateClientOf(run, input).prepareProject(body));
       } catch (error) {
         throw gateFailure(error);
       }
@@ -160,7 +171,7 @@ export function createRunActivities(deps: RunActivityDeps) {
       const tokenBudget = await tokenBudgetOf(project.candidate_id);
       const body = { ...rest, ...input.agent, workload_class, machine_target, ...(tokenBudget === undefined ? {} : { token_budget: tokenBudget }) };
       try {
-        return await heartbeating(() => workerGateClient(targetOf(run.lane), { timeoutMs: input.timeout_sec * 1000, trace: settings.trace }).dispatch(body));
+        return await heartbeating(() => gateClientOf(run, input).dispatch(body));
       } catch (error) {
         throw gateFailure(error);
       }

@@ -47,6 +47,8 @@ export interface GateRequest {
   timeoutMs: number;
   /** The operational trace, when enabled, and the name the call is recorded under. */
   trace?: { writer: OperationalTrace; target: string };
+  /** Aborts the call (the caller's cancellation): the call throws the signal's reason instead of a WorkerGateError. */
+  signal?: AbortSignal | undefined;
 }
 
 const isRedirect = (status: number): boolean => status >= 300 && status < 400;
@@ -89,10 +91,14 @@ export async function gateRequest<T = unknown>(baseUrl: string, request: GateReq
       ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
       // A gate is not trusted to send the control plane's requests elsewhere: a redirect is an error, not followed.
       redirect: 'manual',
-      signal: AbortSignal.timeout(request.timeoutMs),
+      signal: request.signal ? AbortSignal.any([request.signal, AbortSignal.timeout(request.timeoutMs)]) : AbortSignal.timeout(request.timeoutMs),
     });
   } catch (cause) {
     const error = cause as Error;
+    if (request.signal?.aborted) {
+      traced(null, null, 'aborted by the caller');
+      throw request.signal.reason ?? error;
+    }
     const reason = error.name === 'TimeoutError' ? `no answer within ${request.timeoutMs} ms` : (error.cause as Error | undefined)?.message ?? error.message;
     traced(null, null, reason);
     throw new WorkerGateError(`${request.method} ${url.origin}${url.pathname}: ${reason}`, null, true);
@@ -136,21 +142,26 @@ export interface WorkerGateClient {
 const DISPATCH_SCRIPT_FAILURES: ReadonlySet<number> = new Set([502, 504]);
 const NOTHING: ReadonlySet<number> = new Set();
 
-export function workerGateClient(target: WorkerTarget, options: { timeoutMs: number; trace?: OperationalTrace | undefined }): WorkerGateClient {
+/**
+ * `signal`: the caller's cancellation (an activity's), which aborts a call in flight; a dispatch that reached the gate
+ * before the abort is then the gate's to refuse (it remembers a cancel of a run it has not seen).
+ */
+export function workerGateClient(target: WorkerTarget, options: { timeoutMs: number; trace?: OperationalTrace | undefined; signal?: AbortSignal | undefined }): WorkerGateClient {
   const base = target.wake_gate_url;
   const token = target.bearer_token;
   const trace = options.trace ? { trace: { writer: options.trace, target: target.name } } : {};
+  const traceAndSignal = { ...trace, signal: options.signal };
   return {
     async prepareProject(body) {
-      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'prepare-project', token, body, timeoutMs: options.timeoutMs, ...trace });
+      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'prepare-project', token, body, timeoutMs: options.timeoutMs, ...traceAndSignal });
       return expectSuccess(target, '/prepare-project', response, NOTHING);
     },
     async dispatch(body) {
-      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'dispatch', token, body, timeoutMs: options.timeoutMs, ...trace });
+      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'dispatch', token, body, timeoutMs: options.timeoutMs, ...traceAndSignal });
       return expectSuccess(target, '/dispatch', response, DISPATCH_SCRIPT_FAILURES);
     },
     cancelRun(runId) {
-      return gateRequest(base, { method: 'POST', path: `runs/${encodeURIComponent(runId)}/cancel`, token, timeoutMs: options.timeoutMs, ...trace });
+      return gateRequest(base, { method: 'POST', path: `runs/${encodeURIComponent(runId)}/cancel`, token, timeoutMs: options.timeoutMs, ...traceAndSignal });
     },
     healthz() {
       return gateRequest(base, { method: 'GET', path: 'healthz', timeoutMs: options.timeoutMs, ...trace });
@@ -160,7 +171,7 @@ export function workerGateClient(target: WorkerTarget, options: { timeoutMs: num
       if (query.limit !== undefined) params.set('limit', String(query.limit));
       if (query.event_limit !== undefined) params.set('event_limit', String(query.event_limit));
       const suffix = params.size > 0 ? `?${params}` : '';
-      return gateRequest(base, { method: 'GET', path: `dashboard/api${suffix}`, token, timeoutMs: options.timeoutMs, ...trace });
+      return gateRequest(base, { method: 'GET', path: `dashboard/api${suffix}`, token, timeoutMs: options.timeoutMs, ...traceAndSignal });
     },
   };
 }

@@ -26,7 +26,7 @@ import { prepareProject, type PrepareResult } from './prepare-project.ts';
 import { readProcessStat, readProcessTable } from './process-table.ts';
 import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
 import { isStrictlyInside, resolvedRoot, resolveProjectPaths } from './project-paths.ts';
-import type { RunRecords } from './run-records.ts';
+import type { CancelsBeforeDispatch, RunRecords } from './run-records.ts';
 import { reapProcesses, type ReapResult } from './stale-reaper.ts';
 import { reopenRunCgroup, runLimitsFor, stopAndRemove, type RunCgroup, type RunCgroupHost } from './run-cgroups/index.ts';
 
@@ -60,6 +60,8 @@ export interface GateDispatcherOptions {
   config: WorkerGateConfig;
   logger: Logger;
   runs: RunRecords;
+  /** Cancels that came before the gate saw the run's dispatch: that dispatch is refused. */
+  cancelsBeforeDispatch: CancelsBeforeDispatch;
   events: GateEventLog;
   /** This gate's `/legacy-agent/event` URL as agents on this machine reach it. */
   eventUrl: () => string;
@@ -140,6 +142,7 @@ export class GateDispatcher {
     const hash = requestHash(request, workloadClass);
     const conflict = () => new HttpError(409, `run '${request.run_id}' was already dispatched with a different request`);
 
+    this.refuseIfCancelledBeforeDispatch(request.run_id);
     const inFlight = this.dispatchesInFlight.get(request.run_id);
     if (inFlight) {
       if (inFlight.hash !== hash) throw conflict();
@@ -198,6 +201,13 @@ export class GateDispatcher {
 
     // Made before anything of the run starts, so its first process is inside it: membership is exact from then on.
     const cgroup = await this.createCgroup(request.run_id, workloadClass);
+    // A cancel may have come while the cgroup was made: from the record on, a cancel finds the run and stops it.
+    try {
+      this.refuseIfCancelledBeforeDispatch(request.run_id);
+    } catch (error) {
+      if (cgroup) await this.stopCgroup(request.run_id, cgroup);
+      throw error;
+    }
     // The agent's only credential: good for its own run's events, and kept here as a hash alone.
     const eventToken = randomToken();
     const starting = startingRun(
@@ -292,7 +302,12 @@ export class GateDispatcher {
   async cancel(runId: string): Promise<CancelResponse> {
     const { runs, events, logger, config } = this.options;
     const current = runs.get(runId);
-    if (!current) throw new HttpError(404, `unknown run '${runId}'`);
+    if (!current) {
+      const known = this.options.cancelsBeforeDispatch.cancelledAt(runId);
+      this.options.cancelsBeforeDispatch.remember(runId);
+      if (!known) events.append('cancelled_before_dispatch', runId);
+      throw new HttpError(404, `unknown run '${runId}': nothing runs for it here, and a later dispatch of it will be refused`);
+    }
     if (current.gate_state === 'cancelled') return { ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: true, stopped: [] };
     const cancelled = runs.save(markCancelled(current));
     let outcomes: ReapResult[];
@@ -307,6 +322,15 @@ export class GateDispatcher {
     events.append('run_cancelled', runId, { stopped: outcomes });
     logger.info({ run_id: runId, stopped: outcomes.length }, 'run cancelled');
     return { ok: true, run_id: runId, gate_state: 'cancelled', already_cancelled: false, stopped: outcomes };
+  }
+
+  /** 409 for a run whose cancel came before its dispatch: the control plane already counts it as stopped. */
+  private refuseIfCancelledBeforeDispatch(runId: string): void {
+    const cancelledAt = this.options.cancelsBeforeDispatch.cancelledAt(runId);
+    if (cancelledAt === undefined) return;
+    this.options.events.append('dispatch_refused', runId, { reason: 'cancelled_before_dispatch', cancelled_at: cancelledAt });
+    this.options.logger.warn({ run_id: runId, cancelled_at: cancelledAt }, 'dispatch refused: the run was cancelled before its dispatch arrived');
+    throw new HttpError(409, `run '${runId}' was cancelled at ${cancelledAt}, before its dispatch reached this gate; it is not started`);
   }
 
   /**

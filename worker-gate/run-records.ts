@@ -1,6 +1,8 @@
-import { unlinkSync } from 'node:fs';
+import { readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { z } from 'zod';
+import { RunIdSchema } from '../contracts/worker-gate.ts';
 import type { GateRun } from '../domain/gate-run.ts';
 import { fileNameFor, readJsonDir, writeJsonAtomic } from './json-files.ts';
 
@@ -53,5 +55,64 @@ export class RunRecords {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
+  }
+}
+
+/** How many cancels of runs the gate never saw it remembers: the oldest is forgotten first. */
+export const MAX_CANCELS_BEFORE_DISPATCH = 1_000;
+
+const CancelsBeforeDispatchFileSchema = z.array(z.object({ run_id: RunIdSchema, cancelled_at: z.string() })).max(MAX_CANCELS_BEFORE_DISPATCH * 2);
+
+/**
+ * Cancels of runs the gate had no record of: the control plane's cancel can overtake its own dispatch on the way here
+ * (a slow network, a gate busy before it records the run), and that dispatch, landing later, must not start an agent
+ * the control plane already counts as stopped. Kept in one file under state_dir, so a restart between the two keeps
+ * the refusal, and bounded, oldest first out.
+ */
+export class CancelsBeforeDispatch {
+  private readonly cancelled = new Map<string, string>();
+
+  private readonly path: string;
+  private readonly logger: Logger;
+
+  constructor(path: string, logger: Logger) {
+    this.path = path;
+    this.logger = logger;
+  }
+
+  load(): void {
+    let text: string;
+    try {
+      text = readFileSync(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    let entries: z.infer<typeof CancelsBeforeDispatchFileSchema>;
+    try {
+      entries = CancelsBeforeDispatchFileSchema.parse(JSON.parse(text));
+    } catch (error) {
+      this.logger.warn({ file: this.path, err: error }, 'skipping an unreadable list of runs cancelled before their dispatch');
+      return;
+    }
+    for (const entry of entries.slice(-MAX_CANCELS_BEFORE_DISPATCH)) this.cancelled.set(entry.run_id, entry.cancelled_at);
+  }
+
+  /** When the run was cancelled before the gate saw its dispatch; undefined when it was not. */
+  cancelledAt(runId: string): string | undefined {
+    return this.cancelled.get(runId);
+  }
+
+  remember(runId: string): string {
+    const known = this.cancelled.get(runId);
+    if (known) return known;
+    const at = new Date().toISOString();
+    this.cancelled.set(runId, at);
+    for (const oldest of this.cancelled.keys()) {
+      if (this.cancelled.size <= MAX_CANCELS_BEFORE_DISPATCH) break;
+      this.cancelled.delete(oldest);
+    }
+    writeJsonAtomic(this.path, [...this.cancelled].map(([run_id, cancelled_at]) => ({ run_id, cancelled_at })));
+    return at;
   }
 }

@@ -12,7 +12,7 @@ import { GateEventLog } from './gate-event-log.ts';
 import { agentReachProblems } from './launchers/state-placement.ts';
 import type { PrepareResult } from './prepare-project.ts';
 import { RunMonitor, type EventResponse } from './run-monitor.ts';
-import { RunRecords } from './run-records.ts';
+import { CancelsBeforeDispatch, RunRecords } from './run-records.ts';
 import { RunCgroupHost, type RunCgroupsStatus } from './run-cgroups/index.ts';
 import { AgentSandbox } from './agent-sandbox/index.ts';
 import type { AgentIsolation } from '../contracts/agent-isolation.ts';
@@ -38,6 +38,7 @@ export class WorkerGate {
   private readonly config: WorkerGateConfig;
   private readonly logger: Logger;
   private readonly runs: RunRecords;
+  private readonly cancelsBeforeDispatch: CancelsBeforeDispatch;
   private readonly events: GateEventLog;
   private readonly outbox: CallbackOutbox;
   private readonly dispatcher: GateDispatcher;
@@ -53,6 +54,7 @@ export class WorkerGate {
     this.logger = options.logger.child({ component: 'worker-gate' });
     const dir = join(this.config.state_dir, 'worker-gate');
     this.runs = new RunRecords(join(dir, 'runs'), this.logger);
+    this.cancelsBeforeDispatch = new CancelsBeforeDispatch(join(dir, 'cancelled-before-dispatch.json'), this.logger);
     this.events = new GateEventLog(join(dir, 'events.jsonl'), this.config.log_events);
     this.outbox = new CallbackOutbox({
       dir: join(dir, 'outbox'),
@@ -70,7 +72,7 @@ export class WorkerGate {
     if (exposed.length > 0) throw new Error(`the worker gate refuses to start: ${exposed.join('; ')}`);
     const shared = { config: this.config, logger: this.logger, runs: this.runs, events: this.events };
     this.monitor = new RunMonitor({ ...shared, outbox: this.outbox });
-    this.dispatcher = new GateDispatcher({ ...shared, eventUrl: options.eventUrl, latestSample: () => this.monitor.latestSample(), cgroups: this.cgroups, sandbox: this.sandbox });
+    this.dispatcher = new GateDispatcher({ ...shared, cancelsBeforeDispatch: this.cancelsBeforeDispatch, eventUrl: options.eventUrl, latestSample: () => this.monitor.latestSample(), cgroups: this.cgroups, sandbox: this.sandbox });
   }
 
   /** Loads the records a previous process left, resumes tracking and resends pending callbacks, then samples. */
@@ -78,6 +80,7 @@ export class WorkerGate {
     this.events.load();
     this.outbox.load();
     this.runs.load();
+    this.cancelsBeforeDispatch.load();
     this.dispatcher.recoverInterruptedDispatches();
     this.reportIsolation();
     await this.sweepRunCgroups();

@@ -16,10 +16,16 @@ export const RUN_PATCHES = {
    * before, the workflow saw `applied: false` and waited for another callback that never came.
    */
   finishedRunEndsWait: 'finished-run-ends-wait',
+  /**
+   * A cancel during the dispatch waits for the dispatch call to end (it aborts on the cancel) before the workflow
+   * records the cancel and stops the run on the gate; before, it went on at once, and its stop could reach the gate
+   * ahead of the dispatch, which then started an agent on a lane the ledger showed free.
+   */
+  dispatchAwaitsCancel: 'dispatch-awaits-cancel',
 } as const;
 
 /** The patch the current code ends with: new history fixtures carry its id in their name. */
-export const NEWEST_RUN_PATCH: string = RUN_PATCHES.finishedRunEndsWait;
+export const NEWEST_RUN_PATCH: string = RUN_PATCHES.dispatchAwaitsCancel;
 
 /**
  * Patch ids of the queue pump tick. A tick lives seconds, but a tick in flight across an upgrade replays its old

@@ -1,4 +1,5 @@
 import {
+  ActivityCancellationType,
   ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
@@ -89,7 +90,7 @@ function currentDetails(progress: RunProgress): string {
 export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowResult> {
   const { run_id: runId, timings } = input;
   const workflowId = workflowInfo().workflowId;
-  const gate = proxyActivities<GateActivities>({
+  const gateOptions = {
     startToCloseTimeout: `${timings.gate_call_timeout_sec + 5} seconds`,
     heartbeatTimeout: ACTIVITY_HEARTBEAT_TIMEOUT,
     retry: {
@@ -98,7 +99,13 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
       backoffCoefficient: 2,
       nonRetryableErrorTypes: GATE_NON_RETRYABLE,
     },
-  });
+  };
+  const gate = proxyActivities<GateActivities>(gateOptions);
+  /**
+   * The dispatch as a cancel waits for it to end: the call aborts on the cancel (activities/runs.ts), and only then
+   * does the workflow ask the gate to stop the run, so the stop can no longer overtake the dispatch on its way there.
+   */
+  const dispatchAwaitingCancel = proxyActivities<Pick<GateActivities, 'dispatchRun'>>({ ...gateOptions, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED });
 
   let outcome: DispatchOutcome | undefined;
   /** Set once /dispatch may have started an agent: a cancel must then stop it on the worker. */
@@ -220,7 +227,8 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
       stage = 'dispatch';
       enter('dispatching');
       dispatchSent = true;
-      const dispatched = await gate.dispatchRun({ run_id: runId, timeout_sec: timings.gate_call_timeout_sec, agent: input.agent });
+      const dispatchRun = patched(RUN_PATCHES.dispatchAwaitsCancel) ? dispatchAwaitingCancel.dispatchRun : gate.dispatchRun;
+      const dispatched = await dispatchRun({ run_id: runId, timeout_sec: timings.gate_call_timeout_sec, agent: input.agent });
       await transition('worker_accepted', { dispatch_result: dispatched });
       settle({ action: 'live_dispatch', run_id: runId, workflow_id: workflowId, prepare: prepared, dispatch: dispatched });
       return true;
