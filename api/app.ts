@@ -2,7 +2,7 @@ import cookie from '@fastify/cookie';
 import type { FastifyInstance } from 'fastify';
 import { workerGateRoutes } from '../worker-gate/routes.ts';
 import type { WorkerGate } from '../worker-gate/worker-gate.ts';
-import { auth } from './auth.ts';
+import { auth, awaitingOwnRun } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { registerErrorHandling } from '../http/errors.ts';
 import { controlPlaneErrorAnswers } from './error-answers.ts';
@@ -51,12 +51,11 @@ export interface HttpAppOptions {
 export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Promise<void> {
   const { controlPlane, workerGate } = options;
   useZodTypeProvider(app, { checkAnswers: options.checkAnswers ?? false });
-  refuseUnstorableText(app);
   refuseUndescribedInput(app);
   documentGlobalAnswers(app);
   // Command bodies are JSON only; anything else is 415 rather than a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
-  registerErrorHandling(app, controlPlaneErrorAnswers);
+  registerErrorHandling(app, controlPlaneErrorAnswers, awaitingOwnRun);
   if (options.operationalTrace) await app.register(operationalTraceHooks, { trace: options.operationalTrace });
   // Timed before authentication, so refused requests show up in the figures too.
   recordRequestDurations(app, options.metrics);
@@ -71,6 +70,9 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
     ...(workerGate ? { workerGateToken: workerGate.token, agentRunFor: (token: string) => workerGate.gate.runForAgentToken(token) } : {}),
     ...(controlPlane?.dispatch ? { callbackToken: controlPlane.dispatch.completionCallbackToken } : {}),
   });
+  // After authentication, whose own body check (an agent's token names its run there) must come first: another
+  // run's token is 401 whatever its body holds.
+  refuseUnstorableText(app);
   await openApiDocument(app, { controlPlane: controlPlane !== undefined, workerGate: workerGate !== undefined });
   // Where both roles share a port, the operator's control token reads the metrics of both.
   await app.register(metricsRoute, { metrics: options.metrics, auth: controlPlane ? 'control' : 'gate' });

@@ -115,7 +115,8 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
         const bearer = bearerFrom(request);
         const runId = bearer === undefined ? undefined : options.agentRunFor?.(bearer);
         if (runId === undefined) return requireBearer(request, controlToken);
-        request.principal = { kind: 'agent_run', runId };
+        // Not yet a principal: the token is good only once the body names its run (requireOwnRun).
+        runAwaitingBody.set(request, runId);
         return;
       }
       case 'callback':
@@ -130,16 +131,29 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions): Promise<v
   app.addHook('preValidation', requestHook(requireOwnRun));
 }
 
+/** Requests that presented an agent's token, by its run, until their body has shown that run. */
+const runAwaitingBody = new WeakMap<FastifyRequest, string>();
+
 /**
  * An agent's token covers only requests for its own run: the body must name that run as `run_id`. Checked once the
- * body is parsed and before it is validated, so another run's token gets 401 whatever else the body holds.
+ * body is parsed and before anything else looks at it (the first preValidation hook), so another run's token gets 401
+ * whatever else the body holds.
  */
 function requireOwnRun(request: FastifyRequest): void {
-  const principal = request.principal;
-  if (principal?.kind !== 'agent_run') return;
+  const runId = runAwaitingBody.get(request);
+  if (runId === undefined) return;
   const body = request.body as { run_id?: unknown } | null | undefined;
-  if (typeof body !== 'object' || body === null || body.run_id !== principal.runId) throw unauthorized();
+  if (typeof body !== 'object' || body === null || body.run_id !== runId) throw unauthorized();
+  runAwaitingBody.delete(request);
+  request.principal = { kind: 'agent_run', runId };
 }
+
+/**
+ * True while a request's credential is an agent's token whose run its body has not yet shown: a body that fails to
+ * parse (bad JSON, too large, another media type) never shows it, so any failure then is answered 401, not the
+ * body's own fault.
+ */
+export const awaitingOwnRun = (request: FastifyRequest): boolean => runAwaitingBody.has(request);
 
 async function authenticateSession(request: FastifyRequest, store: Store, controlApiToken: string): Promise<void> {
   const sessionId = request.cookies?.[SESSION_COOKIE];

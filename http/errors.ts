@@ -35,12 +35,22 @@ const JSON_PARSE_CODES = new Set(['FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_
 
 /**
  * Maps every failure to `{"detail": ...}` (see "Errors" in the README); unexpected errors never leak details.
- * `mapError` answers the errors of the layers this module must not import.
+ * `mapError` answers the errors of the layers this module must not import; any failure of a request for which
+ * `unauthenticated` is true is answered 401, whatever it was, so that nothing about the body reaches a caller who has
+ * not shown it may send it.
  */
-export function registerErrorHandling(app: FastifyInstance, mapError: ErrorMapper = () => undefined): void {
+export function registerErrorHandling(
+  app: FastifyInstance,
+  mapError: ErrorMapper = () => undefined,
+  unauthenticated: (request: FastifyRequest) => boolean = () => false,
+): void {
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ detail: 'Not Found' }));
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (unauthenticated(request)) {
+      const refusal = unauthorized();
+      return reply.code(refusal.statusCode).headers(refusal.headers).send({ detail: refusal.detail });
+    }
     if (error instanceof HttpError) {
       return reply.code(error.statusCode).headers(error.headers).send({ detail: error.detail });
     }

@@ -225,6 +225,74 @@ async function walk(shape: ServerShape): Promise<string[]> {
   return mismatches;
 }
 
+/**
+ * Bodies no route takes: a NUL character (refused by every route), JSON that does not parse, fields of the wrong
+ * types, and a body that is no object. Each names the first run, as an agent posting for that run would.
+ */
+const malformedBodies = (runId: string): { name: string; payload: string }[] => [
+  { name: 'NUL character', payload: JSON.stringify({ event: 'session-start\u0000', run_id: runId, idempotency_key: 'k\u0000' }) },
+  { name: 'invalid JSON', payload: `{"event": "session-start", "run_id": "${runId}"` },
+  { name: 'wrong types', payload: JSON.stringify({ event: 7, run_id: runId, idempotency_key: [], dry_run: 'yes' }) },
+  { name: 'not an object', payload: JSON.stringify([runId]) },
+];
+
+/** Every route × every credential it refuses × every malformed body (and a NUL in the query): the refusal, never a 4xx about the input. */
+async function walkMalformed(shape: ServerShape): Promise<string[]> {
+  const { app, routes } = shape === 'both_roles' ? f.bothRoles : f.gateOnly;
+  const mismatches: string[] = [];
+  for (const credential of CREDENTIALS) {
+    const session = credential.startsWith('session') ? await signIn(f.bothRoles.app) : undefined;
+    for (const route of signOutLast(routes)) {
+      const expected = expectedAnswer(shape, route.auth, credential, route.method);
+      if (expected === 'allowed') continue;
+      const { url } = spellings(route.url)[0]!;
+      for (const { name, payload } of malformedBodies(f.runIds[0])) {
+        for (const target of [url, `${url}?note=%00`]) {
+          const response = await app.inject({
+            method: route.method as InjectOptions['method'],
+            url: target,
+            headers: { ...headersFor(credential, session), 'content-type': 'application/json' },
+            payload,
+            remoteAddress: clientAddress(),
+          });
+          const ok = response.statusCode === expected && (expected !== 401 || response.headers['www-authenticate'] === 'Bearer');
+          if (!ok) mismatches.push(`${shape}: ${route.method} ${target} with ${credential} and ${name}: expected ${expected}, got ${response.statusCode} ${response.body.slice(0, 120)}`);
+        }
+      }
+    }
+  }
+  return mismatches;
+}
+
+describe('authentication comes before the body: a refused credential is refused whatever the body holds', () => {
+  it('on every route of the server that serves both roles', async () => {
+    expect(await walkMalformed('both_roles')).toEqual([]);
+  });
+
+  it('on every route of a gate-only server', async () => {
+    expect(await walkMalformed('gate_only')).toEqual([]);
+  });
+
+  it("lets a run's own token reach validation only once its body names that run", async () => {
+    const post = (payload: string) =>
+      f.gateOnly.app.inject({
+        method: 'POST',
+        url: '/legacy-agent/event',
+        headers: { authorization: `Bearer ${f.runTokens[0]}`, 'content-type': 'application/json' },
+        payload,
+      });
+    const [nul, invalidJson, wrongTypes, notAnObject] = malformedBodies(f.runIds[0]).map((body) => body.payload);
+    // Its own run named: the body's own faults are answered.
+    expect((await post(nul!)).statusCode).toBe(422);
+    expect((await post(wrongTypes!)).statusCode).toBe(422);
+    // A body that does not parse, or is no object, never shows the run: the token has not been shown to cover it.
+    expect((await post(invalidJson!)).statusCode).toBe(401);
+    expect((await post(notAnObject!)).statusCode).toBe(401);
+    // Another run named, whatever else the body holds.
+    for (const body of malformedBodies(f.runIds[1])) expect((await post(body.payload)).statusCode, body.name).toBe(401);
+  });
+});
+
 describe('auth matrix: every route × every credential × every path spelling', () => {
   it('collected both route tables, with a route of every auth kind', () => {
     const kinds = new Set(f.bothRoles.routes.map((route) => route.auth));
