@@ -7,6 +7,7 @@ import {
   pumpPlanPaperDraft,
   pumpRecordStep,
   pumpSelectDispatch,
+  pumpSweepPaperSteps,
   type PumpDeps,
 } from '../services/queue-pump.ts';
 import { heartbeating } from './heartbeat.ts';
@@ -23,6 +24,7 @@ export function createPumpActivities(deps: PumpDeps) {
     pumpSelectDispatch: () => heartbeating(() => pumpSelectDispatch(deps)),
     pumpFollowup: (tickId: string) => heartbeating(() => pumpFollowup(deps, tickId)),
     pumpPlanPaperDraft: () => heartbeating(() => pumpPlanPaperDraft(deps)),
+    pumpSweepPaperSteps: (tickId: string) => heartbeating(() => pumpSweepPaperSteps(deps, tickId)),
     pumpRecordStep: (tickId: string, step: PumpStep) => pumpRecordStep(deps, tickId, step),
     // The dispatch and paper steps of ticks started before the child-workflows patch (workflows/patches.ts).
     pumpDispatch: (tickId: string) => heartbeating(() => pumpDispatch(deps, tickId)),

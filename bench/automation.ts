@@ -123,7 +123,7 @@ async function main(): Promise<void> {
       facility,
       papers: {
         settings: { stateDir: '/tmp', projectRoot: '/tmp', writer: { provider: 'deterministic', hosted: null, fallback: true }, evidenceSync: null, secrets: ServiceSecrets.none },
-        launcher: { startStep: unreachable, stepResult: unreachable, runRewriteBatch: unreachable, runDraftNext: unreachable },
+        launcher: { startStep: unreachable, stepResult: unreachable, runRewriteBatch: unreachable, runDraftNext: unreachable, stepWorkflowStatus: unreachable },
       },
       pump: { enabled: true, followupLaunch: true, paperDraft: true },
     };

@@ -46,7 +46,7 @@ export async function startBenchApp(
           // As a config gives them: the draft-next dry run searches the evidence for the service's token.
           secrets: ServiceSecrets.of([{ name: 'control_api_bearer_token', value: token }]),
         },
-        launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal, runDraftNext: noTemporal },
+        launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal, runDraftNext: noTemporal, stepWorkflowStatus: noTemporal },
       },
       metrics: new ServiceMetrics(),
       core: { mode: 'shadow', enforceEnabled: false },

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { PaperLauncher } from '../services/paper-launcher.ts';
+import { WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { CancelledFailure, ChildWorkflowFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { PaperWorkflowCanceledError, type PaperLauncher, type PaperStepWorkflowStatus } from '../services/paper-launcher.ts';
 import {
   DRAFT_NEXT_WORKFLOW_TYPE,
   draftNextWorkflowId,
@@ -15,6 +15,22 @@ import {
 } from '../workflows/paper-messages.ts';
 import { draftNextStartOptions, paperStartOptions, rewriteBatchStartOptions } from '../workflows/start-options.ts';
 
+/**
+ * A workflow's result, or PaperWorkflowCanceledError naming the workflow whose cancellation ended it: the one waited
+ * for, or a paper workflow under it.
+ */
+async function resultOf<T>(workflowId: string, result: Promise<unknown>): Promise<T> {
+  try {
+    return (await result) as T;
+  } catch (error) {
+    if (!(error instanceof WorkflowFailedError)) throw error;
+    if (error.cause instanceof CancelledFailure) throw new PaperWorkflowCanceledError(workflowId);
+    if (error.cause instanceof ChildWorkflowFailure && error.cause.cause instanceof CancelledFailure) {
+      throw new PaperWorkflowCanceledError(error.cause.execution.workflowId ?? workflowId);
+    }
+    throw error;
+  }
+}
 
 /** Paper workflows through the Temporal client: the services' PaperLauncher. */
 export function temporalPaperLauncher(client: Client, settings: { taskQueue: string }): PaperLauncher {
@@ -37,7 +53,7 @@ export function temporalPaperLauncher(client: Client, settings: { taskQueue: str
     },
 
     stepResult(paperId, workflowRunId) {
-      return client.workflow.getHandle(paperWorkflowId(paperId), workflowRunId).result() as Promise<PaperWorkflowResult>;
+      return resultOf<PaperWorkflowResult>(paperWorkflowId(paperId), client.workflow.getHandle(paperWorkflowId(paperId), workflowRunId).result());
     },
 
     async runRewriteBatch(input) {
@@ -52,7 +68,7 @@ export function temporalPaperLauncher(client: Client, settings: { taskQueue: str
         // The batch of this key ran already: its result is the answer.
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       }
-      return client.workflow.getHandle(workflowId).result() as Promise<RewriteBatchResult>;
+      return resultOf<RewriteBatchResult>(workflowId, client.workflow.getHandle(workflowId).result());
     },
 
     async runDraftNext(input) {
@@ -61,7 +77,18 @@ export function temporalPaperLauncher(client: Client, settings: { taskQueue: str
         ...draftNextStartOptions(input, draftNextWorkflowId(`request:${randomUUID()}`)),
         taskQueue: settings.taskQueue,
       });
-      return handle.result() as Promise<DraftNextResult>;
+      return resultOf<DraftNextResult>(handle.workflowId, handle.result());
+    },
+
+    async stepWorkflowStatus(workflowId, workflowRunId) {
+      try {
+        const { status } = await client.workflow.getHandle(workflowId, workflowRunId).describe();
+        if (status.name === 'CANCELLED') return 'canceled';
+        return (status.name === 'UNSPECIFIED' ? 'unknown' : status.name.toLowerCase()) as PaperStepWorkflowStatus;
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) return 'not_found';
+        throw error;
+      }
     },
   };
 }

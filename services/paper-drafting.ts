@@ -8,7 +8,7 @@ import type { Store } from '../store/store.ts';
 import type { DraftCandidates, PaperRef, PaperWorkflowResult, SkippedCandidate } from '../workflows/paper-messages.ts';
 import { CommandRefusedError } from './command-errors.ts';
 import { readEvidence, type ReadEvidence } from './paper-evidence.ts';
-import type { PaperLauncher } from './paper-launcher.ts';
+import { PaperWorkflowCanceledError, type PaperLauncher } from './paper-launcher.ts';
 import { paperWithChecklist } from './paper-reviews.ts';
 import type { PaperSettings } from './paper-settings.ts';
 
@@ -133,6 +133,18 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
     return new CommandRefusedError(409, { message: secretFindingReason(stage, secrets), paper_id: paperId, secrets, paper: await paperAnswer(paperId) });
   }
 
+  /**
+   * A call whose workflow was canceled while it waited (by an operator, or with the workflow above it) answers 409 and
+   * names the workflow: a canceled step gives its paper back, so the call may be made again.
+   */
+  function canceledError(command: string, error: unknown): unknown {
+    if (!(error instanceof PaperWorkflowCanceledError)) return error;
+    return new CommandRefusedError(409, {
+      message: `the ${command} did not finish: ${error.message}; any paper it held is back where it was and may be drafted or rewritten again`,
+      workflow_id: error.workflowId,
+    });
+  }
+
   /** Starts a step and waits for it; a key, when given, is noted as pending with the step's run id. */
   async function runStep(ref: { paper_id: string; project_id: string; run_id: string }, purpose: DraftPurpose, request: { requested_by: string; key: { scope: string; key: string } | null }) {
     const started = await launcher.startStep({ ...ref, purpose, requested_by: request.requested_by, request_key: request.key?.key ?? null });
@@ -177,7 +189,9 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
       // Nothing to draft starts no workflow: the answer is the same noop the workflow would give.
       const waiting = await screenCandidates(deps, request.force, 1);
       if (waiting.screened.length === 0) return { action: 'noop' as const, reason: draftNextNoopReason(waiting.looked_at, request.force), skipped: waiting.skipped };
-      const outcome = await launcher.runDraftNext({ requested_by: request.requested_by, force: request.force, request_key: null });
+      const outcome = await launcher.runDraftNext({ requested_by: request.requested_by, force: request.force, request_key: null }).catch((error: unknown) => {
+        throw canceledError('draft-next', error);
+      });
       if (outcome.action === 'noop') return outcome;
       const { action: _action, skipped, ...ref } = outcome;
       if (outcome.action === 'failed') {
@@ -197,7 +211,10 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
       let result: PaperWorkflowResult;
       if (claim.state === 'pending') {
         if (!claim.pending) throw new CommandRefusedError(409, `a request with idempotency key '${request.idempotency_key}' is still being carried out`);
-        result = await launcher.stepResult(paperId, claim.pending.workflow_run_id);
+        result = await launcher.stepResult(paperId, claim.pending.workflow_run_id).catch(async (error: unknown) => {
+          if (error instanceof PaperWorkflowCanceledError) await releaseKey(store, key.scope, key.key);
+          throw canceledError('rewrite', error);
+        });
       } else {
         const refusal = rewriteRefusal(paper, request.force);
         if (refusal) {
@@ -206,7 +223,7 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
         }
         const step = await runStep(paper, 'rewrite', { requested_by: request.requested_by, key }).catch(async (error: unknown) => {
           await releaseKey(store, key.scope, key.key);
-          throw error;
+          throw canceledError('rewrite', error);
         });
         if (!step.started) {
           await releaseKey(store, key.scope, key.key);
@@ -242,8 +259,8 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
         claim.state === 'claimed' && papers.length === 0
           ? { results: [] }
           : await launcher.runRewriteBatch({ papers, requested_by: request.requested_by, request_key: request.idempotency_key }).catch(async (error: unknown) => {
-              if (claim.state === 'claimed') await releaseKey(store, key.scope, key.key);
-              throw error;
+              if (claim.state === 'claimed' || error instanceof PaperWorkflowCanceledError) await releaseKey(store, key.scope, key.key);
+              throw canceledError('rewrite batch', error);
             });
       const response: RewriteBatchAnswer = {
         ok: true,

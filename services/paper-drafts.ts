@@ -2,7 +2,7 @@ import type { ChecklistJudgement } from '../domain/paper-checklist.ts';
 import { finishStep, startStep, type DraftPurpose } from '../domain/paper-steps.ts';
 import { HUMAN_CHECKLIST_ITEM_IDS, type PaperStatus } from '../domain/paper-status.ts';
 import { appendAuditEvent, findAuditEventByKey } from '../store/audit-events.ts';
-import { ensurePaper, recordDraft, type StoredDraft } from '../store/paper-drafts.ts';
+import { ensurePaper, listGeneratingPapers, recordDraft, type StoredDraft } from '../store/paper-drafts.ts';
 import { getPaper, setPaperStatus, upsertChecklistItem } from '../store/papers.ts';
 import type { Store } from '../store/store.ts';
 import { recomputePaperRank } from './paper-rank.ts';
@@ -33,6 +33,15 @@ const FINISHED_EVENT: Record<DraftPurpose, string> = { draft: 'paper.drafted', r
 const FAILED_EVENT: Record<DraftPurpose, string> = { draft: 'paper.draft_failed', rewrite: 'paper_review.rewrite_failed' };
 /** Events are named `<entity>.<action>`, and carry that entity as their entity_type. */
 const entityOf = (eventType: string) => eventType.slice(0, eventType.indexOf('.'));
+
+/** A step that holds its paper in draft_generating or publication_generating, and the paper workflow it runs in. */
+export interface StepHoldingPaper {
+  step: StepRef;
+  /** Where the paper was when the step started: where abandoning it returns the paper. */
+  from: PaperStatus;
+  workflow_id: string;
+  workflow_run_id: string;
+}
 
 export interface DraftOutcome extends Omit<StoredDraft, 'paper_status' | 'rewrite'> {
   judgements: ChecklistJudgement[];
@@ -100,10 +109,37 @@ export function createPaperDrafts(store: Store, clock: () => Date = () => new Da
     abandonStep(step: StepRef, from: PaperStatus, error: string): Promise<void> {
       return store.transaction(async (tx) => {
         if (await findAuditEventByKey(tx, FAILED_EVENT[step.purpose], step.step_key)) return;
+        // A step recorded already (a cancellation that came as it committed) keeps its draft.
+        if (await findAuditEventByKey(tx, FINISHED_EVENT[step.purpose], step.step_key)) return;
         const paper = (await getPaper(tx, step.paper_id, { forUpdate: true }))!;
         const to = (await heldForSecrets(tx, step.step_key)) ? paper.paper_status : from;
         await setPaperStatus(tx, step.paper_id, to);
         await audit(tx, step, FAILED_EVENT[step.purpose], { from: paper.paper_status, to, error });
+      });
+    },
+
+    /** Each paper in draft_generating or publication_generating, with the step that put it there. */
+    async stepsHoldingPapers(): Promise<StepHoldingPaper[]> {
+      const purposes = Object.entries(STARTED_EVENT) as [DraftPurpose, string][];
+      const rows = await listGeneratingPapers(store, Object.values(STARTED_EVENT));
+      return rows.map((row) => {
+        const purpose = purposes.find(([, eventType]) => eventType === row.event_type)![0];
+        // The key is `<workflow id>/<run id>`; a run id holds no slash.
+        const split = row.idempotency_key.lastIndexOf('/');
+        return {
+          step: {
+            paper_id: row.paper_id,
+            project_id: row.project_id,
+            run_id: row.run_id,
+            purpose,
+            requested_by: row.actor ?? 'unknown',
+            step_key: row.idempotency_key,
+            request_key: typeof row.payload.request_key === 'string' ? row.payload.request_key : null,
+          },
+          from: row.payload.from as PaperStatus,
+          workflow_id: row.idempotency_key.slice(0, split),
+          workflow_run_id: row.idempotency_key.slice(split + 1),
+        };
       });
     },
   };

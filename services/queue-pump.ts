@@ -12,6 +12,7 @@ import { draftNextNoopReason } from '../domain/paper-steps.ts';
 import type { DraftNextInput } from '../workflows/paper-messages.ts';
 import type { PaperLauncher } from './paper-launcher.ts';
 import type { PaperSettings } from './paper-settings.ts';
+import { sweepClosedPaperSteps } from './paper-step-sweep.ts';
 import type { ResearchFacility } from './research-facility.ts';
 import type { RunLauncher } from './run-launcher.ts';
 
@@ -89,6 +90,18 @@ export async function pumpPlanPaperDraft(deps: PumpDeps): Promise<{ start: Draft
   const { candidates, looked_at } = await selectDraftCandidates({ store: deps.store, settings: deps.papers.settings }, false, 1);
   if (candidates.length === 0) return { step: { step: 'paper_draft', action: 'noop', reason: draftNextNoopReason(looked_at, false) } };
   return { start: { requested_by: QUEUE_PUMP_ACTOR, force: false, request_key: null } };
+}
+
+/**
+ * Gives back the papers held by a step whose workflow closed without finishing it (services/paper-step-sweep.ts); a
+ * tick that swept none leaves no trace.
+ */
+export async function pumpSweepPaperSteps(deps: PumpDeps, tickId: string): Promise<PumpStep> {
+  if (!deps.pump.enabled) return pumpOff('paper_sweep');
+  const swept = await sweepClosedPaperSteps({ store: deps.store, launcher: deps.papers.launcher });
+  if (swept.length === 0) return { step: 'paper_sweep', action: 'noop', reason: 'no paper is held by a step whose workflow has closed' };
+  const reason = `gave back ${swept.length} paper(s) held by a step whose workflow closed without finishing it`;
+  return audited(deps.store, tickId, { step: 'paper_sweep', action: 'swept', reason, papers: swept }, true);
 }
 
 /** The audit event of a step that acted or failed, once per tick and step. */

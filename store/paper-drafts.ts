@@ -107,3 +107,31 @@ export async function recordDraft(tx: Queryable, paperId: string, draft: StoredD
     ],
   );
 }
+
+/** A paper in draft_generating or publication_generating, with the latest of its started steps' audit events. */
+export interface GeneratingPaperRow {
+  paper_id: string;
+  project_id: string;
+  run_id: string;
+  paper_status: PaperStatus;
+  /** The started event: its type names the step's purpose, its key the step, its payload where the paper came from. */
+  event_type: string;
+  idempotency_key: string;
+  payload: Record<string, unknown>;
+  actor: string | null;
+}
+
+/** The papers a step holds now, each with the started event of its latest step (none when no step left one). */
+export async function listGeneratingPapers(q: Queryable, startedEvents: readonly string[]): Promise<GeneratingPaperRow[]> {
+  const { rows } = await q.query<GeneratingPaperRow>(
+    `SELECT p.paper_id, p.project_id, p.run_id, p.paper_status, e.event_type, e.idempotency_key, e.payload, e.actor
+       FROM papers p
+       JOIN LATERAL (SELECT event_type, idempotency_key, payload, actor FROM audit_events
+                      WHERE entity_id = p.paper_id AND event_type = ANY ($1::text[]) AND idempotency_key IS NOT NULL
+                      ORDER BY id DESC LIMIT 1) e ON true
+      WHERE p.paper_status IN ('draft_generating', 'publication_generating')
+      ORDER BY p.paper_id`,
+    [[...startedEvents]],
+  );
+  return rows;
+}

@@ -173,6 +173,33 @@ describe('the queue pump', () => {
     writer.delayMs = 0;
   });
 
+  it('gives back, on a tick, a paper whose draft workflow was terminated mid-write, and drafts it again', { timeout: 120_000 }, async () => {
+    writer.delayMs = 30_000;
+    const requestsBefore = writer.requests;
+    const { runId } = await seedCompletedRun(stack, 'pump-swept');
+    const paperId = paperIdFor('pump-swept', runId);
+    const paperStatus = async () => (await stack.store.query<{ paper_status: string }>('SELECT paper_status FROM papers WHERE paper_id = $1', [paperId])).rows[0]?.paper_status;
+    await waitUntil('the writer to be asked', () => (writer.requests > requestsBefore ? true : undefined), 30_000, 100);
+    expect(await paperStatus()).toBe('draft_generating');
+    writer.delayMs = 0;
+    // Terminated, the workflow runs no more code: only the sweep gives the paper back.
+    await new Client({ connection }).workflow.getHandle(`paper:${paperId}`).terminate('the sweep test');
+
+    const swept = await waitUntil('the tick that swept the paper', async () => {
+      const rows = await stack.store.query<{ entity_id: string; payload: Record<string, unknown> }>(
+        `SELECT entity_id, payload FROM audit_events WHERE event_type = 'queue_pump.paper_sweep' AND payload->'papers' @> $1::jsonb`,
+        [JSON.stringify([{ paper_id: paperId }])],
+      );
+      return rows.rows[0];
+    }, 15_000, 100);
+    expect(swept.payload).toMatchObject({ action: 'swept', papers: [{ paper_id: paperId, workflow_id: `paper:${paperId}`, workflow_status: 'terminated' }] });
+    const failed = await stack.store.query<{ payload: Record<string, unknown> }>(`SELECT payload FROM audit_events WHERE entity_id = $1 AND event_type = 'paper.draft_failed'`, [paperId]);
+    expect(failed.rows).toEqual([{ payload: expect.objectContaining({ from: 'draft_generating', to: 'eligible', error: `its workflow paper:${paperId} closed (terminated) without finishing the draft` }) }]);
+
+    await waitUntil('the paper to be drafted again', async () => ((await paperStatus()) === 'draft_review' ? true : undefined), 30_000, 200);
+    maybeSaveHistory('pump-swept.pump-paper-step-sweep', await fetchRunHistory(swept.entity_id));
+  });
+
   it('is paused when a restart finds queue_pump_enabled false, and then dispatches nothing', { timeout: 90_000 }, async () => {
     const config = JSON.parse(await readFile(stack.cpFixture.configPath, 'utf8')) as Record<string, unknown>;
     await writeFile(stack.cpFixture.configPath, JSON.stringify({ ...config, queue_pump_enabled: false }));

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import { FakeProvider } from './support/fake-provider.ts';
@@ -212,6 +213,29 @@ describe('run-cycle', () => {
     expect(await workflowListing(draftNextId)).toMatchObject({ cycle_id: 'cycle-paper-1' });
     maybeSaveHistory('cycle-paper-drafted.cycle-child-workflows', await fetchRunHistory('research-cycle:cycle-paper-1'));
     maybeSaveHistory('paper-draft-next', await fetchRunHistory(draftNextId));
+  });
+
+  it('gives the paper back within seconds when the cycle is canceled while the writer writes, and it is drafted again', { timeout: 120_000 }, async () => {
+    const { runId } = await seedCompletedRun(stack, 'cycle-cancel');
+    const paperId = paperIdFor('cycle-cancel', runId);
+    const paperStatus = async () => (await stack.store.query<{ paper_status: string }>('SELECT paper_status FROM papers WHERE paper_id = $1', [paperId])).rows[0]?.paper_status;
+    writer.delayMs = 30_000;
+    const requestsBefore = writer.requests;
+    const body = { dry_run: false, enabled: true, idempotency_key: 'cycle-cancel-1', max_provider_requests_per_run: 0, max_promotions_per_run: 0, max_paper_drafts_per_run: 1, stop_if_queue_active: false, stop_if_dashboard_attention: false };
+    expect((await cycle(body)).status).toBe(200);
+    await waitUntil('the writer to be asked', () => (writer.requests > requestsBefore ? true : undefined), 30_000, 50);
+    expect(await paperStatus()).toBe('draft_generating');
+    writer.delayMs = 0;
+
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      await new Client({ connection }).workflow.getHandle('research-cycle:cycle-cancel-1').cancel();
+    } finally {
+      await connection.close();
+    }
+    await waitUntil('the paper to be given back', async () => ((await paperStatus()) === 'eligible' ? true : undefined), 10_000, 100);
+    const again = await stack.api('POST', '/control/papers/draft-next', { requested_by: 'cycle-test', dry_run: false });
+    expect(again.body).toMatchObject({ action: 'drafted', paper_id: paperId });
   });
 });
 

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, isCancellation, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { PaperActivities } from '../activities/papers.ts';
 import type { SecretFinding } from '../domain/evidence-secrets.ts';
 import { PAPER_FAILURE_TYPES } from '../domain/paper-steps.ts';
@@ -11,7 +11,7 @@ import { PAPER_PATCHES } from './patches.ts';
  * the worker first when evidence sync is on) → start the step (the paper moves to draft_generating or
  * publication_generating) → write the draft with the configured writer and store it → judge the automated checklist on
  * the stored draft → record it all and move the paper on. Missing evidence stops it before anything is written; a
- * step that fails for good (a hosted writer failing without fallback) returns the paper to where it was.
+ * step that fails for good (a hosted writer failing without fallback), or is canceled, returns the paper to where it was.
  *
  * Histories of these workflows replay against this code: a change to the commands it records goes behind `patched()`
  * (README "Changing a workflow").
@@ -109,6 +109,13 @@ export async function paperWorkflow(input: PaperWorkflowInput): Promise<PaperWor
     checklist = await files.judgePaperDraft({ ...ref, draft });
     finished = await ledger(`record the ${input.purpose} of ${input.paper_id}`).finishPaperStep(step, draft, checklist);
   } catch (error) {
+    if (isCancellation(error) && patched(PAPER_PATCHES.stepCancellation)) {
+      // The cancellation reaches every activity started in the workflow's scope: the ledger step that gives the
+      // paper back runs outside it, or the paper would stay in its generating status.
+      const reason = `the ${input.purpose} was canceled (workflow ${info.workflowId})`;
+      await CancellationScope.nonCancellable(() => ledger(`abandon the ${input.purpose} of ${input.paper_id}: it was canceled`).abandonPaperStep(step, started.from, reason));
+      throw error;
+    }
     const reason = activityFailure(error);
     if (reason === null) throw error;
     await ledger(`abandon the ${input.purpose} of ${input.paper_id}: it failed`).abandonPaperStep(step, started.from, reason);

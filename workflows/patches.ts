@@ -38,6 +38,11 @@ export const PUMP_PATCHES = {
    * could repeat and which held the tick (and every idle lane) while a paper was written.
    */
   childWorkflows: 'pump-child-workflows',
+  /**
+   * Each open tick sweeps the paper steps whose workflow closed without finishing or abandoning them (terminated, timed
+   * out), giving their papers back; before, such a paper stayed in a `*_generating` status for good.
+   */
+  paperStepSweep: 'pump-paper-step-sweep',
 } as const;
 
 /** Patch ids of the research cycle. */
@@ -56,4 +61,10 @@ export const PAPER_PATCHES = {
    * and a draft-next stops at such a candidate; before, such evidence was drafted like any other.
    */
   evidenceSecrets: 'paper-evidence-secrets',
+  /**
+   * A canceled step gives its paper back: the paper workflow abandons the step in a scope the cancellation does not
+   * reach before it ends canceled, and a canceled rewrite batch ends canceled instead of reporting each paper failed.
+   * Before, the paper stayed in draft_generating or publication_generating for good.
+   */
+  stepCancellation: 'paper-step-cancellation',
 } as const;

@@ -10,8 +10,9 @@ import { draftNextStartOptions } from './start-options.ts';
 
 /**
  * One tick of the queue pump (README "Queue pump"), started by its Temporal Schedule: nothing while the queue is
- * paused or in maintenance; else a dispatch (the run as the tick's child), then a follow-up launch and a draft-next
- * (a child the tick does not wait for) when config lets the pump do them. Each step is an activity or a child of its
+ * paused or in maintenance; else a dispatch (the run as the tick's child), then a follow-up launch, the sweep of paper
+ * steps whose workflow closed without finishing them, and a draft-next (a child the tick does not wait for) when config
+ * lets the pump do them. Each step is an activity or a child of its
  * own, so a tick reads step by step in the Temporal UI, linked to the run and the draft-next it started.
  */
 
@@ -30,7 +31,10 @@ export async function queuePumpWorkflow(): Promise<PumpTickReport> {
     const steps = [gate, await pump.pumpDispatch(tickId), await pump.pumpFollowup(tickId), await pump.pumpPaperDraft(tickId)];
     return { tick_id: tickId, steps };
   }
-  const steps = [gate, await dispatch(tickId), await pump.pumpFollowup(tickId), await paperDraft(tickId)];
+  const steps = [gate, await dispatch(tickId), await pump.pumpFollowup(tickId)];
+  // A paper given back by the sweep may be drafted by this very tick.
+  if (patched(PUMP_PATCHES.paperStepSweep)) steps.push(await pump.pumpSweepPaperSteps(tickId));
+  steps.push(await paperDraft(tickId));
   return { tick_id: tickId, steps };
 }
 

@@ -9,7 +9,7 @@ export const QUEUE_ALERT_WORKFLOW_TYPE = 'queueAlertWorkflow';
 
 /** One step of a tick: what it did, and why. */
 export interface PumpStep {
-  step: 'gate' | 'dispatch' | 'followup' | 'paper_draft';
+  step: 'gate' | 'dispatch' | 'followup' | 'paper_sweep' | 'paper_draft';
   action: string;
   reason: string;
   [detail: string]: unknown;

@@ -68,6 +68,7 @@ export const UNREACHABLE_PAPER_WORKFLOWS: PaperLauncher = {
   stepResult: () => Promise.reject(new Error('this test app has no Temporal connection')),
   runRewriteBatch: () => Promise.reject(new Error('this test app has no Temporal connection')),
   runDraftNext: () => Promise.reject(new Error('this test app has no Temporal connection')),
+  stepWorkflowStatus: () => Promise.reject(new Error('this test app has no Temporal connection')),
 };
 
 /** An install that configured no research provider: provider generation is refused with the fields to set. */
