@@ -117,6 +117,19 @@ describe.concurrent('Codex CLI under the gate', () => {
     expect(model.requestsOf('codex-d').length).toBeLessThan(5);
   });
 
+  it('(g) an answer past the budget that asks for a 15 s command: the agent is stopped within 2 s of it, before any further model request', { timeout: WINDOW_MS }, async () => {
+    model.script('codex-g', [{ kind: 'command', cmd: 'sleep 15', usage: 50_500 }, { kind: 'message', text: 'Slept.' }]);
+    const runId = await dispatched(gate, { ...(await prepared(gate, 'codex-g')), token_budget: 2_000 });
+    const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
+    expect(failed.body.reason).toBe('token budget exceeded: the agent spent 50510 tokens of its budget of 2000, and the gate stopped it');
+    const record = await sessionRecord(gate, 'codex-g');
+    expect(record).toMatchObject({ stopped_over_budget: true, signal: null, token_usage: { total_tokens: 50_510 } });
+    // The scripted server answers a request at once: the stop is timed from the only request it got.
+    const requests = model.requestsOf('codex-g');
+    expect(requests).toHaveLength(1);
+    expect(Date.parse(record.ended_at) - requests[0]!.at).toBeLessThan(2_000);
+  });
+
   it('(e) the model server is down: the agent exits non-zero and the run ends in gate_error within seconds', { timeout: WINDOW_MS }, async () => {
     const started = Date.now();
     const runId = await dispatched(gateWithoutModel, await prepared(gateWithoutModel, 'codex-e'));

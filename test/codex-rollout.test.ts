@@ -16,6 +16,10 @@ const STARTED_AT = '2026-11-28T12:00:00.000Z';
 const tokenCount = (at: string, input: number, output: number) =>
   `${JSON.stringify({ timestamp: at, type: 'event_msg', payload: { type: 'token_count', info: { total_token_usage: { input_tokens: input, output_tokens: output } } } })}\n`;
 
+/** The line Codex writes within milliseconds of each model answer, with the session's total so far. */
+const usageRecord = (at: string, input: number, output: number) =>
+  `${JSON.stringify({ timestamp: at, type: 'token_usage_record', payload: { response_id: 'resp_1', usage: { input_tokens: input, output_tokens: output }, thread_token_usage: { input_tokens: input, output_tokens: output } } })}\n`;
+
 let home: string;
 let rollout: string;
 
@@ -47,6 +51,17 @@ describe("Codex's rollout usage", () => {
     // Dated before the start, appended afterwards: it would cover 40,000 of the tokens just spent.
     appendFileSync(rollout, tokenCount('2000-01-01T00:00:00.000Z', 41_000, 300));
     expect(usage.poll(SESSION)).toEqual({ input_tokens: 40_000, output_tokens: 200, total_tokens: 40_200 });
+    usage.close();
+  });
+
+  it("reads an answer's usage record, which comes before the token_count event (that waits for the answer's tool call)", () => {
+    const usage = freshHome();
+    writeFileSync(rollout, usageRecord('2026-11-28T11:00:00.000Z', 1_000, 100));
+    expect(usage.poll(SESSION)).toBeNull();
+    appendFileSync(rollout, usageRecord('2026-11-28T12:00:05.000Z', 51_500, 110));
+    expect(usage.poll(SESSION)).toEqual({ input_tokens: 50_500, output_tokens: 10, total_tokens: 50_510 });
+    appendFileSync(rollout, tokenCount('2026-11-28T12:00:20.000Z', 51_500, 110));
+    expect(usage.poll(SESSION)).toEqual({ input_tokens: 50_500, output_tokens: 10, total_tokens: 50_510 });
     usage.close();
   });
 

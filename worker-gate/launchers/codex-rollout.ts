@@ -1,8 +1,11 @@
 /**
  * Codex's running token usage. Its `--json` stream reports usage only when a turn completes, which in exec is when the
  * agent is done; the session's rollout file (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl`)
- * gets a `token_count` event after every model response, with the session's total so far. The launcher reads it to
- * stop an agent past its token budget while it works.
+ * gets a `token_usage_record` line within milliseconds of every model response, with the session's total so far
+ * (`thread_token_usage`). The `token_count` event that also carries that total comes only once the answer's tool call
+ * has ended: a model answer that asks for a long command would be counted only after it, and the agent's next model
+ * request with it. The launcher reads both, whichever comes first, to stop an agent past its token budget while it
+ * works.
  *
  * The file is found by its session id, opened once (O_NOFOLLOW: a link put in its place is refused) and read from that
  * handle as it grows, a bounded amount per poll. A resumed session appends to its earlier file: what the session had
@@ -87,8 +90,8 @@ export class CodexRolloutUsage {
     if (this.partial.length > MAX_LINE) this.partial = '';
     for (const line of lines) {
       end += Buffer.byteLength(line) + 1;
-      if (!line.includes('"token_count"')) continue;
-      const totals = tokenCountTotals(line);
+      if (!line.includes('"token_count"') && !line.includes('"token_usage_record"')) continue;
+      const totals = sessionTotals(line);
       if (!totals) continue;
       if (totals.at < this.startedAt) {
         if (end <= this.sizeAtOpen) this.before = totals;
@@ -99,11 +102,21 @@ export class CodexRolloutUsage {
   }
 }
 
-function tokenCountTotals(line: string): (Totals & { at: string }) | null {
+/** The session's total so far, from a `token_usage_record` line or a `token_count` event; null for any other line. */
+function sessionTotals(line: string): (Totals & { at: string }) | null {
   try {
-    const record = JSON.parse(line) as { timestamp?: unknown; payload?: { type?: unknown; info?: { total_token_usage?: Record<string, unknown> } | null } };
-    const total = record.payload?.type === 'token_count' ? record.payload.info?.total_token_usage : undefined;
-    if (!total || typeof record.timestamp !== 'string') return null;
+    const record = JSON.parse(line) as {
+      timestamp?: unknown;
+      type?: unknown;
+      payload?: { type?: unknown; info?: { total_token_usage?: Record<string, unknown> } | null; thread_token_usage?: Record<string, unknown> | null };
+    };
+    const total =
+      record.type === 'token_usage_record'
+        ? record.payload?.thread_token_usage
+        : record.type === 'event_msg' && record.payload?.type === 'token_count'
+          ? record.payload.info?.total_token_usage
+          : undefined;
+    if (!total || typeof total !== 'object' || typeof record.timestamp !== 'string') return null;
     const count = (name: string) => (typeof total[name] === 'number' && Number.isFinite(total[name]) ? Math.max(0, Math.round(total[name])) : 0);
     return { at: record.timestamp, input: count('input_tokens'), output: count('output_tokens') };
   } catch {

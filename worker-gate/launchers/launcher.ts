@@ -84,7 +84,8 @@ function boundedLog(fd: number, limit: number): { write(chunk: Buffer): void; en
 
 const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
 
-const USAGE_POLL_MS = 1_000;
+/** How often the runner reads a tool's usage outside its stream: a budget stop comes well within 2 s of the answer past it. */
+const USAGE_POLL_MS = 200;
 
 /** How long each signal of a budget stop has before the next: SIGINT lets the tool end its session, then TERM, then KILL. */
 const BUDGET_STOP_GRACE_MS = 10_000;

@@ -37,7 +37,7 @@ export interface RuntimeLauncher {
   readStreamLine(line: string, state: AgentStreamState): void;
   /**
    * For a tool whose stream reports usage only at the end of a turn: where else the runner reads its usage while it
-   * works, polled about once a second, so that a token budget stops it in time.
+   * works, polled every 200 ms, so that a token budget stops it before its next model request.
    */
   watchUsage?(request: LaunchRequest, startedAt: string): UsageWatcher;
 }
