@@ -88,5 +88,5 @@ export async function httpApp(app: FastifyInstance, options: HttpAppOptions): Pr
       memoryWarnRssMib: options.memoryWarnRssMib ?? 0,
     });
   }
-  if (workerGate) await app.register(workerGateRoutes, { gate: workerGate.gate, serveHealthz: !controlPlane });
+  if (workerGate) await app.register(workerGateRoutes, { gate: workerGate.gate, token: workerGate.token, serveHealthz: !controlPlane });
 }

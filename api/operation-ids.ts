@@ -83,6 +83,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /control/dashboard': 'redirectToDashboard',
   'GET /dashboard': 'redirectShortPathToDashboard',
   'GET /favicon.ico': 'getFavicon',
+  'GET /gate-identity': 'gateProveIdentity',
   'POST /prepare-project': 'gatePrepareProject',
   'POST /dispatch': 'gateDispatch',
   'POST /runs/{run_id}/cancel': 'gateCancelRun',

@@ -1,5 +1,6 @@
 import type { WorkerTarget } from '../domain/lanes.ts';
 import type { OperationalTrace } from '../http/operational-trace.ts';
+import { randomToken, gateIdentityProven } from '../http/tokens.ts';
 
 /**
  * HTTP client of a worker gate (README "Worker gate"). Every call is bounded by a timeout and
@@ -138,6 +139,35 @@ export interface WorkerGateClient {
   dashboard(query?: { limit?: number; event_limit?: number }): Promise<WorkerGateResponse>;
 }
 
+/**
+ * Asks the gate to prove, with an HMAC of a fresh challenge keyed by the target's token, that it holds that token; throws
+ * unless it does. Every call that carries the token comes after it, so a process that took the gate's address (another
+ * program on the port) never receives the token.
+ */
+async function proveGateIdentity(
+  target: WorkerTarget,
+  options: { timeoutMs: number; trace?: { writer: OperationalTrace; target: string }; signal?: AbortSignal | undefined },
+): Promise<void> {
+  const challenge = randomToken();
+  const response = await gateRequest<unknown>(target.wake_gate_url, {
+    method: 'GET',
+    path: `gate-identity?challenge=${challenge}`,
+    timeoutMs: options.timeoutMs,
+    ...(options.trace ? { trace: options.trace } : {}),
+    signal: options.signal,
+  });
+  const proof = response.status === 200 && response.body && typeof response.body === 'object' ? (response.body as { proof?: unknown }).proof : undefined;
+  if (typeof proof === 'string' && gateIdentityProven(target.bearer_token, challenge, proof)) return;
+  const why = response.status !== 200 ? `answered ${response.status} to /gate-identity` : 'its proof does not match the token';
+  throw new WorkerGateError(
+    `${target.wake_gate_url} is not worker gate ${target.name}, or holds another token (${why}); its token was not sent. ` +
+      'Another program may be listening at that address: check the gate URL and port (README "Worker gate")',
+    response.status,
+    false,
+    response.body,
+  );
+}
+
 /** The dispatch script may have started the agent before it failed: running it again could start a second one. */
 const DISPATCH_SCRIPT_FAILURES: ReadonlySet<number> = new Set([502, 504]);
 const NOTHING: ReadonlySet<number> = new Set();
@@ -151,22 +181,35 @@ export function workerGateClient(target: WorkerTarget, options: { timeoutMs: num
   const token = target.bearer_token;
   const trace = options.trace ? { trace: { writer: options.trace, target: target.name } } : {};
   const traceAndSignal = { ...trace, signal: options.signal };
+  let identity: Promise<void> | undefined;
+  // Once per client: a failed proof is asked again on the next call, a passed one is kept.
+  const proven = async () => {
+    identity ??= proveGateIdentity(target, { timeoutMs: options.timeoutMs, ...traceAndSignal }).catch((error: unknown) => {
+      identity = undefined;
+      throw error;
+    });
+    await identity;
+  };
   return {
     async prepareProject(body) {
+      await proven();
       const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'prepare-project', token, body, timeoutMs: options.timeoutMs, ...traceAndSignal });
       return expectSuccess(target, '/prepare-project', response, NOTHING);
     },
     async dispatch(body) {
+      await proven();
       const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'dispatch', token, body, timeoutMs: options.timeoutMs, ...traceAndSignal });
       return expectSuccess(target, '/dispatch', response, DISPATCH_SCRIPT_FAILURES);
     },
-    cancelRun(runId) {
+    async cancelRun(runId) {
+      await proven();
       return gateRequest(base, { method: 'POST', path: `runs/${encodeURIComponent(runId)}/cancel`, token, timeoutMs: options.timeoutMs, ...traceAndSignal });
     },
     healthz() {
       return gateRequest(base, { method: 'GET', path: 'healthz', timeoutMs: options.timeoutMs, ...trace });
     },
-    dashboard(query = {}) {
+    async dashboard(query = {}) {
+      await proven();
       const params = new URLSearchParams();
       if (query.limit !== undefined) params.set('limit', String(query.limit));
       if (query.event_limit !== undefined) params.set('event_limit', String(query.event_limit));

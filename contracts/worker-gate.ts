@@ -102,6 +102,11 @@ export const OmxEventSchema = ControlPlaneEventSchema;
 /** @deprecated Use {@link ControlPlaneEvent}. */
 export type OmxEvent = ControlPlaneEvent;
 
+/** A caller's challenge to a worker gate; the gate proves it holds its token by answering it (README "Worker gate"). */
+export const GateIdentityQuerySchema = z.strictObject({
+  challenge: z.string().regex(/^[A-Za-z0-9_-]{22,128}$/, 'must be 22–128 URL-safe base64 characters'),
+});
+
 // Answers: closed, every field named (README "HTTP conventions", answers).
 
 const nullableInt = z.number().int().nullable();
@@ -112,6 +117,11 @@ export const GateHealthSchema = z.object({
   ready: z.boolean(),
   timestamp: z.string().optional(),
   detail: z.string().optional().describe('Why the gate is not ready'),
+});
+
+export const GateIdentitySchema = z.object({
+  service: z.literal('worker-gate'),
+  proof: z.string().describe('HMAC-SHA256, keyed by the gate\'s worker_wake_gate_bearer_token, of a fixed label and the challenge (base64url)'),
 });
 
 export const PrepareProjectResponseSchema = z.object({

@@ -36,3 +36,16 @@ const CALLBACK_FINGERPRINT_CONTEXT = 'research-control-plane completion_callback
  */
 export const callbackTokenFingerprint = (token: string) =>
   createHmac('sha256', token).update(CALLBACK_FINGERPRINT_CONTEXT).digest('hex').slice(0, 16);
+
+const GATE_IDENTITY_CONTEXT = 'research-control-plane worker gate identity v1';
+
+/**
+ * A worker gate's answer to a caller's challenge: an HMAC keyed by worker_wake_gate_bearer_token. Only a process that
+ * holds the token computes it, and the answer to one challenge tells nothing about the token or the next answer, so a
+ * caller learns that the gate is the one it means before sending it the token as a bearer.
+ */
+export const gateIdentityProof = (token: string, challenge: string) =>
+  createHmac('sha256', token).update(`${GATE_IDENTITY_CONTEXT}\0${challenge}`).digest('base64url');
+
+/** Whether `proof` answers `challenge` for `token`, compared in constant time. */
+export const gateIdentityProven = (token: string, challenge: string, proof: string) => tokensMatch(proof, gateIdentityProof(token, challenge));

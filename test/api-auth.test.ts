@@ -62,18 +62,21 @@ describe('authentication over the whole route table', () => {
         'GET /control/dashboard-v2/assets/:file',
         'GET /dashboard',
         'GET /favicon.ico',
+        'GET /gate-identity',
         'GET /healthz',
         'HEAD /control/dashboard',
         'HEAD /control/dashboard-v2',
         'HEAD /control/dashboard-v2/assets/:file',
         'HEAD /dashboard',
         'HEAD /favicon.ico',
+        'HEAD /gate-identity',
         'HEAD /healthz',
         'POST /control/api/session',
       ].sort(),
     );
     for (const { method, url: route } of publicRoutes()) {
-      const url = route.replace(':file', 'app.js');
+      // The gate's identity proof answers a challenge, which it requires.
+      const url = route === '/gate-identity' ? `${route}?challenge=${'c'.repeat(43)}` : route.replace(':file', 'app.js');
       const response = await t.app.inject({ method, url, payload: method === 'POST' ? { token: 'nope' } : undefined });
       // The login route is public but still checks the token it is given.
       if (url === '/control/api/session') expect(response.statusCode).toBe(401);

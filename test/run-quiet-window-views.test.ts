@@ -5,6 +5,7 @@ import { createControlClient } from '../api-client/index.ts';
 import { watchRun } from '../cli/watch.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
+import { gateIdentityProof } from '../http/tokens.ts';
 import { NO_WORKERS, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { launchChromium, openDashboard } from './support/browser.ts';
 
@@ -17,6 +18,7 @@ import { launchChromium, openDashboard } from './support/browser.ts';
  */
 
 const STAMP = '20261128T120000Z';
+const GATE_STAND_IN_TOKEN = 'gate-token-0123456789abcdef0123';
 const OVERDUE = `overdue-${STAMP}`;
 const FRESH = `fresh-${STAMP}`;
 const CPU_REASON = 'mean CPU 63% above threshold 20%';
@@ -37,13 +39,16 @@ let controlUrl: string;
 
 beforeAll(async () => {
   gate = createServer((request, response) => {
-    if (request.method === 'GET' && request.url?.startsWith('/dashboard/api')) {
+    if (request.method === 'GET' && request.url?.startsWith('/gate-identity')) {
+      const challenge = new URL(request.url, 'http://gate').searchParams.get('challenge') ?? '';
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ service: 'worker-gate', proof: gateIdentityProof(GATE_STAND_IN_TOKEN, challenge) }));
+    } else if (request.method === 'GET' && request.url?.startsWith('/dashboard/api')) {
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, runs: GATE_RUNS }));
     } else response.writeHead(404).end();
   });
   await new Promise<void>((resolve) => gate.listen(0, '127.0.0.1', resolve));
   const address = gate.address() as { port: number };
-  const target = (name: string) => [name, { name, wake_gate_url: `http://127.0.0.1:${address.port}`, bearer_token: 'gate-token-0123456789abcdef0123', role: 'gpu_worker' as const }] as const;
+  const target = (name: string) => [name, { name, wake_gate_url: `http://127.0.0.1:${address.port}`, bearer_token: GATE_STAND_IN_TOKEN, role: 'gpu_worker' as const }] as const;
   const targets = new Map([target('lane-a'), target('lane-b')]);
   t = await startTestApp({ dispatch: { ...NO_WORKERS, routing: { targets, workloadTargets: {}, defaultTarget: null } } });
   await t.store.transaction(async (tx) => {

@@ -12,11 +12,14 @@ import {
   DispatchSchema,
   GateDashboardSchema,
   GateHealthSchema,
+  GateIdentityQuerySchema,
+  GateIdentitySchema,
   PrepareProjectResponseSchema,
   PrepareProjectSchema,
   RunIdSchema,
 } from '../contracts/worker-gate.ts';
 import type { WorkerGate } from './worker-gate.ts';
+import { gateIdentityProof } from '../http/tokens.ts';
 
 const RunParamsSchema = z.strictObject({ run_id: RunIdSchema });
 
@@ -27,6 +30,8 @@ const DashboardQuerySchema = z.strictObject({
 
 export interface WorkerGateRouteOptions {
   gate: WorkerGate;
+  /** worker_wake_gate_bearer_token: the key of the gate's identity proof. */
+  token: string;
   /** False when the control plane shares the server and answers /healthz for both roles. */
   serveHealthz: boolean;
 }
@@ -43,7 +48,7 @@ const tags = ['worker-gate'];
  * The worker gate's routes (README "Worker gate"): its own token guards them, except the agents' event hook, which
  * takes the control API token.
  */
-export async function workerGateRoutes(instance: FastifyInstance, { gate, serveHealthz }: WorkerGateRouteOptions): Promise<void> {
+export async function workerGateRoutes(instance: FastifyInstance, { gate, token, serveHealthz }: WorkerGateRouteOptions): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   if (serveHealthz) {
     app.get(
@@ -55,6 +60,21 @@ export async function workerGateRoutes(instance: FastifyInstance, { gate, serveH
       },
     );
   }
+
+  // Public: a caller asks it before sending the token, so that a process that is not this gate never receives it.
+  app.get(
+    '/gate-identity',
+    {
+      config: { auth: 'public' },
+      schema: {
+        tags,
+        summary: 'Prove this is the gate holding the caller\'s token: an HMAC of the challenge keyed by it',
+        querystring: GateIdentityQuerySchema,
+        response: { 200: GateIdentitySchema, ...errorResponses(422) },
+      },
+    },
+    async (request) => ({ service: 'worker-gate' as const, proof: gateIdentityProof(token, request.query.challenge) }),
+  );
 
   app.post(
     '/prepare-project',

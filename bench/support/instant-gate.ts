@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { callbackTokenFingerprint } from '../../http/tokens.ts';
+import { callbackTokenFingerprint, gateIdentityProof } from '../../http/tokens.ts';
 
 /**
  * A worker gate whose agent finishes at once, for benchmarks of the control plane's run path. It answers what the
@@ -175,6 +175,10 @@ export class InstantGate {
     if (route === 'GET /healthz') {
       this.calls.healthz += 1;
       return this.send(response, 200, { ok: true, ready: true, service: 'bench-instant-gate' });
+    }
+    if (route === 'GET /gate-identity') {
+      const proof = gateIdentityProof(this.options.gateToken, url.searchParams.get('challenge') ?? '');
+      return this.send(response, 200, { service: 'worker-gate', proof });
     }
     if (request.headers.authorization !== `Bearer ${this.options.gateToken}`) {
       this.calls.unauthorized += 1;
