@@ -69,7 +69,7 @@ export async function dispatchRoutes(instance: FastifyInstance, deps: AppDeps): 
     tags: ['dispatch'],
     summary: 'What would be dispatched where (dry run, the default), or a live dispatch',
     body: DispatchNextBody,
-    response: { 200: DispatchNextAnswer, ...errorResponses(401, 403, 409, 422, 501, 502, 504) },
+    response: { 200: DispatchNextAnswer, ...errorResponses(401, 403, 409, 422, 501, 502, 503, 504) },
   };
   app.post('/control/dispatch-next', { config: { auth: 'control' }, schema }, async (request) => {
     const started = performance.now();

@@ -9,8 +9,9 @@ import {
   type Client,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { CancelledFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { RunLauncher } from '../services/run-launcher.ts';
+import { ApplicationFailure, CancelledFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { RunLedgerFailedError, type RunLauncher } from '../services/run-launcher.ts';
+import { RUN_LEDGER_FAILED, runLedgerFailureDetails } from '../domain/run-failures.ts';
 import { workflowIdForRun } from '../domain/run-state.ts';
 import {
   dispatchOutcomeUpdate,
@@ -49,13 +50,19 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
 
   /**
    * The outcome of a workflow that closed without answering the update (a canceled run closes at once): read from its
-   * result. Null when the wait runs out first.
+   * result. Null when the wait runs out first. A run that failed because its ledger could not record a step throws
+   * RunLedgerFailedError, naming the step.
    */
-  async function outcomeFromResult(handle: RunHandle, deadline: number): Promise<DispatchOutcome | null> {
+  async function outcomeFromResult(runId: string, deadline: number): Promise<DispatchOutcome | null> {
+    const handle = handleOf(runId);
     try {
       return (await client.withDeadline(deadline, () => handle.result())).dispatch;
     } catch (error) {
       if (error instanceof WorkflowFailedError && error.cause instanceof CancelledFailure) return CANCELED_OUTCOME;
+      if (error instanceof WorkflowFailedError && error.cause instanceof ApplicationFailure && error.cause.type === RUN_LEDGER_FAILED) {
+        const details = runLedgerFailureDetails(error.cause.details);
+        throw new RunLedgerFailedError({ run_id: runId, workflow_id: handle.workflowId }, details ?? { step: null, reason: error.cause.message });
+      }
       if (Date.now() >= deadline || isWaitOver(error)) return null;
       throw error;
     }
@@ -87,14 +94,14 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
           const handle = await start.workflowHandle().catch((startError: unknown) => startError);
           if (handle instanceof WorkflowExecutionAlreadyStartedError) {
             // Attaching to a run whose workflow has closed: its outcome is in its result.
-            if (options.attach) return { started: true, workflow_id: workflowId, outcome: await outcomeFromResult(handleOf(input.run_id), deadline) };
+            if (options.attach) return { started: true, workflow_id: workflowId, outcome: await outcomeFromResult(input.run_id, deadline) };
             return { started: false, reason: `run ${input.run_id} was already started by another dispatch` };
           }
           // Whether the start went through is unknown only when the wait ran out before the server answered; the run
           // may then be on its way, as with any run whose outcome is late.
           if (handle instanceof Error && !isWaitOver(handle)) throw handle;
           if (Date.now() >= deadline || isWaitOver(error)) return { started: true, workflow_id: workflowId, outcome: null };
-          return { started: true, workflow_id: workflowId, outcome: await outcomeFromResult(handleOf(input.run_id), deadline) };
+          return { started: true, workflow_id: workflowId, outcome: await outcomeFromResult(input.run_id, deadline) };
         }
       }
     },

@@ -65,3 +65,17 @@ export function isRejectedWrite(sqlState: unknown): boolean {
 
 /** The run workflow's own failure when a ledger step cannot be recorded (its retries ran out or cannot help). */
 export const RUN_LEDGER_FAILED = 'RunLedgerFailed';
+
+/** What a RunLedgerFailed failure carries: the step that could not be recorded, and why. */
+export interface RunLedgerFailureDetails {
+  step: string;
+  reason: string;
+}
+
+/** Reads a RunLedgerFailed failure's details; a failure recorded before they were attached reads as null. */
+export function runLedgerFailureDetails(details: readonly unknown[] | null | undefined): RunLedgerFailureDetails | null {
+  const first = details?.[0];
+  if (typeof first !== 'object' || first === null) return null;
+  const { step, reason } = first as { step?: unknown; reason?: unknown };
+  return typeof step === 'string' && typeof reason === 'string' ? { step, reason } : null;
+}

@@ -1,4 +1,5 @@
 import type { DispatchOutcome, RunCallback, RunWorkflowInput } from '../workflows/messages.ts';
+import { CommandRefusedError } from './command-errors.ts';
 
 export type StartedRun = { started: false; reason: string } | { started: true; workflow_id: string; outcome: DispatchOutcome | null };
 
@@ -16,4 +17,21 @@ export interface RunLauncher {
   cancelRun(runId: string, waitMs: number): Promise<'canceled' | 'closed' | 'pending'>;
   /** The run's page in the Temporal UI, when the UI address is known. */
   workflowUiUrl(runId: string): string | null;
+}
+
+/**
+ * A run whose workflow failed because the ledger could not record one of its steps (RunLedgerFailed: the database is
+ * down past the step's retries, or refuses the write). The caller waiting for its dispatch outcome gets 503 naming the
+ * step; the ledger keeps the run's last recorded state.
+ */
+export class RunLedgerFailedError extends CommandRefusedError {
+  constructor(ids: { run_id: string; workflow_id: string }, failure: { step: string | null; reason: string }) {
+    const step = failure.step ? `its ${failure.step} step` : 'a step';
+    super(503, {
+      message: `the ledger could not record ${step} of run ${ids.run_id} (${failure.reason}); the run keeps its last recorded state, and a cancel frees its lane`,
+      step: failure.step,
+      ...ids,
+    });
+    this.name = 'RunLedgerFailedError';
+  }
 }

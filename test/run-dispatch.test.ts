@@ -404,6 +404,26 @@ describe('live dispatch', () => {
     expect(observation.rows).toEqual([{ ok: false, target: 'down' }]);
   });
 
+  it('answers 503 naming the step when the ledger refuses a step of the run, and the item stays queued', { timeout: 60_000 }, async () => {
+    await seed('ledger-refused', 'down');
+    // The database refuses this project's run row, as a constraint would: the claim can never be recorded.
+    await store.query(`CREATE FUNCTION refuse_test_run() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test' USING ERRCODE = '23514'; END $$`);
+    await store.query(`CREATE TRIGGER refuse_test_run BEFORE INSERT ON runs FOR EACH ROW WHEN (NEW.project_id = 'ledger-refused') EXECUTE FUNCTION refuse_test_run()`);
+    try {
+      const live = await dispatchNext({ dry_run: false });
+      expect(live.status, JSON.stringify(live.body)).toBe(503);
+      const runId = live.body.detail.run_id as string;
+      expect(runId).toMatch(/^ledger-refused-\d{8}T\d{6}Z$/);
+      expect(live.body.detail).toMatchObject({ step: 'claim', workflow_id: `run:${runId}` });
+      expect(live.body.detail.message).toMatch(/could not record its claim step of run .*refused by the test/);
+      expect(await runRow(runId)).toBeUndefined();
+      expect(await queueItem('ledger-refused')).toMatchObject({ status: 'queued' });
+    } finally {
+      await store.query('DROP TRIGGER refuse_test_run ON runs');
+      await store.query('DROP FUNCTION refuse_test_run()');
+    }
+  });
+
   it('answers 502 for a failed dispatch, gives up after the third failure in a row, and requeue starts over', { timeout: 120_000 }, async () => {
     await seed('fail-one', 'fail', { scenario: 'bad-json' });
     const runIds: string[] = [];

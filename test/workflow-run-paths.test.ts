@@ -11,6 +11,7 @@ import { ensureSearchAttributes } from '../bin/runtime/search-attributes.ts';
 import { loadWorkflowBundle } from '../bin/runtime/workflow-bundle.ts';
 import { WORKFLOWS_ON_MAIN_THREAD } from '../bin/runtime/temporal-runtime.ts';
 import { temporalRunLauncher } from '../clients/run-workflows.ts';
+import { RunLedgerFailedError } from '../services/run-launcher.ts';
 import type { CallbackEventType } from '../domain/gate.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { RUN_LEDGER_FAILED } from '../domain/run-failures.ts';
@@ -344,9 +345,15 @@ describe('a ledger that refuses every write', () => {
         activities: createActivities({ store: readOnlyStore, settings, papers: deterministicPaperSettings() }),
       });
       const started = readOnlyWorker.runUntil(temporalRunLauncher(client, { taskQueue, namespace: 'default' }).startRun(input, 30_000));
-      const failure = await started.then(() => undefined, (error: unknown) => error as { cause?: unknown });
-      expect(failure?.cause).toBeInstanceOf(ApplicationFailure);
-      expect(failure?.cause).toMatchObject({ type: RUN_LEDGER_FAILED, message: `run ${input.run_id}: claim could not be recorded: the store is read-only (control_plane_store_backend is pg_readonly)` });
+      // The caller waiting for the outcome hears which step the ledger could not record, and why.
+      const failure = await started.then(() => undefined, (error: unknown) => error);
+      expect(failure).toBeInstanceOf(RunLedgerFailedError);
+      expect(failure).toMatchObject({ status: 503, detail: { step: 'claim', run_id: input.run_id, workflow_id: workflowIdForRun(input.run_id) } });
+      expect((failure as RunLedgerFailedError).detail).toMatchObject({ message: expect.stringContaining('claim step of run') });
+      expect((failure as RunLedgerFailedError).detail).toMatchObject({ message: expect.stringContaining('the store is read-only (control_plane_store_backend is pg_readonly)') });
+      const closed = await client.workflow.getHandle(workflowIdForRun(input.run_id)).result().then(() => undefined, (error: unknown) => error as { cause?: unknown });
+      expect(closed?.cause).toBeInstanceOf(ApplicationFailure);
+      expect(closed?.cause).toMatchObject({ type: RUN_LEDGER_FAILED, message: `run ${input.run_id}: claim could not be recorded: the store is read-only (control_plane_store_backend is pg_readonly)` });
       expect(await runRow(input.run_id)).toBeUndefined();
       expect(await queueItem(input.project_id)).toMatchObject({ status: 'queued' });
     } finally {

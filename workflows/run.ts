@@ -15,7 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { RunActivities, TransitionOutcome } from '../activities/runs.ts';
-import { GATE_NON_RETRYABLE, gateFailureDetails, LEDGER_NON_RETRYABLE, RUN_LEDGER_FAILED } from '../domain/run-failures.ts';
+import { GATE_NON_RETRYABLE, gateFailureDetails, LEDGER_NON_RETRYABLE, RUN_LEDGER_FAILED, type RunLedgerFailureDetails } from '../domain/run-failures.ts';
 import { CALLBACK_TRANSITIONS, type RunTransition } from '../domain/run-state.ts';
 import type { TransitionDetail } from '../store/runs.ts';
 import {
@@ -212,6 +212,8 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
         type: RUN_LEDGER_FAILED,
         message: `run ${runId}: ${step} could not be recorded: ${cause.message}`,
         nonRetryable: true,
+        // The step, for the dispatch call still waiting (clients/run-workflows.ts): the workflow's failure is its answer.
+        details: [{ step, reason: cause.message } satisfies RunLedgerFailureDetails],
         cause: error,
       });
     }
