@@ -101,6 +101,45 @@ async function seedRunsAndPapers(): Promise<void> {
   });
 }
 
+/** An unbroken run of characters, as ids, paths and error texts have: it cannot wrap at a space. */
+const unbroken = (prefix: string, length: number) => `${prefix}${'x'.repeat(length - prefix.length)}`;
+/** A project whose id is as long as a run id allows, so its run's id is one long word. */
+const LONG_PROJECT = unbroken('narrow-screen-', 110);
+const LONG_RUN = `${LONG_PROJECT}-${stamp(200)}`;
+const LONG_PAPER = `${LONG_PROJECT}:${LONG_RUN}:draft`;
+
+/** A run (without a queue item, so the queue's counts stay as seeded) whose id, error, question, evidence and paper are long. */
+async function seedLongRun(): Promise<void> {
+  await store.transaction(async (tx) => {
+    await insertProject(tx, { project_id: LONG_PROJECT, project_name: unbroken('A-project-name-', 120), project_dir: LONG_PROJECT, workload_class: 'unknown' });
+    await tx.query(
+      `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, question, decision, decision_summary, evidence, last_error, created_at, finished_at)
+       VALUES ($1, $2, $3, 'gate_error', $4, 'http://127.0.0.1:9', 'unknown', $5, $6, 'finalize_positive', $7, $8::jsonb, $9, $10, $10)`,
+      [
+        LONG_RUN,
+        LONG_PROJECT,
+        `run:${LONG_RUN}`,
+        unbroken('lane-', 80),
+        unbroken('requested-by-', 80),
+        `Which baseline? ${unbroken('question-', 200)}`,
+        `The agent says: ${unbroken('summary-', 240)}`,
+        JSON.stringify({ run_notes: true, decision_file: true, results_json_files: 1, note: unbroken('note-', 200), files: [`results/${'deeply/'.repeat(30)}metrics.json`] }),
+        `dispatch failed: ${unbroken('ECONNREFUSED-', 300)} (after 3 tries)`,
+        at(200),
+      ],
+    );
+    await tx.query(
+      `INSERT INTO papers (paper_id, project_id, run_id, paper_status, review_status, rank_score, rank_reasons, title)
+       VALUES ($1, $2, $3, 'draft_review', 'in_review', 1, $4::jsonb, $5)`,
+      [LONG_PAPER, LONG_PROJECT, LONG_RUN, JSON.stringify([unbroken('a-reason-', 160)]), `A title that will not wrap: ${unbroken('title-', 160)}`],
+    );
+    await tx.query(
+      `INSERT INTO audit_events (entity_type, entity_id, event_type, payload, actor) VALUES ('run', $1, 'run.failed', $2::jsonb, $3)`,
+      [LONG_RUN, JSON.stringify({ error: unbroken('error-', 400) }), unbroken('actor-', 80)],
+    );
+  });
+}
+
 /** Candidates with every admission decision, through the real import command. */
 async function seedCandidates(): Promise<void> {
   const factors = (value: number) => ({ novelty: value, feasibility: value, accessibility: value, falsifiability: value });
@@ -133,6 +172,7 @@ beforeAll(async () => {
   api = controlClient(fixture.url);
   await seedQueue();
   await seedRunsAndPapers();
+  await seedLongRun();
   await seedCandidates();
   tab = await openDashboard(browser, fixture.url);
   await tab.signIn(CONTROL_TOKEN);
@@ -395,16 +435,70 @@ describe('every panel is usable', () => {
     }
   });
 
-  it('fits a narrow screen: nothing wider than the viewport but the tables, which scroll in place', { timeout: 60_000 }, async () => {
+  it('fits a narrow screen: every panel and page no wider than 390 px (only tables scroll, in place), every panel in the nav in view', { timeout: 120_000 }, async () => {
     const narrow = await openDashboard(browser, fixture.url, { viewport: { width: 390, height: 844 } });
+    /** The page's width, and what sticks out past the viewport (outside a table's own scroller) to name in a failure. */
+    const widths = () =>
+      inPage<{ page: number; viewport: number; wide: string[] }>(
+        narrow.page,
+        `(() => {
+          const viewport = window.innerWidth;
+          const wide = [...document.querySelectorAll('body *')]
+            .filter((el) => el.getBoundingClientRect().right > viewport + 0.5 && !el.parentElement.closest('.table-wrap, pre'))
+            .slice(0, 5)
+            .map((el) => el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).replaceAll(' ', '.') : '') + ' ' + Math.round(el.getBoundingClientRect().right) + 'px');
+          return { page: document.documentElement.scrollWidth, viewport, wide };
+        })()`,
+      );
+    const fits = async (what: string) => {
+      const measured = await widths();
+      expect(measured.viewport).toBe(390);
+      expect(measured.page, `${what} is ${measured.page} px wide: ${measured.wide.join(', ')}`).toBeLessThanOrEqual(measured.viewport);
+    };
     try {
       await narrow.signIn(CONTROL_TOKEN);
+      // Every panel's nav entry is on screen, whole: the nav wraps rather than hiding entries in a scroller.
+      const navLinks = narrow.page.locator('#nav a');
+      expect(await navLinks.count()).toBe(PANELS.length);
+      for (const link of await navLinks.all()) {
+        expect(await link.isVisible(), await link.innerText()).toBe(true);
+        const box = (await link.boundingBox())!;
+        expect(box.x, await link.innerText()).toBeGreaterThanOrEqual(0);
+        expect(box.x + box.width, await link.innerText()).toBeLessThanOrEqual(390);
+      }
+      expect(await inPage(narrow.page, `(() => { const nav = document.getElementById('nav'); return nav.scrollWidth <= nav.clientWidth; })()`), 'the nav hides entries in a scroller').toBe(true);
+
       for (const route of PANELS) {
         await narrow.open(route);
         await narrow.page.locator('main table:visible, main .empty:visible').first().waitFor();
-        const widths = await inPage<{ page: number; viewport: number }>(narrow.page, '({ page: document.documentElement.scrollWidth, viewport: window.innerWidth })');
-        expect(widths.page, route).toBeLessThanOrEqual(widths.viewport);
+        await narrow.settled();
+        await fits(route);
       }
+      // The pages with the longest words: a run and a paper whose ids, error, question, evidence and title are long.
+      await narrow.open(`#/runs/${encodeURIComponent(LONG_RUN)}`);
+      await narrow.page.locator('main .error-text').waitFor();
+      await narrow.settled();
+      await fits('the run page');
+      await narrow.screenshot('run-detail-narrow');
+      await narrow.open(`#/papers/${encodeURIComponent(LONG_PAPER)}`);
+      await narrow.page.locator('main .paper-title').waitFor();
+      await narrow.settled();
+      await fits('the paper page');
+      await narrow.open(`#/queue/all/${encodeURIComponent(LONG_PROJECT)}`);
+      await narrow.settled();
+      await fits('the queue searched by a long project id');
+      // The states a person opens: a candidate's detail and a dry run's preview.
+      await narrow.open('#/research');
+      await narrow.card('Candidates').getByRole('button', { name: 'Details' }).first().click();
+      await narrow.card('Candidates').locator('.candidate-detail').waitFor();
+      await narrow.settled();
+      await fits('a candidate\'s detail');
+      await narrow.open('#/queue');
+      await narrow.card('Dispatch the next item').getByRole('button', { name: 'Dry run' }).click();
+      await narrow.card('Dispatch the next item').locator('.preview').waitFor();
+      await narrow.settled();
+      await fits('the dispatch preview');
+
       await narrow.open('#/overview');
       await narrow.page.locator('.lane-card').first().waitFor();
       await narrow.screenshot('overview-narrow');
