@@ -197,7 +197,19 @@ describe('the queue pump', () => {
     expect(failed.rows).toEqual([{ payload: expect.objectContaining({ from: 'draft_generating', to: 'eligible', error: `its workflow paper:${paperId} closed (terminated) without finishing the draft` }) }]);
 
     await waitUntil('the paper to be drafted again', async () => ((await paperStatus()) === 'draft_review' ? true : undefined), 30_000, 200);
-    maybeSaveHistory('pump-swept.pump-paper-step-sweep', await fetchRunHistory(swept.entity_id));
+
+    // The tick that swept also started the draft-next, whose id names the task queue, which a replay renames: the
+    // fixture is a later tick that started nothing, and records the same commands for its sweep.
+    const client = new Client({ connection });
+    const query = `WorkflowType = 'queuePumpWorkflow' AND TaskQueue = '${stack.cpFixture.taskQueue}' AND ExecutionStatus = 'Completed' AND StartTime > '${new Date().toISOString()}'`;
+    const idleTick = await waitUntil('a completed tick that started no child', async () => {
+      for await (const info of client.workflow.list({ query })) {
+        const history = await fetchRunHistory(info.workflowId);
+        if (!history.events?.some((event) => event.startChildWorkflowExecutionInitiatedEventAttributes)) return history;
+      }
+      return undefined;
+    }, 30_000, 500);
+    maybeSaveHistory('pump-idle.pump-paper-step-sweep', idleTick);
   });
 
   it('is paused when a restart finds queue_pump_enabled false, and then dispatches nothing', { timeout: 90_000 }, async () => {
