@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { dispatchRouteOf } from '../domain/lanes.ts';
+import { dispatchRouteOf, resolveLane } from '../domain/lanes.ts';
 import { runIdFor } from '../domain/run-state.ts';
-import { countActiveItems, nextDispatchCandidate } from '../store/dispatch-candidates.ts';
+import { busyLanes, countActiveItems, nextDispatchCandidate, queuedItemRoutes } from '../store/dispatch-candidates.ts';
 import { readFlags } from '../store/flags.ts';
 import { leasedLanes, releaseLaneLease, renewLaneLease, takeLaneLease } from '../store/lane-leases.ts';
 import { lanesMissingOnSomeReplica } from '../store/replicas.ts';
@@ -108,11 +108,38 @@ async function unavailableLanes(store: Store, settings: DispatchSettings): Promi
   return { all: new Set([...leased, ...notEverywhere]), notEverywhere };
 }
 
-/** Why nothing was dispatched, naming the lanes held back because not every replica knows them. */
-function noopReason(settings: DispatchSettings, notEverywhere: Set<string>): string {
-  if (settings.routing.targets.size === 0) return 'no worker target is configured';
-  const held = notEverywhere.size > 0 ? `; not every control-plane replica has configured ${[...notEverywhere].sort().join(', ')} yet` : '';
-  return `no queued item is eligible on an idle lane${held}`;
+const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
+
+/**
+ * Why nothing was dispatched (README "Runs", noop): an empty queue, items waiting for review, items no lane takes
+ * (naming the lane they lack), each lane the queued items wait for and why it is not idle, and live dispatch off.
+ */
+async function noopReason(store: Store, settings: DispatchSettings, unavailable: { all: Set<string>; notEverywhere: Set<string> }): Promise<string> {
+  const liveOff = settings.liveDispatchEnabled ? [] : ['live dispatch is off (live_dispatch_enabled is false)'];
+  if (settings.routing.targets.size === 0) return ['no worker target is configured (set worker_wake_gate_url or worker_targets)', ...liveOff].join('; ');
+  const [routes, busy] = await Promise.all([queuedItemRoutes(store), busyLanes(store)]);
+  const reasons: string[] = [];
+  const eligible = routes.filter((route) => !route.manual_review_required);
+  const inReview = routes.filter((route) => route.manual_review_required).reduce((sum, route) => sum + route.count, 0);
+  if (eligible.length === 0) reasons.push('the queue holds no queued item (promote a candidate to queue one)');
+  if (inReview > 0) reasons.push(`${plural(inReview, 'queued item waits', 'queued items wait')} for manual review`);
+  const laneless = new Map<string, number>();
+  const waiting = new Map<string, number>();
+  for (const route of eligible) {
+    const lane = resolveLane(route, settings.routing);
+    const [map, key] = lane.ok ? [waiting, lane.target.name] : [laneless, lane.reason];
+    map.set(key, (map.get(key) ?? 0) + route.count);
+  }
+  for (const [reason, count] of laneless) reasons.push(`${plural(count, 'queued item has', 'queued items have')} no lane: ${reason}`);
+  for (const [lane, count] of waiting) {
+    const why = busy.has(lane)
+      ? ', which is busy with a run'
+      : unavailable.notEverywhere.has(lane)
+        ? `: not every control-plane replica has configured ${lane} yet`
+        : ', which another dispatch call holds';
+    reasons.push(`${plural(count, 'queued item waits', 'queued items wait')} for lane ${lane}${why}`);
+  }
+  return `no queued item is eligible on an idle lane: ${[...reasons, ...liveOff].join('; ')}`;
 }
 
 /**
@@ -211,7 +238,7 @@ async function dispatchOnce(deps: DispatchDeps, body: DispatchNextRequest, befor
   // A dry run only looks; a live call leases the lane it will dispatch to (and may move on to another idle one).
   const leased = body.dry_run ? { next: first, holder: null } : await leaseCandidate(deps, first);
   const next = leased?.next;
-  if (!next) return answer('noop', noopReason(settings, unavailable.notEverywhere), { candidate: null, dispatch_route: null });
+  if (!next) return answer('noop', await noopReason(deps.store, settings, unavailable), { candidate: null, dispatch_route: null });
   const target = settings.routing.targets.get(next.lane)!;
   const candidate = candidateView(next.item);
   const route = dispatchRouteOf(target);
@@ -385,7 +412,7 @@ export async function selectDispatch(deps: Pick<DispatchDeps, 'store' | 'setting
   if (flags.queue_paused) return { action: 'paused', reason: 'the queue is paused' };
   const unavailable = await unavailableLanes(store, settings);
   const next = await nextDispatchCandidate(store, settings.routing, unavailable.all);
-  if (!next) return { action: 'noop', reason: noopReason(settings, unavailable.notEverywhere) };
+  if (!next) return { action: 'noop', reason: await noopReason(store, settings, unavailable) };
   const target = settings.routing.targets.get(next.lane)!;
   const runId = request.dry_run ? runIdFor(next.item.project_id, new Date()) : await freshRunId(store, next.item.project_id);
   return {

@@ -3,6 +3,7 @@ import { ACTIVE_QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
 import { sqlParams, type SqlParams } from './sql-params.ts';
 import type { Queryable } from './store.ts';
+import type { WorkloadClass } from '../domain/workload.ts';
 
 /**
  * The next item to dispatch (README "Runs"): queued, not flagged, routed to a configured worker target whose lane is
@@ -101,4 +102,20 @@ export async function countActiveItems(q: Queryable): Promise<number> {
     [...ACTIVE_QUEUE_STATUSES],
   ]);
   return result.rows[0]!.count;
+}
+
+export interface QueuedItemRoute {
+  machine_target: string | null;
+  workload_class: WorkloadClass;
+  manual_review_required: boolean;
+  count: number;
+}
+
+/** The queued items counted by what routes them (README "Runs": why a dispatch found nothing). */
+export async function queuedItemRoutes(q: Queryable): Promise<QueuedItemRoute[]> {
+  const result = await q.query<QueuedItemRoute>(
+    `SELECT machine_target, workload_class, manual_review_required, count(*)::int AS count
+       FROM queue_items WHERE status = 'queued' GROUP BY 1, 2, 3 ORDER BY 1 NULLS FIRST, 2, 3`,
+  );
+  return result.rows;
 }
