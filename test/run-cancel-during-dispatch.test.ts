@@ -6,7 +6,7 @@ import { fetchRunHistory, maybeSaveHistory, patchMarkers } from './support/histo
 import { ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 import { SlowGate } from './support/slow-gate.ts';
 
-// expected duration: ~25 s
+// expected duration: ~35 s
 
 /**
  * A cancel while the run's dispatch is still on its way to the worker gate (README "Runs"): a control plane process
