@@ -86,11 +86,15 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
     /** The next candidates of a draft-next (workflows/paper-draft-next.ts), read afresh on a retry: it starts nothing. */
     selectDraftCandidates: (request: DraftCandidatesRequest): Promise<DraftCandidates> => selectDraftCandidates({ store, settings }, request.force, request.up_to, request.exclude),
 
-    /** Copies the evidence from the worker when evidence sync is on, then checks the control plane's copy of it. */
-    async gatherPaperEvidence(ref: PaperRef): Promise<GatheredEvidence> {
+    /**
+     * Copies the evidence from the worker when evidence sync is on, then checks the control plane's copy of it. The file
+     * steps heartbeat throughout, hashing included: the workflow gives them a heartbeat timeout (workflows/paper.ts),
+     * and large evidence takes longer to hash than that.
+     */
+    gatherPaperEvidence: (ref: PaperRef): Promise<GatheredEvidence> => heartbeating(async () => {
       const { project } = await subjectOf(ref);
       const target = { project_root: settings.projectRoot, project_dir: project.project_dir };
-      const sync = settings.evidenceSync ? await heartbeating(() => syncEvidence(settings.evidenceSync!, target)) : null;
+      const sync = settings.evidenceSync ? await syncEvidence(settings.evidenceSync, target) : null;
       const read = await readEvidence(settings.projectRoot, project.project_dir, { secrets });
       if (read.secrets.length > 0) {
         const reason = await hold(ref, 'paper_step', read.secrets);
@@ -99,10 +103,10 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
       // Over its caps on the worker, the evidence is missing even where an older copy of it is here.
       if (sync?.over_cap) return { complete: false, project_path: read.project_path, missing: [sync.error ?? 'the evidence is over its cap'], evidence_sync: sync };
       return { complete: read.complete, project_path: read.project_path, missing: read.missing, evidence_sync: sync };
-    },
+    }),
 
     /** Writes the draft with the configured writer and stores its files. A hosted writer's failure without fallback is final. */
-    async writePaperDraft(ref: PaperRef): Promise<WrittenDraftRecord> {
+    writePaperDraft: (ref: PaperRef): Promise<WrittenDraftRecord> => heartbeating(async () => {
       const { run, project } = await subjectOf(ref);
       const read = await readEvidence(settings.projectRoot, project.project_dir, { secrets });
       // The bytes read here are the ones the writer is given: checked again, as a file may have changed since the
@@ -112,14 +116,13 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
       const evidence = draftEvidenceOf(read, { ...run, project_name: project.project_name });
       const inRequest = secrets.find(JSON.stringify(evidence));
       if (inRequest.length > 0) await refuseSecrets(ref, 'writer_request', [{ file: 'the run record (decision and its summary)', secrets: inRequest }]);
-      const written = await heartbeating(async () => {
-        try {
-          return await writePaper(settings.writer, evidence, Context.current().cancellationSignal);
-        } catch (error) {
-          if (error instanceof PaperWriterFailedError) throw ApplicationFailure.nonRetryable(error.message, PAPER_FAILURE_TYPES.writerFailed);
-          throw error;
-        }
-      });
+      let written;
+      try {
+        written = await writePaper(settings.writer, evidence, Context.current().cancellationSignal);
+      } catch (error) {
+        if (error instanceof PaperWriterFailedError) throw ApplicationFailure.nonRetryable(error.message, PAPER_FAILURE_TYPES.writerFailed);
+        throw error;
+      }
       // Each file's sha256 goes into the draft record: a package carries exactly these bytes or is refused.
       const evidenceSummary = { sha256: read.sha256, files: read.found, file_hashes: read.hashes.map(({ path, sha256, bytes }) => ({ path, sha256, bytes })), decision: evidence.decision };
       const stored = await storeDraft(settings.stateDir, ref.paper_id, written, evidenceSummary);
@@ -132,10 +135,10 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
         draft_artifacts: stored.artifacts,
         evidence_summary: evidenceSummary,
       };
-    },
+    }),
 
     /** The automated checklist, judged on the draft as stored (read back from disk) against the results files it was written from. */
-    async judgePaperDraft(input: PaperRef & { draft: WrittenDraftRecord }): Promise<{ judgements: ChecklistJudgement[]; passed: boolean }> {
+    judgePaperDraft: (input: PaperRef & { draft: WrittenDraftRecord }): Promise<{ judgements: ChecklistJudgement[]; passed: boolean }> => heartbeating(async () => {
       const { project } = await subjectOf(input);
       const paper = input.draft.draft_artifacts.find((artifact) => artifact.path.endsWith(`/${DRAFT_FILES.paper}`));
       const markdown = paper ? await readDraftArtifact(settings.stateDir, paper) : null;
@@ -149,7 +152,7 @@ export function createPaperActivities(deps: { store: Store; papers: PaperSetting
       if (change) throw ApplicationFailure.nonRetryable(`the evidence the draft was written from is no longer there: ${change}`, PAPER_FAILURE_TYPES.evidenceMissing, [change]);
       const judgements = judgeDraft({ markdown, title: input.draft.title, abstract: input.draft.abstract, results: resultValues(read.files.results) });
       return { judgements, passed: automatedChecklistPassed(judgements) };
-    },
+    }),
 
     startPaperStep: (step: StepRef) => drafts.startStep(step),
 

@@ -25,7 +25,7 @@ export function createPumpActivities(deps: PumpDeps) {
     pumpFollowup: (tickId: string) => heartbeating(() => pumpFollowup(deps, tickId)),
     pumpPlanPaperDraft: () => heartbeating(() => pumpPlanPaperDraft(deps)),
     pumpSweepPaperSteps: (tickId: string) => heartbeating(() => pumpSweepPaperSteps(deps, tickId)),
-    pumpRecordStep: (tickId: string, step: PumpStep) => pumpRecordStep(deps, tickId, step),
+    pumpRecordStep: (tickId: string, step: PumpStep) => heartbeating(() => pumpRecordStep(deps, tickId, step)),
     // The dispatch and paper steps of ticks started before the child-workflows patch (workflows/patches.ts).
     pumpDispatch: (tickId: string) => heartbeating(() => pumpDispatch(deps, tickId)),
     pumpPaperDraft: (tickId: string) => heartbeating(() => pumpPaperDraft(deps, tickId)),

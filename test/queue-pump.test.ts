@@ -212,6 +212,29 @@ describe('the queue pump', () => {
     maybeSaveHistory('pump-idle.pump-paper-step-sweep', idleTick);
   });
 
+  it('completes a tick whose record step waits longer than the heartbeat timeout on a slow database', { timeout: 120_000 }, async () => {
+    // The database takes 25 s to record this project's dispatch step: past the step's heartbeat timeout (10 s) twice.
+    await stack.store.query(`CREATE FUNCTION slow_pump_record() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(25); RETURN NEW; END $$`);
+    await stack.store.query(
+      `CREATE TRIGGER slow_pump_record BEFORE INSERT ON audit_events FOR EACH ROW
+       WHEN (NEW.event_type = 'queue_pump.dispatch' AND NEW.payload->>'run_id' LIKE 'pumped-slow-%') EXECUTE FUNCTION slow_pump_record()`,
+    );
+    try {
+      await stack.seed('pumped-slow', { projectName: 'Pumped slow', lane: 'pumpB', scenario: { scenario: 'normal' } });
+      const run = await runOf('pumped-slow');
+      const tickId = await waitUntil('the recorded dispatch step', async () => {
+        const rows = await stack.store.query<{ entity_id: string }>(`SELECT entity_id FROM audit_events WHERE event_type = 'queue_pump.dispatch' AND payload->>'run_id' = $1`, [run.run_id]);
+        return rows.rows[0]?.entity_id;
+      }, 60_000, 500);
+      // The step heartbeats while it waits, so its one attempt stands and the tick completes with it.
+      const report = await new Client({ connection }).workflow.getHandle(tickId).result();
+      expect(report.steps).toContainEqual(expect.objectContaining({ step: 'dispatch', action: 'dispatch_started', run_id: run.run_id }));
+    } finally {
+      await stack.store.query('DROP TRIGGER slow_pump_record ON audit_events');
+      await stack.store.query('DROP FUNCTION slow_pump_record()');
+    }
+  });
+
   it('is paused when a restart finds queue_pump_enabled false, and then dispatches nothing', { timeout: 90_000 }, async () => {
     const config = JSON.parse(await readFile(stack.cpFixture.configPath, 'utf8')) as Record<string, unknown>;
     await writeFile(stack.cpFixture.configPath, JSON.stringify({ ...config, queue_pump_enabled: false }));
