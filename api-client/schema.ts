@@ -2768,6 +2768,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -2780,6 +2784,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -3157,6 +3166,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -3168,6 +3181,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -3580,6 +3598,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -3591,6 +3613,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -4019,6 +4046,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -4030,6 +4061,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -4422,6 +4458,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -4433,6 +4473,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -4950,6 +4995,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -4961,6 +5010,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -5336,6 +5390,10 @@ export interface operations {
                             /** @description Of the evidence files together */
                             sha256: string;
                         } | null;
+                        /** @description A corpus import is recorded for the paper */
+                        imported: boolean;
+                        /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                        operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                         paper_id: string;
                         /** @enum {string} */
                         paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -5348,6 +5406,11 @@ export interface operations {
                         rewrite_count: number;
                         rewritten_at: string | null;
                         run_id: string;
+                        /**
+                         * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                         * @enum {string}
+                         */
+                        stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                         title: string | null;
                         updated_at: string;
                         writer: ("deterministic" | "hosted") | null;
@@ -6127,6 +6190,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -6138,6 +6205,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -6830,6 +6902,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -6841,6 +6917,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -7340,6 +7421,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -7352,6 +7437,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -7729,6 +7819,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -7740,6 +7834,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -8152,6 +8251,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -8163,6 +8266,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -8591,6 +8699,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -8602,6 +8714,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -8999,6 +9116,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -9010,6 +9131,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -9402,6 +9528,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -9413,6 +9543,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -9930,6 +10065,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -9941,6 +10080,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -10316,6 +10460,10 @@ export interface operations {
                             /** @description Of the evidence files together */
                             sha256: string;
                         } | null;
+                        /** @description A corpus import is recorded for the paper */
+                        imported: boolean;
+                        /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                        operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                         paper_id: string;
                         /** @enum {string} */
                         paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -10328,6 +10476,11 @@ export interface operations {
                         rewrite_count: number;
                         rewritten_at: string | null;
                         run_id: string;
+                        /**
+                         * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                         * @enum {string}
+                         */
+                        stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                         title: string | null;
                         updated_at: string;
                         writer: ("deterministic" | "hosted") | null;
@@ -20185,6 +20338,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -20196,6 +20353,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -20620,6 +20782,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -20631,6 +20797,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -21961,6 +22132,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -21972,6 +22147,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -23726,6 +23906,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -23737,6 +23921,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;
@@ -26662,6 +26851,28 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string | {
+                            loc: (string | number)[];
+                            msg: string;
+                            type: string;
+                        }[] | ({
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        });
+                        request_id?: string;
+                    };
+                };
+            };
             /** @description A worker gate, research provider or workflow did not answer in time */
             504: {
                 headers: {
@@ -27306,6 +27517,10 @@ export interface operations {
                                 /** @description Of the evidence files together */
                                 sha256: string;
                             } | null;
+                            /** @description A corpus import is recorded for the paper */
+                            imported: boolean;
+                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
                             paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
@@ -27317,6 +27532,11 @@ export interface operations {
                             rewrite_count: number;
                             rewritten_at: string | null;
                             run_id: string;
+                            /**
+                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+                             * @enum {string}
+                             */
+                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
                             title: string | null;
                             updated_at: string;
                             writer: ("deterministic" | "hosted") | null;

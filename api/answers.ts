@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { RunCauseSchema, TokenUsageSchema } from '../contracts/worker-callback.ts';
 import { PREFLIGHT_CHECK_NAMES } from '../domain/preflight.ts';
 import { FINDING_KINDS } from '../domain/queue-alerts.ts';
+import { PAPER_ACTIONS, PAPER_STAGES } from '../domain/paper-stage.ts';
 import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
 import { QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { RUN_STATES } from '../domain/run-state.ts';
@@ -108,6 +109,9 @@ export const PaperSchema = z.object({
   rewritten_at: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
+  imported: z.boolean().describe('A corpus import is recorded for the paper'),
+  stage: z.enum(PAPER_STAGES).describe('Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)'),
+  operator_actions: z.array(z.enum(PAPER_ACTIONS)).describe('The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported'),
 });
 export type PaperDocumented = Assert<Documents<typeof PaperSchema, PaperRow>>;
 

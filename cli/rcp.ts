@@ -222,7 +222,10 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
     .action(async (options: { status?: string; limit: number }, command: Command) => {
       const rcp = client(io);
       const items = await rows(rcp.each('/control/api/v1/papers', { status: options.status, page_size: 100 } as never), options.limit);
-      print(out(command), items, () => table(items, ['paper_id', 'paper_status', 'review_status', 'rank_score', 'title']));
+      // The stage, not paper_status, which stays where the last draft left it once a paper is finalized or imported;
+      // the actions are the commands the server says the paper takes now.
+      const shown = items.map((paper) => ({ ...paper, actions: paper.operator_actions.join(' ') || null }));
+      print(out(command), items, () => table(shown, ['paper_id', 'stage', 'review_status', 'rank_score', 'actions', 'title']));
     });
   papers
     .command('approve <paper_id>')

@@ -1,6 +1,7 @@
 import { secretFindingReason, type SecretFinding } from '../domain/evidence-secrets.ts';
+import { paperActionRefusal } from '../domain/paper-stage.ts';
 import { paperIdFor } from '../domain/paper-status.ts';
-import { draftNextNoopReason, FINAL_REVIEW_STATUSES, startStep, type DraftPurpose } from '../domain/paper-steps.ts';
+import { draftNextNoopReason, FINAL_REVIEW_STATUSES, type DraftPurpose } from '../domain/paper-steps.ts';
 import { claimKey, completeKey, notePending, releaseKey } from '../store/idempotency-keys.ts';
 import { listDraftCandidates, type DraftCandidateRow } from '../store/paper-drafts.ts';
 import { getPaper, listRewriteSelection, type PaperRow } from '../store/papers.ts';
@@ -289,8 +290,8 @@ export function selectRewrites(store: Store, request: Omit<RewriteBatchRequest, 
 
 /** Why a rewrite of this paper is refused now, or null. */
 function rewriteRefusal(paper: PaperRow, force: boolean): string | null {
-  const start = startStep('rewrite', paper);
-  if (!start.ok) return start.reason;
+  const refused = paperActionRefusal('rewrite_draft', paper);
+  if (refused) return refused;
   if (!force && REVIEWS_UNDER_WAY.includes(paper.review_status)) {
     return `the review of '${paper.paper_id}' is ${paper.review_status}: a person is reading this draft; send force to rewrite it anyway`;
   }

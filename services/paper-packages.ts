@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { secretFindingReason, type SecretFinding } from '../domain/evidence-secrets.ts';
+import { paperActionRefusal } from '../domain/paper-stage.ts';
 import { HUMAN_CHECKLIST_ITEM_IDS, type ChecklistStatus } from '../domain/paper-status.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { runIdempotent } from '../store/idempotency-keys.ts';
@@ -131,8 +132,8 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
       const stored = await getPaper(store, paperId);
       if (!stored) throw new CommandRefusedError(404, `paper '${paperId}' does not exist`);
       const paper = await paperWithChecklist(store, stored);
-      if (paper.draft_artifacts.length === 0) throw new CommandRefusedError(409, `'${paperId}' has no draft yet: draft it first (draft-next)`);
-      if (paper.review_status === 'rejected') throw new CommandRefusedError(409, `the review of '${paperId}' was rejected`);
+      const refused = paperActionRefusal('prepare_finalization_package', paper);
+      if (refused) throw new CommandRefusedError(409, refused);
       const human = HUMAN_CHECKLIST_ITEM_IDS as readonly string[];
       const unsettled = paper.checklist.filter((item) => !human.includes(item.item_id) && !SETTLED.includes(item.status));
       if (unsettled.length > 0) {

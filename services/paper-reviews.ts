@@ -8,6 +8,7 @@ import {
   type ChecklistStatus,
   type ReviewStatus,
 } from '../domain/paper-status.ts';
+import { paperActionRefusal } from '../domain/paper-stage.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
 import { runIdempotent } from '../store/idempotency-keys.ts';
 import {
@@ -178,6 +179,8 @@ export function createPaperReviews(store: Store, clock: () => Date = () => new D
     /** One checklist item set by a person; fail and accepted_risk need a note. */
     setChecklistItem(paperId: string, itemId: ChecklistItemId, request: ChecklistRequest, context: RequestContext = {}) {
       return command('paper-review.checklist', paperId, { ...request, item_id: itemId }, async (tx, paper) => {
+        const refused = paperActionRefusal('set_checklist_item', paper);
+        if (refused) throw new CommandRefusedError(409, refused);
         const note = request.note?.trim() ? request.note : null;
         const problem = checklistEntryProblem(request.status, note);
         if (problem) throw new CommandRefusedError(422, [{ loc: ['body', 'note'], msg: problem, type: 'missing' }]);
@@ -207,9 +210,8 @@ export function createPaperReviews(store: Store, clock: () => Date = () => new D
         if (existing) {
           throw new CommandRefusedError(409, `'${paperId}' is already recorded as imported into ${existing.corpus_repo} at ${existing.commit_sha}`);
         }
-        if (paper.review_status !== 'finalized') {
-          throw new CommandRefusedError(409, `'${paperId}' is not finalized (review_status ${paper.review_status}); only a finalized paper is imported`);
-        }
+        const refused = paperActionRefusal('record_import', paper);
+        if (refused) throw new CommandRefusedError(409, refused);
         if (!(await hasFinalizationPackage(tx, paperId, request.manifest_sha256))) {
           throw new CommandRefusedError(409, `no finalization package of '${paperId}' has the manifest sha256 ${request.manifest_sha256}`);
         }

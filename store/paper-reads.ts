@@ -1,6 +1,6 @@
 import type { PaperStatus, ReviewStatus } from '../domain/paper-status.ts';
 import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from './keyset.ts';
-import { PAPER_COLUMNS, PAPER_SEARCHED_COLUMNS, type PaperRow, type ReviewHistoryRow } from './papers.ts';
+import { PAPER_COLUMNS, PAPER_SEARCHED_COLUMNS, withStage, type PaperRow, type ReviewHistoryRow, type StoredPaperRow } from './papers.ts';
 import { containsPattern, sqlParams } from './sql-params.ts';
 import type { Queryable } from './store.ts';
 
@@ -33,7 +33,7 @@ export async function walkPapers(
     const pattern = sql.bind(containsPattern(query.search));
     where.push(`(${PAPER_SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
   }
-  return selectKeysetPage<PaperRow>(q, {
+  const page = await selectKeysetPage<StoredPaperRow>(q, {
     select: PAPER_COLUMNS,
     from: 'FROM papers',
     table: 'papers',
@@ -43,6 +43,7 @@ export async function walkPapers(
     after: query.after,
     limit: query.limit,
   });
+  return { ...page, items: page.items.map(withStage) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,3 +1,4 @@
+import { paperActions, paperStage, type PaperAction, type PaperStage } from '../domain/paper-stage.ts';
 import type { ChecklistItemId, ChecklistStatus, PaperStatus, ReviewStatus } from '../domain/paper-status.ts';
 import { pageWindow, selectPage } from './paging.ts';
 import { containsPattern, sqlParams } from './sql-params.ts';
@@ -6,7 +7,8 @@ import type { Queryable } from './store.ts';
 /** The paper ledgers (migration 0006): reads and the single-row writes the paper services compose into transactions. */
 
 export const PAPER_COLUMNS =
-  'paper_id, project_id, run_id, paper_status, review_status, rank_score, rank_reasons, title, writer, writer_fallback_reason, draft_dir, draft_artifacts, evidence_summary, draft_count, drafted_at, rewrite_count, rewritten_at, created_at, updated_at';
+  'paper_id, project_id, run_id, paper_status, review_status, rank_score, rank_reasons, title, writer, writer_fallback_reason, draft_dir, draft_artifacts, evidence_summary, draft_count, drafted_at, rewrite_count, rewritten_at, created_at, updated_at, ' +
+  'EXISTS (SELECT 1 FROM corpus_imports ci WHERE ci.paper_id = papers.paper_id) AS imported';
 
 /** What a draft was written from, as its draft step recorded it. */
 export interface EvidenceSummary {
@@ -38,11 +40,25 @@ export interface PaperRow {
   rewritten_at: string | null;
   created_at: string;
   updated_at: string;
+  /** A corpus import is recorded for the paper. */
+  imported: boolean;
+  /** Where the paper stands as a person reads it (domain/paper-stage.ts). */
+  stage: PaperStage;
+  /** The commands the paper takes now. */
+  operator_actions: PaperAction[];
+}
+
+/** A row as PAPER_COLUMNS reads it. */
+export type StoredPaperRow = Omit<PaperRow, 'stage' | 'operator_actions'>;
+
+/** Every paper row the store answers goes through here, so each carries its stage and commands. */
+export function withStage(row: StoredPaperRow): PaperRow {
+  return { ...row, stage: paperStage(row), operator_actions: paperActions(row) };
 }
 
 export async function getPaper(q: Queryable, paperId: string, options: { forUpdate?: boolean } = {}): Promise<PaperRow | undefined> {
-  const result = await q.query<PaperRow>(`SELECT ${PAPER_COLUMNS} FROM papers WHERE paper_id = $1${options.forUpdate ? ' FOR UPDATE' : ''}`, [paperId]);
-  return result.rows[0];
+  const result = await q.query<StoredPaperRow>(`SELECT ${PAPER_COLUMNS} FROM papers WHERE paper_id = $1${options.forUpdate ? ' FOR UPDATE' : ''}`, [paperId]);
+  return result.rows[0] && withStage(result.rows[0]);
 }
 
 export async function setReviewStatus(tx: Queryable, paperId: string, reviewStatus: ReviewStatus): Promise<void> {
@@ -194,13 +210,14 @@ export async function listPapers(q: Queryable, query: PaperListQuery): Promise<{
     conditions.push(`(${PAPER_SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
   }
   const where = conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '';
-  return selectPage<PaperRow>(q, {
+  const page = await selectPage<StoredPaperRow>(q, {
     select: `SELECT ${PAPER_COLUMNS} FROM papers ${where} ORDER BY ${orderBy(query.sort)}`,
     count: `SELECT count(*) AS total FROM papers ${where}`,
     key: 'paper_id',
     sql,
     window: pageWindow(query.page, query.page_size),
   });
+  return { items: page.items.map(withStage), total: page.total };
 }
 
 export async function setPaperStatus(tx: Queryable, paperId: string, paperStatus: PaperStatus): Promise<void> {
@@ -212,11 +229,11 @@ export const DETAIL_PAPER_LIMIT = 100;
 
 export async function listPapersOf(q: Queryable, of: { project_id: string } | { run_id: string }): Promise<PaperRow[]> {
   const [column, value] = 'project_id' in of ? ['project_id', of.project_id] : ['run_id', of.run_id];
-  const result = await q.query<PaperRow>(
+  const result = await q.query<StoredPaperRow>(
     `SELECT ${PAPER_COLUMNS} FROM papers WHERE ${column} = $1 ORDER BY created_at DESC, paper_id LIMIT $2`,
     [value, DETAIL_PAPER_LIMIT],
   );
-  return result.rows;
+  return result.rows.map(withStage);
 }
 
 /** Where a rewrite may start (domain/paper-steps.ts STEP_STARTS_FROM.rewrite). */
@@ -244,11 +261,11 @@ export async function listRewriteSelection(
     const pattern = sql.bind(containsPattern(query.search));
     conditions.push(`(${PAPER_SEARCHED_COLUMNS.map((column) => `${column} ILIKE ${pattern}`).join(' OR ')})`);
   }
-  const result = await q.query<PaperRow>(
+  const result = await q.query<StoredPaperRow>(
     `SELECT ${PAPER_COLUMNS} FROM papers WHERE ${conditions.join(' AND ')} ORDER BY rank_score DESC, paper_id LIMIT ${sql.bind(query.limit)}`,
     sql.params,
   );
-  return result.rows;
+  return result.rows.map(withStage);
 }
 
 /** Records a package written for the paper; the same manifest twice is one package. */

@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
@@ -506,5 +508,113 @@ describe('every panel is usable', () => {
     } finally {
       await narrow.close();
     }
+  });
+});
+
+describe('an imported paper', () => {
+  const MANIFEST = 'c'.repeat(64);
+
+  /** A finalized paper of a completed run with its finalization package, as the package command leaves it. */
+  async function seedFinalizedPaper(projectId: string): Promise<string> {
+    const runId = `${projectId}-${stamp(300)}`;
+    const paperId = `${projectId}:${runId}:draft`;
+    await store.transaction(async (tx) => {
+      await insertProject(tx, { project_id: projectId, project_name: 'Imported paper project', project_dir: projectId, workload_class: 'unknown' });
+      await tx.query(
+        `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, decision, finished_at)
+         VALUES ($1, $2, $3, 'reconciled', 'default', 'http://127.0.0.1:9', 'unknown', 'seed', 'finalize_positive', $4)`,
+        [runId, projectId, `run:${runId}`, at(300)],
+      );
+      // paper_status stays where the last draft left it: the package finalizes the review, not the paper status.
+      await tx.query(
+        `INSERT INTO papers (paper_id, project_id, run_id, paper_status, review_status, rank_score, title)
+         VALUES ($1, $2, $3, 'draft_review', 'finalized', 1000, 'The imported paper')`,
+        [paperId, projectId, runId],
+      );
+      await tx.query(
+        `INSERT INTO paper_finalization_packages (paper_id, target_label, package_dir, manifest, manifest_sha256, requested_by)
+         VALUES ($1, 'corpus', 'papers/imported/package', '{}', $2, 'seed')`,
+        [paperId, MANIFEST],
+      );
+    });
+    return paperId;
+  }
+
+  /** `rcp args` against this control plane; answers its exit code and output. */
+  function rcp(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const { RCP_URL: _url, RCP_TOKEN: _token, ...inherited } = process.env as Record<string, string>;
+      const child = spawn(process.execPath, [fileURLToPath(new URL('../bin/rcp.js', import.meta.url)), ...args], {
+        env: { ...inherited, RCP_URL: fixture.url, RCP_TOKEN: CONTROL_TOKEN, NO_COLOR: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    });
+  }
+
+  it('reads "imported" and offers no command, in the API answers, in rcp papers and on its dashboard page', { timeout: 120_000 }, async () => {
+    const paperId = await seedFinalizedPaper('imported-paper');
+    const path = encodeURIComponent(paperId);
+    const before = (await api('GET', `/control/api/v1/papers/${path}`)).body;
+    expect(before.paper).toMatchObject({ stage: 'finalized', imported: false, operator_actions: ['record_import'] });
+
+    const base = `/control/api/publication-automation/${path}`;
+    const imported = await api('POST', `${base}/record-import`, { idempotency_key: 'import-1', requested_by: 'test', corpus_repo: 'lab/corpus', commit_sha: 'abc1234', manifest_sha256: MANIFEST });
+    expect(imported.status).toBe(200);
+    expect(imported.body.paper).toMatchObject({ paper_status: 'draft_review', review_status: 'finalized', imported: true, stage: 'imported', operator_actions: [] });
+    const detail = (await api('GET', `/control/api/v1/papers/${path}`)).body;
+    expect(detail.paper).toMatchObject({ stage: 'imported', imported: true, operator_actions: [] });
+    expect(detail.review_moves).toEqual([]);
+    const [row] = (await api('GET', '/control/api/v1/papers?page_size=1')).body.items;
+    expect(row).toMatchObject({ paper_id: paperId, stage: 'imported', operator_actions: [] });
+    // The commands the answer leaves out are refused, saying why.
+    const refusals = [
+      await api('POST', `${base}/checklist/final_human_approval`, { idempotency_key: 'late-1', requested_by: 'test', status: 'pass' }),
+      await api('POST', `${base}/prepare-finalization-package`, { idempotency_key: 'late-2', requested_by: 'test', target_label: 'again', dry_run: true }),
+      await api('POST', `${base}/rewrite-draft`, { idempotency_key: 'late-3', requested_by: 'test', force: true }),
+    ];
+    for (const refused of refusals) {
+      expect(refused.status).toBe(409);
+      expect(refused.body.detail).toContain('is imported into a corpus');
+    }
+
+    // rcp papers: the stage and the commands the server names, highest rank (this paper) first.
+    const listed = await rcp(['papers', '--limit', '1']);
+    expect(listed.code, listed.stderr).toBe(0);
+    const [header, line] = listed.stdout.trim().split('\n').map((text) => text.trim().split(/ {2,}/));
+    expect(header).toEqual(['PAPER_ID', 'STAGE', 'REVIEW_STATUS', 'RANK_SCORE', 'ACTIONS', 'TITLE']);
+    expect(line).toEqual([paperId, 'imported', 'finalized', '1000', '-', 'The imported paper']);
+
+    // The dashboard: the list and the page say imported, and the page offers no rewrite, checklist, package or import.
+    await tab.open('#/papers');
+    const list = tab.card('Review list');
+    await list.getByLabel('Search').fill('The imported paper');
+    await expect.poll(async () => columnTexts(list.locator('table'), 'Stage')).toEqual(['imported']);
+    await tab.open(`#/papers/${path}`);
+    await expect.poll(() => tab.card('Summary').locator('.facts').innerText()).toMatch(/Stage\s+imported review finalized/);
+    await expect.poll(() => tab.card('Corpus import').innerText()).toContain('imported into lab/corpus at abc1234');
+    await tab.settled();
+    const page = tab.page.locator('main');
+    expect(await page.getByRole('button', { name: 'Rewrite the draft' }).isVisible()).toBe(false);
+    expect(await tab.card('Checklist').getByRole('button').count()).toBe(0);
+    expect(await tab.card('Checklist').getByRole('combobox').count()).toBe(0);
+    expect(await tab.card('Checklist').innerText()).toContain('The checklist is settled: the paper is imported.');
+    expect(await tab.card('Finalization package').isVisible()).toBe(false);
+    expect(await tab.card('Corpus import').getByRole('button', { name: 'Record the import' }).isVisible()).toBe(false);
+    expect(await tab.card('Review').locator('.actions button').count()).toBe(0);
+    await tab.screenshot('paper-imported');
+
+    // A paper under review still offers what it takes: the same page is not simply bare.
+    const reviewed = (await api('GET', `/control/api/v1/papers/${encodeURIComponent(LONG_PAPER)}`)).body;
+    expect(reviewed.paper.operator_actions).toEqual(['rewrite_draft', 'set_checklist_item', 'move_review']);
+    await tab.open(`#/papers/${encodeURIComponent(LONG_PAPER)}`);
+    await expect.poll(() => tab.page.getByRole('button', { name: 'Rewrite the draft' }).isVisible()).toBe(true);
+    expect(await tab.card('Checklist').getByRole('button', { name: 'Save' }).count()).toBe(9);
+    expect(await tab.card('Finalization package').isVisible()).toBe(false);
   });
 });

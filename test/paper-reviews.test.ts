@@ -166,6 +166,16 @@ describe('review commands', () => {
     ]);
   });
 
+  it('settles the checklist once the review is final: a finalized paper takes only its import, an imported one nothing', async () => {
+    const paperId = await seedPaper('settled', { paper_status: 'draft_review', review_status: 'finalized' });
+    const detail = await call('GET', `/control/api/v1/papers/${path(paperId)}`);
+    expect(detail.body.paper).toMatchObject({ paper_status: 'draft_review', stage: 'finalized', imported: false, operator_actions: ['record_import'] });
+    const refused = await call('POST', `/control/api/paper-reviews/${path(paperId)}/checklist/final_human_approval`, { idempotency_key: 's-1', requested_by: 'r', status: 'fail', note: 'too late' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toBe(`the review of '${paperId}' is finalized, which is final: its checklist is settled`);
+    expect((await t.store.query('SELECT 1 FROM paper_checklist_items WHERE paper_id = $1', [paperId])).rowCount).toBe(0);
+  });
+
   it('approves, finalizes and records the import of a paper once, which then counts as published_imported', async () => {
     const paperId = await seedPaper('publish', { paper_status: 'publication_draft', review_status: 'in_review' });
     const approve = await call('POST', `/control/api/paper-reviews/${path(paperId)}/approve-finalization`, { idempotency_key: 'p-1', requested_by: 'r', note: 'good' });
@@ -191,6 +201,7 @@ describe('review commands', () => {
     const imported = await call('POST', importUrl, importBody);
     expect(imported.status).toBe(200);
     expect(imported.body.corpus_import).toMatchObject({ corpus_repo: 'lab/corpus', commit_sha: 'abcdef1', manifest_sha256: MANIFEST });
+    expect(imported.body.paper).toMatchObject({ paper_status: 'publication_draft', stage: 'imported', imported: true, operator_actions: [] });
     expect(await call('POST', importUrl, importBody)).toEqual(imported);
     const second = await call('POST', importUrl, { ...importBody, idempotency_key: 'p-import-2', commit_sha: 'abcdef2' });
     expect(second.status).toBe(409);

@@ -158,7 +158,7 @@ function createPaperList(_context) {
   const filters = filterBar(
     state,
     [
-      { name: 'status', label: 'Status', values: PAPER_STATUSES, blank: 'any status' },
+      { name: 'status', label: 'Paper status', values: PAPER_STATUSES, blank: 'any paper status' },
       { name: 'review_status', label: 'Review', values: REVIEW_STATUSES, blank: 'any review status' },
       { name: 'search', label: 'Search', search: 'title, project, run…' },
       { name: 'sort', label: 'Sort', options: SORTS },
@@ -191,7 +191,7 @@ function createPaperList(_context) {
         empty: state.status || state.review_status || state.search ? 'No paper matches these filters.' : 'No papers yet: draft one from a completed positive run.',
         columns: [
           { title: 'Paper', cell: (paper) => [paperLink(paper), h('span', { class: 'hint block' }, paper.project_id)] },
-          { title: 'Status', cell: (paper) => badge(paper.paper_status) },
+          { title: 'Stage', cell: (paper) => badge(paper.stage) },
           { title: 'Review', cell: (paper) => badge(paper.review_status) },
           { title: 'Rank', numeric: true, cell: (paper) => String(paper.rank_score) },
           { title: 'Why', cell: (paper) => (paper.rank_reasons?.length ? h('ul', { class: 'reasons' }, paper.rank_reasons.map((reason) => h('li', null, reason))) : '—') },
@@ -230,10 +230,13 @@ function createPaperDetail(paperId) {
   const moveNote = /** @type {HTMLTextAreaElement} */ (h('textarea', { rows: 2, maxlength: 10000 }));
   const moveBlocker = /** @type {HTMLInputElement} */ (h('input', { type: 'text', maxlength: 10000 }));
   const moveButtons = new Region('div', { class: 'actions' });
+  const moveFields = h('div', { class: 'fields', hidden: true }, field('Note for the move', moveNote), field('Blocker (when moving to blocked)', moveBlocker));
+  const checklistHint = h('p', { class: 'muted' });
 
   // Rewrite: one button, disabled while the workflow runs.
   const rewriteForce = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox' }));
   const rewriteButton = /** @type {HTMLButtonElement} */ (h('button', { type: 'button' }, 'Rewrite the draft'));
+  const rewriteControls = h('div', { class: 'actions', hidden: true }, rewriteButton, field('Even while a review is under way (force)', rewriteForce));
   rewriteButton.addEventListener('click', () =>
     runCommand(rewriteButton, draftOutput, () => api('POST', `${base}/rewrite-draft`, { idempotency_key: newKey(), requested_by: ACTOR, force: rewriteForce.checked }), {
       what: 'Rewriting the draft',
@@ -316,9 +319,9 @@ function createPaperDetail(paperId) {
     h('p', null, link('#/papers', '← Papers')),
     h('h2', null, 'Paper'),
     card('Summary', summary.el),
-    card('Draft', h('div', { class: 'actions' }, rewriteButton, field('Even while a review is under way (force)', rewriteForce)), draftOutput, draft.el),
-    card('Checklist', h('p', { class: 'muted' }, 'Fail and accepted risk need a note. Items marked “person” are for a person to judge.'), checklistOutput, checklist.el),
-    card('Review', review.el, h('div', { class: 'fields' }, field('Note for the move', moveNote), field('Blocker (when moving to blocked)', moveBlocker)), moveButtons.el, reviewOutput),
+    card('Draft', rewriteControls, draftOutput, draft.el),
+    card('Checklist', checklistHint, checklistOutput, checklist.el),
+    card('Review', review.el, moveFields, moveButtons.el, reviewOutput),
     h('div', { class: 'columns' }, finalize.el, importCard),
     card('Events', events.el),
   );
@@ -369,6 +372,21 @@ function createPaperDetail(paperId) {
     );
   }
 
+  /** The checklist as it stands, for a paper whose checklist is settled. */
+  function settledChecklistView(items) {
+    return table({
+      label: 'Checklist',
+      empty: 'No checklist.',
+      rows: items,
+      columns: [
+        { title: 'Item', cell: (item) => [words(item.item_id), FOR_A_PERSON.includes(item.item_id) ? [' ', badge('quiet', 'person')] : null] },
+        { title: 'Status', cell: (item) => badge(item.status) },
+        { title: 'Note', cell: (item) => item.note ?? '—' },
+        { title: 'Judged by', cell: (item) => item.judged_by ?? '—' },
+      ],
+    });
+  }
+
   function checklistView(items) {
     return table({
       label: 'Checklist',
@@ -408,7 +426,7 @@ function createPaperDetail(paperId) {
       h('h3', { class: 'paper-title' }, paper.title ?? '(not drafted yet)'),
       facts([
         ['Paper id', h('code', null, paper.paper_id)],
-        ['Status', [badge(paper.paper_status), ' review ', badge(paper.review_status)]],
+        ['Stage', [badge(paper.stage), ' review ', badge(paper.review_status)]],
         ['Rank', [String(paper.rank_score), paper.rank_reasons?.length ? h('ul', { class: 'reasons' }, paper.rank_reasons.map((reason) => h('li', null, reason))) : null]],
         ['Run', [link(`#/runs/${segment(paper.run_id)}`, paper.run_id), answer.run?.decision ? [' ', badge(answer.run.decision)] : null]],
         ['Project', answer.project?.project_name ?? paper.project_id],
@@ -437,7 +455,7 @@ function createPaperDetail(paperId) {
 
   function packagesView(answer) {
     const imported = answer.corpus_import;
-    importForm.hidden = imported !== null || answer.paper.review_status !== 'finalized';
+    importForm.hidden = !answer.paper.operator_actions.includes('record_import');
     const newest = answer.finalization_packages[0];
     if (newest && !importSha.value) importSha.value = newest.manifest_sha256;
     return [
@@ -473,10 +491,18 @@ function createPaperDetail(paperId) {
   async function refresh() {
     const answer = await fill(summary, 'Reading the paper', () => api('GET', withQuery(`/control/api/v1/papers/${segment(paperId)}`, { event_limit: 50 })), summaryView);
     if (!answer) return;
-    checklist.show(answer.paper.checklist, () => checklistView(answer.paper.checklist));
+    const actions = answer.paper.operator_actions;
+    const editable = actions.includes('set_checklist_item');
+    rewriteControls.hidden = !actions.includes('rewrite_draft');
+    finalize.el.hidden = !actions.includes('prepare_finalization_package');
+    moveFields.hidden = !actions.includes('move_review');
+    checklistHint.textContent = editable
+      ? 'Fail and accepted risk need a note. Items marked “person” are for a person to judge.'
+      : `The checklist is settled: the paper is ${words(answer.paper.stage)}.`;
+    checklist.show({ items: answer.paper.checklist, editable }, () => (editable ? checklistView(answer.paper.checklist) : settledChecklistView(answer.paper.checklist)));
     review.show({ status: answer.paper.review_status, history: answer.review_history }, () => reviewView(answer));
     moveButtons.show(answer.review_moves, () =>
-      answer.review_moves.length === 0
+      answer.review_moves.length === 0 || !actions.includes('move_review')
         ? h('p', { class: 'muted' }, 'The review is final: no move is left.')
         : [h('span', { class: 'hint' }, 'Move the review to: '), answer.review_moves.map((to) => h('button', { type: 'button', 'data-key': `move-${to}`, onClick: (event) => moveReview(event.currentTarget, to) }, words(to)))],
     );

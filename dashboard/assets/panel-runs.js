@@ -252,7 +252,7 @@ function createRunDetail(runId) {
           rows: answer.papers,
           columns: [
             { title: 'Paper', cell: (paper) => link(`#/papers/${segment(paper.paper_id)}`, paper.title ?? paper.paper_id) },
-            { title: 'Status', cell: (paper) => badge(paper.paper_status) },
+            { title: 'Stage', cell: (paper) => badge(paper.stage) },
             { title: 'Review', cell: (paper) => badge(paper.review_status) },
           ],
         }),
