@@ -11,7 +11,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Find what needs a person and send it to the alert channels, at most once per cooldown per finding (dry_run defaults to true) */
+        /**
+         * Find what needs a person and send it to the alert channels, at most once per cooldown per finding (dry_run defaults to true)
+         * @description Find what needs a person and send it to the alert channels, at most once per cooldown per finding (dry_run defaults to true). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["checkQueueAlerts"];
         delete?: never;
         options?: never;
@@ -26,13 +29,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Audit log, newest first, by page */
+        /**
+         * Audit log, newest first, by page
+         * @description Audit log, newest first, by page. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listEventsByPage"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Audit log, newest first, by page (headers only) */
+        /**
+         * Audit log, newest first, by page (headers only)
+         * @description Audit log, newest first, by page. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listEventsByPageHeaders"];
         patch?: never;
         trace?: never;
@@ -44,13 +53,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The legacy notes sync as Core saw it: latest ingest, queued projects, skipped rows by reason, recent ingests; 404 unless legacy_notes_api_enabled */
+        /**
+         * The legacy notes sync as Core saw it: latest ingest, queued projects, skipped rows by reason, recent ingests; 404 unless legacy_notes_api_enabled
+         * @description The legacy notes sync as Core saw it: latest ingest, queued projects, skipped rows by reason, recent ingests; 404 unless legacy_notes_api_enabled. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getLegacyNotesIntake"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** The legacy notes sync as Core saw it: latest ingest, queued projects, skipped rows by reason, recent ingests; 404 unless legacy_notes_api_enabled (headers only) */
+        /**
+         * The legacy notes sync as Core saw it: latest ingest, queued projects, skipped rows by reason, recent ingests; 404 unless legacy_notes_api_enabled (headers only)
+         * @description The legacy notes sync as Core saw it: latest ingest, queued projects, skipped rows by reason, recent ingests; 404 unless legacy_notes_api_enabled. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getLegacyNotesIntakeHeaders"];
         patch?: never;
         trace?: never;
@@ -62,13 +77,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document */
+        /**
+         * This document
+         * @description This document. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getOpenApiDocument"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** This document (headers only) */
+        /**
+         * This document (headers only)
+         * @description This document. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getOpenApiDocumentHeaders"];
         patch?: never;
         trace?: never;
@@ -80,13 +101,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false */
+        /**
+         * Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false
+         * @description Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listReviewsAlias"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false (headers only) */
+        /**
+         * Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false (headers only)
+         * @description Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listReviewsAliasHeaders"];
         patch?: never;
         trace?: never;
@@ -100,7 +127,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mark the review approved for finalization (compatibility path, not the normal gate) */
+        /**
+         * Mark the review approved for finalization (compatibility path, not the normal gate)
+         * @description Mark the review approved for finalization (compatibility path, not the normal gate). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["approveFinalizationAlias"];
         delete?: never;
         options?: never;
@@ -117,7 +147,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set one checklist item; fail and accepted_risk need a note */
+        /**
+         * Set one checklist item; fail and accepted_risk need a note
+         * @description Set one checklist item; fail and accepted_risk need a note. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["setChecklistItemAlias"];
         delete?: never;
         options?: never;
@@ -134,7 +167,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Once the automated checklist has passed: the package manifest (dry run), or, once final_human_approval passed, write the package and finalize the review */
+        /**
+         * Once the automated checklist has passed: the package manifest (dry run), or, once final_human_approval passed, write the package and finalize the review
+         * @description Once the automated checklist has passed: the package manifest (dry run), or, once final_human_approval passed, write the package and finalize the review. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["prepareFinalizationPackageAlias"];
         delete?: never;
         options?: never;
@@ -151,7 +187,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rewrite the draft with the configured writer (evidence synced first when evidence sync is on); 424 when the evidence is still missing */
+        /**
+         * Rewrite the draft with the configured writer (evidence synced first when evidence sync is on); 424 when the evidence is still missing
+         * @description Rewrite the draft with the configured writer (evidence synced first when evidence sync is on); 424 when the evidence is still missing. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["rewriteDraftAlias"];
         delete?: never;
         options?: never;
@@ -168,7 +207,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Move the raw review_status (compatibility path); a move outside the transition table is 400 */
+        /**
+         * Move the raw review_status (compatibility path); a move outside the transition table is 400
+         * @description Move the raw review_status (compatibility path); a move outside the transition table is 400. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["setReviewStatusAlias"];
         delete?: never;
         options?: never;
@@ -183,13 +225,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none */
+        /**
+         * The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none
+         * @description The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getNextReviewAlias"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none (headers only) */
+        /**
+         * The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none (headers only)
+         * @description The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getNextReviewAliasHeaders"];
         patch?: never;
         trace?: never;
@@ -203,7 +251,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rewrite up to limit (default 10, at most 200) papers, highest rank first; synchronous, may take minutes; dry_run previews the selection */
+        /**
+         * Rewrite up to limit (default 10, at most 200) papers, highest rank first; synchronous, may take minutes; dry_run previews the selection
+         * @description Rewrite up to limit (default 10, at most 200) papers, highest rank first; synchronous, may take minutes; dry_run previews the selection. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["rewriteBatchAlias"];
         delete?: never;
         options?: never;
@@ -218,13 +269,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Papers, paged, filtered by paper_status and sorted (default -updated_at) */
+        /**
+         * Papers, paged, filtered by paper_status and sorted (default -updated_at)
+         * @description Papers, paged, filtered by paper_status and sorted (default -updated_at). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listPapersByPage"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Papers, paged, filtered by paper_status and sorted (default -updated_at) (headers only) */
+        /**
+         * Papers, paged, filtered by paper_status and sorted (default -updated_at) (headers only)
+         * @description Papers, paged, filtered by paper_status and sorted (default -updated_at). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listPapersByPageHeaders"];
         patch?: never;
         trace?: never;
@@ -238,7 +295,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check one worker gate without dispatching; 200 whether or not it is ready */
+        /**
+         * Check one worker gate without dispatching; 200 whether or not it is ready
+         * @description Check one worker gate without dispatching; 200 whether or not it is ready. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["preflightWorker"];
         delete?: never;
         options?: never;
@@ -253,13 +313,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A project with its queue item, runs and their transitions, recent events, worker observations and lineage */
+        /**
+         * A project with its queue item, runs and their transitions, recent events, worker observations and lineage
+         * @description A project with its queue item, runs and their transitions, recent events, worker observations and lineage. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getProjectUnversioned"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** A project with its queue item, runs and their transitions, recent events, worker observations and lineage (headers only) */
+        /**
+         * A project with its queue item, runs and their transitions, recent events, worker observations and lineage (headers only)
+         * @description A project with its queue item, runs and their transitions, recent events, worker observations and lineage. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getProjectUnversionedHeaders"];
         patch?: never;
         trace?: never;
@@ -271,13 +337,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false */
+        /**
+         * Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false
+         * @description Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listReviews"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false (headers only) */
+        /**
+         * Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false (headers only)
+         * @description Review rows, highest rank first by default, with their rank reasons unless include_rank_reasons is false. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listReviewsHeaders"];
         patch?: never;
         trace?: never;
@@ -291,7 +363,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mark the review approved for finalization (compatibility path, not the normal gate) */
+        /**
+         * Mark the review approved for finalization (compatibility path, not the normal gate)
+         * @description Mark the review approved for finalization (compatibility path, not the normal gate). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["approveFinalization"];
         delete?: never;
         options?: never;
@@ -308,7 +383,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set one checklist item; fail and accepted_risk need a note */
+        /**
+         * Set one checklist item; fail and accepted_risk need a note
+         * @description Set one checklist item; fail and accepted_risk need a note. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["setChecklistItem"];
         delete?: never;
         options?: never;
@@ -325,7 +403,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Once the automated checklist has passed: the package manifest (dry run), or, once final_human_approval passed, write the package and finalize the review */
+        /**
+         * Once the automated checklist has passed: the package manifest (dry run), or, once final_human_approval passed, write the package and finalize the review
+         * @description Once the automated checklist has passed: the package manifest (dry run), or, once final_human_approval passed, write the package and finalize the review. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["prepareFinalizationPackage"];
         delete?: never;
         options?: never;
@@ -342,7 +423,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Record that a finalized paper's package is in a corpus; the paper then counts as published_imported */
+        /**
+         * Record that a finalized paper's package is in a corpus; the paper then counts as published_imported
+         * @description Record that a finalized paper's package is in a corpus; the paper then counts as published_imported. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["recordCorpusImport"];
         delete?: never;
         options?: never;
@@ -359,7 +443,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rewrite the draft with the configured writer (evidence synced first when evidence sync is on); 424 when the evidence is still missing */
+        /**
+         * Rewrite the draft with the configured writer (evidence synced first when evidence sync is on); 424 when the evidence is still missing
+         * @description Rewrite the draft with the configured writer (evidence synced first when evidence sync is on); 424 when the evidence is still missing. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["rewriteDraft"];
         delete?: never;
         options?: never;
@@ -376,7 +463,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Move the raw review_status (compatibility path); a move outside the transition table is 400 */
+        /**
+         * Move the raw review_status (compatibility path); a move outside the transition table is 400
+         * @description Move the raw review_status (compatibility path); a move outside the transition table is 400. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["setReviewStatus"];
         delete?: never;
         options?: never;
@@ -391,13 +481,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none */
+        /**
+         * The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none
+         * @description The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getNextReview"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none (headers only) */
+        /**
+         * The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none (headers only)
+         * @description The highest-ranked review row matching the filters (by default a publication draft whose review is not finalized or rejected); 404 when none. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getNextReviewHeaders"];
         patch?: never;
         trace?: never;
@@ -411,7 +507,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rewrite up to limit (default 10, at most 200) papers, highest rank first; synchronous, may take minutes; dry_run previews the selection */
+        /**
+         * Rewrite up to limit (default 10, at most 200) papers, highest rank first; synchronous, may take minutes; dry_run previews the selection
+         * @description Rewrite up to limit (default 10, at most 200) papers, highest rank first; synchronous, may take minutes; dry_run previews the selection. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["rewriteBatch"];
         delete?: never;
         options?: never;
@@ -426,13 +525,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Worker freshness, active runs with their last callback, alerts and recent callbacks */
+        /**
+         * Worker freshness, active runs with their last callback, alerts and recent callbacks
+         * @description Worker freshness, active runs with their last callback, alerts and recent callbacks. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getQueueHealth"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Worker freshness, active runs with their last callback, alerts and recent callbacks (headers only) */
+        /**
+         * Worker freshness, active runs with their last callback, alerts and recent callbacks (headers only)
+         * @description Worker freshness, active runs with their last callback, alerts and recent callbacks. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getQueueHealthHeaders"];
         patch?: never;
         trace?: never;
@@ -444,13 +549,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One logical queue group, paged, filtered and sorted (default: the dispatch order) */
+        /**
+         * One logical queue group, paged, filtered and sorted (default: the dispatch order)
+         * @description One logical queue group, paged, filtered and sorted (default: the dispatch order). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listQueueGroup"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** One logical queue group, paged, filtered and sorted (default: the dispatch order) (headers only) */
+        /**
+         * One logical queue group, paged, filtered and sorted (default: the dispatch order) (headers only)
+         * @description One logical queue group, paged, filtered and sorted (default: the dispatch order). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listQueueGroupHeaders"];
         patch?: never;
         trace?: never;
@@ -462,13 +573,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Candidates with their latest admission decision */
+        /**
+         * Candidates with their latest admission decision
+         * @description Candidates with their latest admission decision. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listCandidates"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Candidates with their latest admission decision (headers only) */
+        /**
+         * Candidates with their latest admission decision (headers only)
+         * @description Candidates with their latest admission decision. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listCandidatesHeaders"];
         patch?: never;
         trace?: never;
@@ -480,13 +597,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One candidate with every admission row and its lineage */
+        /**
+         * One candidate with every admission row and its lineage
+         * @description One candidate with every admission row and its lineage. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getCandidate"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** One candidate with every admission row and its lineage (headers only) */
+        /**
+         * One candidate with every admission row and its lineage (headers only)
+         * @description One candidate with every admission row and its lineage. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getCandidateHeaders"];
         patch?: never;
         trace?: never;
@@ -498,13 +621,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Where a live research cycle is: research_cycle_running with the stages finished so far, or its report once it has finished */
+        /**
+         * Where a live research cycle is: research_cycle_running with the stages finished so far, or its report once it has finished
+         * @description Where a live research cycle is: research_cycle_running with the stages finished so far, or its report once it has finished. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getCycle"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Where a live research cycle is: research_cycle_running with the stages finished so far, or its report once it has finished (headers only) */
+        /**
+         * Where a live research cycle is: research_cycle_running with the stages finished so far, or its report once it has finished (headers only)
+         * @description Where a live research cycle is: research_cycle_running with the stages finished so far, or its report once it has finished. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getCycleHeaders"];
         patch?: never;
         trace?: never;
@@ -516,13 +645,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Ledger counts and the latest admission decisions */
+        /**
+         * Ledger counts and the latest admission decisions
+         * @description Ledger counts and the latest admission decisions. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getResearchFacility"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Ledger counts and the latest admission decisions (headers only) */
+        /**
+         * Ledger counts and the latest admission decisions (headers only)
+         * @description Ledger counts and the latest admission decisions. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getResearchFacilityHeaders"];
         patch?: never;
         trace?: never;
@@ -536,7 +671,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The deterministic smoke batch (dry_run defaults to true) */
+        /**
+         * The deterministic smoke batch (dry_run defaults to true)
+         * @description The deterministic smoke batch (dry_run defaults to true). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["generateSmokeBatch"];
         delete?: never;
         options?: never;
@@ -553,7 +691,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Ask the research provider for candidates (dry_run defaults to true; fail-closed on its budget) */
+        /**
+         * Ask the research provider for candidates (dry_run defaults to true; fail-closed on its budget)
+         * @description Ask the research provider for candidates (dry_run defaults to true; fail-closed on its budget). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["generateProviderBatch"];
         delete?: never;
         options?: never;
@@ -570,7 +711,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Plan a batch of candidates (dry_run defaults to true) */
+        /**
+         * Plan a batch of candidates (dry_run defaults to true)
+         * @description Plan a batch of candidates (dry_run defaults to true). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["importCandidates"];
         delete?: never;
         options?: never;
@@ -587,7 +731,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Promote one admitted candidate into the queue (dry_run defaults to true) */
+        /**
+         * Promote one admitted candidate into the queue (dry_run defaults to true)
+         * @description Promote one admitted candidate into the queue (dry_run defaults to true). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["promoteCandidate"];
         delete?: never;
         options?: never;
@@ -602,13 +749,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The research provider's quota judged against the configured reserve */
+        /**
+         * The research provider's quota judged against the configured reserve
+         * @description The research provider's quota judged against the configured reserve. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getProviderBudget"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** The research provider's quota judged against the configured reserve (headers only) */
+        /**
+         * The research provider's quota judged against the configured reserve (headers only)
+         * @description The research provider's quota judged against the configured reserve. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getProviderBudgetHeaders"];
         patch?: never;
         trace?: never;
@@ -622,7 +775,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A bounded research cycle: stop conditions, provider batch, promotion, dispatch, paper draft and rewrite, each at most once (dry_run defaults to true) */
+        /**
+         * A bounded research cycle: stop conditions, provider batch, promotion, dispatch, paper draft and rewrite, each at most once (dry_run defaults to true)
+         * @description A bounded research cycle: stop conditions, provider batch, promotion, dispatch, paper draft and rewrite, each at most once (dry_run defaults to true). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["runCycle"];
         delete?: never;
         options?: never;
@@ -639,7 +795,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a run's workflow (idempotent); 202 while the workflow has not yet recorded it */
+        /**
+         * Cancel a run's workflow (idempotent); 202 while the workflow has not yet recorded it
+         * @description Cancel a run's workflow (idempotent); 202 while the workflow has not yet recorded it. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["cancelRun"];
         delete?: never;
         options?: never;
@@ -654,15 +813,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The CSRF token of the current dashboard session */
+        /**
+         * The CSRF token of the current dashboard session
+         * @description The CSRF token of the current dashboard session. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getSession"];
         put?: never;
-        /** Sign in with the control API token: sets the HttpOnly cp_session cookie */
+        /**
+         * Sign in with the control API token: sets the HttpOnly cp_session cookie
+         * @description Sign in with the control API token: sets the HttpOnly cp_session cookie. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["signIn"];
-        /** Sign out: ends the session and clears its cookie */
+        /**
+         * Sign out: ends the session and clears its cookie
+         * @description Sign out: ends the session and clears its cookie. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         delete: operations["signOut"];
         options?: never;
-        /** The CSRF token of the current dashboard session (headers only) */
+        /**
+         * The CSRF token of the current dashboard session (headers only)
+         * @description The CSRF token of the current dashboard session. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getSessionHeaders"];
         patch?: never;
         trace?: never;
@@ -674,13 +845,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Dispatch-safety snapshot; refresh_worker=true preflights every worker first */
+        /**
+         * Dispatch-safety snapshot; refresh_worker=true preflights every worker first
+         * @description Dispatch-safety snapshot; refresh_worker=true preflights every worker first. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getStatus"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Dispatch-safety snapshot; refresh_worker=true preflights every worker first (headers only) */
+        /**
+         * Dispatch-safety snapshot; refresh_worker=true preflights every worker first (headers only)
+         * @description Dispatch-safety snapshot; refresh_worker=true preflights every worker first. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getStatusHeaders"];
         patch?: never;
         trace?: never;
@@ -692,13 +869,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** READY, or BLOCKED with the first failing criterion, and every criterion checked; refresh_worker=true preflights every worker first */
+        /**
+         * READY, or BLOCKED with the first failing criterion, and every criterion checked; refresh_worker=true preflights every worker first
+         * @description READY, or BLOCKED with the first failing criterion, and every criterion checked; refresh_worker=true preflights every worker first. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getAutomationReadiness"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** READY, or BLOCKED with the first failing criterion, and every criterion checked; refresh_worker=true preflights every worker first (headers only) */
+        /**
+         * READY, or BLOCKED with the first failing criterion, and every criterion checked; refresh_worker=true preflights every worker first (headers only)
+         * @description READY, or BLOCKED with the first failing criterion, and every criterion checked; refresh_worker=true preflights every worker first. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getAutomationReadinessHeaders"];
         patch?: never;
         trace?: never;
@@ -710,13 +893,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Audit log, newest first, by cursor, with a payload containment filter */
+        /**
+         * Audit log, newest first, by cursor, with a payload containment filter
+         * @description Audit log, newest first, by cursor, with a payload containment filter. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listEvents"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Audit log, newest first, by cursor, with a payload containment filter (headers only) */
+        /**
+         * Audit log, newest first, by cursor, with a payload containment filter (headers only)
+         * @description Audit log, newest first, by cursor, with a payload containment filter. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listEventsHeaders"];
         patch?: never;
         trace?: never;
@@ -730,7 +919,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Plan (and queue, when admitted) one follow-up of the next negative or inconclusive run without a paper; dry_run defaults to true */
+        /**
+         * Plan (and queue, when admitted) one follow-up of the next negative or inconclusive run without a paper; dry_run defaults to true
+         * @description Plan (and queue, when admitted) one follow-up of the next negative or inconclusive run without a paper; dry_run defaults to true. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["launchNextFollowup"];
         delete?: never;
         options?: never;
@@ -745,13 +937,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One entry per worker lane: its route, the item in flight and its run, the item dispatch-next would pick for it next, counts */
+        /**
+         * One entry per worker lane: its route, the item in flight and its run, the item dispatch-next would pick for it next, counts
+         * @description One entry per worker lane: its route, the item in flight and its run, the item dispatch-next would pick for it next, counts. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listLanes"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** One entry per worker lane: its route, the item in flight and its run, the item dispatch-next would pick for it next, counts (headers only) */
+        /**
+         * One entry per worker lane: its route, the item in flight and its run, the item dispatch-next would pick for it next, counts (headers only)
+         * @description One entry per worker lane: its route, the item in flight and its run, the item dispatch-next would pick for it next, counts. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listLanesHeaders"];
         patch?: never;
         trace?: never;
@@ -763,13 +961,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Route observability: whether it is on, its log and its counts */
+        /**
+         * Route observability: whether it is on, its log and its counts
+         * @description Route observability: whether it is on, its log and its counts. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getRouteObservability"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Route observability: whether it is on, its log and its counts (headers only) */
+        /**
+         * Route observability: whether it is on, its log and its counts (headers only)
+         * @description Route observability: whether it is on, its log and its counts. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getRouteObservabilityHeaders"];
         patch?: never;
         trace?: never;
@@ -781,13 +985,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The process's memory and whether it is above the warning level */
+        /**
+         * The process's memory and whether it is above the warning level
+         * @description The process's memory and whether it is above the warning level. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getMemory"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** The process's memory and whether it is above the warning level (headers only) */
+        /**
+         * The process's memory and whether it is above the warning level (headers only)
+         * @description The process's memory and whether it is above the warning level. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getMemoryHeaders"];
         patch?: never;
         trace?: never;
@@ -799,13 +1009,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Operator overview: the five lane counts and their drill-down, the paper pipeline, what needs a person first, active items, recent events */
+        /**
+         * Operator overview: the five lane counts and their drill-down, the paper pipeline, what needs a person first, active items, recent events
+         * @description Operator overview: the five lane counts and their drill-down, the paper pipeline, what needs a person first, active items, recent events. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getOverview"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Operator overview: the five lane counts and their drill-down, the paper pipeline, what needs a person first, active items, recent events (headers only) */
+        /**
+         * Operator overview: the five lane counts and their drill-down, the paper pipeline, what needs a person first, active items, recent events (headers only)
+         * @description Operator overview: the five lane counts and their drill-down, the paper pipeline, what needs a person first, active items, recent events. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getOverviewHeaders"];
         patch?: never;
         trace?: never;
@@ -817,13 +1033,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Papers by cursor, highest rank first by default */
+        /**
+         * Papers by cursor, highest rank first by default
+         * @description Papers by cursor, highest rank first by default. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listPapers"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Papers by cursor, highest rank first by default (headers only) */
+        /**
+         * Papers by cursor, highest rank first by default (headers only)
+         * @description Papers by cursor, highest rank first by default. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listPapersHeaders"];
         patch?: never;
         trace?: never;
@@ -835,13 +1057,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One paper with its checklist: its project, its run, review moves, packages, import and recent events, each capped */
+        /**
+         * One paper with its checklist: its project, its run, review moves, packages, import and recent events, each capped
+         * @description One paper with its checklist: its project, its run, review moves, packages, import and recent events, each capped. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getPaper"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** One paper with its checklist: its project, its run, review moves, packages, import and recent events, each capped (headers only) */
+        /**
+         * One paper with its checklist: its project, its run, review moves, packages, import and recent events, each capped (headers only)
+         * @description One paper with its checklist: its project, its run, review moves, packages, import and recent events, each capped. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getPaperHeaders"];
         patch?: never;
         trace?: never;
@@ -853,13 +1081,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The text of a paper's current draft, checked against the sha256 recorded with it; 404 before the first draft */
+        /**
+         * The text of a paper's current draft, checked against the sha256 recorded with it; 404 before the first draft
+         * @description The text of a paper's current draft, checked against the sha256 recorded with it; 404 before the first draft. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getPaperDraft"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** The text of a paper's current draft, checked against the sha256 recorded with it; 404 before the first draft (headers only) */
+        /**
+         * The text of a paper's current draft, checked against the sha256 recorded with it; 404 before the first draft (headers only)
+         * @description The text of a paper's current draft, checked against the sha256 recorded with it; 404 before the first draft. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getPaperDraftHeaders"];
         patch?: never;
         trace?: never;
@@ -871,13 +1105,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Projects by cursor with their queue status, newest first by default */
+        /**
+         * Projects by cursor with their queue status, newest first by default
+         * @description Projects by cursor with their queue status, newest first by default. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listProjects"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Projects by cursor with their queue status, newest first by default (headers only) */
+        /**
+         * Projects by cursor with their queue status, newest first by default (headers only)
+         * @description Projects by cursor with their queue status, newest first by default. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listProjectsHeaders"];
         patch?: never;
         trace?: never;
@@ -889,13 +1129,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One project: its queue item, newest runs and papers, recent events, worker observations and lineage, each capped */
+        /**
+         * One project: its queue item, newest runs and papers, recent events, worker observations and lineage, each capped
+         * @description One project: its queue item, newest runs and papers, recent events, worker observations and lineage, each capped. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getProject"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** One project: its queue item, newest runs and papers, recent events, worker observations and lineage, each capped (headers only) */
+        /**
+         * One project: its queue item, newest runs and papers, recent events, worker observations and lineage, each capped (headers only)
+         * @description One project: its queue item, newest runs and papers, recent events, worker observations and lineage, each capped. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getProjectHeaders"];
         patch?: never;
         trace?: never;
@@ -907,13 +1153,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Queue items by cursor (default: the dispatch order) */
+        /**
+         * Queue items by cursor (default: the dispatch order)
+         * @description Queue items by cursor (default: the dispatch order). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listQueue"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Queue items by cursor (default: the dispatch order) (headers only) */
+        /**
+         * Queue items by cursor (default: the dispatch order) (headers only)
+         * @description Queue items by cursor (default: the dispatch order). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listQueueHeaders"];
         patch?: never;
         trace?: never;
@@ -925,13 +1177,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Research Facility quality: decisions by mode, score distribution, rejection reasons, merge and promotion rates, outcomes of promoted work */
+        /**
+         * Research Facility quality: decisions by mode, score distribution, rejection reasons, merge and promotion rates, outcomes of promoted work
+         * @description Research Facility quality: decisions by mode, score distribution, rejection reasons, merge and promotion rates, outcomes of promoted work. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getResearchQuality"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Research Facility quality: decisions by mode, score distribution, rejection reasons, merge and promotion rates, outcomes of promoted work (headers only) */
+        /**
+         * Research Facility quality: decisions by mode, score distribution, rejection reasons, merge and promotion rates, outcomes of promoted work (headers only)
+         * @description Research Facility quality: decisions by mode, score distribution, rejection reasons, merge and promotion rates, outcomes of promoted work. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getResearchQualityHeaders"];
         patch?: never;
         trace?: never;
@@ -943,13 +1201,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Runs by cursor, newest first by default, without the gate's large answers */
+        /**
+         * Runs by cursor, newest first by default, without the gate's large answers
+         * @description Runs by cursor, newest first by default, without the gate's large answers. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listRuns"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Runs by cursor, newest first by default, without the gate's large answers (headers only) */
+        /**
+         * Runs by cursor, newest first by default, without the gate's large answers (headers only)
+         * @description Runs by cursor, newest first by default, without the gate's large answers. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listRunsHeaders"];
         patch?: never;
         trace?: never;
@@ -961,13 +1225,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One run with its transitions, its worker callbacks, its project, recent events and its Temporal workflow */
+        /**
+         * One run with its transitions, its worker callbacks, its project, recent events and its Temporal workflow
+         * @description One run with its transitions, its worker callbacks, its project, recent events and its Temporal workflow. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getRun"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** One run with its transitions, its worker callbacks, its project, recent events and its Temporal workflow (headers only) */
+        /**
+         * One run with its transitions, its worker callbacks, its project, recent events and its Temporal workflow (headers only)
+         * @description One run with its transitions, its worker callbacks, its project, recent events and its Temporal workflow. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getRunHeaders"];
         patch?: never;
         trace?: never;
@@ -979,13 +1249,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One run as its worker gate sees it now, asked of the lane's gate: gate state, live processes and the quiet window's progress */
+        /**
+         * One run as its worker gate sees it now, asked of the lane's gate: gate state, live processes and the quiet window's progress
+         * @description One run as its worker gate sees it now, asked of the lane's gate: gate state, live processes and the quiet window's progress. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getRunGateView"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** One run as its worker gate sees it now, asked of the lane's gate: gate state, live processes and the quiet window's progress (headers only) */
+        /**
+         * One run as its worker gate sees it now, asked of the lane's gate: gate state, live processes and the quiet window's progress (headers only)
+         * @description One run as its worker gate sees it now, asked of the lane's gate: gate state, live processes and the quiet window's progress. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getRunGateViewHeaders"];
         patch?: never;
         trace?: never;
@@ -997,13 +1273,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Candidates by cursor, newest first, each with its sources, dedupe context and what came of it (idea, project, runs, papers) */
+        /**
+         * Candidates by cursor, newest first, each with its sources, dedupe context and what came of it (idea, project, runs, papers)
+         * @description Candidates by cursor, newest first, each with its sources, dedupe context and what came of it (idea, project, runs, papers). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["listSourceLineage"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Candidates by cursor, newest first, each with its sources, dedupe context and what came of it (idea, project, runs, papers) (headers only) */
+        /**
+         * Candidates by cursor, newest first, each with its sources, dedupe context and what came of it (idea, project, runs, papers) (headers only)
+         * @description Candidates by cursor, newest first, each with its sources, dedupe context and what came of it (idea, project, runs, papers). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["listSourceLineageHeaders"];
         patch?: never;
         trace?: never;
@@ -1017,7 +1299,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A worker gate's completion callback; a redelivery answers the first answer */
+        /**
+         * A worker gate's completion callback; a redelivery answers the first answer
+         * @description A worker gate's completion callback; a redelivery answers the first answer. Takes the completion callback token only. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["receiveWorkerCallback"];
         delete?: never;
         options?: never;
@@ -1032,13 +1317,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Redirect to the dashboard */
+        /**
+         * Redirect to the dashboard
+         * @description Redirect to the dashboard. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["redirectToDashboard"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Redirect to the dashboard (headers only) */
+        /**
+         * Redirect to the dashboard (headers only)
+         * @description Redirect to the dashboard. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["redirectToDashboardHeaders"];
         patch?: never;
         trace?: never;
@@ -1050,13 +1341,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Dashboard shell */
+        /**
+         * Dashboard shell
+         * @description Dashboard shell. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getDashboard"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Dashboard shell (headers only) */
+        /**
+         * Dashboard shell (headers only)
+         * @description Dashboard shell. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getDashboardHeaders"];
         patch?: never;
         trace?: never;
@@ -1068,13 +1365,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A static module or style sheet of the dashboard (revalidated by ETag) */
+        /**
+         * A static module or style sheet of the dashboard (revalidated by ETag)
+         * @description A static module or style sheet of the dashboard (revalidated by ETag). Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getDashboardAsset"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** A static module or style sheet of the dashboard (revalidated by ETag) (headers only) */
+        /**
+         * A static module or style sheet of the dashboard (revalidated by ETag) (headers only)
+         * @description A static module or style sheet of the dashboard (revalidated by ETag). Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getDashboardAssetHeaders"];
         patch?: never;
         trace?: never;
@@ -1088,7 +1391,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** What would be dispatched where (dry run, the default), or a live dispatch */
+        /**
+         * What would be dispatched where (dry run, the default), or a live dispatch
+         * @description What would be dispatched where (dry run, the default), or a live dispatch. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["dispatchNext"];
         delete?: never;
         options?: never;
@@ -1103,13 +1409,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Store and Temporal health, and whether the control-plane replicas agree on their config; 503 when the store or Temporal is down */
+        /**
+         * Store and Temporal health, and whether the control-plane replicas agree on their config; 503 when the store or Temporal is down
+         * @description Store and Temporal health, and whether the control-plane replicas agree on their config; 503 when the store or Temporal is down. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Store and Temporal health, and whether the control-plane replicas agree on their config; 503 when the store or Temporal is down (headers only) */
+        /**
+         * Store and Temporal health, and whether the control-plane replicas agree on their config; 503 when the store or Temporal is down (headers only)
+         * @description Store and Temporal health, and whether the control-plane replicas agree on their config; 503 when the store or Temporal is down. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getHealthHeaders"];
         patch?: never;
         trace?: never;
@@ -1123,7 +1435,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Which paper would be drafted next and its evidence check (dry run, the default), or draft it: candidates lacking evidence are skipped (noop), never a 424; evidence holding the service's secrets is refused (409) and its paper held for human review */
+        /**
+         * Which paper would be drafted next and its evidence check (dry run, the default), or draft it: candidates lacking evidence are skipped (noop), never a 424; evidence holding the service's secrets is refused (409) and its paper held for human review
+         * @description Which paper would be drafted next and its evidence check (dry run, the default), or draft it: candidates lacking evidence are skipped (noop), never a 424; evidence holding the service's secrets is refused (409) and its paper held for human review. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["draftNextPaper"];
         delete?: never;
         options?: never;
@@ -1140,7 +1455,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pause the queue, optionally with maintenance mode; audited */
+        /**
+         * Pause the queue, optionally with maintenance mode; audited
+         * @description Pause the queue, optionally with maintenance mode; audited. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["pauseQueue"];
         delete?: never;
         options?: never;
@@ -1157,7 +1475,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Park one queue item; audited */
+        /**
+         * Park one queue item; audited
+         * @description Park one queue item; audited. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["parkQueueItem"];
         delete?: never;
         options?: never;
@@ -1174,7 +1495,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Put one item back in the queue (clears the review flag and the failure count); audited */
+        /**
+         * Put one item back in the queue (clears the review flag and the failure count); audited
+         * @description Put one item back in the queue (clears the review flag and the failure count); audited. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["requeueItem"];
         delete?: never;
         options?: never;
@@ -1191,7 +1515,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Clear the pause flag and maintenance mode; audited */
+        /**
+         * Clear the pause flag and maintenance mode; audited
+         * @description Clear the pause flag and maintenance mode; audited. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["resumeQueue"];
         delete?: never;
         options?: never;
@@ -1206,13 +1533,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Redirect to the dashboard */
+        /**
+         * Redirect to the dashboard
+         * @description Redirect to the dashboard. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["redirectShortPathToDashboard"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Redirect to the dashboard (headers only) */
+        /**
+         * Redirect to the dashboard (headers only)
+         * @description Redirect to the dashboard. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["redirectShortPathToDashboardHeaders"];
         patch?: never;
         trace?: never;
@@ -1224,13 +1557,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The dashboard's icon */
+        /**
+         * The dashboard's icon
+         * @description The dashboard's icon. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getFavicon"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** The dashboard's icon (headers only) */
+        /**
+         * The dashboard's icon (headers only)
+         * @description The dashboard's icon. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getFaviconHeaders"];
         patch?: never;
         trace?: never;
@@ -1242,13 +1581,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness; 503 while the worker gate served here is starting */
+        /**
+         * Liveness; 503 while the worker gate served here is starting
+         * @description Liveness; 503 while the worker gate served here is starting. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getLiveness"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Liveness; 503 while the worker gate served here is starting (headers only) */
+        /**
+         * Liveness; 503 while the worker gate served here is starting (headers only)
+         * @description Liveness; 503 while the worker gate served here is starting. Anyone may call it: it takes no credentials. Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getLivenessHeaders"];
         patch?: never;
         trace?: never;
@@ -1260,13 +1605,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics (text exposition format) */
+        /**
+         * Prometheus metrics (text exposition format)
+         * @description Prometheus metrics (text exposition format). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Prometheus metrics (text exposition format) (headers only) */
+        /**
+         * Prometheus metrics (text exposition format) (headers only)
+         * @description Prometheus metrics (text exposition format). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getMetricsHeaders"];
         patch?: never;
         trace?: never;
@@ -1278,13 +1629,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Core health: its mode and store; 503 with ok false when the store does not answer */
+        /**
+         * Core health: its mode and store; 503 with ok false when the store does not answer
+         * @description Core health: its mode and store; 503 with ok false when the store does not answer. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getCoreHealth"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Core health: its mode and store; 503 with ok false when the store does not answer (headers only) */
+        /**
+         * Core health: its mode and store; 503 with ok false when the store does not answer (headers only)
+         * @description Core health: its mode and store; 503 with ok false when the store does not answer. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getCoreHealthHeaders"];
         patch?: never;
         trace?: never;
@@ -1296,13 +1653,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The queue projection of the latest recorded snapshot */
+        /**
+         * The queue projection of the latest recorded snapshot
+         * @description The queue projection of the latest recorded snapshot. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         get: operations["getQueueProjection"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** The queue projection of the latest recorded snapshot (headers only) */
+        /**
+         * The queue projection of the latest recorded snapshot (headers only)
+         * @description The queue projection of the latest recorded snapshot. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         head: operations["getQueueProjectionHeaders"];
         patch?: never;
         trace?: never;
@@ -1316,7 +1679,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Ingest a queue and paper snapshot (mode off, shadow, compare or enforce); replay-safe by idempotency_key */
+        /**
+         * Ingest a queue and paper snapshot (mode off, shadow, compare or enforce); replay-safe by idempotency_key
+         * @description Ingest a queue and paper snapshot (mode off, shadow, compare or enforce); replay-safe by idempotency_key. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
         post: operations["ingestQueueSnapshot"];
         delete?: never;
         options?: never;
@@ -1327,7 +1693,328 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        Admission: {
+            admission_id: number;
+            batch_id: string;
+            /** @description Null when a data-level check kept the candidate out of the candidate ledger */
+            candidate_id: string | null;
+            /** @description The candidate as the planner saw it. Open: the research ledgers are append-only, and a row keeps what the version that wrote it recorded */
+            candidate_snapshot: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            decided_at: string;
+            decided_by: string;
+            /** @enum {string} */
+            decision: "admitted" | "rejected" | "merged" | "needs-review";
+            dedupe_key: string;
+            /** @enum {string} */
+            generation_mode: "fresh_grounded" | "followup_from_negative" | "moonshot" | "implementation_gap" | "paper_replication_extension" | "home_hardware_accessibility" | "manual_import";
+            hard_failures: {
+                code: string;
+                message: string;
+            }[];
+            merged_into: string | null;
+            planner_version: string;
+            reasons: string[];
+            score: number;
+            /** @description How the planner made up the score; null where the admission was not scored */
+            score_breakdown: components["schemas"]["ScoreBreakdown"] | null;
+            title: string;
+        };
+        AlertFinding: {
+            entity_id: string;
+            /** @enum {string} */
+            entity_type: "run" | "queue_item" | "worker";
+            first_seen_at: string;
+            /** @enum {string} */
+            kind: "run_hung" | "dispatch_error" | "blocked_item" | "needs_review" | "worker_stale" | "gate_timeout";
+            message: string;
+            /** @enum {string} */
+            severity: "critical" | "warning" | "info";
+        };
+        AuditEvent: {
+            actor: string | null;
+            created_at: string;
+            entity_id: string;
+            entity_type: string;
+            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log") */
+            event_type: string;
+            id: number;
+            idempotency_key: string | null;
+            /** @description The event's own fields, by event_type. Open: the log is append-only, and an event keeps the fields of the version that wrote it */
+            payload: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            request_id: string | null;
+        };
+        Candidate: {
+            accessibility: number | null;
+            accessibility_delta: string | null;
+            baseline_to_beat: string | null;
+            batch_id: string;
+            candidate_id: string;
+            created_at: string;
+            /** @enum {string} */
+            decision: "admitted" | "rejected" | "merged" | "needs-review";
+            dedupe_key: string;
+            estimated_runtime_class: ("minutes" | "hours" | "overnight" | "days" | "week_plus") | null;
+            expected_artifacts: string[];
+            expected_token_budget: number | null;
+            falsifiability: number | null;
+            feasibility: number;
+            /** @enum {string} */
+            generation_mode: "fresh_grounded" | "followup_from_negative" | "moonshot" | "implementation_gap" | "paper_replication_extension" | "home_hardware_accessibility" | "manual_import";
+            hypothesis: string | null;
+            kill_condition: string | null;
+            likely_failure_modes: string[];
+            machine_target: string | null;
+            mechanism: string | null;
+            merged_into: string | null;
+            novelty: number;
+            novelty_comparison: string | null;
+            parent_project_id: string | null;
+            parent_run_id: string | null;
+            /** @description The candidate as its source proposed it. Open: the research ledgers are append-only, and a row keeps what the version that wrote it recorded */
+            proposal: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /** @description Promoted into the queue */
+            queue_admitted: boolean;
+            required_evidence: string[];
+            score: number;
+            similar_prior_projects: string[];
+            source_ids: string[];
+            source_urls: string[];
+            success_threshold: string | null;
+            text_fingerprint: string | null;
+            title: string;
+            updated_at: string;
+            workload_class: ("unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness") | null;
+        };
+        CandidateResult: {
+            breakdown: components["schemas"]["ScoreBreakdown"];
+            candidate_id: string | null;
+            /** @enum {string} */
+            decision: "admitted" | "rejected" | "merged" | "needs-review";
+            dedupe_key: string;
+            generation_mode: string;
+            hard_failures: {
+                /** @enum {string} */
+                code: "missing_contract_field" | "missing_source_grounding" | "missing_parent_lineage" | "missing_novelty_comparison" | "shallow_increment" | "known_negative_rerun";
+                message: string;
+            }[];
+            /** @description Position in the batch, from 0 */
+            index: number;
+            merged_into: string | null;
+            reasons: string[];
+            score: number;
+            /** @description False when a data-level check kept the candidate out of the candidate ledger */
+            stored: boolean;
+            title: string;
+        };
+        ChecklistItem: {
+            /** @enum {string} */
+            item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
+            /** @description automated, or who set it */
+            judged_by: string | null;
+            note: string | null;
+            /** @enum {string} */
+            status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
+            /** @description For an item never written, when the paper was created */
+            updated_at: string;
+        };
+        CorpusImport: {
+            commit_sha: string;
+            corpus_repo: string;
+            created_at: string;
+            manifest_sha256: string;
+            paper_id: string;
+            requested_by: string;
+        };
+        /** @description An error answer (README "HTTP conventions") */
+        ErrorBody: {
+            detail: string | components["schemas"]["ValidationProblem"][] | ({
+                message: string;
+            } & {
+                [key: string]: components["schemas"]["JsonValue"];
+            });
+            /** @description Present on every 500: the request in the server log */
+            request_id?: string;
+        };
+        FinalizationPackage: {
+            created_at: string;
+            manifest_sha256: string;
+            /** @description Relative to state_dir */
+            package_dir: string;
+            package_id: number;
+            requested_by: string;
+            target_label: string;
+        };
+        /** @description Any JSON value: a string, number, boolean, null, or an array or object of JSON values */
+        JsonValue: unknown;
+        Lineage: {
+            created_at: string;
+            from_id: string;
+            /** @enum {string} */
+            from_kind: "source" | "candidate" | "idea" | "project" | "queue_item" | "run" | "decision" | "paper" | "no_paper_outcome" | "followup_candidate";
+            lineage_id: number;
+            /** @description Lowercase, e.g. grounded_by, promoted_to, followup_of */
+            relation: string;
+            to_id: string;
+            /** @enum {string} */
+            to_kind: "source" | "candidate" | "idea" | "project" | "queue_item" | "run" | "decision" | "paper" | "no_paper_outcome" | "followup_candidate";
+        };
+        Paper: {
+            created_at: string;
+            draft_artifacts: {
+                bytes: number;
+                path: string;
+                sha256: string;
+            }[];
+            draft_count: number;
+            /** @description Relative to state_dir */
+            draft_dir: string | null;
+            drafted_at: string | null;
+            evidence_summary: {
+                decision: string | null;
+                /** @description Each file's sha256; absent in drafts recorded before packages checked them */
+                file_hashes?: {
+                    bytes: number;
+                    path: string;
+                    sha256: string;
+                }[];
+                files: string[];
+                /** @description Of the evidence files together */
+                sha256: string;
+            } | null;
+            /** @description A corpus import is recorded for the paper */
+            imported: boolean;
+            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
+            paper_id: string;
+            /** @enum {string} */
+            paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
+            project_id: string;
+            rank_reasons: string[];
+            rank_score: number;
+            /** @enum {string} */
+            review_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
+            rewrite_count: number;
+            rewritten_at: string | null;
+            run_id: string;
+            /**
+             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
+             * @enum {string}
+             */
+            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
+            title: string | null;
+            updated_at: string;
+            writer: ("deterministic" | "hosted") | null;
+            writer_fallback_reason: string | null;
+        };
+        PreflightCheck: {
+            /** @description The figures the check judged, as the gate reported them. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
+            data: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /** @description One readable sentence */
+            detail: string;
+            /** @enum {string} */
+            name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
+            ok: boolean;
+        };
+        Project: {
+            candidate_id: string | null;
+            created_at: string;
+            idea_id: string | null;
+            machine_target: string | null;
+            /** @description Relative to the worker's project_root */
+            project_dir: string;
+            project_id: string;
+            project_name: string;
+            updated_at: string;
+            /** @enum {string} */
+            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
+        };
+        QueueItem: {
+            candidate_id: string | null;
+            created_at: string;
+            current_run_id: string | null;
+            /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
+            dispatch_failures: number;
+            /** @description Lower goes first */
+            dispatch_priority: number;
+            /** @description The worker target the item was last claimed on */
+            lane: string | null;
+            last_error: string | null;
+            last_run_state: string | null;
+            machine_target: string | null;
+            manual_review_required: boolean;
+            next_action_hint: string | null;
+            project_id: string;
+            project_name: string;
+            selection_rank: number;
+            /** @enum {string} */
+            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+            updated_at: string;
+            /** @enum {string} */
+            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
+        };
+        ReviewHistory: {
+            blocker: string | null;
+            created_at: string;
+            from_status: ("unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected") | null;
+            history_id: number;
+            note: string | null;
+            paper_id: string;
+            requested_by: string;
+            /** @enum {string} */
+            to_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
+        };
+        /** @description How the planner made up a candidate's 0–100 score */
+        ScoreBreakdown: {
+            /** @description After fallback */
+            accessibility: number;
+            accessibility_fallback: boolean;
+            /** @description After fallback */
+            falsifiability: number;
+            falsifiability_fallback: boolean;
+            feasibility: number;
+            mode_bonus: number;
+            mode_bonus_reason: string;
+            novelty: number;
+            /** @description weighted + mode_bonus, within 0–100, rounded to 0.1 */
+            score: number;
+            /** @description The weighted sum of the four dimensions, rounded to 0.1 */
+            weighted: number;
+        };
+        Transition: {
+            created_at: string;
+            from_state: string | null;
+            queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review") | null;
+            to_state: string;
+            transition: string;
+        };
+        /** @description One problem with a request */
+        ValidationProblem: {
+            /** @description Where: the part of the request (path, query, body) and the field names and indexes under it */
+            loc: (string | number)[];
+            msg: string;
+            type: string;
+        };
+        WorkerObservation: {
+            checks: components["schemas"]["PreflightCheck"][];
+            observation_id: number;
+            observed_at: string;
+            ok: boolean;
+            /** @description The run whose dispatch ran this preflight */
+            run_id: string | null;
+            summary: string;
+            target: string;
+            wake_gate_url: string;
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -1374,17 +2061,7 @@ export interface operations {
                         check_id?: number;
                         checked_at: string;
                         dry_run: boolean;
-                        findings: {
-                            entity_id: string;
-                            /** @enum {string} */
-                            entity_type: "run" | "queue_item" | "worker";
-                            first_seen_at: string;
-                            /** @enum {string} */
-                            kind: "run_hung" | "dispatch_error" | "blocked_item" | "needs_review" | "worker_stale" | "gate_timeout";
-                            message: string;
-                            /** @enum {string} */
-                            severity: "critical" | "warning" | "info";
-                        }[];
+                        findings: components["schemas"]["AlertFinding"][];
                         sent: {
                             /** @enum {string} */
                             channel: "push" | "webhook";
@@ -1407,18 +2084,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -1431,18 +2097,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -1453,18 +2108,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -1475,18 +2119,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -1497,18 +2130,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -1519,18 +2141,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -1541,18 +2152,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -1563,18 +2163,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -1587,18 +2176,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -1609,18 +2187,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -1631,18 +2198,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -1653,18 +2209,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1697,21 +2242,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         has_more: boolean;
-                        items: {
-                            actor: string | null;
-                            created_at: string;
-                            entity_id: string;
-                            entity_type: string;
-                            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log") */
-                            event_type: string;
-                            id: number;
-                            idempotency_key: string | null;
-                            /** @description The event's own fields, by event_type. Open: the log is append-only, and an event keeps the fields of the version that wrote it */
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            request_id: string | null;
-                        }[];
+                        items: components["schemas"]["AuditEvent"][];
                         page: number;
                         page_size: number;
                         total: number;
@@ -1726,18 +2257,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -1750,18 +2270,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -1772,18 +2281,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -1794,18 +2292,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -1816,18 +2303,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -1840,18 +2316,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -1862,18 +2327,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -1884,18 +2338,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -2053,21 +2496,7 @@ export interface operations {
                                 workload_class?: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
                             }[];
                         };
-                        recent_events: {
-                            actor: string | null;
-                            created_at: string;
-                            entity_id: string;
-                            entity_type: string;
-                            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log") */
-                            event_type: string;
-                            id: number;
-                            idempotency_key: string | null;
-                            /** @description The event's own fields, by event_type. Open: the log is append-only, and an event keeps the fields of the version that wrote it */
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            request_id: string | null;
-                        }[];
+                        recent_events: components["schemas"]["AuditEvent"][];
                         /** @description Rows the latest ingest skipped, by reason; reasons with none are left out */
                         skipped_reasons: {
                             [key: string]: number;
@@ -2084,18 +2513,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -2108,18 +2526,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -2130,18 +2537,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -2152,18 +2548,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -2174,18 +2559,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -2196,18 +2570,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -2220,18 +2583,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -2242,18 +2594,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -2264,18 +2605,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -2286,18 +2616,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2434,7 +2753,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        [key: string]: unknown;
+                        [key: string]: components["schemas"]["JsonValue"];
                     };
                 };
             };
@@ -2446,18 +2765,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -2470,18 +2778,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -2492,18 +2789,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -2514,18 +2800,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -2536,18 +2811,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -2560,18 +2824,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -2582,18 +2835,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -2604,18 +2846,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -2808,18 +3039,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -2832,18 +3052,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -2854,18 +3063,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -2876,18 +3074,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -2898,18 +3085,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -2922,18 +3098,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -2944,18 +3109,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -2966,18 +3120,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -3118,32 +3261,11 @@ export interface operations {
                     "application/json": {
                         /** @description False when the review was already where the command would move it */
                         changed: boolean;
-                        /** @description The review move recorded; absent when nothing changed */
-                        history?: {
-                            blocker: string | null;
-                            created_at: string;
-                            from_status: ("unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected") | null;
-                            history_id: number;
-                            note: string | null;
-                            paper_id: string;
-                            requested_by: string;
-                            /** @enum {string} */
-                            to_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
-                        };
+                        history?: components["schemas"]["ReviewHistory"];
                         /** @enum {boolean} */
                         ok: true;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -3209,18 +3331,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -3233,18 +3344,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -3255,18 +3355,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -3277,18 +3366,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -3299,18 +3377,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -3321,18 +3388,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -3343,18 +3399,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -3365,18 +3410,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -3387,18 +3421,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -3409,18 +3432,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -3431,18 +3443,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -3455,18 +3456,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -3477,18 +3467,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -3499,18 +3478,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -3550,32 +3518,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description The item as it is now */
-                        item: {
-                            /** @enum {string} */
-                            item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                            /** @description automated, or who set it */
-                            judged_by: string | null;
-                            note: string | null;
-                            /** @enum {string} */
-                            status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                            /** @description For an item never written, when the paper was created */
-                            updated_at: string;
-                        };
+                        item: components["schemas"]["ChecklistItem"];
                         /** @enum {boolean} */
                         ok: true;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -3635,18 +3582,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -3659,18 +3595,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -3681,18 +3606,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -3703,18 +3617,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -3725,18 +3628,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -3747,18 +3639,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -3769,18 +3650,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -3791,18 +3661,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -3813,18 +3672,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -3835,18 +3683,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -3857,18 +3694,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -3881,18 +3707,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -3903,18 +3718,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -3925,18 +3729,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -4013,17 +3806,7 @@ export interface operations {
                         ok: true;
                         package_dir: string;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -4083,18 +3866,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -4107,18 +3879,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -4129,18 +3890,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -4151,18 +3901,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -4173,18 +3912,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -4195,18 +3923,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -4217,18 +3934,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -4239,18 +3945,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -4261,18 +3956,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -4283,18 +3967,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -4305,18 +3978,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -4329,18 +3991,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -4351,18 +4002,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -4373,18 +4013,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -4425,17 +4054,7 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -4564,18 +4183,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -4588,18 +4196,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -4610,18 +4207,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -4632,18 +4218,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -4654,18 +4229,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -4676,18 +4240,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -4698,18 +4251,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -4720,18 +4262,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -4742,18 +4273,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -4764,18 +4284,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -4786,18 +4295,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The evidence a paper needs is missing (detail.evidence_sync says what was tried and what is missing) */
@@ -4808,18 +4306,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -4832,18 +4319,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -4854,18 +4330,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -4876,18 +4341,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
@@ -4898,18 +4352,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4947,32 +4390,11 @@ export interface operations {
                     "application/json": {
                         /** @description False when the review was already where the command would move it */
                         changed: boolean;
-                        /** @description The review move recorded; absent when nothing changed */
-                        history?: {
-                            blocker: string | null;
-                            created_at: string;
-                            from_status: ("unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected") | null;
-                            history_id: number;
-                            note: string | null;
-                            paper_id: string;
-                            requested_by: string;
-                            /** @enum {string} */
-                            to_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
-                        };
+                        history?: components["schemas"]["ReviewHistory"];
                         /** @enum {boolean} */
                         ok: true;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -5038,18 +4460,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -5062,18 +4473,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -5084,18 +4484,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -5106,18 +4495,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -5128,18 +4506,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -5150,18 +4517,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -5172,18 +4528,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -5194,18 +4539,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -5216,18 +4550,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -5238,18 +4561,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -5260,18 +4572,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -5284,18 +4585,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -5306,18 +4596,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -5328,18 +4607,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -5426,18 +4694,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -5450,18 +4707,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -5472,18 +4718,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -5494,18 +4729,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -5516,18 +4740,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -5538,18 +4751,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -5562,18 +4764,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -5584,18 +4775,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -5606,18 +4786,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -5878,18 +5047,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -5902,18 +5060,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -5924,18 +5071,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -5946,18 +5082,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -5968,18 +5093,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -5990,18 +5104,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -6012,18 +5115,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -6034,18 +5126,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -6056,18 +5137,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -6080,18 +5150,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -6102,18 +5161,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -6124,18 +5172,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -6167,54 +5204,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         has_more: boolean;
-                        items: {
-                            created_at: string;
-                            draft_artifacts: {
-                                bytes: number;
-                                path: string;
-                                sha256: string;
-                            }[];
-                            draft_count: number;
-                            /** @description Relative to state_dir */
-                            draft_dir: string | null;
-                            drafted_at: string | null;
-                            evidence_summary: {
-                                decision: string | null;
-                                /** @description Each file's sha256; absent in drafts recorded before packages checked them */
-                                file_hashes?: {
-                                    bytes: number;
-                                    path: string;
-                                    sha256: string;
-                                }[];
-                                files: string[];
-                                /** @description Of the evidence files together */
-                                sha256: string;
-                            } | null;
-                            /** @description A corpus import is recorded for the paper */
-                            imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
-                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
-                            paper_id: string;
-                            /** @enum {string} */
-                            paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
-                            project_id: string;
-                            rank_reasons: string[];
-                            rank_score: number;
-                            /** @enum {string} */
-                            review_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
-                            rewrite_count: number;
-                            rewritten_at: string | null;
-                            run_id: string;
-                            /**
-                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
-                             * @enum {string}
-                             */
-                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
-                            title: string | null;
-                            updated_at: string;
-                            writer: ("deterministic" | "hosted") | null;
-                            writer_fallback_reason: string | null;
-                        }[];
+                        items: components["schemas"]["Paper"][];
                         page: number;
                         page_size: number;
                         total: number;
@@ -6229,18 +5219,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -6253,18 +5232,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -6275,18 +5243,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -6297,18 +5254,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -6319,18 +5265,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -6343,18 +5278,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -6365,18 +5289,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -6387,18 +5300,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -6541,17 +5443,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        checks: {
-                            /** @description The figures the check judged, as the gate reported them. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
-                            data: {
-                                [key: string]: unknown;
-                            };
-                            /** @description One readable sentence */
-                            detail: string;
-                            /** @enum {string} */
-                            name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
-                            ok: boolean;
-                        }[];
+                        checks: components["schemas"]["PreflightCheck"][];
                         ok: boolean;
                         summary: string;
                         /** @description The worker target name, or the URL when the request named no configured target */
@@ -6567,18 +5459,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -6591,18 +5472,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -6613,18 +5483,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -6635,18 +5494,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -6657,18 +5505,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -6679,18 +5516,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -6701,18 +5527,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -6723,18 +5538,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -6745,18 +5549,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -6769,18 +5562,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -6791,18 +5573,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -6813,18 +5584,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -6852,133 +5612,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        events: {
-                            actor: string | null;
-                            created_at: string;
-                            entity_id: string;
-                            entity_type: string;
-                            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log") */
-                            event_type: string;
-                            id: number;
-                            idempotency_key: string | null;
-                            /** @description The event's own fields, by event_type. Open: the log is append-only, and an event keeps the fields of the version that wrote it */
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            request_id: string | null;
-                        }[];
-                        lineage: {
-                            created_at: string;
-                            from_id: string;
-                            /** @enum {string} */
-                            from_kind: "source" | "candidate" | "idea" | "project" | "queue_item" | "run" | "decision" | "paper" | "no_paper_outcome" | "followup_candidate";
-                            lineage_id: number;
-                            /** @description Lowercase, e.g. grounded_by, promoted_to, followup_of */
-                            relation: string;
-                            to_id: string;
-                            /** @enum {string} */
-                            to_kind: "source" | "candidate" | "idea" | "project" | "queue_item" | "run" | "decision" | "paper" | "no_paper_outcome" | "followup_candidate";
-                        }[];
-                        papers: {
-                            created_at: string;
-                            draft_artifacts: {
-                                bytes: number;
-                                path: string;
-                                sha256: string;
-                            }[];
-                            draft_count: number;
-                            /** @description Relative to state_dir */
-                            draft_dir: string | null;
-                            drafted_at: string | null;
-                            evidence_summary: {
-                                decision: string | null;
-                                /** @description Each file's sha256; absent in drafts recorded before packages checked them */
-                                file_hashes?: {
-                                    bytes: number;
-                                    path: string;
-                                    sha256: string;
-                                }[];
-                                files: string[];
-                                /** @description Of the evidence files together */
-                                sha256: string;
-                            } | null;
-                            /** @description A corpus import is recorded for the paper */
-                            imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
-                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
-                            paper_id: string;
-                            /** @enum {string} */
-                            paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
-                            project_id: string;
-                            rank_reasons: string[];
-                            rank_score: number;
-                            /** @enum {string} */
-                            review_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
-                            rewrite_count: number;
-                            rewritten_at: string | null;
-                            run_id: string;
-                            /**
-                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
-                             * @enum {string}
-                             */
-                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
-                            title: string | null;
-                            updated_at: string;
-                            writer: ("deterministic" | "hosted") | null;
-                            writer_fallback_reason: string | null;
-                        }[];
-                        project: {
-                            candidate_id: string | null;
-                            created_at: string;
-                            idea_id: string | null;
-                            machine_target: string | null;
-                            /** @description Relative to the worker's project_root */
-                            project_dir: string;
-                            project_id: string;
-                            project_name: string;
-                            updated_at: string;
-                            /** @enum {string} */
-                            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
-                        } | null;
-                        queue_item: {
-                            candidate_id: string | null;
-                            created_at: string;
-                            current_run_id: string | null;
-                            /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
-                            dispatch_failures: number;
-                            /** @description Lower goes first */
-                            dispatch_priority: number;
-                            /** @description The worker target the item was last claimed on */
-                            lane: string | null;
-                            last_error: string | null;
-                            last_run_state: string | null;
-                            machine_target: string | null;
-                            manual_review_required: boolean;
-                            next_action_hint: string | null;
-                            project_id: string;
-                            project_name: string;
-                            selection_rank: number;
-                            /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
-                            updated_at: string;
-                            /** @enum {string} */
-                            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
-                        } | null;
+                        events: components["schemas"]["AuditEvent"][];
+                        lineage: components["schemas"]["Lineage"][];
+                        papers: components["schemas"]["Paper"][];
+                        project: components["schemas"]["Project"] | null;
+                        queue_item: components["schemas"]["QueueItem"] | null;
                         runs: {
                             created_at: string;
                             decision: string | null;
                             decision_summary: string | null;
                             dispatch_result: {
-                                [key: string]: unknown;
+                                [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             evidence: {
-                                [key: string]: unknown;
+                                [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             finished_at: string | null;
                             lane: string;
                             last_error: string | null;
                             prepare_result: {
-                                [key: string]: unknown;
+                                [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             project_id: string;
                             question: string | null;
@@ -6987,40 +5640,14 @@ export interface operations {
                             session_id: string | null;
                             /** @enum {string} */
                             state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
-                            transitions: {
-                                created_at: string;
-                                from_state: string | null;
-                                queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review") | null;
-                                to_state: string;
-                                transition: string;
-                            }[];
+                            transitions: components["schemas"]["Transition"][];
                             updated_at: string;
                             wake_gate_url: string;
                             workflow_id: string;
                             /** @enum {string} */
                             workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
                         }[];
-                        worker_observations: {
-                            checks: {
-                                /** @description The figures the check judged, as the gate reported them. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description One readable sentence */
-                                detail: string;
-                                /** @enum {string} */
-                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
-                                ok: boolean;
-                            }[];
-                            observation_id: number;
-                            observed_at: string;
-                            ok: boolean;
-                            /** @description The run whose dispatch ran this preflight */
-                            run_id: string | null;
-                            summary: string;
-                            target: string;
-                            wake_gate_url: string;
-                        }[];
+                        worker_observations: components["schemas"]["WorkerObservation"][];
                     };
                 };
             };
@@ -7032,18 +5659,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -7056,18 +5672,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -7078,18 +5683,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -7100,18 +5694,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -7122,18 +5705,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -7144,18 +5716,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -7166,18 +5727,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -7190,18 +5740,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -7212,18 +5751,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -7234,18 +5762,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -7461,18 +5978,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -7485,18 +5991,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -7507,18 +6002,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -7529,18 +6013,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -7551,18 +6024,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -7575,18 +6037,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -7597,18 +6048,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -7619,18 +6059,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -7771,32 +6200,11 @@ export interface operations {
                     "application/json": {
                         /** @description False when the review was already where the command would move it */
                         changed: boolean;
-                        /** @description The review move recorded; absent when nothing changed */
-                        history?: {
-                            blocker: string | null;
-                            created_at: string;
-                            from_status: ("unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected") | null;
-                            history_id: number;
-                            note: string | null;
-                            paper_id: string;
-                            requested_by: string;
-                            /** @enum {string} */
-                            to_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
-                        };
+                        history?: components["schemas"]["ReviewHistory"];
                         /** @enum {boolean} */
                         ok: true;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -7862,18 +6270,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -7886,18 +6283,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -7908,18 +6294,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -7930,18 +6305,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -7952,18 +6316,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -7974,18 +6327,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -7996,18 +6338,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -8018,18 +6349,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -8040,18 +6360,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -8062,18 +6371,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -8084,18 +6382,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -8108,18 +6395,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -8130,18 +6406,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -8152,18 +6417,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -8203,32 +6457,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description The item as it is now */
-                        item: {
-                            /** @enum {string} */
-                            item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                            /** @description automated, or who set it */
-                            judged_by: string | null;
-                            note: string | null;
-                            /** @enum {string} */
-                            status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                            /** @description For an item never written, when the paper was created */
-                            updated_at: string;
-                        };
+                        item: components["schemas"]["ChecklistItem"];
                         /** @enum {boolean} */
                         ok: true;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -8288,18 +6521,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -8312,18 +6534,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -8334,18 +6545,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -8356,18 +6556,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -8378,18 +6567,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -8400,18 +6578,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -8422,18 +6589,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -8444,18 +6600,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -8466,18 +6611,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -8488,18 +6622,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -8510,18 +6633,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -8534,18 +6646,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -8556,18 +6657,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -8578,18 +6668,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -8666,17 +6745,7 @@ export interface operations {
                         ok: true;
                         package_dir: string;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -8736,18 +6805,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -8760,18 +6818,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -8782,18 +6829,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -8804,18 +6840,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -8826,18 +6851,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -8848,18 +6862,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -8870,18 +6873,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -8892,18 +6884,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -8914,18 +6895,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -8936,18 +6906,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -8958,18 +6917,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -8982,18 +6930,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -9004,18 +6941,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -9026,18 +6952,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -9072,28 +6987,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        corpus_import: {
-                            commit_sha: string;
-                            corpus_repo: string;
-                            created_at: string;
-                            manifest_sha256: string;
-                            paper_id: string;
-                            requested_by: string;
-                        };
+                        corpus_import: components["schemas"]["CorpusImport"];
                         /** @enum {boolean} */
                         ok: true;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -9153,18 +7051,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -9177,18 +7064,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -9199,18 +7075,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -9221,18 +7086,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -9243,18 +7097,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -9265,18 +7108,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -9287,18 +7119,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -9309,18 +7130,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -9331,18 +7141,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -9353,18 +7152,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -9375,18 +7163,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -9399,18 +7176,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -9421,18 +7187,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -9443,18 +7198,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -9495,17 +7239,7 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -9634,18 +7368,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -9658,18 +7381,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -9680,18 +7392,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -9702,18 +7403,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -9724,18 +7414,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -9746,18 +7425,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -9768,18 +7436,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -9790,18 +7447,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -9812,18 +7458,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -9834,18 +7469,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -9856,18 +7480,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The evidence a paper needs is missing (detail.evidence_sync says what was tried and what is missing) */
@@ -9878,18 +7491,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -9902,18 +7504,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -9924,18 +7515,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -9946,18 +7526,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
@@ -9968,18 +7537,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -10017,32 +7575,11 @@ export interface operations {
                     "application/json": {
                         /** @description False when the review was already where the command would move it */
                         changed: boolean;
-                        /** @description The review move recorded; absent when nothing changed */
-                        history?: {
-                            blocker: string | null;
-                            created_at: string;
-                            from_status: ("unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected") | null;
-                            history_id: number;
-                            note: string | null;
-                            paper_id: string;
-                            requested_by: string;
-                            /** @enum {string} */
-                            to_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
-                        };
+                        history?: components["schemas"]["ReviewHistory"];
                         /** @enum {boolean} */
                         ok: true;
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -10108,18 +7645,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -10132,18 +7658,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -10154,18 +7669,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -10176,18 +7680,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -10198,18 +7691,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -10220,18 +7702,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -10242,18 +7713,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -10264,18 +7724,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -10286,18 +7735,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -10308,18 +7746,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -10330,18 +7757,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -10354,18 +7770,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -10376,18 +7781,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -10398,18 +7792,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -10496,18 +7879,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -10520,18 +7892,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -10542,18 +7903,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -10564,18 +7914,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -10586,18 +7925,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -10608,18 +7936,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -10632,18 +7949,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -10654,18 +7960,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -10676,18 +7971,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -10948,18 +8232,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -10972,18 +8245,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -10994,18 +8256,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -11016,18 +8267,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -11038,18 +8278,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -11060,18 +8289,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -11082,18 +8300,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -11104,18 +8311,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -11126,18 +8322,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -11150,18 +8335,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -11172,18 +8346,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -11194,18 +8357,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -11252,17 +8404,7 @@ export interface operations {
                             results: {
                                 check_id: number;
                                 checked_at: string;
-                                findings: {
-                                    entity_id: string;
-                                    /** @enum {string} */
-                                    entity_type: "run" | "queue_item" | "worker";
-                                    first_seen_at: string;
-                                    /** @enum {string} */
-                                    kind: "run_hung" | "dispatch_error" | "blocked_item" | "needs_review" | "worker_stale" | "gate_timeout";
-                                    message: string;
-                                    /** @enum {string} */
-                                    severity: "critical" | "warning" | "info";
-                                }[];
+                                findings: components["schemas"]["AlertFinding"][];
                                 force_notify: boolean;
                                 sent: {
                                     channel: string;
@@ -11287,17 +8429,7 @@ export interface operations {
                         }[];
                         /** @description With refresh_worker=true: the preflight of every worker */
                         refreshed?: {
-                            checks: {
-                                /** @description The figures the check judged, as the gate reported them. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description One readable sentence */
-                                detail: string;
-                                /** @enum {string} */
-                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
-                                ok: boolean;
-                            }[];
+                            checks: components["schemas"]["PreflightCheck"][];
                             ok: boolean;
                             summary: string;
                             /** @description The worker target name, or the URL when the request named no configured target */
@@ -11308,17 +8440,7 @@ export interface operations {
                             fresh: boolean;
                             name: string;
                             observation: {
-                                checks: {
-                                    /** @description The figures the check judged, as the gate reported them. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
-                                    data: {
-                                        [key: string]: unknown;
-                                    };
-                                    /** @description One readable sentence */
-                                    detail: string;
-                                    /** @enum {string} */
-                                    name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
-                                    ok: boolean;
-                                }[];
+                                checks: components["schemas"]["PreflightCheck"][];
                                 observed_at: string;
                                 ok: boolean;
                                 summary: string;
@@ -11338,18 +8460,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -11362,18 +8473,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -11384,18 +8484,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -11406,18 +8495,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -11428,18 +8506,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -11452,18 +8519,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -11474,18 +8530,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -11496,18 +8541,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -11639,30 +8673,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         has_more: boolean;
-                        items: {
-                            candidate_id: string | null;
-                            created_at: string;
-                            current_run_id: string | null;
-                            /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
-                            dispatch_failures: number;
-                            /** @description Lower goes first */
-                            dispatch_priority: number;
-                            /** @description The worker target the item was last claimed on */
-                            lane: string | null;
-                            last_error: string | null;
-                            last_run_state: string | null;
-                            machine_target: string | null;
-                            manual_review_required: boolean;
-                            next_action_hint: string | null;
-                            project_id: string;
-                            project_name: string;
-                            selection_rank: number;
-                            /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
-                            updated_at: string;
-                            /** @enum {string} */
-                            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
-                        }[];
+                        items: components["schemas"]["QueueItem"][];
                         page: number;
                         page_size: number;
                         total: number;
@@ -11677,18 +8688,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -11701,18 +8701,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -11723,18 +8712,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -11745,18 +8723,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -11767,18 +8734,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -11789,18 +8745,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -11811,18 +8756,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -11835,18 +8769,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -11857,18 +8780,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -11879,18 +8791,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -12046,50 +8947,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         has_more: boolean;
-                        items: {
-                            accessibility: number | null;
-                            accessibility_delta: string | null;
-                            baseline_to_beat: string | null;
-                            batch_id: string;
-                            candidate_id: string;
-                            created_at: string;
-                            /** @enum {string} */
-                            decision: "admitted" | "rejected" | "merged" | "needs-review";
-                            dedupe_key: string;
-                            estimated_runtime_class: ("minutes" | "hours" | "overnight" | "days" | "week_plus") | null;
-                            expected_artifacts: string[];
-                            expected_token_budget: number | null;
-                            falsifiability: number | null;
-                            feasibility: number;
-                            /** @enum {string} */
-                            generation_mode: "fresh_grounded" | "followup_from_negative" | "moonshot" | "implementation_gap" | "paper_replication_extension" | "home_hardware_accessibility" | "manual_import";
-                            hypothesis: string | null;
-                            kill_condition: string | null;
-                            likely_failure_modes: string[];
-                            machine_target: string | null;
-                            mechanism: string | null;
-                            merged_into: string | null;
-                            novelty: number;
-                            novelty_comparison: string | null;
-                            parent_project_id: string | null;
-                            parent_run_id: string | null;
-                            /** @description The candidate as its source proposed it. Open: the research ledgers are append-only, and a row keeps what the version that wrote it recorded */
-                            proposal: {
-                                [key: string]: unknown;
-                            };
-                            /** @description Promoted into the queue */
-                            queue_admitted: boolean;
-                            required_evidence: string[];
-                            score: number;
-                            similar_prior_projects: string[];
-                            source_ids: string[];
-                            source_urls: string[];
-                            success_threshold: string | null;
-                            text_fingerprint: string | null;
-                            title: string;
-                            updated_at: string;
-                            workload_class: ("unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness") | null;
-                        }[];
+                        items: components["schemas"]["Candidate"][];
                         page: number;
                         page_size: number;
                         total: number;
@@ -12104,18 +8962,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -12128,18 +8975,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -12150,18 +8986,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -12172,18 +8997,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -12194,18 +9008,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -12218,18 +9021,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -12240,18 +9032,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -12262,18 +9043,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -12404,35 +9174,7 @@ export interface operations {
                     "application/json": {
                         accessibility: number | null;
                         accessibility_delta: string | null;
-                        admissions: {
-                            admission_id: number;
-                            batch_id: string;
-                            /** @description Null when a data-level check kept the candidate out of the candidate ledger */
-                            candidate_id: string | null;
-                            /** @description The candidate as the planner saw it. Open: the research ledgers are append-only, and a row keeps what the version that wrote it recorded */
-                            candidate_snapshot: {
-                                [key: string]: unknown;
-                            };
-                            decided_at: string;
-                            decided_by: string;
-                            /** @enum {string} */
-                            decision: "admitted" | "rejected" | "merged" | "needs-review";
-                            dedupe_key: string;
-                            /** @enum {string} */
-                            generation_mode: "fresh_grounded" | "followup_from_negative" | "moonshot" | "implementation_gap" | "paper_replication_extension" | "home_hardware_accessibility" | "manual_import";
-                            hard_failures: {
-                                code: string;
-                                message: string;
-                            }[];
-                            merged_into: string | null;
-                            planner_version: string;
-                            reasons: string[];
-                            score: number;
-                            score_breakdown: {
-                                [key: string]: unknown;
-                            } | null;
-                            title: string;
-                        }[];
+                        admissions: components["schemas"]["Admission"][];
                         baseline_to_beat: string | null;
                         batch_id: string;
                         candidate_id: string;
@@ -12450,18 +9192,7 @@ export interface operations {
                         hypothesis: string | null;
                         kill_condition: string | null;
                         likely_failure_modes: string[];
-                        lineage: {
-                            created_at: string;
-                            from_id: string;
-                            /** @enum {string} */
-                            from_kind: "source" | "candidate" | "idea" | "project" | "queue_item" | "run" | "decision" | "paper" | "no_paper_outcome" | "followup_candidate";
-                            lineage_id: number;
-                            /** @description Lowercase, e.g. grounded_by, promoted_to, followup_of */
-                            relation: string;
-                            to_id: string;
-                            /** @enum {string} */
-                            to_kind: "source" | "candidate" | "idea" | "project" | "queue_item" | "run" | "decision" | "paper" | "no_paper_outcome" | "followup_candidate";
-                        }[];
+                        lineage: components["schemas"]["Lineage"][];
                         machine_target: string | null;
                         mechanism: string | null;
                         merged_into: string | null;
@@ -12471,7 +9202,7 @@ export interface operations {
                         parent_run_id: string | null;
                         /** @description The candidate as its source proposed it. Open: the research ledgers are append-only, and a row keeps what the version that wrote it recorded */
                         proposal: {
-                            [key: string]: unknown;
+                            [key: string]: components["schemas"]["JsonValue"];
                         };
                         /** @description Promoted into the queue */
                         queue_admitted: boolean;
@@ -12496,18 +9227,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -12520,18 +9240,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -12542,18 +9251,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -12564,18 +9262,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -12586,18 +9273,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -12608,18 +9284,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -12630,18 +9295,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -12654,18 +9308,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -12676,18 +9319,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -12698,18 +9330,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -12864,7 +9485,7 @@ export interface operations {
                             name: "stop_conditions" | "provider_batch" | "promote" | "dispatch" | "paper_draft" | "publication_rewrite";
                             reason: string;
                         } & {
-                            [key: string]: unknown;
+                            [key: string]: components["schemas"]["JsonValue"];
                         })[];
                         workflow_id: string | null;
                     };
@@ -12878,18 +9499,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -12902,18 +9512,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -12924,18 +9523,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -12946,18 +9534,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -12968,18 +9545,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -12990,18 +9556,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -13012,18 +9567,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -13034,18 +9578,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -13058,18 +9591,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -13080,18 +9602,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -13102,18 +9613,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
@@ -13124,18 +9624,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -13310,35 +9799,7 @@ export interface operations {
                             queue_items: number;
                             sources: number;
                         };
-                        latest_decisions: {
-                            admission_id: number;
-                            batch_id: string;
-                            /** @description Null when a data-level check kept the candidate out of the candidate ledger */
-                            candidate_id: string | null;
-                            /** @description The candidate as the planner saw it. Open: the research ledgers are append-only, and a row keeps what the version that wrote it recorded */
-                            candidate_snapshot: {
-                                [key: string]: unknown;
-                            };
-                            decided_at: string;
-                            decided_by: string;
-                            /** @enum {string} */
-                            decision: "admitted" | "rejected" | "merged" | "needs-review";
-                            dedupe_key: string;
-                            /** @enum {string} */
-                            generation_mode: "fresh_grounded" | "followup_from_negative" | "moonshot" | "implementation_gap" | "paper_replication_extension" | "home_hardware_accessibility" | "manual_import";
-                            hard_failures: {
-                                code: string;
-                                message: string;
-                            }[];
-                            merged_into: string | null;
-                            planner_version: string;
-                            reasons: string[];
-                            score: number;
-                            score_breakdown: {
-                                [key: string]: unknown;
-                            } | null;
-                            title: string;
-                        }[];
+                        latest_decisions: components["schemas"]["Admission"][];
                         min_admission_score: number;
                         needs_review_min_score: number;
                         /** @enum {boolean} */
@@ -13355,18 +9816,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -13379,18 +9829,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -13401,18 +9840,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -13423,18 +9851,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -13445,18 +9862,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -13469,18 +9875,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -13491,18 +9886,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -13513,18 +9897,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -13666,40 +10039,7 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         planner_version: string;
-                        results: {
-                            breakdown: {
-                                /** @description After fallback */
-                                accessibility: number;
-                                accessibility_fallback: boolean;
-                                /** @description After fallback */
-                                falsifiability: number;
-                                falsifiability_fallback: boolean;
-                                feasibility: number;
-                                mode_bonus: number;
-                                mode_bonus_reason: string;
-                                novelty: number;
-                                score: number;
-                                weighted: number;
-                            };
-                            candidate_id: string | null;
-                            /** @enum {string} */
-                            decision: "admitted" | "rejected" | "merged" | "needs-review";
-                            dedupe_key: string;
-                            generation_mode: string;
-                            hard_failures: {
-                                /** @enum {string} */
-                                code: "missing_contract_field" | "missing_source_grounding" | "missing_parent_lineage" | "missing_novelty_comparison" | "shallow_increment" | "known_negative_rerun";
-                                message: string;
-                            }[];
-                            /** @description Position in the batch, from 0 */
-                            index: number;
-                            merged_into: string | null;
-                            reasons: string[];
-                            score: number;
-                            /** @description False when a data-level check kept the candidate out of the candidate ledger */
-                            stored: boolean;
-                            title: string;
-                        }[];
+                        results: components["schemas"]["CandidateResult"][];
                         sources_used: string[];
                         starter_sources: boolean;
                         written: {
@@ -13719,18 +10059,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -13743,18 +10072,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -13765,18 +10083,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -13787,18 +10094,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -13809,18 +10105,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -13831,18 +10116,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -13853,18 +10127,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -13875,18 +10138,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -13897,18 +10149,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -13921,18 +10162,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -13943,18 +10173,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -13965,18 +10184,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -13987,18 +10195,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -14081,40 +10278,7 @@ export interface operations {
                             total_tokens: number | null;
                         };
                         reason: string;
-                        results?: {
-                            breakdown: {
-                                /** @description After fallback */
-                                accessibility: number;
-                                accessibility_fallback: boolean;
-                                /** @description After fallback */
-                                falsifiability: number;
-                                falsifiability_fallback: boolean;
-                                feasibility: number;
-                                mode_bonus: number;
-                                mode_bonus_reason: string;
-                                novelty: number;
-                                score: number;
-                                weighted: number;
-                            };
-                            candidate_id: string | null;
-                            /** @enum {string} */
-                            decision: "admitted" | "rejected" | "merged" | "needs-review";
-                            dedupe_key: string;
-                            generation_mode: string;
-                            hard_failures: {
-                                /** @enum {string} */
-                                code: "missing_contract_field" | "missing_source_grounding" | "missing_parent_lineage" | "missing_novelty_comparison" | "shallow_increment" | "known_negative_rerun";
-                                message: string;
-                            }[];
-                            /** @description Position in the batch, from 0 */
-                            index: number;
-                            merged_into: string | null;
-                            reasons: string[];
-                            score: number;
-                            /** @description False when a data-level check kept the candidate out of the candidate ledger */
-                            stored: boolean;
-                            title: string;
-                        }[];
+                        results?: components["schemas"]["CandidateResult"][];
                         written?: {
                             admissions: number;
                             candidates: number;
@@ -14132,18 +10296,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -14156,18 +10309,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -14178,18 +10320,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -14200,18 +10331,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -14222,18 +10342,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -14244,18 +10353,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -14266,18 +10364,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -14288,18 +10375,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -14310,18 +10386,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -14334,18 +10399,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -14356,18 +10410,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -14378,18 +10421,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -14400,18 +10432,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
@@ -14422,18 +10443,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A worker gate, research provider or workflow did not answer in time */
@@ -14444,18 +10454,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -14550,40 +10549,7 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         planner_version: string;
-                        results: {
-                            breakdown: {
-                                /** @description After fallback */
-                                accessibility: number;
-                                accessibility_fallback: boolean;
-                                /** @description After fallback */
-                                falsifiability: number;
-                                falsifiability_fallback: boolean;
-                                feasibility: number;
-                                mode_bonus: number;
-                                mode_bonus_reason: string;
-                                novelty: number;
-                                score: number;
-                                weighted: number;
-                            };
-                            candidate_id: string | null;
-                            /** @enum {string} */
-                            decision: "admitted" | "rejected" | "merged" | "needs-review";
-                            dedupe_key: string;
-                            generation_mode: string;
-                            hard_failures: {
-                                /** @enum {string} */
-                                code: "missing_contract_field" | "missing_source_grounding" | "missing_parent_lineage" | "missing_novelty_comparison" | "shallow_increment" | "known_negative_rerun";
-                                message: string;
-                            }[];
-                            /** @description Position in the batch, from 0 */
-                            index: number;
-                            merged_into: string | null;
-                            reasons: string[];
-                            score: number;
-                            /** @description False when a data-level check kept the candidate out of the candidate ledger */
-                            stored: boolean;
-                            title: string;
-                        }[];
+                        results: components["schemas"]["CandidateResult"][];
                         written: {
                             admissions: number;
                             candidates: number;
@@ -14601,18 +10567,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -14625,18 +10580,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -14647,18 +10591,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -14669,18 +10602,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -14691,18 +10613,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -14713,18 +10624,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -14735,18 +10635,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -14757,18 +10646,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -14779,18 +10657,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -14803,18 +10670,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -14825,18 +10681,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -14847,18 +10692,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -14869,18 +10703,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -14971,18 +10794,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -14995,18 +10807,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -15017,18 +10818,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -15039,18 +10829,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -15061,18 +10840,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -15083,18 +10851,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -15105,18 +10862,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -15127,18 +10873,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -15149,18 +10884,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -15171,18 +10895,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -15195,18 +10908,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -15217,18 +10919,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -15239,18 +10930,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -15261,18 +10941,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -15316,18 +10985,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -15340,18 +10998,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -15362,18 +11009,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -15384,18 +11020,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -15406,18 +11031,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -15430,18 +11044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -15452,18 +11055,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -15474,18 +11066,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -15651,7 +11232,7 @@ export interface operations {
                             name: "stop_conditions" | "provider_batch" | "promote" | "dispatch" | "paper_draft" | "publication_rewrite";
                             reason: string;
                         } & {
-                            [key: string]: unknown;
+                            [key: string]: components["schemas"]["JsonValue"];
                         })[];
                         workflow_id: string | null;
                     };
@@ -15665,18 +11246,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -15689,18 +11259,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -15711,18 +11270,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -15733,18 +11281,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -15755,18 +11292,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -15777,18 +11303,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -15799,18 +11314,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -15821,18 +11325,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -15843,18 +11336,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -15867,18 +11349,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -15889,18 +11360,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -15911,18 +11371,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -15933,18 +11382,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
@@ -15955,18 +11393,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A worker gate, research provider or workflow did not answer in time */
@@ -15977,18 +11404,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -16072,18 +11488,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -16096,18 +11501,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -16118,18 +11512,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -16140,18 +11523,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -16162,18 +11534,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -16184,18 +11545,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -16206,18 +11556,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -16228,18 +11567,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -16250,18 +11578,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -16272,18 +11589,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -16296,18 +11602,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -16318,18 +11613,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -16340,18 +11624,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -16362,18 +11635,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not ready */
@@ -16384,18 +11646,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -16430,18 +11681,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -16454,18 +11694,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -16476,18 +11705,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -16498,18 +11716,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -16520,18 +11727,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -16542,18 +11738,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -16566,18 +11751,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -16588,18 +11762,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -16610,18 +11773,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -16667,18 +11819,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -16691,18 +11832,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -16713,18 +11843,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -16735,18 +11854,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -16757,18 +11865,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -16779,18 +11876,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -16801,18 +11887,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -16825,18 +11900,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -16847,18 +11911,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -16869,18 +11922,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -16917,18 +11959,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -16941,18 +11972,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -16963,18 +11983,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -16985,18 +11994,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -17007,18 +12005,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -17029,18 +12016,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -17051,18 +12027,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -17073,18 +12038,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -17097,18 +12051,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -17119,18 +12062,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -17141,18 +12073,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -17350,17 +12271,7 @@ export interface operations {
                         live_dispatch_enabled: boolean;
                         /** @description With refresh_worker=true: the preflight of every worker */
                         refreshed?: {
-                            checks: {
-                                /** @description The figures the check judged, as the gate reported them. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description One readable sentence */
-                                detail: string;
-                                /** @enum {string} */
-                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
-                                ok: boolean;
-                            }[];
+                            checks: components["schemas"]["PreflightCheck"][];
                             ok: boolean;
                             summary: string;
                             /** @description The worker target name, or the URL when the request named no configured target */
@@ -17392,18 +12303,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -17416,18 +12316,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -17438,18 +12327,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -17460,18 +12338,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -17482,18 +12349,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -17506,18 +12362,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -17528,18 +12373,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -17550,18 +12384,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -17712,18 +12535,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -17736,18 +12548,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -17758,18 +12559,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -17780,18 +12570,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -17802,18 +12581,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -17826,18 +12594,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -17848,18 +12605,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -17870,18 +12616,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -18014,21 +12749,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        items: {
-                            actor: string | null;
-                            created_at: string;
-                            entity_id: string;
-                            entity_type: string;
-                            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log") */
-                            event_type: string;
-                            id: number;
-                            idempotency_key: string | null;
-                            /** @description The event's own fields, by event_type. Open: the log is append-only, and an event keeps the fields of the version that wrote it */
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            request_id: string | null;
-                        }[];
+                        items: components["schemas"]["AuditEvent"][];
                         page: {
                             has_more: boolean;
                             /** @description Pass as cursor for the next page; null on the last page */
@@ -18047,18 +12768,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -18071,18 +12781,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -18093,18 +12792,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -18115,18 +12803,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -18137,18 +12814,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -18161,18 +12827,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -18183,18 +12838,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -18205,18 +12849,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -18227,18 +12860,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -18394,20 +13016,7 @@ export interface operations {
                         action: "noop" | "dry_run_followup" | "followup_queued" | "followup_recorded";
                         /** @description The follow-up candidate: the planner's decision, score and reasons, and what changed and why */
                         candidate: {
-                            breakdown: {
-                                /** @description After fallback */
-                                accessibility: number;
-                                accessibility_fallback: boolean;
-                                /** @description After fallback */
-                                falsifiability: number;
-                                falsifiability_fallback: boolean;
-                                feasibility: number;
-                                mode_bonus: number;
-                                mode_bonus_reason: string;
-                                novelty: number;
-                                score: number;
-                                weighted: number;
-                            };
+                            breakdown: components["schemas"]["ScoreBreakdown"];
                             candidate_id: string | null;
                             /** @enum {string} */
                             decision: "admitted" | "rejected" | "merged" | "needs-review";
@@ -18460,18 +13069,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -18484,18 +13082,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -18506,18 +13093,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -18528,18 +13104,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -18550,18 +13115,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -18572,18 +13126,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -18594,18 +13137,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -18616,18 +13148,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -18638,18 +13159,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -18662,18 +13172,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -18684,18 +13183,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -18706,18 +13194,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -18728,18 +13205,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -18830,30 +13296,7 @@ export interface operations {
                             idle: boolean;
                             lane: string;
                             /** @description The item dispatch-next would pick for this lane next */
-                            next_candidate: {
-                                candidate_id: string | null;
-                                created_at: string;
-                                current_run_id: string | null;
-                                /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
-                                dispatch_failures: number;
-                                /** @description Lower goes first */
-                                dispatch_priority: number;
-                                /** @description The worker target the item was last claimed on */
-                                lane: string | null;
-                                last_error: string | null;
-                                last_run_state: string | null;
-                                machine_target: string | null;
-                                manual_review_required: boolean;
-                                next_action_hint: string | null;
-                                project_id: string;
-                                project_name: string;
-                                selection_rank: number;
-                                /** @enum {string} */
-                                status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
-                                updated_at: string;
-                                /** @enum {string} */
-                                workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
-                            } | null;
+                            next_candidate: components["schemas"]["QueueItem"] | null;
                             /** @description The worker target; null for a lane no longer configured */
                             route: {
                                 machine_target: string;
@@ -18875,18 +13318,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -18899,18 +13331,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -18921,18 +13342,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -18943,18 +13353,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -18965,18 +13364,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -18989,18 +13377,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -19011,18 +13388,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -19033,18 +13399,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -19055,18 +13410,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -19223,18 +13567,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -19247,18 +13580,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -19269,18 +13591,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -19291,18 +13602,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -19313,18 +13613,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -19337,18 +13626,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -19359,18 +13637,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -19381,18 +13648,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -19530,18 +13786,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -19554,18 +13799,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -19576,18 +13810,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -19598,18 +13821,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -19620,18 +13832,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -19644,18 +13845,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -19666,18 +13856,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -19688,18 +13867,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -19954,21 +14122,7 @@ export interface operations {
                             raw_completed_no_paper_candidates: number;
                             write_needed: number;
                         };
-                        recent_events: {
-                            actor: string | null;
-                            created_at: string;
-                            entity_id: string;
-                            entity_type: string;
-                            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log") */
-                            event_type: string;
-                            id: number;
-                            idempotency_key: string | null;
-                            /** @description The event's own fields, by event_type. Open: the log is append-only, and an event keeps the fields of the version that wrote it */
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            request_id: string | null;
-                        }[];
+                        recent_events: components["schemas"]["AuditEvent"][];
                     };
                 };
             };
@@ -19980,18 +14134,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -20004,18 +14147,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -20026,18 +14158,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -20048,18 +14169,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -20070,18 +14180,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -20094,18 +14193,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -20116,18 +14204,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -20138,18 +14215,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -20160,18 +14226,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -20315,54 +14370,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        items: {
-                            created_at: string;
-                            draft_artifacts: {
-                                bytes: number;
-                                path: string;
-                                sha256: string;
-                            }[];
-                            draft_count: number;
-                            /** @description Relative to state_dir */
-                            draft_dir: string | null;
-                            drafted_at: string | null;
-                            evidence_summary: {
-                                decision: string | null;
-                                /** @description Each file's sha256; absent in drafts recorded before packages checked them */
-                                file_hashes?: {
-                                    bytes: number;
-                                    path: string;
-                                    sha256: string;
-                                }[];
-                                files: string[];
-                                /** @description Of the evidence files together */
-                                sha256: string;
-                            } | null;
-                            /** @description A corpus import is recorded for the paper */
-                            imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
-                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
-                            paper_id: string;
-                            /** @enum {string} */
-                            paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
-                            project_id: string;
-                            rank_reasons: string[];
-                            rank_score: number;
-                            /** @enum {string} */
-                            review_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
-                            rewrite_count: number;
-                            rewritten_at: string | null;
-                            run_id: string;
-                            /**
-                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
-                             * @enum {string}
-                             */
-                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
-                            title: string | null;
-                            updated_at: string;
-                            writer: ("deterministic" | "hosted") | null;
-                            writer_fallback_reason: string | null;
-                        }[];
+                        items: components["schemas"]["Paper"][];
                         page: {
                             has_more: boolean;
                             /** @description Pass as cursor for the next page; null on the last page */
@@ -20381,18 +14389,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -20405,18 +14402,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -20427,18 +14413,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -20449,18 +14424,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -20471,18 +14435,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -20495,18 +14448,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -20517,18 +14459,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -20539,18 +14470,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -20561,18 +14481,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -20716,50 +14625,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        corpus_import: {
-                            commit_sha: string;
-                            corpus_repo: string;
-                            created_at: string;
-                            manifest_sha256: string;
-                            paper_id: string;
-                            requested_by: string;
-                        } | null;
-                        events: {
-                            actor: string | null;
-                            created_at: string;
-                            entity_id: string;
-                            entity_type: string;
-                            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log") */
-                            event_type: string;
-                            id: number;
-                            idempotency_key: string | null;
-                            /** @description The event's own fields, by event_type. Open: the log is append-only, and an event keeps the fields of the version that wrote it */
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            request_id: string | null;
-                        }[];
-                        finalization_packages: {
-                            created_at: string;
-                            manifest_sha256: string;
-                            /** @description Relative to state_dir */
-                            package_dir: string;
-                            package_id: number;
-                            requested_by: string;
-                            target_label: string;
-                        }[];
+                        corpus_import: components["schemas"]["CorpusImport"] | null;
+                        events: components["schemas"]["AuditEvent"][];
+                        finalization_packages: components["schemas"]["FinalizationPackage"][];
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -20807,30 +14677,8 @@ export interface operations {
                             writer: ("deterministic" | "hosted") | null;
                             writer_fallback_reason: string | null;
                         };
-                        project: {
-                            candidate_id: string | null;
-                            created_at: string;
-                            idea_id: string | null;
-                            machine_target: string | null;
-                            /** @description Relative to the worker's project_root */
-                            project_dir: string;
-                            project_id: string;
-                            project_name: string;
-                            updated_at: string;
-                            /** @enum {string} */
-                            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
-                        } | null;
-                        review_history: {
-                            blocker: string | null;
-                            created_at: string;
-                            from_status: ("unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected") | null;
-                            history_id: number;
-                            note: string | null;
-                            paper_id: string;
-                            requested_by: string;
-                            /** @enum {string} */
-                            to_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
-                        }[];
+                        project: components["schemas"]["Project"] | null;
+                        review_history: components["schemas"]["ReviewHistory"][];
                         /** @description The review_status values the status command accepts from the current one */
                         review_moves: ("unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected")[];
                         run: {
@@ -20886,18 +14734,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -20910,18 +14747,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -20932,18 +14758,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -20954,18 +14769,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -20976,18 +14780,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -20998,18 +14791,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -21020,18 +14802,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -21044,18 +14815,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -21066,18 +14826,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -21088,18 +14837,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -21110,18 +14848,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -21294,18 +15021,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -21318,18 +15034,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -21340,18 +15045,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -21362,18 +15056,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -21384,18 +15067,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -21406,18 +15078,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -21428,18 +15089,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -21450,18 +15100,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -21474,18 +15113,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -21496,18 +15124,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -21518,18 +15135,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -21540,18 +15146,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -21750,18 +15345,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -21774,18 +15358,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -21796,18 +15369,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -21818,18 +15380,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -21840,18 +15391,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -21864,18 +15404,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -21886,18 +15415,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -21908,18 +15426,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -21930,18 +15437,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -22082,133 +15578,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        events: {
-                            actor: string | null;
-                            created_at: string;
-                            entity_id: string;
-                            entity_type: string;
-                            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log") */
-                            event_type: string;
-                            id: number;
-                            idempotency_key: string | null;
-                            /** @description The event's own fields, by event_type. Open: the log is append-only, and an event keeps the fields of the version that wrote it */
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            request_id: string | null;
-                        }[];
-                        lineage: {
-                            created_at: string;
-                            from_id: string;
-                            /** @enum {string} */
-                            from_kind: "source" | "candidate" | "idea" | "project" | "queue_item" | "run" | "decision" | "paper" | "no_paper_outcome" | "followup_candidate";
-                            lineage_id: number;
-                            /** @description Lowercase, e.g. grounded_by, promoted_to, followup_of */
-                            relation: string;
-                            to_id: string;
-                            /** @enum {string} */
-                            to_kind: "source" | "candidate" | "idea" | "project" | "queue_item" | "run" | "decision" | "paper" | "no_paper_outcome" | "followup_candidate";
-                        }[];
-                        papers: {
-                            created_at: string;
-                            draft_artifacts: {
-                                bytes: number;
-                                path: string;
-                                sha256: string;
-                            }[];
-                            draft_count: number;
-                            /** @description Relative to state_dir */
-                            draft_dir: string | null;
-                            drafted_at: string | null;
-                            evidence_summary: {
-                                decision: string | null;
-                                /** @description Each file's sha256; absent in drafts recorded before packages checked them */
-                                file_hashes?: {
-                                    bytes: number;
-                                    path: string;
-                                    sha256: string;
-                                }[];
-                                files: string[];
-                                /** @description Of the evidence files together */
-                                sha256: string;
-                            } | null;
-                            /** @description A corpus import is recorded for the paper */
-                            imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
-                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
-                            paper_id: string;
-                            /** @enum {string} */
-                            paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
-                            project_id: string;
-                            rank_reasons: string[];
-                            rank_score: number;
-                            /** @enum {string} */
-                            review_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
-                            rewrite_count: number;
-                            rewritten_at: string | null;
-                            run_id: string;
-                            /**
-                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
-                             * @enum {string}
-                             */
-                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
-                            title: string | null;
-                            updated_at: string;
-                            writer: ("deterministic" | "hosted") | null;
-                            writer_fallback_reason: string | null;
-                        }[];
-                        project: {
-                            candidate_id: string | null;
-                            created_at: string;
-                            idea_id: string | null;
-                            machine_target: string | null;
-                            /** @description Relative to the worker's project_root */
-                            project_dir: string;
-                            project_id: string;
-                            project_name: string;
-                            updated_at: string;
-                            /** @enum {string} */
-                            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
-                        } | null;
-                        queue_item: {
-                            candidate_id: string | null;
-                            created_at: string;
-                            current_run_id: string | null;
-                            /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
-                            dispatch_failures: number;
-                            /** @description Lower goes first */
-                            dispatch_priority: number;
-                            /** @description The worker target the item was last claimed on */
-                            lane: string | null;
-                            last_error: string | null;
-                            last_run_state: string | null;
-                            machine_target: string | null;
-                            manual_review_required: boolean;
-                            next_action_hint: string | null;
-                            project_id: string;
-                            project_name: string;
-                            selection_rank: number;
-                            /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
-                            updated_at: string;
-                            /** @enum {string} */
-                            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
-                        } | null;
+                        events: components["schemas"]["AuditEvent"][];
+                        lineage: components["schemas"]["Lineage"][];
+                        papers: components["schemas"]["Paper"][];
+                        project: components["schemas"]["Project"] | null;
+                        queue_item: components["schemas"]["QueueItem"] | null;
                         runs: {
                             created_at: string;
                             decision: string | null;
                             decision_summary: string | null;
                             dispatch_result: {
-                                [key: string]: unknown;
+                                [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             evidence: {
-                                [key: string]: unknown;
+                                [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             finished_at: string | null;
                             lane: string;
                             last_error: string | null;
                             prepare_result: {
-                                [key: string]: unknown;
+                                [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             project_id: string;
                             question: string | null;
@@ -22217,40 +15606,14 @@ export interface operations {
                             session_id: string | null;
                             /** @enum {string} */
                             state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
-                            transitions: {
-                                created_at: string;
-                                from_state: string | null;
-                                queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review") | null;
-                                to_state: string;
-                                transition: string;
-                            }[];
+                            transitions: components["schemas"]["Transition"][];
                             updated_at: string;
                             wake_gate_url: string;
                             workflow_id: string;
                             /** @enum {string} */
                             workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
                         }[];
-                        worker_observations: {
-                            checks: {
-                                /** @description The figures the check judged, as the gate reported them. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description One readable sentence */
-                                detail: string;
-                                /** @enum {string} */
-                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
-                                ok: boolean;
-                            }[];
-                            observation_id: number;
-                            observed_at: string;
-                            ok: boolean;
-                            /** @description The run whose dispatch ran this preflight */
-                            run_id: string | null;
-                            summary: string;
-                            target: string;
-                            wake_gate_url: string;
-                        }[];
+                        worker_observations: components["schemas"]["WorkerObservation"][];
                     };
                 };
             };
@@ -22262,18 +15625,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -22286,18 +15638,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -22308,18 +15649,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -22330,18 +15660,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -22352,18 +15671,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -22374,18 +15682,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -22396,18 +15693,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -22420,18 +15706,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -22442,18 +15717,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -22464,18 +15728,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -22486,18 +15739,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -22703,18 +15945,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -22727,18 +15958,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -22749,18 +15969,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -22771,18 +15980,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -22793,18 +15991,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -22817,18 +16004,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -22839,18 +16015,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -22861,18 +16026,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -22883,18 +16037,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -23131,18 +16274,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -23155,18 +16287,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -23177,18 +16298,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -23199,18 +16309,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -23221,18 +16320,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -23245,18 +16333,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -23267,18 +16344,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -23289,18 +16355,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -23311,18 +16366,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -23521,18 +16565,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -23545,18 +16578,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -23567,18 +16589,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -23589,18 +16600,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -23611,18 +16611,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -23635,18 +16624,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -23657,18 +16635,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -23679,18 +16646,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -23701,18 +16657,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -23866,84 +16811,11 @@ export interface operations {
                             reason: string | null;
                             received_at: string;
                         }[];
-                        events: {
-                            actor: string | null;
-                            created_at: string;
-                            entity_id: string;
-                            entity_type: string;
-                            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log") */
-                            event_type: string;
-                            id: number;
-                            idempotency_key: string | null;
-                            /** @description The event's own fields, by event_type. Open: the log is append-only, and an event keeps the fields of the version that wrote it */
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            request_id: string | null;
-                        }[];
+                        events: components["schemas"]["AuditEvent"][];
                         /** @description The run is in a final state: cancel would answer already_finished */
                         finished: boolean;
-                        papers: {
-                            created_at: string;
-                            draft_artifacts: {
-                                bytes: number;
-                                path: string;
-                                sha256: string;
-                            }[];
-                            draft_count: number;
-                            /** @description Relative to state_dir */
-                            draft_dir: string | null;
-                            drafted_at: string | null;
-                            evidence_summary: {
-                                decision: string | null;
-                                /** @description Each file's sha256; absent in drafts recorded before packages checked them */
-                                file_hashes?: {
-                                    bytes: number;
-                                    path: string;
-                                    sha256: string;
-                                }[];
-                                files: string[];
-                                /** @description Of the evidence files together */
-                                sha256: string;
-                            } | null;
-                            /** @description A corpus import is recorded for the paper */
-                            imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
-                            operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
-                            paper_id: string;
-                            /** @enum {string} */
-                            paper_status: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived";
-                            project_id: string;
-                            rank_reasons: string[];
-                            rank_score: number;
-                            /** @enum {string} */
-                            review_status: "unreviewed" | "triage_ready" | "in_review" | "changes_requested" | "blocked" | "approved_for_finalization" | "finalized" | "rejected";
-                            rewrite_count: number;
-                            rewritten_at: string | null;
-                            run_id: string;
-                            /**
-                             * @description Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)
-                             * @enum {string}
-                             */
-                            stage: "eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived" | "finalized" | "imported";
-                            title: string | null;
-                            updated_at: string;
-                            writer: ("deterministic" | "hosted") | null;
-                            writer_fallback_reason: string | null;
-                        }[];
-                        project: {
-                            candidate_id: string | null;
-                            created_at: string;
-                            idea_id: string | null;
-                            machine_target: string | null;
-                            /** @description Relative to the worker's project_root */
-                            project_dir: string;
-                            project_id: string;
-                            project_name: string;
-                            updated_at: string;
-                            /** @enum {string} */
-                            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
-                        } | null;
+                        papers: components["schemas"]["Paper"][];
+                        project: components["schemas"]["Project"] | null;
                         /** @description While the run is in flight, its worker gate's quiet window: why it waits and its progress; null once finished, before the gate judges it, or when the gate cannot be asked within 2 s */
                         quiet_window: {
                             idle_seen_at: string | null;
@@ -23981,16 +16853,16 @@ export interface operations {
                             decision: string | null;
                             decision_summary: string | null;
                             dispatch_result: {
-                                [key: string]: unknown;
+                                [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             evidence: {
-                                [key: string]: unknown;
+                                [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             finished_at: string | null;
                             lane: string;
                             last_error: string | null;
                             prepare_result: {
-                                [key: string]: unknown;
+                                [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             project_id: string;
                             question: string | null;
@@ -24005,13 +16877,7 @@ export interface operations {
                                 output_tokens: number;
                                 total_tokens: number;
                             } | null;
-                            transitions: {
-                                created_at: string;
-                                from_state: string | null;
-                                queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review") | null;
-                                to_state: string;
-                                transition: string;
-                            }[];
+                            transitions: components["schemas"]["Transition"][];
                             updated_at: string;
                             wake_gate_url: string;
                             workflow_id: string;
@@ -24034,18 +16900,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -24058,18 +16913,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -24080,18 +16924,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -24102,18 +16935,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -24124,18 +16946,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -24146,18 +16957,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -24168,18 +16968,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -24192,18 +16981,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -24214,18 +16992,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -24236,18 +17003,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -24429,18 +17185,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -24453,18 +17198,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -24475,18 +17209,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -24497,18 +17220,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -24519,18 +17231,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -24541,18 +17242,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -24563,18 +17253,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -24585,18 +17264,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -24609,18 +17277,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -24631,18 +17288,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -24653,18 +17299,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
@@ -24675,18 +17310,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -24939,18 +17563,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -24963,18 +17576,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -24985,18 +17587,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -25007,18 +17598,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -25029,18 +17609,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -25053,18 +17622,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -25075,18 +17633,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -25097,18 +17644,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -25119,18 +17655,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -25336,18 +17861,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -25360,18 +17874,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -25382,18 +17885,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -25404,18 +17896,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -25426,18 +17907,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -25448,18 +17918,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -25470,18 +17929,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -25492,18 +17940,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -25514,18 +17951,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -25538,18 +17964,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -25560,18 +17975,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -25582,18 +17986,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -25604,18 +17997,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not ready */
@@ -25626,18 +18008,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -25670,18 +18041,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -25692,18 +18052,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -25714,18 +18063,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -25736,18 +18074,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -25758,18 +18085,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -25780,18 +18096,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -25900,18 +18205,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -25922,18 +18216,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -25944,18 +18227,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -25966,18 +18238,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -25988,18 +18249,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -26010,18 +18260,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -26149,18 +18388,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -26171,18 +18399,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -26193,18 +18410,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A path parameter is longer than the router takes */
@@ -26215,18 +18421,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -26237,18 +18432,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -26259,18 +18443,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -26281,18 +18454,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -26303,18 +18465,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -26498,7 +18649,7 @@ export interface operations {
                         } | null;
                         /** @description The gate's answer to /dispatch, on a live dispatch. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
                         dispatch?: {
-                            [key: string]: unknown;
+                            [key: string]: components["schemas"]["JsonValue"];
                         };
                         /** @description The worker target chosen; null when none was */
                         dispatch_route?: {
@@ -26513,17 +18664,7 @@ export interface operations {
                         /** @description True for dry_run_dispatch and live_dispatch */
                         ok: boolean;
                         preflight?: {
-                            checks: {
-                                /** @description The figures the check judged, as the gate reported them. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description One readable sentence */
-                                detail: string;
-                                /** @enum {string} */
-                                name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
-                                ok: boolean;
-                            }[];
+                            checks: components["schemas"]["PreflightCheck"][];
                             ok: boolean;
                             summary: string;
                             /** @description The worker target name, or the URL when the request named no configured target */
@@ -26531,7 +18672,7 @@ export interface operations {
                         };
                         /** @description The gate's answer to /prepare-project, on a live dispatch. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
                         prepare?: {
-                            [key: string]: unknown;
+                            [key: string]: components["schemas"]["JsonValue"];
                         };
                         reason: string;
                         run_id?: string;
@@ -26547,18 +18688,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -26571,18 +18701,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -26593,18 +18712,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -26615,18 +18723,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -26637,18 +18734,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -26659,18 +18745,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -26681,18 +18756,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -26703,18 +18767,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -26725,18 +18778,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -26749,18 +18791,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -26771,18 +18802,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -26793,18 +18813,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -26815,18 +18824,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
@@ -26837,18 +18835,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not ready */
@@ -26859,18 +18846,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description A worker gate, research provider or workflow did not answer in time */
@@ -26881,18 +18857,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -27003,18 +18968,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -27027,18 +18981,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -27049,18 +18992,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -27071,18 +19003,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -27093,18 +19014,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -27117,18 +19027,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -27139,18 +19038,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -27161,18 +19049,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Default Response */
@@ -27484,17 +19361,7 @@ export interface operations {
                         /** @enum {string} */
                         action: "drafted";
                         paper: {
-                            checklist: {
-                                /** @enum {string} */
-                                item_id: "artifact_readability" | "title_abstract_quality" | "claim_evidence_alignment" | "novelty_significance" | "reproducibility" | "limitations_ethics" | "formatting_quality" | "target_venue_fit" | "final_human_approval";
-                                /** @description automated, or who set it */
-                                judged_by: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "pass" | "fail" | "accepted_risk" | "not_applicable";
-                                /** @description For an item never written, when the paper was created */
-                                updated_at: string;
-                            }[];
+                            checklist: components["schemas"]["ChecklistItem"][];
                             created_at: string;
                             draft_artifacts: {
                                 bytes: number;
@@ -27607,18 +19474,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -27631,18 +19487,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -27653,18 +19498,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -27675,18 +19509,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -27697,18 +19520,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -27719,18 +19531,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -27741,18 +19542,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -27763,18 +19553,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -27785,18 +19564,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -27809,18 +19577,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -27831,18 +19588,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -27853,18 +19599,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
@@ -27875,18 +19610,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -27936,18 +19660,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -27960,18 +19673,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -27982,18 +19684,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -28004,18 +19695,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -28026,18 +19706,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -28048,18 +19717,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -28070,18 +19728,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -28092,18 +19739,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -28116,18 +19752,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -28138,18 +19763,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -28160,18 +19774,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -28182,18 +19785,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -28227,30 +19819,7 @@ export interface operations {
                         changed: boolean;
                         /** @enum {boolean} */
                         ok: true;
-                        queue_item: {
-                            candidate_id: string | null;
-                            created_at: string;
-                            current_run_id: string | null;
-                            /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
-                            dispatch_failures: number;
-                            /** @description Lower goes first */
-                            dispatch_priority: number;
-                            /** @description The worker target the item was last claimed on */
-                            lane: string | null;
-                            last_error: string | null;
-                            last_run_state: string | null;
-                            machine_target: string | null;
-                            manual_review_required: boolean;
-                            next_action_hint: string | null;
-                            project_id: string;
-                            project_name: string;
-                            selection_rank: number;
-                            /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
-                            updated_at: string;
-                            /** @enum {string} */
-                            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
-                        };
+                        queue_item: components["schemas"]["QueueItem"];
                     };
                 };
             };
@@ -28262,18 +19831,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -28286,18 +19844,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -28308,18 +19855,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -28330,18 +19866,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -28352,18 +19877,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -28374,18 +19888,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -28396,18 +19899,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -28418,18 +19910,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -28440,18 +19921,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -28462,18 +19932,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -28486,18 +19945,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -28508,18 +19956,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -28530,18 +19967,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -28552,18 +19978,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -28596,30 +20011,7 @@ export interface operations {
                         changed: boolean;
                         /** @enum {boolean} */
                         ok: true;
-                        queue_item: {
-                            candidate_id: string | null;
-                            created_at: string;
-                            current_run_id: string | null;
-                            /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
-                            dispatch_failures: number;
-                            /** @description Lower goes first */
-                            dispatch_priority: number;
-                            /** @description The worker target the item was last claimed on */
-                            lane: string | null;
-                            last_error: string | null;
-                            last_run_state: string | null;
-                            machine_target: string | null;
-                            manual_review_required: boolean;
-                            next_action_hint: string | null;
-                            project_id: string;
-                            project_name: string;
-                            selection_rank: number;
-                            /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
-                            updated_at: string;
-                            /** @enum {string} */
-                            workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
-                        };
+                        queue_item: components["schemas"]["QueueItem"];
                     };
                 };
             };
@@ -28631,18 +20023,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -28655,18 +20036,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -28677,18 +20047,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Unknown resource */
@@ -28699,18 +20058,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -28721,18 +20069,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -28743,18 +20080,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -28765,18 +20091,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -28787,18 +20102,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -28809,18 +20113,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -28831,18 +20124,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -28855,18 +20137,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -28877,18 +20148,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -28899,18 +20159,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -28921,18 +20170,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -28979,18 +20217,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -29003,18 +20230,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -29025,18 +20241,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -29047,18 +20252,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -29069,18 +20263,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -29091,18 +20274,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -29113,18 +20285,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -29135,18 +20296,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -29159,18 +20309,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -29181,18 +20320,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -29203,18 +20331,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -29225,18 +20342,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -29269,18 +20375,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -29291,18 +20386,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -29313,18 +20397,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -29335,18 +20408,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -29357,18 +20419,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -29379,18 +20430,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -29499,18 +20539,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -29521,18 +20550,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -29543,18 +20561,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -29565,18 +20572,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -29587,18 +20583,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -29609,18 +20594,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -29737,18 +20711,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -29759,18 +20722,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -29781,18 +20733,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -29803,18 +20744,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -29825,18 +20755,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -29847,18 +20766,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Default Response */
@@ -29995,18 +20903,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -30019,18 +20916,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -30041,18 +20927,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -30063,18 +20938,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -30085,18 +20949,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -30109,18 +20962,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -30131,18 +20973,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -30153,18 +20984,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
         };
@@ -30301,18 +21121,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -30325,18 +21134,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -30347,18 +21145,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -30369,18 +21156,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -30391,18 +21167,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -30415,18 +21180,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -30437,18 +21191,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -30459,18 +21202,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Default Response */
@@ -30677,18 +21409,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -30701,18 +21422,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -30723,18 +21433,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -30745,18 +21444,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -30767,18 +21455,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -30791,18 +21468,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -30813,18 +21479,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -30835,18 +21490,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not ready */
@@ -30857,18 +21501,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -31071,18 +21704,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
@@ -31095,18 +21717,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
@@ -31117,18 +21728,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request did not arrive whole in time (the connection is closed) */
@@ -31139,18 +21739,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Conflicting state, or an idempotency key reused with a different payload */
@@ -31161,18 +21750,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is larger than 1 MiB */
@@ -31183,18 +21761,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request body is not JSON (Content-Type application/json) */
@@ -31205,18 +21772,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
@@ -31227,18 +21783,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Request failed validation: one {loc, msg, type} entry per problem */
@@ -31249,18 +21794,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Too many requests from this client address; Retry-After says when to try again */
@@ -31273,18 +21807,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request headers are too large (the connection is closed) */
@@ -31295,18 +21818,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description An unexpected failure; request_id names it in the server log */
@@ -31317,18 +21829,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id: string;
-                    };
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
             /** @description Not available in this configuration (feature switched off, or a read-only store) */
@@ -31339,20 +21840,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string | {
-                            loc: (string | number)[];
-                            msg: string;
-                            type: string;
-                        }[] | ({
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        });
-                        request_id?: string;
-                    };
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
     };
 }
+type WithRequired<T, K extends keyof T> = T & {
+    [P in K]-?: T[P];
+};

@@ -9,6 +9,7 @@ import { RUN_STATES } from '../domain/run-state.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import { ADMISSION_DECISIONS, GENERATION_MODES, RUNTIME_CLASSES } from '../domain/research-candidate.ts';
 import { HARD_FAILURE_CODES } from '../domain/research-decision.ts';
+import type { ScoreBreakdown } from '../domain/research-scoring.ts';
 import { foreignObject, type Assert, type Documents } from '../http/responses.ts';
 import type { AuditEvent } from '../store/audit-events.ts';
 import type { FinalizationPackageRow } from '../store/paper-reads.ts';
@@ -39,7 +40,7 @@ export const AuditEventSchema = z.object({
   actor: z.string().nullable(),
   request_id: z.string().nullable(),
   created_at: z.string(),
-});
+}).meta({ id: 'AuditEvent' });
 export type AuditEventDocumented = Assert<Documents<typeof AuditEventSchema, AuditEvent>>;
 
 export const QueueItemSchema = z.object({
@@ -60,7 +61,7 @@ export const QueueItemSchema = z.object({
   dispatch_failures: z.number().int().describe('Failed dispatch attempts in a row; the third moves the item to dispatch_error'),
   created_at: z.string(),
   updated_at: z.string(),
-});
+}).meta({ id: 'QueueItem' });
 export type QueueItemDocumented = Assert<Documents<typeof QueueItemSchema, QueueItemRow>>;
 
 export const FlagsSchema = z.object({ queue_paused: z.boolean(), maintenance_mode: z.boolean() });
@@ -75,7 +76,7 @@ export const ProjectSchema = z.object({
   machine_target: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
-});
+}).meta({ id: 'Project' });
 export type ProjectDocumented = Assert<Documents<typeof ProjectSchema, ProjectRow>>;
 
 const EvidenceFileSchema = z.object({ path: z.string(), sha256: z.string(), bytes: z.number().int() });
@@ -112,7 +113,7 @@ export const PaperSchema = z.object({
   imported: z.boolean().describe('A corpus import is recorded for the paper'),
   stage: z.enum(PAPER_STAGES).describe('Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)'),
   operator_actions: z.array(z.enum(PAPER_ACTIONS)).describe('The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported'),
-});
+}).meta({ id: 'Paper' });
 export type PaperDocumented = Assert<Documents<typeof PaperSchema, PaperRow>>;
 
 export const ChecklistItemSchema = z.object({
@@ -121,7 +122,7 @@ export const ChecklistItemSchema = z.object({
   note: z.string().nullable(),
   judged_by: z.string().nullable().describe('automated, or who set it'),
   updated_at: z.string().describe('For an item never written, when the paper was created'),
-});
+}).meta({ id: 'ChecklistItem' });
 export type ChecklistItemDocumented = Assert<Documents<typeof ChecklistItemSchema, ChecklistItemRow>>;
 
 /** A paper with its checklist, every item in the order of the item list. */
@@ -136,7 +137,7 @@ export const ReviewHistorySchema = z.object({
   blocker: z.string().nullable(),
   requested_by: z.string(),
   created_at: z.string(),
-});
+}).meta({ id: 'ReviewHistory' });
 export type ReviewHistoryDocumented = Assert<Documents<typeof ReviewHistorySchema, ReviewHistoryRow>>;
 
 export const FinalizationPackageSchema = z.object({
@@ -146,7 +147,7 @@ export const FinalizationPackageSchema = z.object({
   manifest_sha256: z.string(),
   requested_by: z.string(),
   created_at: z.string(),
-});
+}).meta({ id: 'FinalizationPackage' });
 export type FinalizationPackageDocumented = Assert<Documents<typeof FinalizationPackageSchema, FinalizationPackageRow>>;
 
 export const CorpusImportSchema = z.object({
@@ -156,7 +157,7 @@ export const CorpusImportSchema = z.object({
   manifest_sha256: z.string(),
   requested_by: z.string(),
   created_at: z.string(),
-});
+}).meta({ id: 'CorpusImport' });
 export type CorpusImportDocumented = Assert<Documents<typeof CorpusImportSchema, CorpusImportRow>>;
 
 export const GATE_ANSWER = 'Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate")';
@@ -182,7 +183,7 @@ export const RunSchema = z.object({
   finished_at: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
-});
+}).meta({ id: 'Run' });
 
 export const TransitionSchema = z.object({
   transition: z.string(),
@@ -190,7 +191,7 @@ export const TransitionSchema = z.object({
   to_state: z.string(),
   queue_status: z.enum(QUEUE_STATUSES).nullable(),
   created_at: z.string(),
-});
+}).meta({ id: 'Transition' });
 
 /** A run with the transitions applied to it, in order (a project's and a run's detail). */
 export const RunWithTransitionsSchema = RunSchema.extend({ transitions: z.array(TransitionSchema) });
@@ -210,7 +211,7 @@ export const PreflightCheckSchema = z.object({
   ok: z.boolean(),
   detail: z.string().describe('One readable sentence'),
   data: foreignObject(`The figures the check judged, as the gate reported them. ${GATE_ANSWER}`),
-});
+}).meta({ id: 'PreflightCheck' });
 
 export const WorkerObservationSchema = z.object({
   observation_id: z.number().int(),
@@ -221,7 +222,7 @@ export const WorkerObservationSchema = z.object({
   checks: z.array(PreflightCheckSchema),
   run_id: z.string().nullable().describe('The run whose dispatch ran this preflight'),
   observed_at: z.string(),
-});
+}).meta({ id: 'WorkerObservation' });
 export type WorkerObservationDocumented = Assert<Documents<typeof WorkerObservationSchema, WorkerObservation>>;
 
 export const LineageSchema = z.object({
@@ -232,7 +233,7 @@ export const LineageSchema = z.object({
   to_id: z.string(),
   relation: z.string().describe('Lowercase, e.g. grounded_by, promoted_to, followup_of'),
   created_at: z.string(),
-});
+}).meta({ id: 'Lineage' });
 export type LineageDocumented = Assert<Documents<typeof LineageSchema, LineageRow>>;
 
 /** A project's detail: `GET /control/api/projects/{project_id}` and its v1 twin answer the same body. */
@@ -286,8 +287,25 @@ export const CandidateSchema = z.object({
   proposal: foreignObject(`The candidate as its source proposed it. ${LEDGER_RECORD}`),
   created_at: z.string(),
   updated_at: z.string(),
-});
+}).meta({ id: 'Candidate' });
 export type CandidateDocumented = Assert<Documents<typeof CandidateSchema, CandidateRow>>;
+
+/** How the planner made up a candidate's score: in a batch's answer, and as the admission ledger records it. */
+export const ScoreBreakdownSchema = z
+  .object({
+    novelty: z.number(),
+    feasibility: z.number(),
+    accessibility: z.number().describe('After fallback'),
+    falsifiability: z.number().describe('After fallback'),
+    accessibility_fallback: z.boolean(),
+    falsifiability_fallback: z.boolean(),
+    weighted: z.number().describe('The weighted sum of the four dimensions, rounded to 0.1'),
+    mode_bonus: z.number(),
+    mode_bonus_reason: z.string(),
+    score: z.number().describe('weighted + mode_bonus, within 0–100, rounded to 0.1'),
+  })
+  .meta({ id: 'ScoreBreakdown', description: 'How the planner made up a candidate\'s 0–100 score' });
+export type ScoreBreakdownDocumented = Assert<Documents<typeof ScoreBreakdownSchema, ScoreBreakdown>>;
 
 export const AdmissionSchema = z.object({
   admission_id: z.number().int(),
@@ -300,13 +318,13 @@ export const AdmissionSchema = z.object({
   score: z.number(),
   reasons: z.array(z.string()),
   hard_failures: z.array(z.object({ code: z.string(), message: z.string() })),
-  score_breakdown: foreignObject(`How the planner made up the score. ${LEDGER_RECORD}`).nullable(),
+  score_breakdown: ScoreBreakdownSchema.nullable().describe('How the planner made up the score; null where the admission was not scored'),
   merged_into: z.string().nullable(),
   planner_version: z.string(),
   candidate_snapshot: foreignObject(`The candidate as the planner saw it. ${LEDGER_RECORD}`),
   decided_by: z.string(),
   decided_at: z.string(),
-});
+}).meta({ id: 'Admission' });
 export type AdmissionDocumented = Assert<Documents<typeof AdmissionSchema, AdmissionRow>>;
 
 /** One planned candidate of a batch: its decision, score and how the score was made up. */
@@ -318,23 +336,12 @@ export const CandidateResultSchema = z.object({
   generation_mode: z.string(),
   decision: z.enum(ADMISSION_DECISIONS),
   score: z.number(),
-  breakdown: z.object({
-    novelty: z.number(),
-    feasibility: z.number(),
-    accessibility: z.number().describe('After fallback'),
-    falsifiability: z.number().describe('After fallback'),
-    accessibility_fallback: z.boolean(),
-    falsifiability_fallback: z.boolean(),
-    weighted: z.number(),
-    mode_bonus: z.number(),
-    mode_bonus_reason: z.string(),
-    score: z.number(),
-  }),
+  breakdown: ScoreBreakdownSchema,
   reasons: z.array(z.string()),
   hard_failures: z.array(z.object({ code: z.enum(HARD_FAILURE_CODES), message: z.string() })),
   merged_into: z.string().nullable(),
   stored: z.boolean().describe('False when a data-level check kept the candidate out of the candidate ledger'),
-});
+}).meta({ id: 'CandidateResult' });
 
 /** What a queue check found: the same shape in its answer and in the checks queue health reads back. */
 export const AlertFindingSchema = z.object({
@@ -344,7 +351,7 @@ export const AlertFindingSchema = z.object({
   entity_id: z.string(),
   message: z.string(),
   first_seen_at: z.string(),
-});
+}).meta({ id: 'AlertFinding' });
 
 const WORKER_ROLES = ['gpu_worker', 'cpu_worker'] as const;
 

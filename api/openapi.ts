@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import { jsonSchemaTransform, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, jsonSchemaTransformObject, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { OpenAPIV3_1 } from 'openapi-types';
-import { errorResponses, foreignObject } from '../http/responses.ts';
+import { errorAnswerDescription, ErrorBodySchema, errorResponses, foreignObject, type ErrorStatus } from '../http/responses.ts';
 import { SAFE_METHODS, type AuthKind } from './auth.ts';
 import { SERVICE_NAME } from './deps.ts';
 import { operationIdOf } from './operation-ids.ts';
@@ -31,6 +31,41 @@ function securityFor(kind: AuthKind | undefined, method: string, sessions: boole
     default:
       return [{ control_bearer: [] }, ...session];
   }
+}
+
+/** Who may call a route of each auth kind, in words, for its operation's description. */
+const CREDENTIALS_IN_WORDS: Readonly<Record<AuthKind, string>> = {
+  public: 'Anyone may call it: it takes no credentials.',
+  control: 'Takes the control API token, or a dashboard session (with its CSRF token on anything but a read).',
+  gate: 'Takes the worker gate\'s token (worker_wake_gate_bearer_token).',
+  agent_event: 'Takes the token the gate gave the run\'s agent, for a body that names that run, or the control API token.',
+  callback: 'Takes the completion callback token only.',
+};
+
+/**
+ * An operation's description: the route's own, else what its definition says: its summary, who may call it, and how
+ * its errors are written.
+ */
+function operationDescription(schema: { summary?: string; description?: string }, kind: AuthKind | undefined): string {
+  if (schema.description) return schema.description;
+  const summary = schema.summary ? `${schema.summary.replace(/[.;:,]$/, '')}. ` : '';
+  return `${summary}${CREDENTIALS_IN_WORDS[kind ?? 'control']} Errors are answered as ErrorBody, {"detail": ...}.`;
+}
+
+/**
+ * Every error answer refers to the one ErrorBody component, with the description of its status; a 500's also
+ * requires its request_id.
+ */
+function withErrorAnswers(response: unknown, zodResponse: unknown): unknown {
+  if (response === null || typeof response !== 'object' || zodResponse === null || typeof zodResponse !== 'object') return response;
+  const zodAnswers = zodResponse as Record<string, unknown>;
+  return Object.fromEntries(
+    Object.entries(response).map(([status, schema]) => {
+      if (zodAnswers[status] !== ErrorBodySchema) return [status, schema];
+      const description = errorAnswerDescription(Number(status) as ErrorStatus);
+      return [status, status === '500' ? { description, allOf: [schema], required: ['detail', 'request_id'] } : { ...(schema as object), description }];
+    }),
+  );
 }
 
 /** The groups operations are listed under. */
@@ -113,6 +148,36 @@ function documentHead(document: OpenAPIV3_1.Document): OpenAPIV3_1.Document {
   return document;
 }
 
+/** The `#/components/schemas/` names a part of the document refers to. */
+function referencedSchemas(node: unknown, found: Set<string>): Set<string> {
+  if (Array.isArray(node)) for (const item of node) referencedSchemas(item, found);
+  else if (node !== null && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string' && value.startsWith('#/components/schemas/')) found.add(value.slice('#/components/schemas/'.length));
+      else referencedSchemas(value, found);
+    }
+  }
+  return found;
+}
+
+/**
+ * Keeps the component schemas the operations refer to, directly or through other components (every named schema is
+ * also generated in an input form, which the answers do not use), and the security schemes an operation takes.
+ */
+function withoutUnusedComponents(document: OpenAPIV3_1.Document): OpenAPIV3_1.Document {
+  const schemas = document.components?.schemas ?? {};
+  const used = referencedSchemas(document.paths, new Set());
+  for (let pending = [...used]; pending.length > 0; ) {
+    const before = used.size;
+    referencedSchemas(pending.map((name) => schemas[name]), used);
+    pending = [...used].slice(before);
+  }
+  const operations = Object.values(document.paths ?? {}).flatMap((path) => Object.values(path ?? {})) as { security?: SecurityRequirement[] }[];
+  const schemes = new Set(operations.flatMap((operation) => (operation.security ?? []).flatMap((requirement) => Object.keys(requirement))));
+  const pick = <T>(all: Record<string, T> | undefined, keep: Set<string>) => Object.fromEntries(Object.entries(all ?? {}).filter(([name]) => keep.has(name)).sort(([a], [b]) => a.localeCompare(b)));
+  return { ...document, components: { ...document.components, schemas: pick(schemas, used), securitySchemes: pick(document.components?.securitySchemes, schemes) } };
+}
+
 const OpenApiDocumentSchema = foreignObject('The OpenAPI 3.1 document of this server: its shape is the OpenAPI Specification\'s');
 
 /**
@@ -162,12 +227,13 @@ export async function openApiDocument(app: FastifyInstance, options: { controlPl
         schema: {
           ...transformed.schema,
           ...(method === 'HEAD' ? {} : { operationId: operationIdOf(method, openApiPath) }),
+          description: operationDescription(input.schema as { summary?: string; description?: string }, config?.auth),
           security: securityFor(config?.auth, method, options.controlPlane),
-          response: withAnswerHeaders(transformed.schema.response, config?.answerHeaders),
+          response: withAnswerHeaders(withErrorAnswers(transformed.schema.response, input.schema.response), config?.answerHeaders),
         },
       };
     },
-    transformObject: (document) => documentHead(markOptionalBodies(('openapiObject' in document ? document.openapiObject : {}) as OpenAPIV3_1.Document)),
+    transformObject: (document) => withoutUnusedComponents(documentHead(markOptionalBodies(jsonSchemaTransformObject(document) as OpenAPIV3_1.Document))),
   });
 
   app.withTypeProvider<ZodTypeProvider>().get(

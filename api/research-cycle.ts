@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { CYCLE_POLICY_DEFAULTS as D, CYCLE_STEP_MAX } from '../domain/research-cycle.ts';
+import { JsonValueSchema } from '../contracts/json-value.ts';
 import { errorResponses } from '../http/responses.ts';
 import { CYCLE_STAGES } from '../domain/research-cycle.ts';
 import { createResearchFacility } from '../services/research-facility.ts';
@@ -45,7 +46,7 @@ const RunCycleAnswer = z.object({
     .array(
       z
         .object({ name: z.enum(CYCLE_STAGES), action: z.string(), reason: z.string() })
-        .catchall(z.unknown())
+        .catchall(JsonValueSchema)
         .describe('Each stage adds its details (ids, counts, the candidate and route it dispatched). Open: a cycle reports the details of the workflow version that ran it, and one started before an upgrade runs on'),
     )
     .describe('One entry per stage, in order'),

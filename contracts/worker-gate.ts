@@ -3,6 +3,7 @@ import { AGENT_EVENTS, CALLBACK_EVENT_TYPES, DISPATCH_MODES, GATE_STATES, LIFECY
 import { RunCauseSchema, TokenUsageSchema } from './worker-callback.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import { AgentIsolationSchema } from './agent-isolation.ts';
+import { JsonValueSchema, jsonObject } from './json-value.ts';
 
 /** Request and response bodies of the worker gate's endpoints (README "Worker gate"). */
 
@@ -135,7 +136,7 @@ export const PrepareProjectResponseSchema = z.object({
   overwritten: z.boolean(),
 });
 
-const ScriptOutputSchema = z.record(z.string(), z.unknown()).describe('The JSON the dispatch script printed: the script decides its shape');
+const ScriptOutputSchema = jsonObject().describe('The JSON the dispatch script printed: the script decides its shape');
 
 export const DispatchResponseSchema = z.object({
   ok: z.literal(true),
@@ -213,7 +214,7 @@ export const GateRunViewSchema = z.object({
   last_process_alive_at: z.string().nullable(),
   processes_exited_at: z.string().nullable(),
   reaped: z.array(z.object({ pid: z.number().int(), outcome: z.string(), at: z.string(), command: z.string() })),
-  quiet_window: z.record(z.string(), z.unknown()).nullable().describe(`The quiet window's last verdict with the figures it judged; ${RECORD_KEEPS}`),
+  quiet_window: jsonObject().nullable().describe(`The quiet window's last verdict with the figures it judged; ${RECORD_KEEPS}`),
   callbacks: z.array(z.object({ event_type: z.enum(CALLBACK_EVENT_TYPES), idempotency_key: z.string(), enqueued_at: z.string() })),
   events_received: z.number().int(),
   events_ignored: z.number().int(),
@@ -297,7 +298,7 @@ export const GateDashboardSchema = z.object({
   events: z.array(
     z
       .object({ at: z.string(), kind: z.string(), run_id: z.string().nullable() })
-      .catchall(z.unknown())
+      .catchall(JsonValueSchema)
       .describe('One entry of the gate\'s event log, with the fields of its kind; open: the log keeps what the gate version that wrote it recorded'),
   ),
 });

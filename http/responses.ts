@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonValueSchema, jsonObject } from '../contracts/json-value.ts';
 import { ValidationProblemSchema } from './validation.ts';
 
 /**
@@ -6,7 +7,7 @@ import { ValidationProblemSchema } from './validation.ts';
  * an earlier version of this service wrote into an append-only ledger): any JSON object, and `why` says whose shape
  * it is in the document. Every other part of an answer is a closed schema.
  */
-export const foreignObject = (why: string) => z.record(z.string(), z.unknown()).describe(why);
+export const foreignObject = (why: string) => jsonObject().describe(why);
 
 /**
  * True when a schema's output and a row type accept each other, so the schema names exactly the row's fields with
@@ -22,19 +23,22 @@ export const countsOf = <const K extends string>(names: readonly K[]) =>
 
 /**
  * Every error answer: `{"detail": ...}`, a message, one `{loc, msg, type}` entry per problem (422), or an object with
- * a `message` and ids (a refused command); a 500 adds its `request_id` (README "HTTP conventions").
+ * a `message` and ids (a refused command); a 500 adds its `request_id` (README "HTTP conventions"). One schema for
+ * every status, named once in the OpenAPI document (`ErrorBody`); each answer's own description says what its status means.
  */
-export const ErrorBodySchema = z.object({
-  detail: z.union([
-    z.string(),
-    z.array(ValidationProblemSchema),
-    z
-      .object({ message: z.string() })
-      .catchall(z.unknown())
-      .describe('A refused command: its message, with the ids and state it concerns, which differ from command to command'),
-  ]),
-  request_id: z.string().optional(),
-});
+export const ErrorBodySchema = z
+  .object({
+    detail: z.union([
+      z.string(),
+      z.array(ValidationProblemSchema),
+      z
+        .object({ message: z.string() })
+        .catchall(JsonValueSchema)
+        .describe('A refused command: its message, with the ids and state it concerns, which differ from command to command'),
+    ]),
+    request_id: z.string().optional().describe('Present on every 500: the request in the server log'),
+  })
+  .meta({ id: 'ErrorBody', description: 'An error answer (README "HTTP conventions")' });
 
 export type ErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 413 | 414 | 415 | 421 | 422 | 424 | 429 | 431 | 500 | 501 | 502 | 503 | 504;
 
@@ -60,24 +64,12 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   504: 'A worker gate, research provider or workflow did not answer in time',
 };
 
-/** A 500 always names its request, so a report of one can be found in the server log. */
-const InternalErrorBodySchema = ErrorBodySchema.extend({ request_id: z.string() });
+/** What an error answer of `status` means, for the OpenAPI document. */
+export const errorAnswerDescription = (status: ErrorStatus): string => ERROR_DESCRIPTIONS[status];
 
-/** Response schemas for the error answers a route gives, each described for the OpenAPI document. */
+/** Response schemas for the error answers a route gives: the one error schema for each (README "HTTP conventions"). */
 export function errorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S, typeof ErrorBodySchema> {
-  return Object.fromEntries(statuses.map((status) => [status, errorSchemaFor(status)])) as Record<S, typeof ErrorBodySchema>;
-}
-
-// One schema object per status, shared by every route: its JSON Schema and serializer are then made once.
-const errorSchemas = new Map<ErrorStatus, z.ZodType>();
-function errorSchemaFor(status: ErrorStatus): typeof ErrorBodySchema {
-  let schema = errorSchemas.get(status);
-  if (!schema) {
-    schema = (status === 500 ? InternalErrorBodySchema : ErrorBodySchema).describe(ERROR_DESCRIPTIONS[status]);
-    errorSchemas.set(status, schema);
-  }
-  // A 500's schema only narrows request_id to required: its answers are still error bodies.
-  return schema as typeof ErrorBodySchema;
+  return Object.fromEntries(statuses.map((status) => [status, ErrorBodySchema])) as Record<S, typeof ErrorBodySchema>;
 }
 
 /** A page of `items` (README "HTTP conventions"). */

@@ -13,11 +13,13 @@ export interface ValidationProblem {
 }
 
 /** One `{loc, msg, type}` entry of a 422 body (README "HTTP conventions"); loose, so an answer keeps every key. */
-export const ValidationProblemSchema = z.object({
-  loc: z.array(z.union([z.string(), z.number()])),
-  msg: z.string(),
-  type: z.string(),
-});
+export const ValidationProblemSchema = z
+  .object({
+    loc: z.array(z.union([z.string(), z.number()])).describe('Where: the part of the request (path, query, body) and the field names and indexes under it'),
+    msg: z.string(),
+    type: z.string(),
+  })
+  .meta({ id: 'ValidationProblem', description: 'One problem with a request' });
 
 const LOC_ROOTS: Record<string, LocRoot> = {
   body: 'body',

@@ -1,4 +1,5 @@
 import type { AdmissionDecision, GenerationMode } from '../domain/research-candidate.ts';
+import type { ScoreBreakdown } from '../domain/research-scoring.ts';
 import type { Queryable } from './store.ts';
 
 /**
@@ -25,7 +26,7 @@ export interface AdmissionInsert {
   reasons?: readonly string[];
   hard_failures?: readonly AdmissionHardFailure[];
   /** How the score was made up (the planner's breakdown), when there is one. */
-  score_breakdown?: Record<string, unknown> | null;
+  score_breakdown?: ScoreBreakdown | null;
   merged_into?: string | null;
   planner_version: string;
   /** The candidate as the planner saw it. */
@@ -45,7 +46,7 @@ export interface AdmissionRow {
   score: number;
   reasons: string[];
   hard_failures: AdmissionHardFailure[];
-  score_breakdown: Record<string, unknown> | null;
+  score_breakdown: ScoreBreakdown | null;
   merged_into: string | null;
   planner_version: string;
   candidate_snapshot: Record<string, unknown>;

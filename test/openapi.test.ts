@@ -26,7 +26,7 @@ interface Operation {
 interface OpenApiDoc {
   openapi: string;
   paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Record<string, { type: string; scheme?: string }> };
+  components: { securitySchemes: Record<string, { type: string; scheme?: string }>; schemas: Record<string, object> };
 }
 
 const openApiPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}');
@@ -114,10 +114,12 @@ describe('the OpenAPI document', () => {
       for (const [status, response] of Object.entries(responses)) {
         // Health routes answer 503 with their health body.
         if (!/^[45]/.test(status) || (status === '503' && /health/.test(route.url))) continue;
-        const schema = response.content?.['application/json']?.schema as { required?: string[]; properties?: object };
-        expect(schema.required).toContain('detail');
+        const schema = response.content?.['application/json']?.schema as { $ref?: string; required?: string[] };
+        // Every error answer refers to the one error shape, a component of the document.
+        expect(schema.$ref ?? (schema as { allOf?: { $ref?: string }[] }).allOf?.[0]?.$ref, `${route.method} ${route.url} ${status}`).toBe('#/components/schemas/ErrorBody');
       }
     }
+    expect(doc.components.schemas.ErrorBody).toMatchObject({ type: 'object', required: ['detail'], properties: { detail: { anyOf: expect.any(Array) } } });
     const callback = operationOf('POST', '/control/api/worker-callback')!.responses;
     expect(Object.keys(callback)).toEqual(expect.arrayContaining(['200', '401', '409', '422']));
     expect(callback['200']!.content!['application/json']!.schema).toMatchObject({

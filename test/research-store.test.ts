@@ -202,7 +202,10 @@ describe.each(ENGINES)('research facility store on $name', (engine) => {
           score: 12.25,
           reasons: ['fresh_grounded candidate without source evidence'],
           hard_failures: [{ code: 'missing_source_grounding', message: 'no source' }],
-          score_breakdown: { weighted: 12.25, mode_bonus: 0 },
+          score_breakdown: {
+            ...{ novelty: 2, feasibility: 2, accessibility: 1, falsifiability: 1, accessibility_fallback: false, falsifiability_fallback: false },
+            ...{ weighted: 12.25, mode_bonus: 0, mode_bonus_reason: 'none', score: 12.25 },
+          },
           planner_version: 'test-1',
           candidate_snapshot: { title: 'refused before it became a row' },
         }),
