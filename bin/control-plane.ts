@@ -9,7 +9,9 @@ import pino, { type Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
 import { makePrivate } from '../store/private-files.ts';
 import { createLogger } from './runtime/logger.ts';
+import { logFormatFrom, readableDestination } from './runtime/readable-log.ts';
 import { createWorkerGateRole, startWorkerGateOnly } from './runtime/worker-gate-process.ts';
+import { portTaken, portTakenMessage } from './runtime/listen-port.ts';
 
 /**
  * Standard output, shared by the log lines and the banners: written apart (pino writes asynchronously), a banner could
@@ -19,6 +21,7 @@ const terminal = pino.destination({ dest: 1, sync: false, minLength: 0 });
 
 const SHUTDOWN_DEADLINE_MS = 30_000;
 const CONFIG_EXIT_CODE = 2;
+const PORT_TAKEN_EXIT_CODE = 3;
 
 async function main(): Promise<void> {
   const loaded = loadConfig({ env: process.env, cwd: process.cwd() });
@@ -27,7 +30,12 @@ async function main(): Promise<void> {
     process.exit(CONFIG_EXIT_CODE);
   }
   const { config } = loaded;
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info', secretConfigFields: SECRET_FIELDS, destination: terminal });
+  const format = logFormatFrom(process.env, process.stdout.isTTY === true);
+  const logger = createLogger({
+    level: process.env.LOG_LEVEL ?? 'info',
+    secretConfigFields: SECRET_FIELDS,
+    destination: format === 'readable' ? readableDestination(terminal) : terminal,
+  });
   for (const warning of loaded.warnings) logger.warn(warning);
   // The run records, the embedded database and the traces live here: no other user (an agent's) may enter it.
   makePrivate(config.state_dir, { recursive: false });
@@ -36,6 +44,13 @@ async function main(): Promise<void> {
       `\nFirst run: wrote ${loaded.configPath}\n` +
         `Your control API token (shown once; it is also in that file, readable only by you):\n\n    ${loaded.firstRun.token}\n\n`,
     );
+  }
+  // Before the slow part of the start (store, Temporal): a taken port is said within a second, not after it.
+  const listens = !config.roles.includes('temporal_worker') && config.listen_port !== 0;
+  if (listens && (await portTaken(config.listen_host, config.listen_port))) {
+    terminal.flushSync();
+    process.stderr.write(portTakenMessage(config.listen_host, config.listen_port, loaded.configPath));
+    process.exit(PORT_TAKEN_EXIT_CODE);
   }
   logger.info({ config_path: loaded.configPath, config: redactConfig(config) }, 'configuration loaded');
 
@@ -48,6 +63,11 @@ async function main(): Promise<void> {
         : await startGateOnly(config, logger);
   } catch (error) {
     logger.error({ err: error }, 'start-up failed');
+    // Taken between the check above and the listen.
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      process.stderr.write(portTakenMessage(config.listen_host, config.listen_port, loaded.configPath));
+      process.exit(PORT_TAKEN_EXIT_CODE);
+    }
     // One plain line a person reads first, naming the setting when a setting is the cause.
     process.stderr.write(`research-control-plane: start-up failed: ${String((error as Error).message ?? error).split('\n')[0]}\n`);
     process.exit(1);

@@ -14,7 +14,10 @@ function randomToken(): string {
   return randomBytes(32).toString('base64url');
 }
 
-/** A single-machine config: loopback only, both roles, embedded store and Temporal, live dispatch off. */
+/**
+ * A single-machine config: loopback only, both roles, embedded store and Temporal, live dispatch off. It names no
+ * callback or gate URL: both are this process's own address, so listen_port alone moves the service.
+ */
 export function firstRunConfig(): Record<string, unknown> {
   return {
     control_api_bearer_token: randomToken(),
@@ -27,8 +30,6 @@ export function firstRunConfig(): Record<string, unknown> {
     roles: ['control_plane', 'worker_gate'],
     state_dir: '.',
     project_root: './projects',
-    completion_callback_url: 'http://127.0.0.1:8787/control/api/worker-callback',
-    worker_wake_gate_url: 'http://127.0.0.1:8787',
     control_plane_store_backend: 'embedded',
     temporal_address: '',
     live_dispatch_enabled: false,

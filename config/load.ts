@@ -199,8 +199,34 @@ function applyEnvOverrides(raw: RawConfig, env: ConfigEnv, notes: Map<string, st
   for (const [variable, field] of Object.entries(ENV_OVERRIDES)) {
     const value = env[variable];
     if (!value) continue;
-    raw[field] = value;
+    // The only numeric one: a number it reads as stays a number, anything else is refused by the schema.
+    raw[field] = field === 'listen_port' && /^\d+$/.test(value.trim()) ? Number(value) : value;
     notes.set(field, `value from environment variable ${variable}`);
+  }
+}
+
+/**
+ * Where one process serves both the control plane and the worker gate, the callback URL and the gate URL left out of
+ * the file are its own address, so that listen_port (or RCP_LISTEN_PORT) alone moves all three.
+ */
+function applyOwnUrls(raw: RawConfig, notes: Map<string, string>): void {
+  const roles = raw.roles;
+  if (!Array.isArray(roles) || !roles.includes('control_plane') || !roles.includes('worker_gate')) return;
+  const port = raw.listen_port ?? 8787;
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
+    for (const field of ['worker_wake_gate_url', 'completion_callback_url']) notes.set(field, 'it follows listen_port, which is not a port this process can name');
+    return;
+  }
+  const host = typeof raw.listen_host === 'string' ? raw.listen_host : '0.0.0.0';
+  const own = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`;
+  const note = `this process's own address, from listen_host and listen_port`;
+  if (!Object.hasOwn(raw, 'worker_wake_gate_url')) {
+    raw.worker_wake_gate_url = own;
+    notes.set('worker_wake_gate_url', note);
+  }
+  if (!Object.hasOwn(raw, 'completion_callback_url') && !Object.hasOwn(raw, 'n8n_callback_url')) {
+    raw.completion_callback_url = `${own}/control/api/worker-callback`;
+    notes.set('completion_callback_url', note);
   }
 }
 
@@ -310,6 +336,7 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadConfigResult {
   const notes = new Map<string, string>();
   applyAliases(raw, warnings, problems, notes);
   applyEnvOverrides(raw, env, notes);
+  applyOwnUrls(raw, notes);
   const envOnly = envOnlyFields(env, problems);
 
   const parsed = ConfigFileSchema.safeParse(raw);

@@ -26,6 +26,7 @@ export const ENV_OVERRIDES = {
   TEMPORAL_ADDRESS: 'temporal_address',
   PAPER_WRITER_API_KEY: 'paper_writer_api_key',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'otel_exporter_otlp_endpoint',
+  RCP_LISTEN_PORT: 'listen_port',
 } as const;
 
 /** Environment variable → normalized config field that only the environment can set. */
@@ -165,7 +166,11 @@ export const ConfigFieldsSchema = z.strictObject({
     description: 'Bearer token for control API calls and incoming worker event posts.',
     secret: true,
   }),
-  completion_callback_url: doc(httpUrl(), { perReplica: true, description: 'URL that completion callbacks are posted to.' }),
+  completion_callback_url: doc(httpUrl(), {
+    perReplica: true,
+    description:
+      'URL that completion callbacks are posted to. Where roles holds both control_plane and worker_gate and it is left out, it is this process\'s own: http://<listen_host>:<listen_port>/control/api/worker-callback (loopback for a wildcard listen_host).',
+  }),
   completion_callback_token: doc(token(), {
     description: 'Bearer token sent with completion callbacks.',
     secret: true,
@@ -226,7 +231,10 @@ export const ConfigFieldsSchema = z.strictObject({
   live_dispatch_enabled: doc(z.boolean().default(false), {
     description: 'Allow live (non-dry-run) dispatch; when false live dispatch answers 501.',
   }),
-  worker_wake_gate_url: doc(optionalHttpUrl(), { description: 'Base URL of the default worker gate.' }),
+  worker_wake_gate_url: doc(optionalHttpUrl(), {
+    description:
+      'Base URL of the default worker gate. Where roles holds both control_plane and worker_gate and it is left out, it is this process\'s own gate: http://<listen_host>:<listen_port>.',
+  }),
   worker_wake_gate_bearer_token: doc(optionalToken(), {
     description: 'Bearer token for the default worker gate; with the worker_gate role, also the token of this process\'s own gate routes (required then).',
     secret: true,

@@ -753,6 +753,28 @@ describe('loadConfig: first run', () => {
     if (a.ok && b.ok) expect(a.firstRun?.token).not.toBe(b.firstRun?.token);
   });
 
+  it('moves every address of the first-run config with listen_port alone, or with RCP_LISTEN_PORT', async () => {
+    const cwd = await tempDir();
+    const first = loadConfig({ env: {}, cwd });
+    if (!first.ok) throw new Error(formatProblems(first.problems));
+    expect(first.config).toMatchObject({ worker_wake_gate_url: 'http://127.0.0.1:8787', completion_callback_url: 'http://127.0.0.1:8787/control/api/worker-callback' });
+    expect(await readFile(join(cwd, 'state', 'config.json'), 'utf8')).not.toContain('8787/');
+
+    const fromEnv = loadConfig({ env: { RCP_LISTEN_PORT: '8791' }, cwd });
+    if (!fromEnv.ok) throw new Error(formatProblems(fromEnv.problems));
+    expect(fromEnv.config).toMatchObject({ listen_port: 8791, worker_wake_gate_url: 'http://127.0.0.1:8791', completion_callback_url: 'http://127.0.0.1:8791/control/api/worker-callback' });
+
+    const configPath = join(cwd, 'state', 'config.json');
+    await writeFile(configPath, JSON.stringify({ ...JSON.parse(await readFile(configPath, 'utf8')), listen_port: 8792 }));
+    const edited = loadConfig({ env: {}, cwd });
+    if (!edited.ok) throw new Error(formatProblems(edited.problems));
+    expect(edited.config).toMatchObject({ listen_port: 8792, worker_wake_gate_url: 'http://127.0.0.1:8792', completion_callback_url: 'http://127.0.0.1:8792/control/api/worker-callback' });
+
+    const refused = loadConfig({ env: { RCP_LISTEN_PORT: 'eighty' }, cwd });
+    expect(refused.ok).toBe(false);
+    if (!refused.ok) expect(refused.problems).toContainEqual('listen_port: must be a number (got string) (value from environment variable RCP_LISTEN_PORT)');
+  });
+
   it('uses an existing state/config.json instead of writing one', async () => {
     const cwd = await tempDir();
     await mkdir(join(cwd, 'state'));

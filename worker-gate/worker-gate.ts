@@ -7,7 +7,8 @@ import { sha256Hex, tokensMatch } from '../http/tokens.ts';
 import { CallbackOutbox } from './callback-outbox.ts';
 import { dashboardBody } from './dashboard.ts';
 import { GateDispatcher, type CancelResponse, type DispatchResponse } from './dispatcher.ts';
-import type { WorkerGateConfig } from './gate-config.ts';
+import { profileFor, type WorkerGateConfig } from './gate-config.ts';
+import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import { GateEventLog } from './gate-event-log.ts';
 import { agentReachProblems } from './launchers/state-placement.ts';
 import type { PrepareResult } from './prepare-project.ts';
@@ -75,6 +76,13 @@ export class WorkerGate {
     this.dispatcher = new GateDispatcher({ ...shared, cancelsBeforeDispatch: this.cancelsBeforeDispatch, eventUrl: options.eventUrl, latestSample: () => this.monitor.latestSample(), cgroups: this.cgroups, sandbox: this.sandbox });
   }
 
+  /** The quiet window each workload class waits out before a run counts as finished, as the profiles in force set it. */
+  private reportQuietWindows(): void {
+    const windows = Object.fromEntries(WORKLOAD_CLASSES.map((cls) => [cls, profileFor(this.config, cls).idle_sustain_sec]));
+    const listed = Object.entries(windows).map(([cls, sec]) => `${cls} ${sec} s`).join(', ');
+    this.logger.info({ quiet_window_sec: windows, scope: this.config.quiet_window_scope }, `quiet window (${this.config.quiet_window_scope} scope): ${listed}`);
+  }
+
   /** Loads the records a previous process left, resumes tracking and resends pending callbacks, then samples. */
   async start(): Promise<void> {
     this.events.load();
@@ -87,6 +95,7 @@ export class WorkerGate {
     const resumed = this.runs.all().filter((run) => !SETTLED_GATE_STATES.has(run.gate_state));
     this.events.append('gate_started', null, { resumed_runs: resumed.map((run) => run.run_id), callbacks_pending: this.outbox.pendingCount() });
     this.logger.info({ resumed_runs: resumed.length, callbacks_pending: this.outbox.pendingCount() }, 'worker gate started');
+    this.reportQuietWindows();
     this.outbox.start();
     await this.monitor.start();
     this.ready = true;

@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
@@ -68,6 +69,8 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
 };
 
 let runtimeMetricsUrl: string | undefined;
+/** The SDK's warning for a worker without workflows: the paper steps' worker runs activities only, by design. */
+const ACTIVITY_ONLY_WORKER_NOTICE = 'No workflows registered, not polling for workflow tasks';
 const METRICS_PORT_ATTEMPTS = 3;
 
 /**
@@ -84,6 +87,7 @@ async function installTemporalRuntime(logger: Logger): Promise<string> {
     try {
       Runtime.install({
         logger: new DefaultLogger('WARN', (entry) => {
+          if (entry.message === ACTIVITY_ONLY_WORKER_NOTICE) return;
           logger[PINO_LEVEL[entry.level]]({ component: 'temporal', ...entry.meta }, entry.message);
         }),
         shutdownSignals: [],
@@ -98,13 +102,25 @@ async function installTemporalRuntime(logger: Logger): Promise<string> {
   }
 }
 
-/** Finds the Temporal CLI, building it once with the install script (which prints its own progress). */
-function ensureTemporalCli(progress: (message: string) => void): string {
+/**
+ * Finds the Temporal CLI, building it once with the install script. The script's lines go through the log, in the
+ * order written: printed straight to the terminal, they overtook the log lines still buffered before them.
+ */
+async function ensureTemporalCli(progress: (message: string) => void): Promise<string> {
   const found = locateTemporalCli();
   if (found) return found;
   progress('the Temporal CLI is not installed yet; building it once (a few minutes)');
-  const result = spawnSync('bash', [INSTALL_SCRIPT], { stdio: 'inherit' });
-  const built = result.status === 0 ? locateTemporalCli() : undefined;
+  const child = spawn('bash', [INSTALL_SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const output of [child.stdout, child.stderr]) {
+    createInterface({ input: output, crlfDelay: Infinity }).on('line', (line) => {
+      if (line.trim() !== '') progress(line);
+    });
+  }
+  const status = await new Promise<number | null>((resolve) => {
+    child.once('error', () => resolve(null));
+    child.once('close', (code) => resolve(code));
+  });
+  const built = status === 0 ? locateTemporalCli() : undefined;
   if (!built) throw new Error(`could not provide the Temporal CLI. ${temporalCliInstallHint()}`);
   return built;
 }
@@ -112,7 +128,7 @@ function ensureTemporalCli(progress: (message: string) => void): string {
 async function startEmbeddedServer(settings: TemporalSettings, progress: (message: string) => void): Promise<TemporalDevServer> {
   const dir = join(settings.stateDir, 'temporal');
   return startTemporalDevServer({
-    binaryPath: ensureTemporalCli(progress),
+    binaryPath: await ensureTemporalCli(progress),
     dbFile: join(dir, 'temporal.db'),
     headless: !settings.uiEnabled,
     uiPort: settings.uiPort,
