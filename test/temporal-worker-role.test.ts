@@ -1,6 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { paperActivityQueue } from '../workflows/paper-messages.ts';
+import type { activityByName } from './fixtures/workflows/activity-by-name.ts';
 import { CYCLE_POLICY_DEFAULTS } from '../domain/research-cycle.ts';
 import { RESEARCH_CYCLE_WORKFLOW_TYPE, type CycleReport } from '../workflows/cycle-messages.ts';
 import { cycleStartOptions } from '../workflows/start-options.ts';
@@ -47,6 +51,37 @@ afterAll(async () => {
 });
 
 describe('a temporal_worker process', () => {
+  it("registers each task queue's activities on that queue's worker alone", { timeout: 60_000 }, async () => {
+    // A workflow of this test's, on a queue of its own, schedules activities by name on the process's two queues.
+    const address = inject('temporalAddress');
+    const workerConnection = await NativeConnection.connect({ address });
+    const connection = await Connection.connect({ address });
+    const probeQueue = `${fixture.taskQueue}-probe`;
+    try {
+      const probe = await Worker.create({ connection: workerConnection, taskQueue: probeQueue, workflowsPath: fileURLToPath(new URL('./fixtures/workflows/activity-by-name.ts', import.meta.url)) });
+      const client = new Client({ connection });
+      const paper = { paper_id: 'no-such-paper', project_id: 'no-such-project', run_id: 'no-such-run' };
+      const outcome = (taskQueue: string, name: string, args: unknown[]) =>
+        client.workflow.execute<typeof activityByName>('activityByName', { taskQueue: probeQueue, workflowId: `activity-by-name:${taskQueue}:${name}:${process.pid}`, args: [taskQueue, name, args] });
+      const outcomes = await probe.runUntil(
+        Promise.all([
+          outcome(fixture.taskQueue, 'gatherPaperEvidence', [paper]),
+          outcome(paperActivityQueue(fixture.taskQueue), 'gatherPaperEvidence', [paper]),
+          outcome(paperActivityQueue(fixture.taskQueue), 'selectDraftCandidates', [{ force: false, up_to: 1, exclude: [] }]),
+          outcome(fixture.taskQueue, 'selectDraftCandidates', [{ force: false, up_to: 1, exclude: [] }]),
+        ]),
+      );
+      expect(outcomes[0]).toMatch(/^NotFoundError: .*gatherPaperEvidence.* not registered/);
+      // The paper queue's worker runs it (and refuses the paper it does not know).
+      expect(outcomes[1]).not.toMatch(/NotFoundError/);
+      expect(outcomes[2]).toMatch(/^NotFoundError: .*selectDraftCandidates.* not registered/);
+      expect(outcomes[3]).toBe('completed');
+    } finally {
+      await connection.close();
+      await workerConnection.close();
+    }
+  });
+
   it('runs workflows and their activities with no HTTP server, and exits cleanly on SIGTERM', { timeout: 60_000 }, async () => {
     expect(output).toContain('(no HTTP server)');
     expect(await fetch(fixture.url).catch(() => 'refused')).toBe('refused');

@@ -10,9 +10,6 @@ import { alertSettingsFrom } from '../../services/queue-alerts.ts';
 import type { Config } from '../../config/schema.ts';
 import { openStore } from '../../store/open-store.ts';
 import type { Store } from '../../store/store.ts';
-import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
-import { temporalRunLauncher } from '../../clients/run-workflows.ts';
-import { temporalCycleLauncher } from '../../clients/research-cycles.ts';
 import { checkAnswersFromEnvironment, httpLimitsFrom } from './http-limits.ts';
 import { operationalTraceFrom } from './operational-trace.ts';
 import { routeObservabilityFrom } from './route-observability.ts';
@@ -143,18 +140,14 @@ async function startControlPlaneParts(
         dbPath: store.location,
         defaultWorkloadClass: config.default_workload_class,
         dispatch,
-        runs: temporalRunLauncher(temporal.client, {
-          taskQueue: config.temporal_task_queue,
-          namespace: temporalConnection.namespace,
-          uiUrl: temporal.uiUrl,
-        }),
-        papers: { settings: papers, launcher: temporalPaperLauncher(temporal.client, { taskQueue: config.temporal_task_queue }) },
+        runs: temporal.launchers.runs,
+        papers: { settings: papers, launcher: temporal.launchers.papers },
         metrics,
         core: { mode: config.core_mode, enforceEnabled: config.core_enforce_enabled },
         legacyNotesApiEnabled: config.legacy_notes_api_enabled,
         researchProvider,
         alerts,
-        cycles: temporalCycleLauncher(temporal.client, { taskQueue: config.temporal_task_queue }),
+        cycles: temporal.launchers.cycles,
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady(), workerGateIsolation: () => workerGate.gate.agentIsolation(), workerGateRunCgroups: () => workerGate.gate.runCgroups() } : {}),
         ...(replicas ? { clusterConfig: () => replicas!.view() } : {}),
       },

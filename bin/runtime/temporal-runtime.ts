@@ -17,6 +17,10 @@ import type { AutomationDeps } from '../../activities/index.ts';
 import { ensureSchedules, type ControlPlaneSchedules } from '../../clients/schedules.ts';
 import { temporalRunLauncher } from '../../clients/run-workflows.ts';
 import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
+import { temporalCycleLauncher } from '../../clients/research-cycles.ts';
+import type { CycleLauncher } from '../../services/cycle-launcher.ts';
+import type { PaperLauncher } from '../../services/paper-launcher.ts';
+import type { RunLauncher } from '../../services/run-launcher.ts';
 import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
 import { ensureSearchAttributes, SearchAttributesRefusedError } from './search-attributes.ts';
 import { connectionFailure, type TemporalConnectionPlan } from './temporal-connection.ts';
@@ -54,6 +58,11 @@ export interface TemporalRuntime {
   namespace: string;
   uiUrl?: string;
   client: Client;
+  /**
+   * The one run, paper and cycle launcher of this process, on its task queue: the activities start and await workflows
+   * with them, and the HTTP routes are given the same ones.
+   */
+  launchers: { runs: RunLauncher; papers: PaperLauncher; cycles: CycleLauncher };
   /** The SDK core's Prometheus exporter (loopback only), appended to GET /metrics. */
   metricsUrl: string;
   health(): Promise<TemporalHealth>;
@@ -214,27 +223,34 @@ export async function startTemporalRuntime(
     const plugins = tracing ? { plugins: [tracing.plugin] } : {};
     const client = new Client({ connection, namespace, interceptors: { workflow: [requestIdClientInterceptor] }, ...plugins });
     const { schedules, ...automationSettings } = deps.automation;
+    const launchers = {
+      runs: temporalRunLauncher(client, { taskQueue: settings.taskQueue, namespace, uiUrl: devServer?.uiUrl }),
+      papers: temporalPaperLauncher(client, { taskQueue: settings.taskQueue }),
+      cycles: temporalCycleLauncher(client, { taskQueue: settings.taskQueue }),
+    };
     const automation: AutomationDeps = {
       store: deps.store,
       dispatch: deps.settings,
       ...automationSettings,
-      runs: temporalRunLauncher(client, { taskQueue: settings.taskQueue, namespace }),
-      papers: { settings: deps.papers, launcher: temporalPaperLauncher(client, { taskQueue: settings.taskQueue }) },
+      runs: launchers.runs,
+      papers: { settings: deps.papers, launcher: launchers.papers },
     };
-    const activities = createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers, automation });
+    // Each worker registers only the activities its task queue is given: the paper file steps on theirs, the rest here.
+    const { gatherPaperEvidence, writePaperDraft, judgePaperDraft, ...mainQueueActivities } = createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers, automation });
     const worker = await Worker.create({
       connection,
       namespace,
       taskQueue: settings.taskQueue,
       workflowBundle: await loadWorkflowBundle(progress, tracingModule ? { interceptorModules: [tracingModule.TRACING_WORKFLOW_INTERCEPTORS] } : {}),
-      activities,
+      activities: mainQueueActivities,
       ...plugins,
       interceptors: { activity: [requestIdActivityInterceptor] },
       shutdownGraceTime: WORKER_SHUTDOWN_GRACE,
       stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
       ...WORKFLOWS_ON_MAIN_THREAD,
     });
-    const paperWorker = await createPaperActivityWorker(connection, { namespace, taskQueue: settings.taskQueue, activities, slots: settings.paperActivitySlots, ...plugins });
+    const paperFileSteps = { gatherPaperEvidence, writePaperDraft, judgePaperDraft };
+    const paperWorker = await createPaperActivityWorker(connection, { namespace, taskQueue: settings.taskQueue, activities: paperFileSteps, slots: settings.paperActivitySlots, ...plugins });
     const workers = [worker, paperWorker];
     // Before the workers run: a schedule that cannot be set up then fails the start with nothing left running.
     await ensureSchedules(client, schedules);
@@ -251,6 +267,7 @@ export async function startTemporalRuntime(
       namespace,
       ...(devServer?.uiUrl ? { uiUrl: devServer.uiUrl } : {}),
       client,
+      launchers,
       metricsUrl,
       async health() {
         let error: string | undefined;
