@@ -215,13 +215,14 @@ describe('run-cycle', () => {
     maybeSaveHistory('paper-draft-next', await fetchRunHistory(draftNextId));
   });
 
-  it('gives the paper back within seconds when the cycle is canceled while the writer writes, and it is drafted again', { timeout: 120_000 }, async () => {
+  it('gives the paper back within seconds when the cycle is canceled while the writer writes, ends canceled, and the paper is drafted again', { timeout: 120_000 }, async () => {
     const { runId } = await seedCompletedRun(stack, 'cycle-cancel');
     const paperId = paperIdFor('cycle-cancel', runId);
     const paperStatus = async () => (await stack.store.query<{ paper_status: string }>('SELECT paper_status FROM papers WHERE paper_id = $1', [paperId])).rows[0]?.paper_status;
     writer.delayMs = 30_000;
     const requestsBefore = writer.requests;
-    const body = { dry_run: false, enabled: true, idempotency_key: 'cycle-cancel-1', max_provider_requests_per_run: 0, max_promotions_per_run: 0, max_paper_drafts_per_run: 1, stop_if_queue_active: false, stop_if_dashboard_attention: false };
+    // No stage after the paper draft: the cycle's own cancellation must end it, not the next stage's refusal to start.
+    const body = { dry_run: false, enabled: true, idempotency_key: 'cycle-cancel-1', max_provider_requests_per_run: 0, max_promotions_per_run: 0, max_paper_drafts_per_run: 1, max_publication_rewrites_per_run: 0, stop_if_queue_active: false, stop_if_dashboard_attention: false };
     expect((await cycle(body)).status).toBe(200);
     await waitUntil('the writer to be asked', () => (writer.requests > requestsBefore ? true : undefined), 30_000, 50);
     expect(await paperStatus()).toBe('draft_generating');
@@ -234,6 +235,10 @@ describe('run-cycle', () => {
       await connection.close();
     }
     await waitUntil('the paper to be given back', async () => ((await paperStatus()) === 'eligible' ? true : undefined), 10_000, 100);
+    const ended = await followCycle('cycle-cancel-1', 30_000);
+    expect(ended.status, JSON.stringify(ended.body)).toBe(502);
+    expect(ended.body.detail).toMatchObject({ workflow_id: 'research-cycle:cycle-cancel-1', message: expect.stringContaining('ended canceled') });
+    maybeSaveHistory('cycle-canceled.cycle-cancellation', await fetchRunHistory('research-cycle:cycle-cancel-1'));
     const again = await stack.api('POST', '/control/papers/draft-next', { requested_by: 'cycle-test', dry_run: false });
     expect(again.body).toMatchObject({ action: 'drafted', paper_id: paperId });
   });

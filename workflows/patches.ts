@@ -52,6 +52,11 @@ export const CYCLE_PATCHES = {
    * after a crash; before, they were client calls from activities, reported as `interrupted` after one.
    */
   childWorkflows: 'cycle-child-workflows',
+  /**
+   * A cycle canceled while it waits on its paper or rewrite stage ends canceled; before, the stage reported its canceled
+   * child as failed, and a cycle with no stage left after it completed as if nothing had been canceled.
+   */
+  cancellation: 'cycle-cancellation',
 } as const;
 
 /** Patch ids of the paper workflows. */

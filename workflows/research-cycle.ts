@@ -1,5 +1,5 @@
 import { ChildWorkflowFailure } from '@temporalio/common';
-import { executeChild, ParentClosePolicy, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, executeChild, isCancellation, ParentClosePolicy, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { CycleActivities } from '../activities/research-cycle.ts';
 import { skippedStage, type CycleStage } from '../domain/research-cycle.ts';
 import { cycleStagesQuery, type CycleReport, type CycleWorkflowInput } from './cycle-messages.ts';
@@ -113,8 +113,12 @@ export async function researchCycleWorkflow(input: CycleWorkflowInput): Promise<
   }
 }
 
-/** A child that failed as a workflow (not an outcome it reported): the stage says so, and the cycle goes on. */
+/**
+ * A child that failed as a workflow (not an outcome it reported): the stage says so, and the cycle goes on. A child
+ * canceled with the cycle itself ends the cycle canceled.
+ */
 function childFailed(name: CycleStage['name'], workflowId: string, error: unknown): CycleStage {
+  if (isCancellation(error) && CancellationScope.current().consideredCancelled && patched(CYCLE_PATCHES.cancellation)) throw error;
   if (!(error instanceof ChildWorkflowFailure)) throw error;
   return { name, action: 'failed', reason: `workflow ${workflowId} failed: ${error.cause?.message ?? error.message}`, workflow_id: workflowId };
 }
