@@ -38,7 +38,37 @@ const options: ClusterOptions = {
   replicaOverrides: {},
 };
 
-const log = (message: string) => console.log(`[cluster] ${message}`);
+/** A closed terminal (SIGHUP) makes writes to it fail: the stop must still run to the end, so a failed write is dropped. */
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+const print = (text: string) => {
+  try {
+    console.log(text);
+  } catch {
+    // The terminal is gone; the stop goes on.
+  }
+};
+const log = (message: string) => print(`[cluster] ${message}`);
+
+/**
+ * Ctrl-C (SIGINT), SIGTERM and a closed terminal (SIGHUP) all stop the cluster, from the moment this process starts:
+ * a signal during the start stops the cluster as soon as it is up. The handlers stay for the whole run, so a second
+ * signal during the stop is answered with a line and does not end this process half-way (which left the Temporal
+ * server, the gates, their namespaces and the bridge behind).
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+let stopRequested: NodeJS.Signals | undefined;
+const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
+  for (const signal of STOP_SIGNALS) {
+    process.on(signal, () => {
+      if (stopRequested) {
+        log(`${signal}: already stopping (on ${stopRequested}); every process, namespace and the bridge are being removed, please wait`);
+        return;
+      }
+      stopRequested = signal;
+      resolve(signal);
+    });
+  }
+});
 
 function step(script: string): void {
   const result = spawnSync('bash', [join(REPO_ROOT, 'scripts', script)], { stdio: 'inherit' });
@@ -66,8 +96,9 @@ async function main(): Promise<void> {
   log('checking Postgres and the Temporal server build');
   step('ensure-postgres.sh');
   step('install-temporal-server.sh');
+  if (stopRequested) return;
   const cluster = await LocalCluster.start(options, log);
-  console.log(describe(cluster));
+  if (!stopRequested) print(describe(cluster));
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setInterval(() => {
@@ -78,15 +109,13 @@ async function main(): Promise<void> {
           reject(error);
         }
       }, 1_000);
-      for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-        process.once(signal, () => {
-          clearInterval(timer);
-          resolve();
-        });
-      }
+      void stopSignal.then(() => {
+        clearInterval(timer);
+        resolve();
+      });
     });
   } finally {
-    log('stopping');
+    log(`stopping${stopRequested ? ` (${stopRequested})` : ''}`);
     await cluster.stop();
     log('stopped; no process or namespace is left');
   }

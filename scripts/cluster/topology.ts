@@ -294,6 +294,9 @@ export function replicaConfig(topology: Topology, options: ClusterOptions, repli
     temporal_task_queue: topology.taskQueue,
     ...(options.temporalTls ? temporalTlsFields(options.temporalTls) : {}),
     live_dispatch_enabled: true,
+    // The default lane: items that name no machine_target (and whose workload class maps to no lane) go to the first
+    // worker host, as on a lab whose worker_wake_gate_url names its main machine.
+    ...(topology.gates[0] ? { worker_wake_gate_url: topology.gates[0].url, worker_wake_gate_bearer_token: topology.gates[0].token } : {}),
     worker_targets: Object.fromEntries(topology.gates.flatMap((gate) => gate.lanes.map((lane) => [lane, { wake_gate_url: gate.url, bearer_token: gate.token, role: 'gpu_worker' }]))),
     ...options.replicaOverrides,
   };
