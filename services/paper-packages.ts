@@ -5,7 +5,7 @@ import { secretFindingReason, type SecretFinding } from '../domain/evidence-secr
 import { paperActionRefusal } from '../domain/paper-stage.ts';
 import { HUMAN_CHECKLIST_ITEM_IDS, type ChecklistStatus } from '../domain/paper-status.ts';
 import { appendAuditEvent } from '../store/audit-events.ts';
-import { runIdempotent } from '../store/idempotency-keys.ts';
+import { runIdempotent, storedResponse } from '../store/idempotency-keys.ts';
 import { getPaper, insertFinalizationPackage, insertReviewHistory, setReviewStatus, type PaperRow } from '../store/papers.ts';
 import { getProject } from '../store/projects.ts';
 import type { Store } from '../store/store.ts';
@@ -37,6 +37,19 @@ interface PackageFile {
 }
 
 /** Checklist statuses that let a package be prepared: none failed, none left for later. */
+const PACKAGE_SCOPE = 'paper-review.prepare-finalization-package';
+
+/** The answer of a package written (not a dry run): what a replay of its key answers again. */
+interface PreparedPackage {
+  ok: true;
+  dry_run: false;
+  paper_id: string;
+  package_dir: string;
+  manifest: ReturnType<typeof manifestOf>;
+  manifest_sha256: string;
+  paper: Awaited<ReturnType<typeof paperWithChecklist>>;
+}
+
 const SETTLED: readonly ChecklistStatus[] = ['pass', 'accepted_risk', 'not_applicable'];
 
 const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
@@ -131,6 +144,12 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
     async prepare(paperId: string, request: PackageRequest, context: { request_id?: string | undefined } = {}) {
       const stored = await getPaper(store, paperId);
       if (!stored) throw new CommandRefusedError(404, `paper '${paperId}' does not exist`);
+      const { idempotency_key: key, ...payload } = request;
+      const keyRequest = { scope: PACKAGE_SCOPE, key, payload: { paper_id: paperId, ...payload } };
+      if (!request.dry_run) {
+        const replay = await storedResponse<PreparedPackage>(store, keyRequest);
+        if (replay) return replay;
+      }
       const paper = await paperWithChecklist(store, stored);
       const refused = paperActionRefusal('prepare_finalization_package', paper);
       if (refused) throw new CommandRefusedError(409, refused);
@@ -151,9 +170,8 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
         return { ok: true as const, dry_run: true as const, paper_id: paperId, ready: waitingFor.length === 0, waiting_for: waitingFor, package_dir: packageDir, manifest, manifest_sha256: manifestSha256 };
       }
       if (waitingFor.length > 0) throw new CommandRefusedError(409, `'${paperId}' is not approved for finalization: ${waitingFor.join('; ')}`);
-      const { idempotency_key: key, ...payload } = request;
       return store.transaction(async (tx) => {
-        const run = async () => {
+        const run = async (): Promise<PreparedPackage> => {
           const locked = (await getPaper(tx, paperId, { forUpdate: true }))!;
           const dir = join(settings.stateDir, packageDir);
           for (const file of files) await writeAtomically(join(dir, file.path), file.bytes);
@@ -178,7 +196,7 @@ export function createPaperPackages(store: Store, settings: PaperSettings, clock
           });
           return { ok: true as const, dry_run: false as const, paper_id: paperId, package_dir: packageDir, manifest, manifest_sha256: manifestSha256, paper: await paperWithChecklist(tx, (await getPaper(tx, paperId))!) };
         };
-        return (await runIdempotent(tx, { scope: 'paper-review.prepare-finalization-package', key, payload: { paper_id: paperId, ...payload } }, run)).response;
+        return (await runIdempotent(tx, keyRequest, run)).response;
       });
     },
   };

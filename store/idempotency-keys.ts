@@ -51,6 +51,22 @@ export async function runIdempotent<T>(
 }
 
 /**
+ * The answer a completed call with this (scope, key) gave, for a command that checks the paper's state before it
+ * claims its key: a replay must get the first answer even when that state has moved on since (the first call moved
+ * it). Null when the key is unused; a different payload throws IdempotencyConflictError.
+ */
+export async function storedResponse<T>(q: Queryable, request: { scope: string; key: string; payload: unknown }): Promise<T | null> {
+  const stored = await q.query<{ payload_hash: string; response: T }>(
+    'SELECT payload_hash, response FROM idempotency_keys WHERE scope = $1 AND key = $2 AND completed_at IS NOT NULL',
+    [request.scope, request.key],
+  );
+  const row = stored.rows[0];
+  if (!row) return null;
+  if (row.payload_hash !== payloadHash(request.payload)) throw new IdempotencyConflictError(request.key);
+  return row.response;
+}
+
+/**
  * A long command's key: claimed before the command runs, completed (or released) once it has an answer. P is what the
  * first call noted while pending; R is the answer it completed the key with, as status 200. A key completed with another
  * status holds the refusal's `{detail}` instead (see `replayAnswer` in services/command-errors.ts).

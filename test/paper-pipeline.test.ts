@@ -85,6 +85,11 @@ describe('the paper pipeline', () => {
       commit_sha: 'deadbeef1',
       manifest_sha256: packaged.manifest_sha256,
     });
+    // The package call sent again with its key answers as the first time, though the paper has moved on since.
+    const replayed = await command(`/control/api/publication-automation/${path(paperId)}/prepare-finalization-package`, { idempotency_key: 'package', target_label: 'corpus-2027' });
+    expect(replayed).toEqual(packaged);
+    const otherBody = await api('POST', `/control/api/publication-automation/${path(paperId)}/prepare-finalization-package`, { requested_by: 'pipeline', idempotency_key: 'package', target_label: 'another' });
+    expect(otherBody.status).toBe(409);
     const status = await api('GET', '/control/api/status');
     expect(status.body.counts.paper_pipeline).toMatchObject({ published_imported: 1, write_needed: 0, publish_ready: 0 });
     const run = await api('GET', `/control/api/v1/runs/${runId}`);
