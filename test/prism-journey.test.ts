@@ -242,6 +242,7 @@ describe('the contract on real traffic, judged by Prism', () => {
     await ok('getRunGateView', { params: { run_id: runId } });
     await ok('getProjectUnversioned', { params: { project_id: projectId } });
     await ok('gateGetDashboard', { bearer: GATE_TOKEN });
+    await ok('gateProveIdentity', { bearer: null, query: { challenge: 'journey-challenge-0123456789abcdef' } });
     await ok('gateRecordAgentEvent', { body: { event: 'session-start', run_id: 'journey-no-such-run' } });
     await call('gatePrepareProject', {
       bearer: GATE_TOKEN,
