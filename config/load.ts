@@ -272,8 +272,31 @@ export function operationalTracePath(config: Pick<Config, 'operational_trace_log
   return config.operational_trace_log_path || join(config.state_dir, 'operational-trace.jsonl');
 }
 
-function collectWarnings(config: Config, configPath: string, env: ConfigEnv): string[] {
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * A config of an earlier release names this process's own URLs with their port: moving listen_port alone then sends
+ * the callbacks and the gate's calls to whatever else holds the old port. Said at start, with the fix.
+ */
+function ownUrlWarnings(config: Config): string[] {
+  if (!config.roles.includes('control_plane') || !config.roles.includes('worker_gate') || config.listen_port === 0) return [];
   const warnings: string[] = [];
+  for (const field of ['worker_wake_gate_url', 'completion_callback_url'] as const) {
+    const value = config[field];
+    if (!value) continue;
+    const url = new URL(value);
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    if ((LOOPBACK_HOSTS.has(url.hostname) || url.hostname === config.listen_host) && port !== config.listen_port) {
+      warnings.push(
+        `${field} names port ${port} on this machine, but listen_port is ${config.listen_port}: leave ${field} out of the file to have it follow listen_port`,
+      );
+    }
+  }
+  return warnings;
+}
+
+function collectWarnings(config: Config, configPath: string, env: ConfigEnv): string[] {
+  const warnings: string[] = [...ownUrlWarnings(config)];
   const exposure = exposureWarning(configPath);
   if (exposure) warnings.push(exposure);
   // The gate opens state_dir to pass through, never to list, on the way to its agents' homes (worker-gate/agent-sandbox).

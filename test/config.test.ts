@@ -775,6 +775,22 @@ describe('loadConfig: first run', () => {
     if (!refused.ok) expect(refused.problems).toContainEqual('listen_port: must be a number (got string) (value from environment variable RCP_LISTEN_PORT)');
   });
 
+  it('warns when a config of both roles names its own URLs on another port than listen_port', async () => {
+    const cwd = await tempDir();
+    await mkdir(join(cwd, 'state'));
+    // As an earlier release wrote the first-run config, with listen_port moved alone.
+    const older = { ...baseConfig({ listen_port: 8788 }), roles: ['control_plane', 'worker_gate'], worker_wake_gate_url: 'http://127.0.0.1:8787', worker_wake_gate_bearer_token: 'older-gate-token-0123456789abcdef', completion_callback_url: 'http://127.0.0.1:8787/control/api/worker-callback' };
+    await writeJson(join(cwd, 'state', 'config.json'), older);
+    const result = loadConfig({ env: {}, cwd });
+    if (!result.ok) throw new Error(formatProblems(result.problems));
+    expect(result.warnings).toContain('worker_wake_gate_url names port 8787 on this machine, but listen_port is 8788: leave worker_wake_gate_url out of the file to have it follow listen_port');
+    expect(result.warnings).toContain('completion_callback_url names port 8787 on this machine, but listen_port is 8788: leave completion_callback_url out of the file to have it follow listen_port');
+    await writeJson(join(cwd, 'state', 'config.json'), { ...older, listen_port: 8787 });
+    const matching = loadConfig({ env: {}, cwd });
+    if (!matching.ok) throw new Error(formatProblems(matching.problems));
+    expect(matching.warnings.filter((warning) => warning.includes('follow listen_port'))).toEqual([]);
+  });
+
   it('uses an existing state/config.json instead of writing one', async () => {
     const cwd = await tempDir();
     await mkdir(join(cwd, 'state'));
