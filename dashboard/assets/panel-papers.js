@@ -14,6 +14,8 @@ const CHECKLIST_STATUSES = ['pending', 'pass', 'fail', 'accepted_risk', 'not_app
 const NEEDS_A_NOTE = ['fail', 'accepted_risk'];
 /** The checklist items only a person judges; the automated checklist judges the rest. */
 const FOR_A_PERSON = ['novelty_significance', 'target_venue_fit', 'final_human_approval'];
+const CHECKLIST_ITEM_COLUMN = { title: 'Item', cell: (item) => [words(item.item_id), FOR_A_PERSON.includes(item.item_id) ? [' ', badge('quiet', 'person')] : null] };
+const JUDGED_BY_COLUMN = { title: 'Judged by', cell: (item) => item.judged_by ?? '—' };
 const REVIEW_BASE = '/control/api/publication-automation';
 /** @type {[string, string][]} */
 const SORTS = [
@@ -379,10 +381,10 @@ function createPaperDetail(paperId) {
       empty: 'No checklist.',
       rows: items,
       columns: [
-        { title: 'Item', cell: (item) => [words(item.item_id), FOR_A_PERSON.includes(item.item_id) ? [' ', badge('quiet', 'person')] : null] },
+        CHECKLIST_ITEM_COLUMN,
         { title: 'Status', cell: (item) => badge(item.status) },
         { title: 'Note', cell: (item) => item.note ?? '—' },
-        { title: 'Judged by', cell: (item) => item.judged_by ?? '—' },
+        JUDGED_BY_COLUMN,
       ],
     });
   }
@@ -393,7 +395,7 @@ function createPaperDetail(paperId) {
       empty: 'No checklist.',
       rows: items,
       columns: [
-        { title: 'Item', cell: (item) => [words(item.item_id), FOR_A_PERSON.includes(item.item_id) ? [' ', badge('quiet', 'person')] : null] },
+        CHECKLIST_ITEM_COLUMN,
         {
           title: 'Status',
           cell: (item) => {
@@ -414,7 +416,7 @@ function createPaperDetail(paperId) {
             return input;
           },
         },
-        { title: 'Judged by', cell: (item) => item.judged_by ?? '—' },
+        JUDGED_BY_COLUMN,
         { title: '', cell: (item) => h('button', { type: 'button', 'data-key': `save-${item.item_id}`, onClick: (event) => saveChecklistItem(event.currentTarget, item) }, 'Save') },
       ],
     });
