@@ -138,6 +138,8 @@ describe("the README's Quick start", () => {
     expect(followed.code, followed.output).toBe(0);
     expect(followed.output).toMatch(/^live_dispatch: quick-start run \S+/m);
     expect(followed.output).not.toMatch(/^noop/m);
+    // A request reads as its method and path.
+    expect(onTerminal.output()).toMatch(/INFO\s+request completed .*req="POST \/control\/dispatch-next" status=200/);
 
     // Followed again on the same state: the README says the candidate merges into the first and is not promoted.
     const again = await bash(await readmeBlock('queue-and-dispatch'), env);

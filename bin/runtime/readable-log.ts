@@ -17,6 +17,13 @@ const OMITTED = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'service', '
 const MAX_STRUCTURED_CHARS = 80;
 const MAX_TEXT_CHARS = 160;
 
+/** A request reads as what a person would type: `req=GET /control/api/status`, not `req={…}`. */
+function requestText(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const { method, url } = value as { method?: unknown; url?: unknown };
+  return typeof method === 'string' && typeof url === 'string' ? `${method} ${url}` : null;
+}
+
 function valueText(value: unknown): string {
   if (typeof value === 'object' && value !== null) {
     const text = JSON.stringify(value);
@@ -38,7 +45,7 @@ export function readableLine(line: string): string {
   const level = (LEVEL_NAMES[entry.level as number] ?? String(entry.level)).toUpperCase().padEnd(5);
   const fields = Object.entries(entry)
     .filter(([key]) => !OMITTED.has(key))
-    .map(([key, value]) => `${key}=${valueText(value)}`);
+    .map(([key, value]) => `${key}=${valueText((key === 'req' ? requestText(value) : null) ?? value)}`);
   let out = `${time} ${level} ${String(entry.msg ?? '')}${fields.length > 0 ? `  ${fields.join(' ')}` : ''}\n`;
   const error = entry.err as { message?: unknown; stack?: unknown } | undefined;
   if (error && typeof error === 'object') {
