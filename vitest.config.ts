@@ -15,6 +15,8 @@ export default defineConfig({
     sequence: { sequencer: LongestFilesFirst },
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
+    // A page or process under the load of the files beside it can take seconds to show what a poll waits for.
+    expect: { poll: { timeout: 10_000 } },
     hookTimeout: 60_000,
     reporters: ['default'],
     // The processes the tests start check every answer against its response schema (README "HTTP conventions").

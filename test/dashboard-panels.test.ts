@@ -377,13 +377,17 @@ describe('dry run first', () => {
       await own.signIn(CONTROL_TOKEN);
       await own.open('#/research');
       const smoke = own.card('Smoke batch');
-      // The dry run's answer is held back in the network for a moment, so the form can change meanwhile.
+      // The first dry run's answer is held back in the network until the form has changed (a fixed delay lost the
+      // race on a loaded machine).
+      let formChanged!: () => void;
+      const changed = new Promise<void>((resolve) => (formChanged = resolve));
       await own.page.route('**/control/api/research/generate-batch', async (route) => {
-        await new Promise((resolve) => setTimeout(resolve, 800));
+        await changed;
         await route.continue();
       });
       await smoke.getByRole('button', { name: 'Dry run' }).click();
       await smoke.getByLabel('Candidates', { exact: true }).fill('2');
+      formChanged();
       await expect.poll(() => smoke.locator('.command-output').innerText()).toContain('The inputs changed during the dry run');
       expect(await smoke.getByRole('button', { name: 'Generate it' }).count()).toBe(0);
 
