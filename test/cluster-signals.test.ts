@@ -14,7 +14,7 @@ import { insertQueueItem } from '../store/queue-items.ts';
  * `npm run cluster` as a person runs it, in a process group of its own as a terminal makes one: Ctrl-C twice (the
  * second while it stops), SIGTERM and a closed terminal (SIGHUP), each sent to the whole group as the terminal or a
  * service manager sends it. Each time nothing may be left: no process of the cluster, no network namespace, no bridge.
- * While it runs, an item without machine_target is routed to the cluster's default lane.
+ * While it runs, an item without machine_target is routed to the first worker host's own lane (no extra default lane).
  */
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLUSTER_DIR = join(REPO_ROOT, 'state', 'cluster');
@@ -106,7 +106,7 @@ async function upAt(started: Started): Promise<string> {
 }
 
 describe('npm run cluster leaves nothing behind, however it is stopped', () => {
-  it('Ctrl-C twice (the second during the stop), SIGTERM and SIGHUP; an item without machine_target takes the default lane', { timeout: 420_000 }, async () => {
+  it('Ctrl-C twice (the second during the stop), SIGTERM and SIGHUP; an item without machine_target takes the first worker host\'s lane', { timeout: 420_000 }, async () => {
     const first = startCluster();
     const replicaUrl = await upAt(first);
     const store = await openStore({ backend: 'pg', pgDatabaseUrl: `postgres://postgres@127.0.0.1:5432/${LOCAL_CLUSTER_NAMING.database}` });
@@ -125,7 +125,7 @@ describe('npm run cluster leaves nothing behind, however it is stopped', () => {
       body: JSON.stringify({ dry_run: true, requested_by: 'cluster-signals-test' }),
     });
     const answer = (await dry.json()) as { action: string; reason: string };
-    expect(answer, JSON.stringify(answer)).toMatchObject({ action: 'dry_run_dispatch', reason: 'would dispatch no-target to default' });
+    expect(answer, JSON.stringify(answer)).toMatchObject({ action: 'dry_run_dispatch', reason: 'would dispatch no-target to gate-1' });
 
     process.kill(-first.child.pid!, 'SIGINT');
     await waitFor('the stop to begin', first, /\[cluster\] stopping/, 10_000);

@@ -8,7 +8,9 @@ import { dirname } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../config/load.ts';
-import { ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../config/schema.ts';
+import { ConfigFieldsSchema, ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../config/schema.ts';
+import { resolveLane, workerRoutingFrom } from '../domain/lanes.ts';
+import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import { startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
 import { TEMPORAL_SERVER_VERSION } from '../bin/runtime/temporal-server.ts';
 import { configFingerprint } from '../config/fingerprint.ts';
@@ -230,6 +232,33 @@ describe('docker-compose.yml', () => {
       }
       // One cluster: the replicas differ only in fields each sets for itself.
       expect(configFingerprint(first!.config).fingerprint).toBe(configFingerprint(second!.config).fingerprint);
+    });
+
+    it('routes items without machine_target to a lane of the gate, and makes no lane beyond the gates\' own (one more would let a gate run one agent more at once)', () => {
+      const clusterOptions: ClusterOptions = {
+        dir: '/srv/cluster',
+        repoRoot: REPO_ROOT,
+        gates: 2,
+        lanesPerGate: 2,
+        postgres: { host: '127.0.0.1', port: 5432, user: 'postgres' },
+        naming: LOCAL_CLUSTER_NAMING,
+        ports: LOCAL_CLUSTER_PORTS,
+        gate: { dispatchScript: '/app/worker-gate/simulated-agent.sh', env: {}, overrides: {} },
+        replicaOverrides: {},
+      };
+      const topology = planCluster(clusterOptions);
+      const clusterReplica = ConfigFieldsSchema.parse(replicaConfig(topology, clusterOptions, topology.replicas[0]!));
+      const routings = [
+        { routing: workerRoutingFrom(clusterReplica), lanes: topology.gates.flatMap((gate) => gate.lanes), first: topology.gates[0]!.lanes[0]! },
+        ...REPLICAS.map((replica) => ({ routing: workerRoutingFrom(load(replica).config), lanes: ['gate-1'], first: 'gate-1' })),
+      ];
+      for (const { routing, lanes, first } of routings) {
+        expect([...routing.targets.keys()].sort()).toEqual([...lanes].sort());
+        for (const workloadClass of WORKLOAD_CLASSES) {
+          const lane = resolveLane({ machine_target: null, workload_class: workloadClass }, routing);
+          expect(lane.ok && lane.target.name, workloadClass).toBe(first);
+        }
+      }
     });
 
     it('sets the same config fields as npm run cluster, on the replicas and on the gate', () => {

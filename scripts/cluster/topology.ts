@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { WORKLOAD_CLASSES } from '../../domain/workload.ts';
 
 /**
  * The shape `npm run cluster` starts on this one machine (README "Running on several machines"): the Temporal server
@@ -275,6 +276,8 @@ export function temporalTlsFields(files: TemporalTlsFiles): Record<string, strin
 
 const pgUrl = (options: ClusterOptions, database: string) => `postgres://${options.postgres.user}@${options.postgres.host}:${options.postgres.port}/${database}`;
 
+const workloadClassesTo = (lane: string | undefined): Record<string, string> => (lane ? Object.fromEntries(WORKLOAD_CLASSES.map((workloadClass) => [workloadClass, lane])) : {});
+
 /** One replica's config file: the cluster's shared fields, and its own port and state. */
 export function replicaConfig(topology: Topology, options: ClusterOptions, replica: Replica): Record<string, unknown> {
   return {
@@ -294,10 +297,10 @@ export function replicaConfig(topology: Topology, options: ClusterOptions, repli
     temporal_task_queue: topology.taskQueue,
     ...(options.temporalTls ? temporalTlsFields(options.temporalTls) : {}),
     live_dispatch_enabled: true,
-    // The default lane: items that name no machine_target (and whose workload class maps to no lane) go to the first
-    // worker host, as on a lab whose worker_wake_gate_url names its main machine.
-    ...(topology.gates[0] ? { worker_wake_gate_url: topology.gates[0].url, worker_wake_gate_bearer_token: topology.gates[0].token } : {}),
     worker_targets: Object.fromEntries(topology.gates.flatMap((gate) => gate.lanes.map((lane) => [lane, { wake_gate_url: gate.url, bearer_token: gate.token, role: 'gpu_worker' }]))),
+    // Items that name no machine_target take the first worker host's first lane, by their workload class. Not a default
+    // lane (worker_wake_gate_url): that would be one more lane on a gate whose own lanes already fill it.
+    workload_machine_targets: workloadClassesTo(topology.gates[0]?.lanes[0]),
     ...options.replicaOverrides,
   };
 }
