@@ -64,7 +64,7 @@ const DispatchNextAnswer = z.object({
 
 export async function dispatchRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
-  const dispatch = { store: deps.store, settings: deps.dispatch, runs: deps.runs };
+  const dispatch = { store: deps.store, settings: deps.dispatch, runs: deps.runs, log: instance.log };
   const schema = {
     tags: ['dispatch'],
     summary: 'What would be dispatched where (dry run, the default), or a live dispatch',

@@ -14,7 +14,7 @@ import type { PreflightResult } from '../domain/preflight.ts';
 import type { AgentSettings, RunTimings, RunWorkflowInput } from '../workflows/messages.ts';
 import { CommandRefusedError, replayAnswer, type KeptRefusal } from './command-errors.ts';
 import type { AgentDefaults, DispatchSettings } from './dispatch-settings.ts';
-import type { RunLauncher, StartedRun } from './run-launcher.ts';
+import { RunLedgerFailedError, type RunLauncher, type StartedRun } from './run-launcher.ts';
 import { dispatchPreflight } from './worker-preflight.ts';
 
 /**
@@ -38,6 +38,8 @@ export interface DispatchDeps {
   store: Store;
   settings: DispatchSettings;
   runs: RunLauncher;
+  /** Where a key that could not be settled after a failed call is reported (the console when absent). */
+  log?: { error(detail: object, message: string): void } | undefined;
 }
 
 /** How long past the gate's own dispatch time limit one gate call may take (network, prepare). */
@@ -337,7 +339,7 @@ async function dispatchKeyed(deps: DispatchDeps, body: DispatchNextRequest, key:
   if (claim.state === 'pending') {
     const chosen = claim.pending!;
     const { answer } = await answering(deps, body);
-    return keyed(store, key, async () => answerStarted(answer, chosen, await deps.runs.startRun(chosen.run, outcomeWaitMs(deps.settings), { attach: true })));
+    return keyed(deps, key, async () => answerStarted(answer, chosen, await deps.runs.startRun(chosen.run, outcomeWaitMs(deps.settings), { attach: true })));
   }
   let noted = false;
   try {
@@ -349,34 +351,46 @@ async function dispatchKeyed(deps: DispatchDeps, body: DispatchNextRequest, key:
     else await releaseKey(store, DISPATCH_KEY_SCOPE, key);
     return result;
   } catch (error) {
-    if (noted) await settleKeyOnError(store, key, error);
-    else await releaseKey(store, DISPATCH_KEY_SCOPE, key);
+    if (noted) await settleKeyOnError(deps, key, error);
+    else await releaseKey(store, DISPATCH_KEY_SCOPE, key).catch((releaseError: unknown) => logKeyError(deps, key, releaseError));
     throw error;
   }
 }
 
 /** Runs an attached call's answer and keeps it under the key. */
-async function keyed(store: Store, key: string, run: () => Promise<DispatchAnswer>): Promise<DispatchAnswer> {
+async function keyed(deps: DispatchDeps, key: string, run: () => Promise<DispatchAnswer>): Promise<DispatchAnswer> {
   try {
     const result = await run();
-    await completeKey(store, DISPATCH_KEY_SCOPE, key, { response: result, status_code: 200 });
+    await completeKey(deps.store, DISPATCH_KEY_SCOPE, key, { response: result, status_code: 200 });
     return result;
   } catch (error) {
-    await settleKeyOnError(store, key, error);
+    await settleKeyOnError(deps, key, error);
     throw error;
   }
 }
 
 /**
  * A refusal of a started run is the key's answer from now on. A 504 (the outcome did not come in time) or a failure
- * whose effect is unknown (Temporal unreachable mid-start) leaves the key pending, so its retry attaches to the run.
+ * whose effect is unknown (Temporal unreachable mid-start) leaves the key pending, so its retry attaches to the run. A
+ * run the ledger could not record (503) has closed for good, and attaching to it would answer its 503 again: the key is
+ * given back, so its retry dispatches afresh once the ledger accepts again (the ledger, not the key, keeps an item the
+ * failed run got as far as claiming from being dispatched twice). The caller is answered the call's own error whatever
+ * becomes of the key.
  */
-async function settleKeyOnError(store: Store, key: string, error: unknown): Promise<void> {
-  if (error instanceof CommandRefusedError && error.status !== 504) {
-    const kept: KeptRefusal = { detail: error.detail };
-    await completeKey(store, DISPATCH_KEY_SCOPE, key, { response: kept, status_code: error.status });
+async function settleKeyOnError(deps: DispatchDeps, key: string, error: unknown): Promise<void> {
+  try {
+    if (error instanceof RunLedgerFailedError) await releaseKey(deps.store, DISPATCH_KEY_SCOPE, key);
+    else if (error instanceof CommandRefusedError && error.status !== 504) {
+      const kept: KeptRefusal = { detail: error.detail };
+      await completeKey(deps.store, DISPATCH_KEY_SCOPE, key, { response: kept, status_code: error.status });
+    }
+  } catch (settleError) {
+    logKeyError(deps, key, settleError);
   }
 }
+
+const logKeyError = (deps: DispatchDeps, key: string, error: unknown) =>
+  (deps.log ?? console).error({ err: error, idempotency_key: key }, 'could not settle the dispatch idempotency key after a failed call');
 
 /** The key's claim, waiting (briefly) while the first call with it is still choosing its run. */
 async function claimOnceChosen(store: Store, key: string, payload: unknown): Promise<KeyClaim<ChosenRun, DispatchAnswer | KeptRefusal>> {

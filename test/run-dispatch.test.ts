@@ -404,13 +404,15 @@ describe('live dispatch', () => {
     expect(observation.rows).toEqual([{ ok: false, target: 'down' }]);
   });
 
-  it('answers 503 naming the step when the ledger refuses a step of the run, and the item stays queued', { timeout: 60_000 }, async () => {
+  it('answers 503 naming the step when the ledger refuses a step of the run, the item stays queued, and the same key dispatches afresh once the ledger accepts', { timeout: 60_000 }, async () => {
     await seed('ledger-refused', 'down');
     // The database refuses this project's run row, as a constraint would: the claim can never be recorded.
     await store.query(`CREATE FUNCTION refuse_test_run() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test' USING ERRCODE = '23514'; END $$`);
     await store.query(`CREATE TRIGGER refuse_test_run BEFORE INSERT ON runs FOR EACH ROW WHEN (NEW.project_id = 'ledger-refused') EXECUTE FUNCTION refuse_test_run()`);
+    const key = `dispatch-test-ledger-${Date.now()}`;
+    let refusedRunId: string | undefined;
     try {
-      const live = await dispatchNext({ dry_run: false });
+      const live = await dispatchNext({ dry_run: false, idempotency_key: key });
       expect(live.status, JSON.stringify(live.body)).toBe(503);
       const runId = live.body.detail.run_id as string;
       expect(runId).toMatch(/^ledger-refused-\d{8}T\d{6}Z$/);
@@ -418,10 +420,17 @@ describe('live dispatch', () => {
       expect(live.body.detail.message).toMatch(/could not record its claim step of run .*refused by the test/);
       expect(await runRow(runId)).toBeUndefined();
       expect(await queueItem('ledger-refused')).toMatchObject({ status: 'queued' });
+      refusedRunId = runId;
     } finally {
       await store.query('DROP TRIGGER refuse_test_run ON runs');
       await store.query('DROP FUNCTION refuse_test_run()');
     }
+    // The refused run has closed for good: the key is not held to its 503, and its retry dispatches the item afresh
+    // (to a lane whose gate is down, so preflight blocks it).
+    const retried = await dispatchNext({ dry_run: false, idempotency_key: key });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body).toMatchObject({ action: 'dispatch_blocked', candidate: { project_id: 'ledger-refused' } });
+    expect(retried.body.run_id).not.toBe(refusedRunId);
   });
 
   it('answers 502 for a failed dispatch, gives up after the third failure in a row, and requeue starts over', { timeout: 120_000 }, async () => {
