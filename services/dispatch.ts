@@ -123,7 +123,7 @@ async function noopReason(store: Store, settings: DispatchSettings, unavailable:
   const reasons: string[] = [];
   const eligible = routes.filter((route) => !route.manual_review_required);
   const inReview = routes.filter((route) => route.manual_review_required).reduce((sum, route) => sum + route.count, 0);
-  if (eligible.length === 0) reasons.push('the queue holds no queued item (promote a candidate to queue one)');
+  if (routes.length === 0) reasons.push('the queue holds no queued item (promote a candidate to queue one)');
   if (inReview > 0) reasons.push(`${plural(inReview, 'queued item waits', 'queued items wait')} for manual review`);
   const laneless = new Map<string, number>();
   const waiting = new Map<string, number>();

@@ -71,4 +71,15 @@ describe('a dispatch that finds nothing says why', () => {
     expect(answer.reason).toContain('1 queued item waits for lane gpu-a, which is busy with a run');
     expect(answer.reason).not.toContain('live dispatch is off');
   });
+
+  it('every queued item waits for manual review: says so, and not that the queue is empty', async () => {
+    t = await startTestApp({ dispatch: settings({ worker_wake_gate_url: GATE.wake_gate_url, worker_wake_gate_bearer_token: GATE.bearer_token, worker_targets: {}, workload_machine_targets: {} }, true) });
+    await seed(t, [
+      { project_id: 'noop-review-1', manual_review_required: true },
+      { project_id: 'noop-review-2', manual_review_required: true },
+    ]);
+    const answer = await dryRun(t);
+    expect(answer.action).toBe('noop');
+    expect(answer.reason).toBe('no queued item is eligible on an idle lane: 2 queued items wait for manual review');
+  });
 });
