@@ -112,7 +112,7 @@ export const PaperSchema = z.object({
   updated_at: z.string(),
   imported: z.boolean().describe('A corpus import is recorded for the paper'),
   stage: z.enum(PAPER_STAGES).describe('Where the paper stands, to show a person: imported once a corpus import is recorded, finalized once the review is, else paper_status (which stays where the last draft left it)'),
-  operator_actions: z.array(z.enum(PAPER_ACTIONS)).describe('The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported'),
+  operator_actions: z.array(z.enum(PAPER_ACTIONS)).describe('The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported'),
 }).meta({ id: 'Paper' });
 export type PaperDocumented = Assert<Documents<typeof PaperSchema, PaperRow>>;
 

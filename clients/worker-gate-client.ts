@@ -158,6 +158,19 @@ async function proveGateIdentity(
   });
   const proof = response.status === 200 && response.body && typeof response.body === 'object' ? (response.body as { proof?: unknown }).proof : undefined;
   if (typeof proof === 'string' && gateIdentityProven(target.bearer_token, challenge, proof)) return;
+  // A gate that is restarting or overloaded proves nothing either way: asked again later, like any other call of it.
+  if (response.status >= 500 || response.status === 429) {
+    throw new WorkerGateError(`worker gate ${target.name} answered ${response.status} to /gate-identity; its token was not sent`, response.status, true, response.body);
+  }
+  if (response.status === 404) {
+    throw new WorkerGateError(
+      `${target.wake_gate_url} answered 404 to /gate-identity: a worker gate of an earlier release, or another program; its token was not sent. ` +
+        'Upgrade the worker gate before the control plane (README "Worker gate")',
+      response.status,
+      false,
+      response.body,
+    );
+  }
   const why = response.status !== 200 ? `answered ${response.status} to /gate-identity` : 'its proof does not match the token';
   throw new WorkerGateError(
     `${target.wake_gate_url} is not worker gate ${target.name}, or holds another token (${why}); its token was not sent. ` +

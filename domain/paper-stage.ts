@@ -13,7 +13,7 @@ import { PAPER_STATUSES, REVIEW_STATUS_MOVES, type PaperStatus, type ReviewStatu
 export const PAPER_STAGES = [...PAPER_STATUSES, 'finalized', 'imported'] as const;
 export type PaperStage = (typeof PAPER_STAGES)[number];
 
-/** The commands on one paper, by the name of their route (rewrite-draft, checklist, status, …). */
+/** The commands on one paper: rewrite_draft (route rewrite-draft), set_checklist_item (checklist), move_review (status), and the two named as their routes. */
 export const PAPER_ACTIONS = ['rewrite_draft', 'set_checklist_item', 'move_review', 'prepare_finalization_package', 'record_import'] as const;
 export type PaperAction = (typeof PAPER_ACTIONS)[number];
 

@@ -48,6 +48,8 @@ export function registerErrorHandling(
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (unauthenticated(request)) {
+      // The caller learns nothing, but a failure of the service itself is still logged for its operator.
+      if (!(error instanceof HttpError) && (error.statusCode ?? 500) >= 500) request.log.error({ err: error }, 'unhandled error');
       const refusal = unauthorized();
       return reply.code(refusal.statusCode).headers(refusal.headers).send({ detail: refusal.detail });
     }

@@ -36,7 +36,6 @@ interface PackageFile {
   bytes: Buffer;
 }
 
-/** Checklist statuses that let a package be prepared: none failed, none left for later. */
 const PACKAGE_SCOPE = 'paper-review.prepare-finalization-package';
 
 /** The answer of a package written (not a dry run): what a replay of its key answers again. */
@@ -50,6 +49,7 @@ interface PreparedPackage {
   paper: Awaited<ReturnType<typeof paperWithChecklist>>;
 }
 
+/** Checklist statuses that let a package be prepared: none failed, none left for later. */
 const SETTLED: readonly ChecklistStatus[] = ['pass', 'accepted_risk', 'not_applicable'];
 
 const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');

@@ -51,13 +51,14 @@ export async function runIdempotent<T>(
 }
 
 /**
- * The answer a completed call with this (scope, key) gave, for a command that checks the paper's state before it
- * claims its key: a replay must get the first answer even when that state has moved on since (the first call moved
- * it). Null when the key is unused; a different payload throws IdempotencyConflictError.
+ * The answer a call with this (scope, key) completed successfully, for a command that checks the paper's state before
+ * it claims its key: a replay must get the first answer even when that state has moved on since (the first call moved
+ * it). Null when the key is unused, or holds no success (a refusal is decided again); a different payload throws
+ * IdempotencyConflictError.
  */
 export async function storedResponse<T>(q: Queryable, request: { scope: string; key: string; payload: unknown }): Promise<T | null> {
   const stored = await q.query<{ payload_hash: string; response: T }>(
-    'SELECT payload_hash, response FROM idempotency_keys WHERE scope = $1 AND key = $2 AND completed_at IS NOT NULL',
+    'SELECT payload_hash, response FROM idempotency_keys WHERE scope = $1 AND key = $2 AND completed_at IS NOT NULL AND coalesce(status_code, 200) = 200',
     [request.scope, request.key],
   );
   const row = stored.rows[0];

@@ -23,17 +23,23 @@ export class SearchAttributesRefusedError extends Error {
     // The native connection's errors carry the server's message in `message` ("7 PERMISSION_DENIED: …"), not `details`.
     const said = (isGrpcServiceError(cause) && cause.details) || cause.message.replace(/^\d+ [A-Z_]+: /, '');
     const reason = said.split('\n')[0];
-    const tcld = missing.map((name) => `--search-attribute ${name}=Keyword`).join(' ');
-    const cli = missing.map((name) => `--name ${name} --type Keyword`).join(' ');
     super(
       `the Temporal namespace "${namespace}" lacks the search attributes ${missing.join(', ')} (Keyword), and the server refused to add them ` +
-        `(${status[(cause as { code?: number }).code ?? -1] ?? 'refused'}: ${reason}). Add them once, then start again: on Temporal Cloud ` +
-        `\`tcld namespace search-attributes add --namespace ${namespace} ${tcld}\` or the Cloud UI (Namespaces, ${namespace}, Custom Search Attributes); ` +
-        `on another server \`temporal operator search-attribute create --namespace ${namespace} ${cli}\` as an admin`,
+        `(${status[(cause as { code?: number }).code ?? -1] ?? 'refused'}: ${reason}). Add them once, then start again: ${howToAdd(namespace, missing)}`,
       { cause },
     );
     this.name = 'SearchAttributesRefusedError';
   }
+}
+
+/** The commands that add the attributes, from an account allowed to. */
+export function howToAdd(namespace: string, names: readonly string[]): string {
+  const tcld = names.map((name) => `--search-attribute ${name}=Keyword`).join(' ');
+  const cli = names.map((name) => `--name ${name} --type Keyword`).join(' ');
+  return (
+    `on Temporal Cloud \`tcld namespace search-attributes add --namespace ${namespace} ${tcld}\` or the Cloud UI (Namespaces, ${namespace}, Custom Search Attributes); ` +
+    `on another server \`temporal operator search-attribute create --namespace ${namespace} ${cli}\` as an admin`
+  );
 }
 
 /** The answers of a server that is up and reached but does not allow this call (Temporal Cloud's operator API). */
@@ -42,20 +48,20 @@ const isRefusal = (error: unknown) => isGrpcServiceError(error) && (error.code =
 /**
  * Registers the workflows' custom search attributes on the namespace, so the Temporal UI can filter by project, queue
  * status, paper and cycle, and answers once the server uses them. Idempotent; another process registering them at the
- * same moment is fine. A server that refuses to list them (Temporal Cloud may, to this client) is taken at its word
- * that they are there: a workflow start then names any that are not.
+ * same moment is fine. A server that refuses to list them (Temporal Cloud may, to this client) cannot be checked:
+ * `unverified` then, for the caller to say which attributes the namespace needs and how to add them.
  */
-export async function ensureSearchAttributes(connection: Pick<Connection | NativeConnection, 'operatorService'>, namespace: string): Promise<void> {
+export async function ensureSearchAttributes(connection: Pick<Connection | NativeConnection, 'operatorService'>, namespace: string): Promise<'present' | 'unverified'> {
   const wanted = SEARCH_ATTRIBUTES.map((attribute) => attribute.name);
   let existing;
   try {
     existing = await connection.operatorService.listSearchAttributes({ namespace });
   } catch (error) {
-    if (isRefusal(error)) return;
+    if (isRefusal(error)) return 'unverified';
     throw error;
   }
   const missing = wanted.filter((name) => !(name in (existing.customAttributes ?? {})));
-  if (missing.length === 0) return;
+  if (missing.length === 0) return 'present';
   try {
     await connection.operatorService.addSearchAttributes({
       namespace,
@@ -66,4 +72,5 @@ export async function ensureSearchAttributes(connection: Pick<Connection | Nativ
     if (!(isGrpcServiceError(error) && error.code === status.ALREADY_EXISTS)) throw error;
   }
   await new Promise((resolve) => setTimeout(resolve, NAMESPACE_CACHE_REFRESH_MS));
+  return 'present';
 }

@@ -7,6 +7,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type W
 import type { Logger } from 'pino';
 import { createActivities, type Activities } from '../../activities/index.ts';
 import { paperActivityQueue } from '../../workflows/paper-messages.ts';
+import { SEARCH_ATTRIBUTES } from '../../workflows/messages.ts';
 import { requestIdActivityInterceptor } from '../../activities/request-id.ts';
 import { requestIdClientInterceptor } from '../../clients/request-id.ts';
 import type { TemporalHealth } from '../../api/deps.ts';
@@ -22,7 +23,7 @@ import type { CycleLauncher } from '../../services/cycle-launcher.ts';
 import type { PaperLauncher } from '../../services/paper-launcher.ts';
 import type { RunLauncher } from '../../services/run-launcher.ts';
 import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
-import { ensureSearchAttributes, SearchAttributesRefusedError } from './search-attributes.ts';
+import { ensureSearchAttributes, howToAdd, SearchAttributesRefusedError } from './search-attributes.ts';
 import { connectionFailure, type TemporalConnectionPlan } from './temporal-connection.ts';
 import { freePort, startTemporalDevServer, type TemporalDevServer } from './temporal-dev-server.ts';
 import { loadWorkflowBundle } from './workflow-bundle.ts';
@@ -210,11 +211,18 @@ export async function startTemporalRuntime(
       throw plan.address ? connectionFailure(plan, error) : error;
     });
     cleanups.push(() => connection.close());
-    await ensureSearchAttributes(connection, namespace).catch((error: unknown) => {
+    const attributes = await ensureSearchAttributes(connection, namespace).catch((error: unknown) => {
       // A TLS server refusing the client's certificate may let the handshake finish and fail the first call; a server
       // that answered with a refusal was reached, and the refusal says what to do.
       throw plan.address && !(error instanceof SearchAttributesRefusedError) ? connectionFailure(plan, error) : error;
     });
+    if (attributes === 'unverified') {
+      const names = SEARCH_ATTRIBUTES.map((attribute) => attribute.name);
+      deps.logger.warn(
+        { namespace, search_attributes: names },
+        `the Temporal server would not list the namespace's search attributes, so they are not checked: workflows need ${names.join(', ')} (Keyword); where missing, add them: ${howToAdd(namespace, names)}`,
+      );
+    }
 
     // Loaded only when on: a control plane without tracing never loads the OpenTelemetry SDK.
     const tracingModule = settings.otlpEndpoint ? await import('./tracing.ts') : undefined;
