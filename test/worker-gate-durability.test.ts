@@ -1,6 +1,7 @@
-import { readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { MAX_CANCELS_BEFORE_DISPATCH } from '../worker-gate/run-records.ts';
 import {
   CallbackReceiver,
   dispatchCount,
@@ -42,6 +43,30 @@ class Rig {
     await this.gate.kill('SIGKILL');
     await new Promise((resolve) => setTimeout(resolve, downMs));
     this.gate = await startGateProcess(this.fixture, SLOW_AGENT_ENV);
+  }
+
+  /** The gate's list of runs cancelled before their dispatch reached it. */
+  get cancelsBeforeDispatchPath(): string {
+    return join(this.fixture.dir, 'state', 'worker-gate', 'cancelled-before-dispatch.json');
+  }
+
+  /** Cancels runs the gate has not seen: each answer is the usual 404. */
+  async cancelUnseen(...runIds: string[]): Promise<void> {
+    for (const runId of runIds) {
+      const answer = await this.client.call('POST', `/runs/${runId}/cancel`);
+      expect(answer.status, JSON.stringify(answer.body)).toBe(404);
+      expect(answer.body.detail).toMatch(/a later dispatch of it will be refused/);
+    }
+  }
+
+  /** Each run's dispatch is refused with 409 and its agent never starts. */
+  async expectDispatchRefused(...runIds: string[]): Promise<void> {
+    for (const runId of runIds) {
+      const answer = await this.client.launch(runId, 'normal');
+      expect(answer.status, JSON.stringify(answer.body)).toBe(409);
+      expect(answer.body.detail).toMatch(/before its dispatch reached this gate; it is not started/);
+      expect(await dispatchCount(this.fixture, runId)).toBe(0);
+    }
   }
 
   agentLog(projectId: string): Promise<string> {
@@ -150,5 +175,47 @@ describe.concurrent('a worker gate killed with SIGKILL and restarted', () => {
         // already gone
       }
     }
+  });
+});
+
+describe('runs cancelled before their dispatch reached the gate', () => {
+  it('are still refused after a restart whose list holds an entry it cannot read and more entries than it keeps: it keeps the newest that parse', { timeout: 60_000 }, async () => {
+    const rig = await Rig.start();
+    await rig.cancelUnseen('uniform-run', 'victor-run');
+    await rig.gate.kill('SIGKILL');
+    const remembered = JSON.parse(await readFile(rig.cancelsBeforeDispatchPath, 'utf8')) as { run_id: string; cancelled_at: string }[];
+    expect(remembered.map((entry) => entry.run_id)).toEqual(['uniform-run', 'victor-run']);
+    const older = Array.from({ length: 2 * MAX_CANCELS_BEFORE_DISPATCH }, (_, n) => ({ run_id: `older-${n}-run`, cancelled_at: remembered[0]!.cancelled_at }));
+    await writeFile(rig.cancelsBeforeDispatchPath, JSON.stringify([...older, { run_id: 'not a run id', cancelled_at: 7 }, ...remembered]));
+
+    rig.gate = await startGateProcess(rig.fixture, SLOW_AGENT_ENV);
+    await rig.expectDispatchRefused('uniform-run', 'victor-run');
+    expect(rig.gate.output()).toMatch(/skipping entries of the runs cancelled before their dispatch/);
+  });
+
+  it('refuse to start a gate whose list is not JSON, naming the file; without the file it starts', { timeout: 60_000 }, async () => {
+    const rig = await Rig.start();
+    await rig.cancelUnseen('whiskey-run');
+    await rig.gate.kill('SIGKILL');
+    await writeFile(rig.cancelsBeforeDispatchPath, '[{"run_id": "whiskey-run", "cancel');
+
+    const refused = await startGateProcess(rig.fixture, SLOW_AGENT_ENV).then(
+      () => new Error('the gate started'),
+      (error: Error) => error,
+    );
+    expect(refused.message).toContain(`${rig.cancelsBeforeDispatchPath} is not a JSON list`);
+    expect(refused.message).toMatch(/delete it to start the gate/);
+
+    await rm(rig.cancelsBeforeDispatchPath);
+    rig.gate = await startGateProcess(rig.fixture, SLOW_AGENT_ENV);
+  });
+
+  it('get the usual 404 when the list cannot be written, and the cancel still refuses the dispatch', { timeout: 60_000 }, async () => {
+    const rig = await Rig.start();
+    // A directory where the list goes: writing the list fails.
+    await mkdir(join(rig.cancelsBeforeDispatchPath, 'in-the-way'), { recursive: true });
+    await rig.cancelUnseen('xray-run');
+    await rig.expectDispatchRefused('xray-run');
+    expect(rig.gate.output()).toMatch(/could not write the list of runs cancelled before their dispatch/);
   });
 });

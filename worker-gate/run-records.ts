@@ -61,7 +61,7 @@ export class RunRecords {
 /** How many cancels of runs the gate never saw it remembers: the oldest is forgotten first. */
 export const MAX_CANCELS_BEFORE_DISPATCH = 1_000;
 
-const CancelsBeforeDispatchFileSchema = z.array(z.object({ run_id: RunIdSchema, cancelled_at: z.string() })).max(MAX_CANCELS_BEFORE_DISPATCH * 2);
+const CancelBeforeDispatchSchema = z.object({ run_id: RunIdSchema, cancelled_at: z.string() });
 
 /**
  * Cancels of runs the gate had no record of: the control plane's cancel can overtake its own dispatch on the way here
@@ -88,12 +88,25 @@ export class CancelsBeforeDispatch {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
       throw error;
     }
-    let entries: z.infer<typeof CancelsBeforeDispatchFileSchema>;
+    let listed: unknown;
     try {
-      entries = CancelsBeforeDispatchFileSchema.parse(JSON.parse(text));
-    } catch (error) {
-      this.logger.warn({ file: this.path, err: error }, 'skipping an unreadable list of runs cancelled before their dispatch');
-      return;
+      listed = JSON.parse(text);
+    } catch {
+      listed = undefined;
+    }
+    // Starting without the list would let the late dispatch of a cancelled run start its agent: an operator decides.
+    if (!Array.isArray(listed)) {
+      throw new Error(
+        `${this.path} is not a JSON list: it holds the runs cancelled before their dispatch reached this gate, whose late dispatches must be refused; delete it to start the gate (those dispatches would then be started)`,
+      );
+    }
+    // Entry by entry, so one bad entry (or more entries than kept) does not lose the others.
+    const entries = listed.flatMap((entry) => {
+      const parsed = CancelBeforeDispatchSchema.safeParse(entry);
+      return parsed.success ? [parsed.data] : [];
+    });
+    if (entries.length < listed.length) {
+      this.logger.warn({ file: this.path, skipped: listed.length - entries.length }, 'skipping entries of the runs cancelled before their dispatch that are not a run id and a time');
     }
     for (const entry of entries.slice(-MAX_CANCELS_BEFORE_DISPATCH)) this.cancelled.set(entry.run_id, entry.cancelled_at);
   }
@@ -112,7 +125,12 @@ export class CancelsBeforeDispatch {
       if (this.cancelled.size <= MAX_CANCELS_BEFORE_DISPATCH) break;
       this.cancelled.delete(oldest);
     }
-    writeJsonAtomic(this.path, [...this.cancelled].map(([run_id, cancelled_at]) => ({ run_id, cancelled_at })));
+    try {
+      writeJsonAtomic(this.path, [...this.cancelled].map(([run_id, cancelled_at]) => ({ run_id, cancelled_at })));
+    } catch (error) {
+      // The cancel still holds while this process runs; only a restart before the next successful write forgets it.
+      this.logger.error({ file: this.path, run_id: runId, err: error }, 'could not write the list of runs cancelled before their dispatch: this cancel is kept in memory only');
+    }
     return at;
   }
 }
