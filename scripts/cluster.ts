@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { TEMPORAL_SERVER_VERSION } from '../bin/runtime/temporal-server.ts';
 import { cgroupMounts } from '../worker-gate/run-cgroups/mounts.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
@@ -70,9 +71,20 @@ const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
   }
 });
 
-function step(script: string): void {
-  const result = spawnSync('bash', [join(REPO_ROOT, 'scripts', script)], { stdio: 'inherit' });
-  if (result.status !== 0) throw new Error(`scripts/${script} failed (output above)`);
+/**
+ * Runs one start-up script; false when the start is to stop instead. Ctrl-C reaches the script's processes too (the
+ * Temporal server build among them), so a script that a stop signal ended has not failed: the stop goes on, quietly.
+ * It runs asynchronously so that this process's signal handlers have run by the time the script's end is seen.
+ */
+async function step(script: string): Promise<boolean> {
+  const child = spawn('bash', [join(REPO_ROOT, 'scripts', script)], { stdio: 'inherit' });
+  const [status, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+  if (stopRequested || signal) {
+    log(`scripts/${script} stopped (${stopRequested ?? signal}); the cluster is not started`);
+    return false;
+  }
+  if (status !== 0) throw new Error(`scripts/${script} failed (output above)`);
+  return true;
 }
 
 function describe(cluster: LocalCluster): string {
@@ -94,9 +106,7 @@ async function main(): Promise<void> {
   if (!Number.isInteger(options.gates) || options.gates < 1 || options.gates > 20) throw new Error('RCP_CLUSTER_GATES must be a whole number from 1 to 20');
   if (process.getuid?.() !== 0) throw new Error('npm run cluster makes network namespaces, which needs root');
   log('checking Postgres and the Temporal server build');
-  step('ensure-postgres.sh');
-  step('install-temporal-server.sh');
-  if (stopRequested) return;
+  if (!(await step('ensure-postgres.sh')) || !(await step('install-temporal-server.sh')) || stopRequested) return;
   const cluster = await LocalCluster.start(options, log);
   if (!stopRequested) print(describe(cluster));
   try {
