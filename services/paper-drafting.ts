@@ -7,7 +7,7 @@ import { listDraftCandidates, type DraftCandidateRow } from '../store/paper-draf
 import { getPaper, listRewriteSelection, type PaperRow } from '../store/papers.ts';
 import type { Store } from '../store/store.ts';
 import type { DraftCandidates, PaperRef, PaperWorkflowResult, SkippedCandidate } from '../workflows/paper-messages.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import { CommandRefusedError, replayAnswer, type KeptRefusal } from './command-errors.ts';
 import { readEvidence, type ReadEvidence } from './paper-evidence.ts';
 import { PaperWorkflowCanceledError, type PaperLauncher } from './paper-launcher.ts';
 import { paperWithChecklist } from './paper-reviews.ts';
@@ -146,6 +146,20 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
     });
   }
 
+  /**
+   * A canceled rewrite batch answers 409, and keeps that answer under its key: the batch's workflow is named by the
+   * key and runs once, so only a new key runs the batch again.
+   */
+  async function batchCanceled(key: { scope: string; key: string }, error: PaperWorkflowCanceledError): Promise<CommandRefusedError> {
+    const refusal = new CommandRefusedError(409, {
+      message: `the rewrite batch did not finish: ${error.message}; any paper it held is back where it was, and a new idempotency_key runs the batch again`,
+      workflow_id: error.workflowId,
+    });
+    const kept: KeptRefusal = { detail: refusal.detail };
+    await completeKey(store, key.scope, key.key, { response: kept, status_code: 409 });
+    return refusal;
+  }
+
   /** Starts a step and waits for it; a key, when given, is noted as pending with the step's run id. */
   async function runStep(ref: { paper_id: string; project_id: string; run_id: string }, purpose: DraftPurpose, request: { requested_by: string; key: { scope: string; key: string } | null }) {
     const started = await launcher.startStep({ ...ref, purpose, requested_by: request.requested_by, request_key: request.key?.key ?? null });
@@ -251,8 +265,8 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
       if (request.dry_run) return { ok: true as const, dry_run: true as const, selected, count: selected.length, limit: request.limit };
       const key = { scope: 'paper-review.rewrite-batch', key: request.idempotency_key };
       const { idempotency_key: _key, ...payload } = request;
-      const claim = await claimKey<never, RewriteBatchAnswer>(store, { ...key, payload });
-      if (claim.state === 'done') return claim.response;
+      const claim = await claimKey<never, RewriteBatchAnswer | KeptRefusal>(store, { ...key, payload });
+      if (claim.state === 'done') return replayAnswer(claim);
       // A pending claim is the same batch still running: the batch workflow is named by the key, so this finds it and
       // the selection passed here is not used.
       const papers = selected.map(({ paper_id, project_id, run_id }) => ({ paper_id, project_id, run_id }));
@@ -260,8 +274,9 @@ export function createPaperDrafting(deps: { store: Store; settings: PaperSetting
         claim.state === 'claimed' && papers.length === 0
           ? { results: [] }
           : await launcher.runRewriteBatch({ papers, requested_by: request.requested_by, request_key: request.idempotency_key }).catch(async (error: unknown) => {
-              if (claim.state === 'claimed' || error instanceof PaperWorkflowCanceledError) await releaseKey(store, key.scope, key.key);
-              throw canceledError('rewrite batch', error);
+              if (error instanceof PaperWorkflowCanceledError) throw await batchCanceled(key, error);
+              if (claim.state === 'claimed') await releaseKey(store, key.scope, key.key);
+              throw error;
             });
       const response: RewriteBatchAnswer = {
         ok: true,

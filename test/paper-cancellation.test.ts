@@ -132,18 +132,27 @@ describe('a canceled rewrite batch', () => {
     const answer = await call;
     writing.release();
     expect(answer.status, JSON.stringify(answer.body)).toBe(409);
-    expect(answer.body.detail).toMatchObject({ workflow_id: 'paper-rewrite-batch:cancel-batch-1', message: `the rewrite batch did not finish: workflow paper-rewrite-batch:cancel-batch-1 was canceled before it finished; any paper it held is back where it was and may be drafted or rewritten again` });
+    expect(answer.body.detail).toEqual({
+      workflow_id: 'paper-rewrite-batch:cancel-batch-1',
+      message: 'the rewrite batch did not finish: workflow paper-rewrite-batch:cancel-batch-1 was canceled before it finished; any paper it held is back where it was, and a new idempotency_key runs the batch again',
+    });
     expect((await batch.describe()).status.name).toBe('CANCELLED');
     expect(await statusOf(paperId)).toBe('draft_review');
     expect(await failedEvents(paperId)).toEqual([{ event_type: 'paper_review.rewrite_failed', payload: expect.objectContaining({ to: 'draft_review' }) }]);
     maybeSaveHistory('paper-rewrite-batch-canceled.paper-step-cancellation', await fetchRunHistory('paper-rewrite-batch:cancel-batch-1'));
 
-    // The batch of a key runs once: the same call finds the canceled batch; the paper takes a rewrite of its own.
+    // The batch of a key runs once: the key keeps the 409 as its answer (another body with it is refused as a reuse),
+    // and a new key runs the batch, which rewrites the paper.
     const again = await h.call('POST', '/control/api/paper-reviews/rewrite-batch', { idempotency_key: 'cancel-batch-1', requested_by: 'cancel-test', search: 'cancel-batch', limit: 1 });
     expect(again.status, JSON.stringify(again.body)).toBe(409);
-    const rewrite = await h.call('POST', `/control/api/paper-reviews/${path(paperId)}/rewrite-draft`, { idempotency_key: 'cancel-batch-rewrite', requested_by: 'cancel-test' });
-    expect(rewrite.status, JSON.stringify(rewrite.body)).toBe(200);
-    expect(rewrite.body).toMatchObject({ paper: { paper_status: 'publication_draft' } });
+    expect(again.body).toEqual(answer.body);
+    const reused = await h.call('POST', '/control/api/paper-reviews/rewrite-batch', { idempotency_key: 'cancel-batch-1', requested_by: 'cancel-test', search: 'cancel-batch', limit: 2 });
+    expect(reused.status).toBe(409);
+    expect(reused.body).toEqual({ detail: "idempotency key 'cancel-batch-1' was reused with different payload" });
+    const rerun = await h.call('POST', '/control/api/paper-reviews/rewrite-batch', { idempotency_key: 'cancel-batch-2', requested_by: 'cancel-test', search: 'cancel-batch', limit: 1 });
+    expect(rerun.status, JSON.stringify(rerun.body)).toBe(200);
+    expect(rerun.body).toMatchObject({ count: 1, rewritten: 1, results: [{ paper_id: paperId, outcome: 'drafted' }] });
+    expect(await statusOf(paperId)).toBe('publication_draft');
   });
 
   it('reports a paper whose rewrite was already running as refused, not failed, and goes on', { timeout: 60_000 }, async () => {
