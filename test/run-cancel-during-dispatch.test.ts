@@ -83,6 +83,20 @@ describe('a cancel that overtakes the dispatch', () => {
     maybeSaveHistory(`run-canceled-during-dispatch.${NEWEST_RUN_PATCH}`, history);
   });
 
+  it('a gate that cannot prove who it is for a moment (503) is asked again, and the run is dispatched', { timeout: 90_000 }, async () => {
+    await stack.seed('identity-503', { projectName: 'Identity 503', lane: 'slow', scenario: { scenario: 'slow', work_sec: 60 } });
+    // The preflight's proof passes; the prepare's first one meets a restarting gate, and its retry passes.
+    slowGate.answerNextIdentities([null, 503]);
+    const dispatchAnswer = api('POST', '/control/dispatch-next', { requested_by: 'identity-test', dry_run: false });
+    const held = await slowGate.dispatchHeld();
+    expect((await held.release()).status).toBe(200);
+    const answer = await dispatchAnswer;
+    expect(answer.body.action, JSON.stringify(answer.body)).toBe('live_dispatch');
+    expect(slowGate.identityFailed).toBe(1);
+    const canceled = await api('POST', `/control/api/runs/${answer.body.run_id}/cancel`, { requested_by: 'identity-test', reason: 'the test is done with it' });
+    expect(canceled.status).toBe(200);
+  });
+
   it('keeps refusing that dispatch after the gate restarts', { timeout: 90_000 }, async () => {
     const { runId, held, dispatchAnswer } = await cancelDuringDispatch('race-gate-restart');
     expect(JSON.stringify((await dispatchAnswer).body)).toContain('the run was canceled before the worker accepted it');

@@ -19,6 +19,10 @@ export class SlowGate {
   /** When each `POST /runs/{run_id}/cancel` arrived, by run id. */
   readonly cancelArrivedAt = new Map<string, number>();
   private waiting: (() => void)[] = [];
+  /** How to answer the next `GET /gate-identity` calls: a status in place of the gate's (a gate restarting), or null to pass. */
+  private readonly identityFailures: (number | null)[] = [];
+  /** How many identity calls were answered from `identityFailures`. */
+  identityFailed = 0;
   private releaseNext: (() => void)[] = [];
 
   private constructor(server: Server, url: string) {
@@ -60,6 +64,11 @@ export class SlowGate {
     };
   }
 
+  /** The next identity proofs the gate is asked for: each fails with its status (as a restarting gate answers), or passes (null). */
+  answerNextIdentities(answers: readonly (number | null)[]): void {
+    this.identityFailures.push(...answers);
+  }
+
   async down(): Promise<void> {
     for (const release of this.releaseNext) release();
     this.server.closeAllConnections();
@@ -67,6 +76,11 @@ export class SlowGate {
   }
 
   private async forward(gateUrl: string, request: IncomingMessage, response: ServerResponse): Promise<{ status: number; headers: Record<string, string>; text: string }> {
+    const status = (request.url ?? '').startsWith('/gate-identity') ? this.identityFailures.shift() : undefined;
+    if (typeof status === 'number') {
+      this.identityFailed += 1;
+      return { status, headers: { 'content-type': 'application/json' }, text: JSON.stringify({ detail: 'the gate is restarting' }) };
+    }
     const cancel = /^\/runs\/([^/]+)\/cancel$/.exec(request.url ?? '');
     if (cancel) this.cancelArrivedAt.set(decodeURIComponent(cancel[1]!), Date.now());
     let body = '';
