@@ -118,15 +118,25 @@ export function createPaperDrafts(store: Store, clock: () => Date = () => new Da
       });
     },
 
-    /** Each paper in draft_generating or publication_generating, with the step that put it there. */
-    async stepsHoldingPapers(): Promise<StepHoldingPaper[]> {
+    /**
+     * Each paper in draft_generating or publication_generating: `steps` with the step that put it there, `unheld` those
+     * no step put there (no started event of theirs), which no workflow will ever give back.
+     */
+    async papersInGeneration(): Promise<{ steps: StepHoldingPaper[]; unheld: { paper_id: string; paper_status: PaperStatus }[] }> {
       const purposes = Object.entries(STARTED_EVENT) as [DraftPurpose, string][];
       const rows = await listGeneratingPapers(store, Object.values(STARTED_EVENT));
-      return rows.map((row) => {
-        const purpose = purposes.find(([, eventType]) => eventType === row.event_type)![0];
+      const steps: StepHoldingPaper[] = [];
+      const unheld: { paper_id: string; paper_status: PaperStatus }[] = [];
+      for (const row of rows) {
+        if (row.event_type === null || row.idempotency_key === null || row.payload === null) {
+          unheld.push({ paper_id: row.paper_id, paper_status: row.paper_status });
+          continue;
+        }
+        const eventType = row.event_type;
+        const purpose = purposes.find(([, started]) => started === eventType)![0];
         // The key is `<workflow id>/<run id>`; a run id holds no slash.
         const split = row.idempotency_key.lastIndexOf('/');
-        return {
+        steps.push({
           step: {
             paper_id: row.paper_id,
             project_id: row.project_id,
@@ -139,7 +149,25 @@ export function createPaperDrafts(store: Store, clock: () => Date = () => new Da
           from: row.payload.from as PaperStatus,
           workflow_id: row.idempotency_key.slice(0, split),
           workflow_run_id: row.idempotency_key.slice(split + 1),
-        };
+        });
+      }
+      return { steps, unheld };
+    },
+
+    /**
+     * Gives back a paper in draft_generating or publication_generating that no step holds. Where it came from is not
+     * known, so it goes to human_review_required, where a person decides, as a paper held for its evidence's secrets
+     * does; false when it has left that status meanwhile.
+     */
+    giveBackUnheldPaper(paperId: string, error: string): Promise<boolean> {
+      return store.transaction(async (tx) => {
+        const paper = await getPaper(tx, paperId, { forUpdate: true });
+        if (!paper || (paper.paper_status !== 'draft_generating' && paper.paper_status !== 'publication_generating')) return false;
+        const eventType = FAILED_EVENT[paper.paper_status === 'draft_generating' ? 'draft' : 'rewrite'];
+        const to: PaperStatus = 'human_review_required';
+        await setPaperStatus(tx, paperId, to);
+        await appendAuditEvent(tx, { entity_type: entityOf(eventType), entity_id: paperId, event_type: eventType, payload: { from: paper.paper_status, to, error } });
+        return true;
       });
     },
   };

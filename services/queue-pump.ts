@@ -93,14 +93,14 @@ export async function pumpPlanPaperDraft(deps: PumpDeps): Promise<{ start: Draft
 }
 
 /**
- * Gives back the papers held by a step whose workflow closed without finishing it (services/paper-step-sweep.ts); a
- * tick that swept none leaves no trace.
+ * Gives back the papers held by a step whose workflow closed without finishing it, or held by no step at all
+ * (services/paper-step-sweep.ts); a tick that swept none leaves no trace.
  */
 export async function pumpSweepPaperSteps(deps: PumpDeps, tickId: string): Promise<PumpStep> {
   if (!deps.pump.enabled) return pumpOff('paper_sweep');
   const swept = await sweepClosedPaperSteps({ store: deps.store, launcher: deps.papers.launcher });
-  if (swept.length === 0) return { step: 'paper_sweep', action: 'noop', reason: 'no paper is held by a step whose workflow has closed' };
-  const reason = `gave back ${swept.length} paper(s) held by a step whose workflow closed without finishing it`;
+  if (swept.length === 0) return { step: 'paper_sweep', action: 'noop', reason: 'no generating paper is held by a step whose workflow has closed, or by no step' };
+  const reason = `gave back ${swept.length} paper(s) held by a step whose workflow closed without finishing it, or by no step`;
   return audited(deps.store, tickId, { step: 'paper_sweep', action: 'swept', reason, papers: swept }, true);
 }
 

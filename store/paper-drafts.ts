@@ -114,10 +114,13 @@ export interface GeneratingPaperRow {
   project_id: string;
   run_id: string;
   paper_status: PaperStatus;
-  /** The started event: its type names the step's purpose, its key the step, its payload where the paper came from. */
-  event_type: string;
-  idempotency_key: string;
-  payload: Record<string, unknown>;
+  /**
+   * The started event: its type names the step's purpose, its key the step, its payload where the paper came from. All
+   * null when no step left one (a paper put there outside a step).
+   */
+  event_type: string | null;
+  idempotency_key: string | null;
+  payload: Record<string, unknown> | null;
   actor: string | null;
 }
 
@@ -126,7 +129,7 @@ export async function listGeneratingPapers(q: Queryable, startedEvents: readonly
   const { rows } = await q.query<GeneratingPaperRow>(
     `SELECT p.paper_id, p.project_id, p.run_id, p.paper_status, e.event_type, e.idempotency_key, e.payload, e.actor
        FROM papers p
-       JOIN LATERAL (SELECT event_type, idempotency_key, payload, actor FROM audit_events
+       LEFT JOIN LATERAL (SELECT event_type, idempotency_key, payload, actor FROM audit_events
                       WHERE entity_id = p.paper_id AND event_type = ANY ($1::text[]) AND idempotency_key IS NOT NULL
                       ORDER BY id DESC LIMIT 1) e ON true
       WHERE p.paper_status IN ('draft_generating', 'publication_generating')

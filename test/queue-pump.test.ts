@@ -212,6 +212,34 @@ describe('the queue pump', () => {
     maybeSaveHistory('pump-idle.pump-paper-step-sweep', idleTick);
   });
 
+  it('gives back, on a tick, a paper in draft_generating that no step holds, to human review', { timeout: 60_000 }, async () => {
+    // A paper put in draft_generating outside a drafting step (no started event): no workflow will ever give it back.
+    const runId = 'pump-unheld-20261122T120000Z';
+    const paperId = paperIdFor('pump-unheld', runId);
+    await stack.store.transaction(async (tx) => {
+      await tx.query(`INSERT INTO projects (project_id, project_name, project_dir, workload_class) VALUES ('pump-unheld', 'pump-unheld', 'pump-unheld', 'unknown')`);
+      await tx.query(
+        `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, finished_at)
+         VALUES ($1, 'pump-unheld', $2, 'reconciled', 'default', 'http://127.0.0.1:9', 'unknown', 'test', now())`,
+        [runId, `run:${runId}`],
+      );
+      await tx.query(`INSERT INTO papers (paper_id, project_id, run_id, paper_status) VALUES ($1, 'pump-unheld', $2, 'draft_generating')`, [paperId, runId]);
+    });
+
+    const swept = await waitUntil('the tick that swept the paper', async () => {
+      const rows = await stack.store.query<{ payload: Record<string, unknown> }>(
+        `SELECT payload FROM audit_events WHERE event_type = 'queue_pump.paper_sweep' AND payload->'papers' @> $1::jsonb`,
+        [JSON.stringify([{ paper_id: paperId }])],
+      );
+      return rows.rows[0];
+    }, 15_000, 100);
+    expect(swept.payload).toMatchObject({ action: 'swept', papers: [{ paper_id: paperId, workflow_id: null, workflow_status: null }] });
+    const paper = await stack.store.query<{ paper_status: string }>('SELECT paper_status FROM papers WHERE paper_id = $1', [paperId]);
+    expect(paper.rows).toEqual([{ paper_status: 'human_review_required' }]);
+    const failed = await stack.store.query<{ payload: Record<string, unknown> }>(`SELECT payload FROM audit_events WHERE entity_id = $1 AND event_type = 'paper.draft_failed'`, [paperId]);
+    expect(failed.rows).toEqual([{ payload: { from: 'draft_generating', to: 'human_review_required', error: 'no drafting step holds it (no step recorded starting it), so none will give it back' } }]);
+  });
+
   it('completes a tick whose record step waits longer than the heartbeat timeout on a slow database', { timeout: 120_000 }, async () => {
     // The database takes 25 s to record this project's dispatch step: past the step's heartbeat timeout (10 s) twice.
     await stack.store.query(`CREATE FUNCTION slow_pump_record() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(25); RETURN NEW; END $$`);
