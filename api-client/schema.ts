@@ -1890,7 +1890,7 @@ export interface components {
             } | null;
             /** @description A corpus import is recorded for the paper */
             imported: boolean;
-            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
             paper_id: string;
             /** @enum {string} */
@@ -3001,7 +3001,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -3290,7 +3290,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -3547,7 +3547,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -3831,7 +3831,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -4079,7 +4079,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -4419,7 +4419,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -4660,7 +4660,7 @@ export interface operations {
                         } | null;
                         /** @description A corpus import is recorded for the paper */
                         imported: boolean;
-                        /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                        /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                         operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                         paper_id: string;
                         /** @enum {string} */
@@ -5940,7 +5940,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -6229,7 +6229,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -6486,7 +6486,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -6770,7 +6770,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -7016,7 +7016,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -7264,7 +7264,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -7604,7 +7604,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -7845,7 +7845,7 @@ export interface operations {
                         } | null;
                         /** @description A corpus import is recorded for the paper */
                         imported: boolean;
-                        /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                        /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                         operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                         paper_id: string;
                         /** @enum {string} */
@@ -14654,7 +14654,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
@@ -19386,7 +19386,7 @@ export interface operations {
                             } | null;
                             /** @description A corpus import is recorded for the paper */
                             imported: boolean;
-                            /** @description The commands the paper takes now, by route: rewrite-draft, checklist, status, prepare-finalization-package, record-import; none once imported */
+                            /** @description The commands the paper takes now: rewrite_draft (POST …/rewrite-draft), set_checklist_item (…/checklist/{item_id}), move_review (…/status), prepare_finalization_package, record_import; none once imported */
                             operator_actions: ("rewrite_draft" | "set_checklist_item" | "move_review" | "prepare_finalization_package" | "record_import")[];
                             paper_id: string;
                             /** @enum {string} */
