@@ -79,10 +79,12 @@ const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
 async function step(script: string): Promise<boolean> {
   const child = spawn('bash', [join(REPO_ROOT, 'scripts', script)], { stdio: 'inherit' });
   const [status, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
-  if (stopRequested || signal) {
+  // The stop signal reaches the step's process group too, and may be seen here before its handler has run.
+  if (stopRequested || (signal && (STOP_SIGNALS as readonly string[]).includes(signal))) {
     log(`scripts/${script} stopped (${stopRequested ?? signal}); the cluster is not started`);
     return false;
   }
+  if (signal) throw new Error(`scripts/${script} was killed (${signal})`);
   if (status !== 0) throw new Error(`scripts/${script} failed (output above)`);
   return true;
 }
