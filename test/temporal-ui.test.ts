@@ -59,8 +59,12 @@ beforeAll(async () => {
   browser = await launchChromium();
 }, 180_000);
 
+/** The run the test dispatched: canceled at the end, which stops its agent (a gate that stops leaves its runs going). */
+let dispatchedRunId: string | undefined;
+
 afterAll(async () => {
   await browser?.close();
+  if (dispatchedRunId) await api('POST', `/control/api/runs/${dispatchedRunId}/cancel`, { requested_by: 'ui-operator', reason: 'the test is done with it' });
   await control?.kill('SIGTERM');
   await database?.drop();
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -80,7 +84,8 @@ describe('the Temporal UI', () => {
     const live = await api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'ui-operator' });
     expect(live.status, JSON.stringify(live.body)).toBe(200);
     expect(live.body.action).toBe('live_dispatch');
-    const workflowId = `run:${live.body.run_id as string}`;
+    dispatchedRunId = live.body.run_id as string;
+    const workflowId = `run:${dispatchedRunId}`;
 
     const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
     try {
