@@ -4,6 +4,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { firstRunConfigPath, writeFirstRunConfig } from './first-run.ts';
 import {
+  ConfigFieldsSchema,
   ConfigFileSchema,
   DEPRECATED_ALIASES,
   ENV_ONLY_FIELDS,
@@ -212,19 +213,19 @@ function applyEnvOverrides(raw: RawConfig, env: ConfigEnv, notes: Map<string, st
 function applyOwnUrls(raw: RawConfig, notes: Map<string, string>): void {
   const roles = raw.roles;
   if (!Array.isArray(roles) || !roles.includes('control_plane') || !roles.includes('worker_gate')) return;
-  const port = raw.listen_port ?? 8787;
+  const port = raw.listen_port ?? ConfigFieldsSchema.shape.listen_port.parse(undefined);
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
     for (const field of ['worker_wake_gate_url', 'completion_callback_url']) notes.set(field, 'it follows listen_port, which is not a port this process can name');
     return;
   }
-  const host = typeof raw.listen_host === 'string' ? raw.listen_host : '0.0.0.0';
+  const host = typeof raw.listen_host === 'string' ? raw.listen_host : ConfigFieldsSchema.shape.listen_host.parse(undefined);
   const own = `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`;
   const note = `this process's own address, from listen_host and listen_port`;
   if (!Object.hasOwn(raw, 'worker_wake_gate_url')) {
     raw.worker_wake_gate_url = own;
     notes.set('worker_wake_gate_url', note);
   }
-  if (!Object.hasOwn(raw, 'completion_callback_url') && !Object.hasOwn(raw, 'n8n_callback_url')) {
+  if (!Object.hasOwn(raw, 'completion_callback_url')) {
     raw.completion_callback_url = `${own}/control/api/worker-callback`;
     notes.set('completion_callback_url', note);
   }

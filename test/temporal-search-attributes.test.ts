@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SEARCH_ATTRIBUTES } from '../workflows/messages.ts';
-import { reserveControlPlane, writeControlPlaneConfig, type ControlPlaneFixture } from './support/control-plane.ts';
+import { failedControlPlaneStart, reserveControlPlane, startupFailureLine, writeControlPlaneConfig, type ControlPlaneFixture } from './support/control-plane.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { waitUntil } from './support/gate.ts';
 import { startRefusingProxy, type RefusingProxy } from './support/grpc-refusing-proxy.ts';
@@ -83,26 +83,10 @@ async function logLineOfStart(fixture: ControlPlaneFixture, wanted: RegExp): Pro
   }
 }
 
-/** Starts a control plane that must refuse to start: its exit code and the one line a person reads. */
-function failedStart(fixture: ControlPlaneFixture): Promise<{ code: number | null; line: string | undefined }> {
-  const child = spawn(process.execPath, [...START_COMMAND_ARGS], {
-    env: { ...process.env, SVC_CONFIG: fixture.configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', TEMPORAL_NAMESPACE: '' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  return new Promise((resolve) =>
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, line: stderr.split('\n').find((line) => line.startsWith('research-control-plane: start-up failed:')) });
-    }),
-  );
-}
-
 describe('a Temporal that refuses to register search attributes', () => {
   it('fails the start naming the missing attributes and how to add them, on Temporal Cloud and elsewhere', { timeout: 90_000 }, async () => {
-    const { code, line } = await failedStart(await controlPlane(NAMESPACE));
+    const { code, stderr } = await failedControlPlaneStart(await controlPlane(NAMESPACE));
+    const line = startupFailureLine(stderr);
     expect(code).toBe(1);
     expect(proxy.refused).toEqual([ADD_SEARCH_ATTRIBUTES]);
     const names = SEARCH_ATTRIBUTES.map((attribute) => attribute.name);

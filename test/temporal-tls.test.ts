@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,11 +7,18 @@ import { planTemporalConnection, TemporalSettingError, type TemporalConnectionFi
 import { LocalCluster } from '../scripts/cluster/local-cluster.ts';
 import { temporalTlsFields, type TemporalTlsFiles } from '../scripts/cluster/topology.ts';
 import { makeCa, makeLeaf, type CertificatePair } from './support/certificates.ts';
-import { controlClient, reserveControlPlane, startControlPlaneProcess, writeControlPlaneConfig, type ControlPlaneFixture } from './support/control-plane.ts';
+import {
+  controlClient,
+  failedControlPlaneStart,
+  reserveControlPlane,
+  startControlPlaneProcess,
+  startupFailureLine,
+  writeControlPlaneConfig,
+  type ControlPlaneFixture,
+} from './support/control-plane.ts';
 import { createTestDatabase, TEST_TEMPORAL_SQL_CONNECTIONS, type TestDatabase } from './support/database.ts';
 import { waitUntil } from './support/gate.ts';
 import { clusterTestPorts } from './support/ports.ts';
-import { START_COMMAND_ARGS } from './support/process.ts';
 
 // expected duration: ~45 s (the real Temporal server set up on Postgres, five control-plane starts)
 
@@ -74,25 +80,6 @@ async function controlPlane(tls: Record<string, string>): Promise<ControlPlaneFi
   });
 }
 
-/** Starts a control plane that must refuse to start: its exit code and the lines it wrote to stderr. */
-function failedStart(fixture: ControlPlaneFixture, env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [...START_COMMAND_ARGS], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, SVC_CONFIG: fixture.configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  return new Promise((resolve) =>
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    }),
-  );
-}
-
-const startupLine = (stderr: string) => stderr.split('\n').find((line) => line.startsWith('research-control-plane: start-up failed:'));
 
 describe('a control plane on a Temporal that requires mTLS', () => {
   it('connects with the temporal_tls_* fields, and one connection serves its client and its worker', { timeout: 90_000 }, async () => {
@@ -139,27 +126,27 @@ describe('a control plane on a Temporal that requires mTLS', () => {
 
   it('refuses to start with a client certificate the server does not trust, naming the setting', { timeout: 90_000 }, async () => {
     const fixture = await controlPlane({ ...temporalTlsFields(files), temporal_tls_client_cert_path: rogueClient.cert, temporal_tls_client_key_path: rogueClient.key });
-    const { code, stderr } = await failedStart(fixture);
+    const { code, stderr } = await failedControlPlaneStart(fixture);
     expect(code).toBe(1);
-    expect(startupLine(stderr)).toMatch(/^research-control-plane: start-up failed: temporal_tls_client_cert_path: the server refused this client's certificate/);
+    expect(startupFailureLine(stderr)).toMatch(/^research-control-plane: start-up failed: temporal_tls_client_cert_path: the server refused this client's certificate/);
   });
 
   it('names the environment variable when it is the one pointing at the wrong certificate', { timeout: 90_000 }, async () => {
     const fixture = await controlPlane(temporalTlsFields(files));
-    const { code, stderr } = await failedStart(fixture, { TEMPORAL_TLS_CLIENT_CERT_PATH: rogueClient.cert, TEMPORAL_TLS_CLIENT_KEY_PATH: rogueClient.key });
+    const { code, stderr } = await failedControlPlaneStart(fixture, { TEMPORAL_TLS_CLIENT_CERT_PATH: rogueClient.cert, TEMPORAL_TLS_CLIENT_KEY_PATH: rogueClient.key });
     expect(code).toBe(1);
-    expect(startupLine(stderr)).toMatch(/start-up failed: TEMPORAL_TLS_CLIENT_CERT_PATH: the server refused this client's certificate/);
+    expect(startupFailureLine(stderr)).toMatch(/start-up failed: TEMPORAL_TLS_CLIENT_CERT_PATH: the server refused this client's certificate/);
   });
 
   it('refuses to start without the server CA, or with a key file that is not there, naming the setting', { timeout: 90_000 }, async () => {
     const { temporal_tls_server_ca_cert_path: _ca, ...withoutCa } = temporalTlsFields(files);
-    const untrusted = await failedStart(await controlPlane(withoutCa));
+    const untrusted = await failedControlPlaneStart(await controlPlane(withoutCa));
     expect(untrusted.code).toBe(1);
-    expect(startupLine(untrusted.stderr)).toMatch(/start-up failed: temporal_tls_server_ca_cert_path: the server's certificate is not trusted/);
+    expect(startupFailureLine(untrusted.stderr)).toMatch(/start-up failed: temporal_tls_server_ca_cert_path: the server's certificate is not trusted/);
 
-    const missingKey = await failedStart(await controlPlane({ ...temporalTlsFields(files), temporal_tls_client_key_path: join(dir, 'no-such.key') }));
+    const missingKey = await failedControlPlaneStart(await controlPlane({ ...temporalTlsFields(files), temporal_tls_client_key_path: join(dir, 'no-such.key') }));
     expect(missingKey.code).toBe(1);
-    expect(startupLine(missingKey.stderr)).toBe(`research-control-plane: start-up failed: temporal_tls_client_key_path: cannot read ${join(dir, 'no-such.key')}: ENOENT`);
+    expect(startupFailureLine(missingKey.stderr)).toBe(`research-control-plane: start-up failed: temporal_tls_client_key_path: cannot read ${join(dir, 'no-such.key')}: ENOENT`);
   });
 });
 

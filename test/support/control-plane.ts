@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -5,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { testPort } from './ports.ts';
+import { START_COMMAND_ARGS } from './process.ts';
 import { CALLBACK_TOKEN, CONTROL_TOKEN, GATE_TOKEN, startServiceProcess, type ServiceProcess } from './gate.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -74,6 +76,28 @@ export function startControlPlaneProcess(fixture: ControlPlaneFixture, env: Reco
   // TEMPORAL_ADDRESS from the environment would override the config's dev server address.
   return startServiceProcess('control plane', { configPath: fixture.configPath, url: fixture.url, env: { TEMPORAL_ADDRESS: '', ...env }, readyTimeoutMs: 90_000 });
 }
+
+/** Starts a control plane that must refuse to start: its exit code and what it wrote to stderr. */
+export function failedControlPlaneStart(fixture: ControlPlaneFixture, env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [...START_COMMAND_ARGS], {
+    cwd: REPO_ROOT,
+    // The environment's Temporal settings would override the config's.
+    env: { ...process.env, SVC_CONFIG: fixture.configPath, SVC_CONTROL_PLANE_CONFIG: '', TEMPORAL_ADDRESS: '', TEMPORAL_NAMESPACE: '', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  return new Promise((resolve) =>
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    }),
+  );
+}
+
+/** The one line a person reads first when a start fails. */
+export const startupFailureLine = (stderr: string): string | undefined => stderr.split('\n').find((line) => line.startsWith('research-control-plane: start-up failed:'));
 
 /** JSON calls to the control API with the control token (or another bearer). */
 export function controlClient(url: string, token = CONTROL_TOKEN) {
