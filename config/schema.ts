@@ -799,7 +799,7 @@ function describeType(node: JsonNode | undefined): string {
   }
 }
 
-/** One entry per config field, in schema order, for the README reference. */
+/** One entry per config field, in schema order, for the configuration reference (docs/configuration.md). */
 export function configFieldDocs(): ConfigFieldDoc[] {
   const json = z.toJSONSchema(ConfigFieldsSchema, { io: 'input', unrepresentable: 'any' }) as JsonNode;
   const properties = asNode(json.properties) ?? {};

@@ -1,5 +1,5 @@
-// Writes the README configuration reference from config/schema.ts.
-// Usage: tsx scripts/generate-config-docs.ts [--check] [--readme <path>]
+// Writes the configuration reference (docs/configuration.md) from config/schema.ts.
+// Usage: tsx scripts/generate-config-docs.ts [--check] [--doc <path>]
 import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +7,7 @@ import { DEPRECATED_ALIASES, ENV_ONLY_FIELDS, ENV_OVERRIDES, configFieldDocs } f
 
 export const START_MARKER = '<!-- config-reference:start -->';
 export const END_MARKER = '<!-- config-reference:end -->';
-const DEFAULT_README = fileURLToPath(new URL('../README.md', import.meta.url));
+const DEFAULT_DOC = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
 
 function cell(value: string): string {
   return value.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
@@ -57,42 +57,42 @@ export function renderConfigReference(): string {
   ].join('\n');
 }
 
-/** README text with the reference replaced, or null when the markers are missing. */
-export function replaceConfigReference(readme: string, reference: string): string | null {
-  const start = readme.indexOf(START_MARKER);
-  const end = readme.indexOf(END_MARKER);
+/** The page's text with the reference replaced, or null when the markers are missing. */
+export function replaceConfigReference(page: string, reference: string): string | null {
+  const start = page.indexOf(START_MARKER);
+  const end = page.indexOf(END_MARKER);
   if (start === -1 || end === -1 || end < start) return null;
-  return `${readme.slice(0, start + START_MARKER.length)}\n${reference}\n${readme.slice(end)}`;
+  return `${page.slice(0, start + START_MARKER.length)}\n${reference}\n${page.slice(end)}`;
 }
 
-function parseArgs(argv: string[]): { check: boolean; readme: string } {
+function parseArgs(argv: string[]): { check: boolean; doc: string } {
   const check = argv.includes('--check');
-  const index = argv.indexOf('--readme');
-  const readme = index !== -1 && argv[index + 1] ? resolve(argv[index + 1] as string) : DEFAULT_README;
-  return { check, readme };
+  const index = argv.indexOf('--doc');
+  const doc = index !== -1 && argv[index + 1] ? resolve(argv[index + 1] as string) : DEFAULT_DOC;
+  return { check, doc };
 }
 
 export function main(argv: string[]): number {
-  const { check, readme } = parseArgs(argv);
+  const { check, doc } = parseArgs(argv);
   const reference = renderConfigReference();
-  const current = existsSync(readme) ? readFileSync(readme, 'utf8') : null;
+  const current = existsSync(doc) ? readFileSync(doc, 'utf8') : null;
   const updated = current === null ? null : replaceConfigReference(current, reference);
   if (current === null || updated === null) {
     process.stdout.write(`${reference}\n`);
     const why = current === null ? 'does not exist' : `lacks the ${START_MARKER} / ${END_MARKER} markers`;
-    process.stderr.write(`${readme} ${why}; the configuration reference was printed above instead.\n`);
+    process.stderr.write(`${doc} ${why}; the configuration reference was printed above instead.\n`);
     return 1;
   }
   if (updated === current) {
-    process.stdout.write(`${readme}: configuration reference is up to date.\n`);
+    process.stdout.write(`${doc}: configuration reference is up to date.\n`);
     return 0;
   }
   if (check) {
-    process.stderr.write(`${readme}: configuration reference is stale; run \`npm run docs:config\`.\n`);
+    process.stderr.write(`${doc}: configuration reference is stale; run \`npm run docs:config\`.\n`);
     return 1;
   }
-  writeFileSync(readme, updated);
-  process.stdout.write(`${readme}: configuration reference updated.\n`);
+  writeFileSync(doc, updated);
+  process.stdout.write(`${doc}: configuration reference updated.\n`);
   return 0;
 }
 

@@ -126,14 +126,14 @@ describe('docker-compose.yml', () => {
     expect(REPLICAS.map((replica) => compose.services[replica]!.ports)).toEqual([['127.0.0.1:8787:8787'], ['127.0.0.1:8797:8797']]);
   });
 
-  it('runs Postgres and a Temporal with its namespace, and nothing of ours, for the command README gives', () => {
+  it('runs Postgres and a Temporal with its namespace, and nothing of ours, for the command docs/operations.md gives', () => {
     const dependencies = (names: string[]): Set<string> => {
       const all = new Set(names);
       for (const name of all) for (const dependency of Object.keys(compose.services[name]?.depends_on ?? {})) all.add(dependency);
       return all;
     };
-    // `docker compose up -d <services>`, as README and the file's own header give it.
-    const commands = [read('README.md'), composeText].flatMap((text) => [...text.matchAll(/`docker compose up -d ([a-z -]+)`/g)].map((m) => m[1]!));
+    // `docker compose up -d <services>`, as docs/operations.md and the file's own header give it.
+    const commands = [read('docs/operations.md'), composeText].flatMap((text) => [...text.matchAll(/`docker compose up -d ([a-z -]+)`/g)].map((m) => m[1]!));
     expect(commands).toHaveLength(2);
     expect(commands[1]).toBe(commands[0]);
     const started = dependencies(commands[0]!.split(' '));

@@ -831,19 +831,19 @@ describe('config field docs and secrets', () => {
     for (const secret of [CONTROL_TOKEN, CALLBACK_TOKEN, WORKER_TOKEN]) expect(text).not.toContain(secret);
   });
 
-  it('keeps the README reference check honest', async () => {
+  it('keeps the configuration reference check honest', async () => {
     const dir = await tempDir();
-    const readme = join(dir, 'README.md');
-    await writeFile(readme, `# Title\n\n${START_MARKER}\nstale\n${END_MARKER}\n`);
-    expect(generateDocs(['--check', '--readme', readme])).toBe(1);
-    expect(generateDocs(['--readme', readme])).toBe(0);
-    expect(generateDocs(['--check', '--readme', readme])).toBe(0);
-    const text = await readFile(readme, 'utf8');
+    const page = join(dir, 'configuration.md');
+    await writeFile(page, `# Title\n\n${START_MARKER}\nstale\n${END_MARKER}\n`);
+    expect(generateDocs(['--check', '--doc', page])).toBe(1);
+    expect(generateDocs(['--doc', page])).toBe(0);
+    expect(generateDocs(['--check', '--doc', page])).toBe(0);
+    const text = await readFile(page, 'utf8');
     expect(text).toContain(renderConfigReference());
     expect(text).toContain('| `control_api_bearer_token` |');
   });
 
-  it('the project README carries the current reference (run npm run docs:config after a schema change)', () => {
+  it('docs/configuration.md carries the current reference (run npm run docs:config after a schema change)', () => {
     expect(generateDocs(['--check'])).toBe(0);
   });
 });

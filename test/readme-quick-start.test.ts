@@ -11,9 +11,9 @@ import { testPort } from './support/ports.ts';
 // expected duration: ~60 s
 
 /**
- * The README's Quick start as a new user follows it, in a fresh folder: `npm start` on a taken port (it answers at
- * once, saying how to move), then on the port the README names, under a pseudo-terminal (a short banner and readable
- * lines), the README's blocks that turn live dispatch on and queue one item and dispatch it (run as written: the
+ * The Quick start (docs/getting-started.md#quick-start) as a new user follows it, in a fresh folder: `npm start` on a
+ * taken port (it answers at once, saying how to move), then on the port the page names, under a pseudo-terminal (a
+ * short banner and readable lines), the page's blocks that turn live dispatch on and queue one item and dispatch it (run as written: the
  * dispatch is live, not a no-op, through the gate's identity check), and the same start with no terminal (JSON lines).
  */
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -24,11 +24,11 @@ let shims: string;
 const children: ChildProcess[] = [];
 let holder: Server;
 
-/** A fenced block of the README's Quick start, found by the comment naming it. */
+/** A fenced block of the Quick start, found by the comment naming it. */
 async function readmeBlock(name: string): Promise<string> {
-  const readme = await readFile(join(REPO_ROOT, 'README.md'), 'utf8');
+  const readme = await readFile(join(REPO_ROOT, 'docs', 'getting-started.md'), 'utf8');
   const match = new RegExp(`<!-- quick-start:${name} [^\\n]*-->\\n\`\`\`sh\\n([\\s\\S]*?)\\n\`\`\`\\n`).exec(readme);
-  if (!match) throw new Error(`README.md has no quick-start:${name} block`);
+  if (!match) throw new Error(`docs/getting-started.md has no quick-start:${name} block`);
   return match[1]!;
 }
 
@@ -97,7 +97,7 @@ afterAll(async () => {
   await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 500 });
 });
 
-describe("the README's Quick start", () => {
+describe("the Quick start", () => {
   it('a taken port is said at once with the setting that moves it; on the next port the dispatch it shows runs live', { timeout: 240_000 }, async () => {
     const taken = await testPort();
     holder = createServer();
@@ -141,7 +141,7 @@ describe("the README's Quick start", () => {
     // A request reads as its method and path.
     expect(onTerminal.output()).toMatch(/INFO\s+request completed .*req="POST \/control\/dispatch-next" status=200/);
 
-    // Followed again on the same state: the README says the candidate merges into the first and is not promoted.
+    // Followed again on the same state: the Quick start says the candidate merges into the first and is not promoted.
     const again = await bash(await readmeBlock('queue-and-dispatch'), env);
     expect(again.code).not.toBe(0);
     expect(again.output).toMatch(/^error: 409: candidate 'cand-\S+' is merged, not admitted: merged into cand-/m);
