@@ -4,6 +4,7 @@ import { CancelledFailure, ChildWorkflowFailure, WorkflowExecutionAlreadyStarted
 import { PaperWorkflowCanceledError, type PaperLauncher, type PaperStepWorkflowStatus } from '../services/paper-launcher.ts';
 import {
   DRAFT_NEXT_WORKFLOW_TYPE,
+  draftNextOwner,
   draftNextWorkflowId,
   PAPER_WORKFLOW_TYPE,
   paperWorkflowId,
@@ -74,7 +75,7 @@ export function temporalPaperLauncher(client: Client, settings: { taskQueue: str
     async runDraftNext(input) {
       // draft-next has no idempotency key: each call is a draft-next of its own.
       const handle = await client.workflow.start(DRAFT_NEXT_WORKFLOW_TYPE, {
-        ...draftNextStartOptions(input, draftNextWorkflowId(`request:${randomUUID()}`)),
+        ...draftNextStartOptions(input, draftNextWorkflowId(draftNextOwner.request(randomUUID()))),
         taskQueue: settings.taskQueue,
       });
       return resultOf<DraftNextResult>(handle.workflowId, handle.result());

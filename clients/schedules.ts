@@ -17,7 +17,7 @@ const TICK_RUN_TIMEOUT_MIN_SEC = 60;
 
 export const tickRunTimeoutSec = (intervalSec: number): number => Math.max(TICK_RUN_TIMEOUT_INTERVALS * intervalSec, TICK_RUN_TIMEOUT_MIN_SEC);
 
-interface ScheduleSettings {
+export interface ScheduleSettings {
   /** The name metrics know it by. */
   name: ScheduleName;
   scheduleId: string;
@@ -71,7 +71,8 @@ const SCHEDULE_RETRY_MS = 60_000;
 
 export type ScheduleName = 'queue_pump' | 'queue_check';
 
-function scheduleSettings(settings: ControlPlaneSchedules): ScheduleSettings[] {
+/** Each schedule as ensureSchedules sets it up (the freeze test of Temporal names reads their ids from here). */
+export function scheduleSettings(settings: ControlPlaneSchedules): ScheduleSettings[] {
   return [
     {
       name: 'queue_pump',

@@ -23,6 +23,12 @@ export const rewriteBatchWorkflowId = (idempotencyKey: string) => `paper-rewrite
  * which has no key of its own).
  */
 export const draftNextWorkflowId = (owner: string) => `paper-draft-next:${owner}`;
+/** The owners a draft-next's id names. */
+export const draftNextOwner = {
+  queuePump: (taskQueue: string) => `queue-pump:${taskQueue}`,
+  researchCycle: (cycleId: string) => `research-cycle:${cycleId}`,
+  request: (requestId: string) => `request:${requestId}`,
+};
 
 export interface PaperRef {
   paper_id: string;

@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ParentClosePolicy, patched, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
 import type { PumpActivities } from '../activities/queue-pump.ts';
-import { draftNextWorkflowId } from './paper-messages.ts';
+import { draftNextOwner, draftNextWorkflowId } from './paper-messages.ts';
 import { paperDraftNextWorkflow } from './paper-draft-next.ts';
 import { PUMP_PATCHES } from './patches.ts';
 import { startRunChild } from './run-child.ts';
@@ -60,7 +60,7 @@ async function dispatch(tickId: string): Promise<PumpStep> {
 async function paperDraft(tickId: string): Promise<PumpStep> {
   const plan = await pump.pumpPlanPaperDraft();
   if ('step' in plan) return plan.step;
-  const workflowId = draftNextWorkflowId(`queue-pump:${workflowInfo().taskQueue}`);
+  const workflowId = draftNextWorkflowId(draftNextOwner.queuePump(workflowInfo().taskQueue));
   try {
     await startChild(paperDraftNextWorkflow, {
       ...draftNextStartOptions(plan.start, workflowId),

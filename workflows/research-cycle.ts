@@ -3,7 +3,7 @@ import { CancellationScope, executeChild, isCancellation, ParentClosePolicy, pat
 import type { CycleActivities } from '../activities/research-cycle.ts';
 import { skippedStage, type CycleStage } from '../domain/research-cycle.ts';
 import { cycleStagesQuery, type CycleReport, type CycleWorkflowInput } from './cycle-messages.ts';
-import { draftNextWorkflowId, type DraftNextResult, type RewriteBatchResult } from './paper-messages.ts';
+import { draftNextOwner, draftNextWorkflowId, type DraftNextResult, type RewriteBatchResult } from './paper-messages.ts';
 import { paperDraftNextWorkflow } from './paper-draft-next.ts';
 import { paperRewriteBatchWorkflow } from './paper-rewrite-batch.ts';
 import { CYCLE_PATCHES } from './patches.ts';
@@ -82,7 +82,7 @@ export async function researchCycleWorkflow(input: CycleWorkflowInput): Promise<
 
   /** At most one paper (interface rule 2): one draft-next, waited for. */
   async function paperDraft(): Promise<CycleStage> {
-    const workflowId = draftNextWorkflowId(`research-cycle:${input.cycle_id}`);
+    const workflowId = draftNextWorkflowId(draftNextOwner.researchCycle(input.cycle_id));
     let result: DraftNextResult;
     try {
       result = await executeChild(paperDraftNextWorkflow, {

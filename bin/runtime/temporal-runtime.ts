@@ -164,13 +164,21 @@ export const WORKFLOWS_ON_MAIN_THREAD: Pick<WorkerOptions, 'debugMode'> & { isol
   isolateExecutionTimeout: '5s',
 };
 
+type PaperQueueActivities = Pick<Activities, 'gatherPaperEvidence' | 'writePaperDraft' | 'judgePaperDraft'>;
+
+/** Each task queue's activities: the paper file steps on paperActivityQueue's (their own worker), the rest on the control-plane worker's. */
+export function activitiesByQueue(activities: Activities): { main: Omit<Activities, keyof PaperQueueActivities>; papers: PaperQueueActivities } {
+  const { gatherPaperEvidence, writePaperDraft, judgePaperDraft, ...main } = activities;
+  return { main, papers: { gatherPaperEvidence, writePaperDraft, judgePaperDraft } };
+}
+
 /**
  * The worker of the paper file steps (workflows/paper.ts): their own task queue and a few slots, so slow writers and
  * syncs never hold the slots of the runs' gate calls (README "Papers", how long).
  */
 export function createPaperActivityWorker(
   connection: NativeConnection,
-  options: { namespace?: string; taskQueue: string; activities: Pick<Activities, 'gatherPaperEvidence' | 'writePaperDraft' | 'judgePaperDraft'>; slots: number; plugins?: WorkerOptions['plugins'] },
+  options: { namespace?: string; taskQueue: string; activities: PaperQueueActivities; slots: number; plugins?: WorkerOptions['plugins'] },
 ): Promise<Worker> {
   const { gatherPaperEvidence, writePaperDraft, judgePaperDraft } = options.activities;
   return Worker.create({
@@ -244,21 +252,20 @@ export async function startTemporalRuntime(
       papers: { settings: deps.papers, launcher: launchers.papers },
     };
     // Each worker registers only the activities its task queue is given: the paper file steps on theirs, the rest here.
-    const { gatherPaperEvidence, writePaperDraft, judgePaperDraft, ...mainQueueActivities } = createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers, automation });
+    const queues = activitiesByQueue(createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers, automation }));
     const worker = await Worker.create({
       connection,
       namespace,
       taskQueue: settings.taskQueue,
       workflowBundle: await loadWorkflowBundle(progress, tracingModule ? { interceptorModules: [tracingModule.TRACING_WORKFLOW_INTERCEPTORS] } : {}),
-      activities: mainQueueActivities,
+      activities: queues.main,
       ...plugins,
       interceptors: { activity: [requestIdActivityInterceptor] },
       shutdownGraceTime: WORKER_SHUTDOWN_GRACE,
       stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
       ...WORKFLOWS_ON_MAIN_THREAD,
     });
-    const paperFileSteps = { gatherPaperEvidence, writePaperDraft, judgePaperDraft };
-    const paperWorker = await createPaperActivityWorker(connection, { namespace, taskQueue: settings.taskQueue, activities: paperFileSteps, slots: settings.paperActivitySlots, ...plugins });
+    const paperWorker = await createPaperActivityWorker(connection, { namespace, taskQueue: settings.taskQueue, activities: queues.papers, slots: settings.paperActivitySlots, ...plugins });
     const workers = [worker, paperWorker];
     // Before the workers run: a schedule that cannot be set up then fails the start with nothing left running.
     await ensureSchedules(client, schedules);
