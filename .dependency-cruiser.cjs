@@ -1,5 +1,5 @@
 /**
- * Layer rules, checked by `npm run lint` (dependency-cruiser). README "Layout" says what each folder holds; these
+ * Layer rules, checked by `npm run lint` (dependency-cruiser). docs/architecture.md#layout says what each folder holds; these
  * rules keep the arrows between them pointing one way. Type-only imports count here: a layer that needs another's
  * types still depends on it. The determinism of workflows is checked on runtime imports alone, in
  * `.dependency-cruiser-runtime.cjs`, since type imports vanish from the workflow bundle.

@@ -1,4 +1,4 @@
-# The control plane and the worker gate in one image (README "The compose stack"); the config file decides the role.
+# The control plane and the worker gate in one image (docs/operations.md#the-compose-stack); the config file decides the role.
 # Node 24 runs the TypeScript sources itself: no compiler and no tsx at run time.
 ARG NODE_IMAGE=node:24.21.0-slim
 

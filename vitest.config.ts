@@ -3,7 +3,7 @@ import LongestFilesFirst from './test/support/sequencer.ts';
 
 /**
  * Most test files spend their time waiting on real processes (quiet windows, restarts, timeouts), not on the CPU, so
- * they run several at a time even on two cores (README "Tests"). RCP_TEST_WORKERS overrides how many.
+ * they run several at a time even on two cores (docs/testing.md#tests). RCP_TEST_WORKERS overrides how many.
  */
 const workers = Number(process.env.RCP_TEST_WORKERS ?? 4);
 
@@ -19,7 +19,7 @@ export default defineConfig({
     expect: { poll: { timeout: 10_000 } },
     hookTimeout: 60_000,
     reporters: ['default'],
-    // The processes the tests start check every answer against its response schema (README "HTTP conventions").
+    // The processes the tests start check every answer against its response schema (docs/http.md#http-conventions).
     env: { RCP_CHECK_ANSWERS: '1' },
     // A missing service must fail the run loudly, never skip it.
     passWithNoTests: false,

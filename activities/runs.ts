@@ -75,7 +75,7 @@ export function createRunActivities(deps: RunActivityDeps) {
   const targetOf = (lane: string): WorkerTarget => {
     const target = settings.routing.targets.get(lane);
     // Retried, not final: the replica whose worker took this task may not have the lane configured yet (or any more)
-    // while another replica, whose worker may take the retry, has it (README "Running on several machines").
+    // while another replica, whose worker may take the retry, has it (docs/operations.md#running-on-several-machines).
     if (!target) throw ApplicationFailure.retryable(`lane ${lane} is not a configured worker target of this replica`, UNKNOWN_LANE);
     return target;
   };

@@ -1738,7 +1738,7 @@ export interface components {
             created_at: string;
             entity_id: string;
             entity_type: string;
-            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log") */
+            /** @description `<entity>.<action>`, e.g. `paper_review.draft_rewritten` (docs/http.md#http-conventions) */
             event_type: string;
             id: number;
             idempotency_key: string | null;
@@ -1832,7 +1832,7 @@ export interface components {
             paper_id: string;
             requested_by: string;
         };
-        /** @description An error answer (README "HTTP conventions") */
+        /** @description An error answer (docs/http.md#http-conventions) */
         ErrorBody: {
             detail: string | components["schemas"]["ValidationProblem"][] | ({
                 message: string;
@@ -1914,7 +1914,7 @@ export interface components {
             writer_fallback_reason: string | null;
         };
         PreflightCheck: {
-            /** @description The figures the check judged, as the gate reported them. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
+            /** @description The figures the check judged, as the gate reported them. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (docs/worker-gate.md#worker-gate) */
             data: {
                 [key: string]: components["schemas"]["JsonValue"];
             };
@@ -4159,7 +4159,7 @@ export interface operations {
                             outcome: "held_for_review";
                             paper_id: string;
                             reason: string;
-                            /** @description Files holding secret values of this service (README "Security model") */
+                            /** @description Files holding secret values of this service (docs/security.md#security-model) */
                             secrets: {
                                 /** @description The evidence (or package) file holding them */
                                 file: string;
@@ -5022,7 +5022,7 @@ export interface operations {
                             outcome: "held_for_review";
                             paper_id: string;
                             reason: string;
-                            /** @description Files holding secret values of this service (README "Security model") */
+                            /** @description Files holding secret values of this service (docs/security.md#security-model) */
                             secrets: {
                                 /** @description The evidence (or package) file holding them */
                                 file: string;
@@ -7344,7 +7344,7 @@ export interface operations {
                             outcome: "held_for_review";
                             paper_id: string;
                             reason: string;
-                            /** @description Files holding secret values of this service (README "Security model") */
+                            /** @description Files holding secret values of this service (docs/security.md#security-model) */
                             secrets: {
                                 /** @description The evidence (or package) file holding them */
                                 file: string;
@@ -8207,7 +8207,7 @@ export interface operations {
                             outcome: "held_for_review";
                             paper_id: string;
                             reason: string;
-                            /** @description Files holding secret values of this service (README "Security model") */
+                            /** @description Files holding secret values of this service (docs/security.md#security-model) */
                             secrets: {
                                 /** @description The evidence (or package) file holding them */
                                 file: string;
@@ -15877,7 +15877,7 @@ export interface operations {
             query?: {
                 /** @description Opaque: next_cursor of the previous page, with the same sort; absent for the first page */
                 cursor?: string;
-                /** @description A queue tab (README "Queue"); every row when absent */
+                /** @description A queue tab (docs/queue.md#the-queue); every row when absent */
                 group?: "active" | "queued" | "blocked" | "paused" | "completed" | "all";
                 /** @description An integer, 1–200; 50 when absent */
                 page_size?: number;
@@ -16047,7 +16047,7 @@ export interface operations {
             query?: {
                 /** @description Opaque: next_cursor of the previous page, with the same sort; absent for the first page */
                 cursor?: string;
-                /** @description A queue tab (README "Queue"); every row when absent */
+                /** @description A queue tab (docs/queue.md#the-queue); every row when absent */
                 group?: "active" | "queued" | "blocked" | "paused" | "completed" | "all";
                 /** @description An integer, 1–200; 50 when absent */
                 page_size?: number;
@@ -18647,7 +18647,7 @@ export interface operations {
                             /** @enum {string} */
                             workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
                         } | null;
-                        /** @description The gate's answer to /dispatch, on a live dispatch. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
+                        /** @description The gate's answer to /dispatch, on a live dispatch. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (docs/worker-gate.md#worker-gate) */
                         dispatch?: {
                             [key: string]: components["schemas"]["JsonValue"];
                         };
@@ -18670,7 +18670,7 @@ export interface operations {
                             /** @description The worker target name, or the URL when the request named no configured target */
                             target: string;
                         };
-                        /** @description The gate's answer to /prepare-project, on a live dispatch. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate") */
+                        /** @description The gate's answer to /prepare-project, on a live dispatch. Open: the worker gate decides its shape, and a gate of another implementation may answer differently (docs/worker-gate.md#worker-gate) */
                         prepare?: {
                             [key: string]: components["schemas"]["JsonValue"];
                         };
@@ -18918,7 +18918,7 @@ export interface operations {
                         timestamp: string;
                         /** @description Present when this process also serves the worker gate */
                         worker_gate?: {
-                            /** @description What an agent of this gate can see and the user it runs as (README "Security model") */
+                            /** @description What an agent of this gate can see and the user it runs as (docs/security.md#security-model) */
                             agent_isolation: {
                                 /** @description The configured agent_user */
                                 agent_user: string;
@@ -19099,7 +19099,7 @@ export interface operations {
                         timestamp: string;
                         /** @description Present when this process also serves the worker gate */
                         worker_gate?: {
-                            /** @description What an agent of this gate can see and the user it runs as (README "Security model") */
+                            /** @description What an agent of this gate can see and the user it runs as (docs/security.md#security-model) */
                             agent_isolation: {
                                 /** @description The configured agent_user */
                                 agent_user: string;

@@ -6,7 +6,7 @@ import { errorResponses } from '../http/responses.ts';
 import { runQueueCheck } from '../services/queue-alerts.ts';
 import type { AppDeps } from './deps.ts';
 
-/** Queue alerts (README "Queue alerts"): run the queue check now. */
+/** Queue alerts (docs/automation.md#queue-alerts): run the queue check now. */
 
 const QueueCheckBody = z.strictObject({
   dry_run: z.boolean().default(true),

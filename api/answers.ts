@@ -32,7 +32,7 @@ export const AuditEventSchema = z.object({
   id: z.number().int(),
   entity_type: z.string(),
   entity_id: z.string(),
-  event_type: z.string().describe('`<entity>.<action>`, e.g. `paper_review.draft_rewritten` (README "Audit log")'),
+  event_type: z.string().describe('`<entity>.<action>`, e.g. `paper_review.draft_rewritten` (docs/http.md#http-conventions)'),
   payload: foreignObject(
     'The event\'s own fields, by event_type. Open: the log is append-only, and an event keeps the fields of the version that wrote it',
   ),
@@ -160,7 +160,7 @@ export const CorpusImportSchema = z.object({
 }).meta({ id: 'CorpusImport' });
 export type CorpusImportDocumented = Assert<Documents<typeof CorpusImportSchema, CorpusImportRow>>;
 
-export const GATE_ANSWER = 'Open: the worker gate decides its shape, and a gate of another implementation may answer differently (README "Worker gate")';
+export const GATE_ANSWER = 'Open: the worker gate decides its shape, and a gate of another implementation may answer differently (docs/worker-gate.md#worker-gate)';
 
 /** Every column of a run. */
 export const RunSchema = z.object({

@@ -17,7 +17,7 @@ import { operationalTraceHooks, type OperationalTrace } from '../http/operationa
 import { openApiDocument } from './openapi.ts';
 import { documentGlobalAnswers } from './global-answers.ts';
 
-/** The worker gate role served from this process (both roles may share one port, README "Worker gate"). */
+/** The worker gate role served from this process (both roles may share one port, docs/worker-gate.md#worker-gate). */
 export interface WorkerGateRole {
   gate: WorkerGate;
   /** worker_wake_gate_bearer_token: guards the gate's routes of auth kind `gate`. */
@@ -39,7 +39,7 @@ export interface HttpAppOptions {
   routeObservability?: RouteObservability;
   /** route_observability_memory_warn_rss_mib (0: none), reported by /control/api/v1/observability/memory. */
   memoryWarnRssMib?: number;
-  /** Check every answer against its response schema before it is sent (README "HTTP conventions", answers). */
+  /** Check every answer against its response schema before it is sent (docs/http.md#http-conventions, answers). */
   checkAnswers?: boolean;
 }
 

@@ -21,7 +21,7 @@ export type Principal =
   | { kind: 'agent_run'; runId: string };
 
 /**
- * Who may call a route (README "Security model"): `public` anyone; `control` the control API token or a dashboard
+ * Who may call a route (docs/security.md#security-model): `public` anyone; `control` the control API token or a dashboard
  * session; `gate` the worker gate's token; `agent_event` a run's own agent token for that run, or the control API
  * token; `callback` the completion callback token only.
  */

@@ -15,7 +15,7 @@ import { PROJECT_ID_PATTERN } from '../store/projects.ts';
 import { AuditEventSchema } from './answers.ts';
 import type { AppDeps } from './deps.ts';
 
-/** Most rows of each kind one snapshot may carry, and the body size that allows (README "Core"). */
+/** Most rows of each kind one snapshot may carry, and the body size that allows (docs/core.md#core). */
 export const CORE_SNAPSHOT_LIMITS = { rows: 20_000, body_bytes: 8 * 1024 * 1024 } as const;
 
 /**
@@ -142,7 +142,7 @@ export type LegacyNotesDocumented = Assert<Documents<typeof LegacyNotesAnswer, A
 const tags = ['core'];
 const config = { auth: 'control' } as const;
 
-/** Core, under `/svc-core` (README "Core"). */
+/** Core, under `/svc-core` (docs/core.md#core). */
 export async function coreRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const core = createCore(deps.store, deps.core);

@@ -20,7 +20,7 @@ export const SHUTDOWN_DRAIN_GRACE_MS = 5_000;
 const DROP_WARNING_EVERY_MS = 60_000;
 
 /**
- * Bounds on what one client can hold (README "HTTP conventions"); from http_request_timeout_sec, http_max_connections
+ * Bounds on what one client can hold (docs/http.md#http-conventions); from http_request_timeout_sec, http_max_connections
  * and http_max_connections_per_address.
  */
 export interface HttpLimits {
@@ -51,7 +51,7 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
 export interface RegisteredRoute {
   method: string;
   url: string;
-  /** Who may call it (README "HTTP conventions"). */
+  /** Who may call it (docs/http.md#http-conventions). */
   auth: AuthKind | undefined;
 }
 
@@ -60,7 +60,7 @@ export interface CreateServerOptions {
   onRoute?: (route: RegisteredRoute) => void;
   /** Also serve the worker gate role on this server. */
   workerGate?: WorkerGateRole;
-  /** config allowed_hosts: host names this server answers to (README "HTTP conventions"); empty or absent answers any. */
+  /** config allowed_hosts: host names this server answers to (docs/http.md#http-conventions); empty or absent answers any. */
   allowedHosts?: readonly string[];
   limits?: HttpLimits;
   /** operational_trace_enabled: the trace command requests are recorded in. */
@@ -73,7 +73,7 @@ export interface CreateServerOptions {
   metrics?: ServiceMetrics;
   /**
    * Check every answer against its response schema before it is sent, failing it with 500 where it does not match
-   * (README "HTTP conventions", answers): on in the tests and with RCP_CHECK_ANSWERS=1, off in service.
+   * (docs/http.md#http-conventions, answers): on in the tests and with RCP_CHECK_ANSWERS=1, off in service.
    */
   checkAnswers?: boolean;
 }
@@ -90,7 +90,7 @@ function requestTimeouts(limitMs: number): { requestTimeout: number; connections
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * The request log (README "HTTP conventions", request log): a read that succeeded is logged at debug, everything else
+ * The request log (docs/http.md#http-conventions, request log): a read that succeeded is logged at debug, everything else
  * (a write, a refusal, a failure) at info. Dashboards and scripts poll the read routes every few seconds, and a line
  * per poll would bury the writes and errors an operator looks for; the metrics count every request either way.
  */

@@ -9,7 +9,7 @@ import { createResearchFacility } from '../services/research-facility.ts';
 import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 
-/** Follow-ups of negative and inconclusive runs (README "Follow-ups"). */
+/** Follow-ups of negative and inconclusive runs (docs/research.md#follow-ups). */
 
 const LaunchBody = z.strictObject({
   dry_run: z.boolean().default(true),

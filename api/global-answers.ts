@@ -3,7 +3,7 @@ import { errorResponses, type ErrorStatus } from '../http/responses.ts';
 import { SAFE_METHODS } from './auth.ts';
 
 /**
- * The error answers a route can give whatever it does (README "HTTP conventions"):
+ * The error answers a route can give whatever it does (docs/http.md#http-conventions):
  * - any request: 400 (a URL that is not valid percent-encoding), 408 and 431 (a request Node could not read), 421 (a
  *   host outside allowed_hosts), 422 (text Postgres cannot store, an unknown query parameter, a body where none is
  *   taken) and 500;

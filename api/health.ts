@@ -72,7 +72,7 @@ const HealthSchema = z.object({
   worker_gate: z
     .object({
       ready: z.boolean(),
-      agent_isolation: AgentIsolationSchema.describe('What an agent of this gate can see and the user it runs as (README "Security model")'),
+      agent_isolation: AgentIsolationSchema.describe('What an agent of this gate can see and the user it runs as (docs/security.md#security-model)'),
       run_cgroups: RunCgroupsStatusSchema.optional(),
     })
     .optional()

@@ -6,7 +6,7 @@ import { errorResponses } from '../http/responses.ts';
 import { mib, rssMib, type RouteObservability } from '../http/route-observability.ts';
 import type { AuthKind } from './auth.ts';
 
-/** `GET /metrics` and the v1 observability reads (README "Metrics and observability"). */
+/** `GET /metrics` and the v1 observability reads (docs/operations.md#metrics-and-observability). */
 
 export interface MetricsRouteOptions {
   metrics: ServiceMetrics;

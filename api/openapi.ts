@@ -102,7 +102,7 @@ const REQUEST_ID_HEADER: Record<string, HeaderSpec> = {
   'X-Request-Id': { type: 'string', description: 'This request\'s id in the server log and the audit trail: the caller\'s own X-Request-Id when it is a safe token, else a new UUID' },
 };
 
-/** Headers of the global answers (README "HTTP conventions"). */
+/** Headers of the global answers (docs/http.md#http-conventions). */
 const STATUS_HEADERS: Record<number, Record<string, HeaderSpec>> = {
   401: { 'WWW-Authenticate': { type: 'string', description: 'Bearer' } },
   429: { 'Retry-After': { type: 'integer', description: 'Seconds until this client may try again' } },
@@ -193,7 +193,7 @@ export async function openApiDocument(app: FastifyInstance, options: { controlPl
         version,
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
         contact: { name: `${SERVICE_NAME} maintainers` },
-        description: `Every route states the credentials it takes; errors are {"detail": ...} (README "HTTP conventions").${
+        description: `Every route states the credentials it takes; errors are {"detail": ...} (docs/http.md#http-conventions).${
           options.workerGate ? ' This server also serves the worker gate role.' : ''
         }`,
       },

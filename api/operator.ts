@@ -6,7 +6,7 @@ import type { AppDeps } from './deps.ts';
 import { errorResponses } from '../http/responses.ts';
 import { FlagsSchema, QueueItemSchema } from './answers.ts';
 
-/** Operator commands on the queue (README "Runs"); every change is audited in the same transaction. */
+/** Operator commands on the queue (docs/runs.md#runs); every change is audited in the same transaction. */
 
 const text = z.string().trim().min(1).max(200);
 

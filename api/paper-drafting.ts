@@ -12,7 +12,7 @@ import type { AppDeps } from './deps.ts';
 import { REVIEW_MOUNTS } from './papers.ts';
 
 /**
- * Drafting and finalizing papers (README "Papers"): draft-next, and under both review mounts rewrite-draft,
+ * Drafting and finalizing papers (docs/papers.md#papers): draft-next, and under both review mounts rewrite-draft,
  * rewrite-batch and prepare-finalization-package. The live calls wait for the paper workflows they start.
  */
 
@@ -74,7 +74,7 @@ const SecretFindingsSchema = z
       secrets: z.array(z.string()).describe('Which of the service\'s secrets, by config field or environment variable and encoding; never a value'),
     }),
   )
-  .describe('Files holding secret values of this service (README "Security model")');
+  .describe('Files holding secret values of this service (docs/security.md#security-model)');
 
 const DraftedSchema = z.object({
   outcome: z.literal('drafted'),

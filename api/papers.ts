@@ -12,7 +12,7 @@ import { idempotencyKey, noteNeededFor, requestedBy } from './command-fields.ts'
 import type { AppDeps } from './deps.ts';
 
 /**
- * Paper reads and review commands (README "Papers"). The review routes are mounted twice, under
+ * Paper reads and review commands (docs/papers.md#papers). The review routes are mounted twice, under
  * `/control/api/publication-automation` (preferred) and `/control/api/paper-reviews`, and answer the same.
  */
 

@@ -10,7 +10,7 @@ import { getCycle, runCycle } from '../services/research-cycle.ts';
 import { LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 
-/** The bounded research cycle (README "Research cycles"). */
+/** The bounded research cycle (docs/automation.md#research-cycles). */
 
 /** Room for the stage suffixes (`:publication_rewrite`) within the 256 characters of a stored key. */
 const CYCLE_KEY_MAX = 200;

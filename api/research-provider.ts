@@ -10,7 +10,7 @@ import { createResearchFacility } from '../services/research-facility.ts';
 import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
 
-/** Provider-backed generation and its budget (README "Provider-backed generation"). */
+/** Provider-backed generation and its budget (docs/research.md#provider-backed-generation). */
 
 export const PROVIDER_BATCH_MAX = 5;
 

@@ -21,7 +21,7 @@ import { countsOf, errorResponses, pageBody, type Assert, type Documents } from 
 import { AdmissionSchema, CandidateResultSchema, CandidateSchema, LineageSchema, ProjectSchema, QueueItemSchema } from './answers.ts';
 import { pageOf, queryInt, queryOptional, queryText } from '../http/validation.ts';
 
-/** Research Facility endpoints (README "Research Facility intake"): reads of the intake ledgers, and the commands that write them. */
+/** Research Facility endpoints (docs/research.md#research-facility-intake): reads of the intake ledgers, and the commands that write them. */
 
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
 

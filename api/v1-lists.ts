@@ -30,12 +30,12 @@ import type { AppDeps } from './deps.ts';
 import { v1ListQuery, v1Page, v1PageBody, walkFrom } from './v1-paging.ts';
 
 /**
- * The bounded v1 lists and details (README "Read models"): keyset cursors, page_size 1–200, every nested list
+ * The bounded v1 lists and details (docs/console.md#read-models): keyset cursors, page_size 1–200, every nested list
  * capped, every statement on the store's read pool (cut off after its statement timeout).
  */
 
 const QueueQuery = v1ListQuery(QUEUE_ORDERS, {
-  group: queryOptional(z.enum(QUEUE_GROUPS)).describe('A queue tab (README "Queue"); every row when absent'),
+  group: queryOptional(z.enum(QUEUE_GROUPS)).describe('A queue tab (docs/queue.md#the-queue); every row when absent'),
   status: queryOptional(z.enum(QUEUE_STATUSES)),
   search: queryText(),
 });

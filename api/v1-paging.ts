@@ -3,7 +3,7 @@ import { decodeCursor, encodeCursor, type CursorPosition } from '../http/cursor.
 import { InvalidRequest, queryInt, queryOptional } from '../http/validation.ts';
 import { isKeyOf, type KeysetOrder, type KeysetPage } from '../store/keyset.ts';
 
-/** page_size of every v1 list (README "Read models"). */
+/** page_size of every v1 list (docs/console.md#read-models). */
 export const V1_PAGE_SIZE = { min: 1, max: 200, default: 50 } as const;
 
 const cursorField = queryOptional(

@@ -6,7 +6,7 @@ import { receiveWorkerCallback } from '../services/worker-callbacks.ts';
 import { IdempotencyConflictError } from '../store/idempotency-keys.ts';
 import type { AppDeps } from './deps.ts';
 
-/** Completion callbacks from the worker gates, deduplicated by idempotency_key (README "Runs"). */
+/** Completion callbacks from the worker gates, deduplicated by idempotency_key (docs/runs.md#runs). */
 export async function workerCallbackRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const schema = {

@@ -1,5 +1,5 @@
 /**
- * Fleet benchmark: the run path on the cluster shape beside the embedded shape, in one run (README "Benchmarks",
+ * Fleet benchmark: the run path on the cluster shape beside the embedded shape, in one run (docs/testing.md#benchmarks,
  * Fleet). Each shape gets the same queue, the same instant gate (bench/support/instant-gate.ts: its agent finishes at
  * once) and the same callers of live dispatch-next:
  *   cluster   the real Temporal server on Postgres and two control-plane replicas on one database and task queue, as

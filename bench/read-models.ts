@@ -1,5 +1,5 @@
 /**
- * Read-model benchmark (README "Benchmarks", "Read models"): over 100k queue items (and their projects), 100k runs,
+ * Read-model benchmark (docs/testing.md#read-models): over 100k queue items (and their projects), 100k runs,
  * 10k papers and 1M audit events, GET /control/api/v1/overview, /v1/lanes, /v1/queue (the first page and one
  * 90,000 rows deep), /v1/runs and /v1/papers, each on the real app beside a bare node:http server calling the same
  * read functions (bench/read-models-server.ts), with 10 connections and then one.

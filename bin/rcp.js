@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `rcp`, the command line (README "rcp"). Plain JavaScript: Node 24 runs the TypeScript sources as they are; older
+// `rcp`, the command line (docs/http.md#rcp-the-command-line). Plain JavaScript: Node 24 runs the TypeScript sources as they are; older
 // Node loads them through tsx, a development dependency of a checkout.
 import * as nodeModule from 'node:module';
 

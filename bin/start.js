@@ -1,4 +1,4 @@
-// `npm start`'s entry point (README "Runtime"). Plain JavaScript: it decides how the TypeScript sources are loaded.
+// `npm start`'s entry point (docs/getting-started.md#runtime). Plain JavaScript: it decides how the TypeScript sources are loaded.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
@@ -15,7 +15,7 @@ const SOURCE_FOLDERS = ['api', 'http', 'files', 'services', 'clients', 'contract
 
 if (Number(process.versions.node.split('.')[0]) < SUPPORTED_MAJOR) {
   console.error(
-    `warning: Node ${process.version} is not the supported runtime; research-control-plane supports Node ${SUPPORTED_MAJOR} LTS (README "Runtime"). Starting anyway.`,
+    `warning: Node ${process.version} is not the supported runtime; research-control-plane supports Node ${SUPPORTED_MAJOR} LTS (docs/getting-started.md#runtime). Starting anyway.`,
   );
 }
 
@@ -25,7 +25,7 @@ await import('./control-plane.ts');
 
 /**
  * Neither path loads a TypeScript loader into this process: Node's own stripper stays in memory once loaded (about
- * 17 MiB), and tsx cost about 25 MiB and close to a second of CPU at every start (README "Memory"). So a short-lived
+ * 17 MiB), and tsx cost about 25 MiB and close to a second of CPU at every start (docs/testing.md#memory). So a short-lived
  * child process strips the sources once per change into a cache, and this process loads them from there through a
  * module hook; modules keep their sources' URLs, so paths and `import.meta.url` are those of the sources. Node 24
  * strips in place (line and column numbers unchanged); older Node has esbuild, a development dependency, transpile.

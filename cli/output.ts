@@ -8,7 +8,7 @@ export interface Output {
   err: NodeJS.WriteStream;
 }
 
-/** Exit codes (README "rcp"). */
+/** Exit codes (docs/http.md#rcp-the-command-line). */
 export const EXIT = {
   ok: 0,
   /** The server refused the command, or a watched run ended otherwise than completed. */

@@ -10,7 +10,7 @@ import { readProfile, writeProfile } from './profile.ts';
 import { watchRun } from './watch.ts';
 
 /**
- * `rcp`, the command line of the control API (README "rcp"), on the typed client. Every command takes --json; a
+ * `rcp`, the command line of the control API (docs/http.md#rcp-the-command-line), on the typed client. Every command takes --json; a
  * command that changes something live shows its dry run first, and asks before the live call unless --yes.
  */
 

@@ -3,7 +3,7 @@ import type { Finding } from '../domain/queue-alerts.ts';
 import { failureCode, httpUrlOf, readCapped } from './outbound-http.ts';
 
 /**
- * The receivers of queue alerts (README "Queue alerts"): a Pushover-style push service (form POST with its app token
+ * The receivers of queue alerts (docs/automation.md#queue-alerts): a Pushover-style push service (form POST with its app token
  * and user key) and a chat webhook (JSON signed with HMAC-SHA256). A send never throws and never takes longer than
  * its timeout: a receiver that is down is reported, and holds nothing up. Tokens, keys and secrets go only into the
  * request; the outcome carries the HTTP status and a failure code, never a body or a message that could quote them.

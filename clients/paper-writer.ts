@@ -4,7 +4,7 @@ import { endpointOf, excerpt, failureCode, parseJson, readCapped, redactor, unfe
 import { DRAFT_SECTIONS, formatNumber, resultValues, type Draft, type DraftEvidence } from '../domain/paper-draft.ts';
 
 /**
- * Client of a hosted paper writer (README "Papers"): one OpenAI-compatible chat/completions call that turns a run's
+ * Client of a hosted paper writer (docs/papers.md#papers): one OpenAI-compatible chat/completions call that turns a run's
  * evidence into a Draft, or throws HostedWriterError saying what kind of failure it was. The api key goes only into the
  * Authorization header: it is never put in a URL, and it is redacted from every message, so nothing this module throws
  * can leak it into logs or the audit trail. The module does not log.

@@ -4,7 +4,7 @@ import { GENERATION_MODES, RUNTIME_CLASSES } from '../domain/research-candidate.
 import { endpointOf, excerpt, failureCode, httpUrlOf, parseJson, readCapped, redactor, unfenced, VALID_HEADER_VALUE } from './outbound-http.ts';
 
 /**
- * Client of the research provider (README "Provider-backed generation"): its quota endpoint, and one
+ * Client of the research provider (docs/research.md#provider-backed-generation): its quota endpoint, and one
  * OpenAI-compatible chat/completions call asking for candidates as JSON. The api key goes only into the Authorization
  * header and is redacted from every text this module returns. The module does not log.
  */

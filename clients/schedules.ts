@@ -3,7 +3,7 @@ import { retryingTransient } from './temporal-retry.ts';
 import { QUEUE_ALERT_WORKFLOW_TYPE, QUEUE_PUMP_WORKFLOW_TYPE, queueAlertScheduleId, queuePumpScheduleId } from '../workflows/schedule-messages.ts';
 
 /**
- * The control plane's Temporal Schedules (README "Queue pump", "Queue alerts"), created at every start-up or brought
+ * The control plane's Temporal Schedules (docs/automation.md#queue-pump, docs/automation.md#queue-alerts), created at every start-up or brought
  * in line with the config when they exist, so the config is the one source of their settings: the interval, the
  * workflow, overlapping runs skipped, paused (with a note saying why) while config turns them off.
  *
@@ -113,7 +113,7 @@ export interface ScheduleTicks {
 }
 
 /**
- * The unpaused schedules' latest completed tick (README "Metrics and observability"), from the ticks each schedule
+ * The unpaused schedules' latest completed tick (docs/operations.md#metrics-and-observability), from the ticks each schedule
  * lists (its last ten): one describe of a tick per schedule when the newest closed one completed, more while ticks fail.
  */
 export async function lastCompletedTicks(client: Client, settings: ControlPlaneSchedules): Promise<ScheduleTicks[]> {

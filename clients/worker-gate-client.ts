@@ -3,7 +3,7 @@ import type { OperationalTrace } from '../http/operational-trace.ts';
 import { randomToken, gateIdentityProven } from '../http/tokens.ts';
 
 /**
- * HTTP client of a worker gate (README "Worker gate"). Every call is bounded by a timeout and
+ * HTTP client of a worker gate (docs/worker-gate.md#worker-gate). Every call is bounded by a timeout and
  * answers a WorkerGateResponse or throws WorkerGateError, which says whether trying again is safe.
  */
 
@@ -165,7 +165,7 @@ async function proveGateIdentity(
   if (response.status === 404) {
     throw new WorkerGateError(
       `${target.wake_gate_url} answered 404 to /gate-identity: a worker gate of an earlier release, or another program; its token was not sent. ` +
-        'Upgrade the worker gate before the control plane (README "Worker gate")',
+        'Upgrade the worker gate before the control plane (docs/worker-gate.md#worker-gate)',
       response.status,
       false,
       response.body,
@@ -174,7 +174,7 @@ async function proveGateIdentity(
   const why = response.status !== 200 ? `answered ${response.status} to /gate-identity` : 'its proof does not match the token';
   throw new WorkerGateError(
     `${target.wake_gate_url} is not worker gate ${target.name}, or holds another token (${why}); its token was not sent. ` +
-      'Another program may be listening at that address: check the gate URL and port (README "Worker gate")',
+      'Another program may be listening at that address: check the gate URL and port (docs/worker-gate.md#worker-gate)',
     response.status,
     false,
     response.body,

@@ -2,8 +2,8 @@ import { createHash, createHmac, scryptSync } from 'node:crypto';
 import { ConfigFieldsSchema, ENV_ONLY_FIELDS, PER_REPLICA_FIELDS, SECRET_FIELDS, type Config } from './schema.ts';
 
 /**
- * The fingerprint of the part of a control plane's config that every replica of a cluster must share (README "Running
- * on several machines"): every field but the per-replica ones (PER_REPLICA_FIELDS), with each secret replaced by an
+ * The fingerprint of the part of a control plane's config that every replica of a cluster must share
+ * (docs/operations.md#running-on-several-machines): every field but the per-replica ones (PER_REPLICA_FIELDS), with each secret replaced by an
  * HMAC under a key derived from the control API token, which the replicas share, by scrypt: two replicas whose tokens
  * or settings differ get different fingerprints, while each guess at a token from a published digest costs a scrypt.
  */

@@ -77,7 +77,7 @@ type FieldMeta = {
   /**
    * The field may differ between control-plane replicas of one cluster: it names something of the replica's own machine
    * (where it listens, its files, paths and programs, how it reaches shared services, where a gate it serves posts its
-   * callbacks). Every other field must be the same on all of them (README "Running on several machines").
+   * callbacks). Every other field must be the same on all of them (docs/operations.md#running-on-several-machines).
    */
   perReplica?: boolean;
   /** Environment variable that overrides the file value. */
@@ -125,7 +125,7 @@ const thresholdFields = {
 /** Seconds without progress after which a running agent counts as stalled. */
 const stallAfterSec = () => z.number().int().min(1).max(86_400);
 
-/** Limits of each run's own cgroup (README "Worker gate"); null: the default share of memory, no pids or CPU limit. */
+/** Limits of each run's own cgroup (docs/worker-gate.md#worker-gate); null: the default share of memory, no pids or CPU limit. */
 const runLimitFields = {
   run_memory_max_mib: z.number().int().min(16).nullable(),
   run_pids_max: z.number().int().min(8).max(4_194_304).nullable(),
@@ -284,7 +284,7 @@ export const ConfigFieldsSchema = z.strictObject({
   }),
   agent_runtime: doc(z.enum(AGENT_RUNTIMES).default('script'), {
     description:
-      "Worker gate: the agent it starts. 'script' runs dispatch_script_path; 'codex' runs Codex CLI and 'claude-code' Claude Code, each under the gate's own launcher with its lifecycle hooks (README \"Running real agents\").",
+      "Worker gate: the agent it starts. 'script' runs dispatch_script_path; 'codex' runs Codex CLI and 'claude-code' Claude Code, each under the gate's own launcher with its lifecycle hooks (docs/worker-gate.md#running-real-agents).",
   }),
   agent_runtime_by_workload_class: doc(z.partialRecord(WorkloadClassSchema, z.enum(AGENT_RUNTIMES)).default({}), {
     description: 'Worker gate: workload class → agent runtime, over agent_runtime for runs of that class.',
@@ -296,7 +296,7 @@ export const ConfigFieldsSchema = z.strictObject({
   agent_user: doc(nonEmptyText().regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'must be a user name').default('rcp-agent'), {
     perReplica: true,
     description:
-      "Worker gate: the unprivileged user agents run as, when the gate can switch users (root, or CAP_SETUID and CAP_SETGID); it owns the run's project directory and its home. scripts/ensure-agent-user.sh creates it. Without it, or without the capability, agents run as the gate's own user (README \"Security model\").",
+      "Worker gate: the unprivileged user agents run as, when the gate can switch users (root, or CAP_SETUID and CAP_SETGID); it owns the run's project directory and its home. scripts/ensure-agent-user.sh creates it. Without it, or without the capability, agents run as the gate's own user (docs/security.md#security-model).",
   }),
   agent_isolation: doc(z.enum(['auto', 'off']).default('auto'), {
     description:
@@ -470,7 +470,7 @@ export const ConfigFieldsSchema = z.strictObject({
   operational_trace_enabled: doc(z.boolean().default(false), {
     perReplica: true,
     description:
-      'Write the request and response payloads of command routes (every method but GET, on this process\'s control plane and worker gate) and of calls to worker gates to the trace file, one JSON line per exchange, secrets redacted (README "Operational trace"). It captures raw payloads: keep disabled unless intended.',
+      'Write the request and response payloads of command routes (every method but GET, on this process\'s control plane and worker gate) and of calls to worker gates to the trace file, one JSON line per exchange, secrets redacted (docs/operations.md#operational-trace). It captures raw payloads: keep disabled unless intended.',
   }),
   operational_trace_log_path: doc(text().default(''), {
     perReplica: true,

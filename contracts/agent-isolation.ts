@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** How a worker gate confines its agents (README "Security model"), as its start log, /control/health and /dashboard/api report it. */
+/** How a worker gate confines its agents (docs/security.md#security-model), as its start log, /control/health and /dashboard/api report it. */
 export const AGENT_ISOLATION_MODES = ['isolated', 'sandboxed', 'user_only', 'unsandboxed'] as const;
 
 export const AgentIsolationSchema = z.object({

@@ -3,7 +3,7 @@ import { withinJsonBounds } from '../http/json-bounds.ts';
 import { CALLBACK_EVENT_TYPES, GATE_STATES } from '../domain/gate.ts';
 import { RUN_CAUSE_COMMAND_MAX, RUN_CAUSE_KINDS, RUN_CAUSE_MESSAGE_MAX, RUN_CAUSE_REAPED_MAX } from '../domain/run-cause.ts';
 
-/** Which evidence files the gate found in the project when it reported readiness (README "Worker gate"). */
+/** Which evidence files the gate found in the project when it reported readiness (docs/worker-gate.md#worker-gate). */
 export const RunEvidenceSchema = z.strictObject({
   run_notes: z.boolean(),
   decision_file: z.boolean(),
@@ -52,7 +52,7 @@ export const CallbackProcessTrackingSchema = z.strictObject({
   reaped_pids: z.array(z.number().int()),
 });
 
-/** The body this project's worker gate posts to `completion_callback_url`, exactly (README "Worker gate"). */
+/** The body this project's worker gate posts to `completion_callback_url`, exactly (docs/worker-gate.md#worker-gate). */
 const tokenCount = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 /** The tokens a run's agent has spent, as its tool reported them to the gate. */
@@ -108,7 +108,7 @@ const boundedJsonObject = (what: string) =>
   withinJsonBounds(z.record(z.string(), z.unknown()), what, { maxBytes: CALLBACK_OBJECT_MAX_BYTES, maxDepth: CALLBACK_OBJECT_MAX_DEPTH });
 
 /**
- * The callback body the control plane accepts (README "Runs"). A worker host may run a gate of another
+ * The callback body the control plane accepts (docs/runs.md#runs). A worker host may run a gate of another
  * implementation, so only what the control plane acts on is validated strictly: the top-level fields and their types.
  * `telemetry`, `process_tracking` and `evidence` are bounded JSON objects, stored as sent; the evidence fields a run
  * needs are read defensively by `readRunEvidence`. Unknown top-level fields are refused.

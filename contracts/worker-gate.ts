@@ -5,7 +5,7 @@ import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import { AgentIsolationSchema } from './agent-isolation.ts';
 import { JsonValueSchema, jsonObject } from './json-value.ts';
 
-/** Request and response bodies of the worker gate's endpoints (README "Worker gate"). */
+/** Request and response bodies of the worker gate's endpoints (docs/worker-gate.md#worker-gate). */
 
 const RUN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
 export const RunIdSchema = z.string().regex(RUN_ID_PATTERN, 'must be 1–200 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
@@ -32,7 +32,7 @@ export const PrepareProjectSchema = z.strictObject({
   prompt_file: PathText,
   prompt_text: z.string().max(512 * 1024),
   overwrite: z.boolean().default(false),
-  // Recorded in .research/project.json (README "Worker gate").
+  // Recorded in .research/project.json (docs/worker-gate.md#worker-gate).
   workload_class: z.enum(WORKLOAD_CLASSES).optional(),
   machine_target: z.string().min(1).max(200).optional(),
 });
@@ -103,12 +103,12 @@ export const OmxEventSchema = ControlPlaneEventSchema;
 /** @deprecated Use {@link ControlPlaneEvent}. */
 export type OmxEvent = ControlPlaneEvent;
 
-/** A caller's challenge to a worker gate; the gate proves it holds its token by answering it (README "Worker gate"). */
+/** A caller's challenge to a worker gate; the gate proves it holds its token by answering it (docs/worker-gate.md#worker-gate). */
 export const GateIdentityQuerySchema = z.strictObject({
   challenge: z.string().regex(/^[A-Za-z0-9_-]{22,128}$/, 'must be 22–128 URL-safe base64 characters'),
 });
 
-// Answers: closed, every field named (README "HTTP conventions", answers).
+// Answers: closed, every field named (docs/http.md#http-conventions, answers).
 
 const nullableInt = z.number().int().nullable();
 
@@ -232,7 +232,7 @@ export const GateRunViewSchema = z.object({
   samples_needed: z.number().int().describe('Quiet samples the run\'s workload class needs'),
 });
 
-/** How the gate contains each run (README "Each run's own cgroup"). */
+/** How the gate contains each run (docs/worker-gate.md#each-runs-own-cgroup). */
 export const RunCgroupsStatusSchema = z
   .object({
     mode: z.enum(['v2', 'v1', 'none']),
@@ -261,7 +261,7 @@ export const GateDashboardSchema = z.object({
     last_tick_error: z.string().nullable(),
     sampling: z.object({ samples: z.number().int(), cpu_ms_per_sample: z.number().nullable() }),
     run_cgroups: RunCgroupsStatusSchema,
-    agent_isolation: AgentIsolationSchema.describe('What an agent of this gate can see and the user it runs as (README "Security model")'),
+    agent_isolation: AgentIsolationSchema.describe('What an agent of this gate can see and the user it runs as (docs/security.md#security-model)'),
   }),
   totals: z.object({
     runs: z.number().int(),

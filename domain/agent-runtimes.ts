@@ -3,7 +3,7 @@ export const LAUNCHED_RUNTIMES = ['codex', 'claude-code'] as const;
 export type LaunchedRuntime = (typeof LAUNCHED_RUNTIMES)[number];
 
 /**
- * The agents a worker gate can start (README "Running real agents"): `script` runs `dispatch_script_path` (the
+ * The agents a worker gate can start (docs/worker-gate.md#running-real-agents): `script` runs `dispatch_script_path` (the
  * simulated agent, or a launcher of the operator's own), the others a real tool.
  */
 export const AGENT_RUNTIMES = ['script', ...LAUNCHED_RUNTIMES] as const;

@@ -1,5 +1,5 @@
 /**
- * Whether automation may start work now (`GET /control/api/v1/automation-readiness`, README "Read models"): every
+ * Whether automation may start work now (`GET /control/api/v1/automation-readiness`, docs/console.md#read-models): every
  * criterion in a fixed order, READY only when all pass, else BLOCKED naming the first that fails. Pure.
  */
 

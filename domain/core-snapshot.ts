@@ -1,5 +1,5 @@
 /**
- * Core (`/svc-core`, README "Core"): snapshots of a workflow tool's queue and paper rows, the queue projection read
+ * Core (`/svc-core`, docs/core.md#core): snapshots of a workflow tool's queue and paper rows, the queue projection read
  * from the latest one, and what `compare` and `enforce` do with a snapshot against the live queue. Pure.
  */
 import type { PaperStatus, ReviewStatus } from './paper-status.ts';

@@ -76,7 +76,7 @@ export interface DispatchSafetyInput {
   routing: WorkerRouting;
   observations: readonly LatestObservation[];
   /**
-   * The `blocked` group (README "The queue"): rows in an ATTENTION_STATUSES status, counted by status, plus rows in any
+   * The `blocked` group (docs/queue.md#the-queue): rows in an ATTENTION_STATUSES status, counted by status, plus rows in any
    * other status that are flagged manual_review_required.
    */
   attention: { by_status: Readonly<Partial<Record<QueueStatus, number>>>; flagged_elsewhere: number };

@@ -1,5 +1,5 @@
 /**
- * The bounds on a run's paper evidence (README "Security model"): an agent writes it, so reading and syncing it must
+ * The bounds on a run's paper evidence (docs/security.md#security-model): an agent writes it, so reading and syncing it must
  * cost the control plane a bounded amount whatever the agent leaves behind. Evidence sync and the evidence reader take
  * the same numbers, so what sync copies is what the reader accepts; evidence over a bound counts as missing.
  */

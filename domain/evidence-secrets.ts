@@ -1,5 +1,5 @@
 /**
- * Secret values of this service found in a paper's evidence (README "Security model"). Pure: workflows carry these.
+ * Secret values of this service found in a paper's evidence (docs/security.md#security-model). Pure: workflows carry these.
  *
  * A finding names the file and which of the service's secrets it holds, by the config field or environment variable
  * that holds the secret (and the encoding it was found in), never by its value.

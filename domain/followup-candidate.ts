@@ -3,7 +3,7 @@ import type { RunPromptContract } from './run-prompt.ts';
 import type { WorkloadClass } from './workload.ts';
 
 /**
- * The follow-up of a run that ended negative or inconclusive without a paper (README "Follow-ups"): one
+ * The follow-up of a run that ended negative or inconclusive without a paper (docs/research.md#follow-ups): one
  * `followup_from_negative` candidate that keeps the parent's test contract, names the parent run and project as its
  * lineage, and says what changes and why, so the planner does not read it as a re-run of a known negative. Pure and
  * deterministic: the same parent always gives the same candidate.

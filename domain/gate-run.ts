@@ -1,5 +1,5 @@
 /**
- * State changes of one run the worker gate dispatched (README "Worker gate"). Each function takes a record and
+ * State changes of one run the worker gate dispatched (docs/worker-gate.md#worker-gate). Each function takes a record and
  * returns the next one; the gate's I/O modules apply them and persist the result.
  */
 import type { TokenUsage } from './agent-runtimes.ts';
@@ -14,7 +14,7 @@ export interface TrackedPid {
   startTicks: number;
 }
 
-/** A run's own cgroup as its record keeps it: the hierarchy and its directory in each (README "Worker gate"). */
+/** A run's own cgroup as its record keeps it: the hierarchy and its directory in each (docs/worker-gate.md#worker-gate). */
 export interface RunCgroupRecord {
   kind: 'v2' | 'v1';
   paths: string[];

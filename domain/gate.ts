@@ -1,6 +1,6 @@
-/** Names shared by the worker gate, its callbacks and the control plane that receives them (README "Runs", "Worker gate"). */
+/** Names shared by the worker gate, its callbacks and the control plane that receives them (docs/runs.md#runs, docs/worker-gate.md#worker-gate). */
 
-/** Lifecycle events the agent runtime posts to the gate (README "Worker gate"). */
+/** Lifecycle events the agent runtime posts to the gate (docs/worker-gate.md#worker-gate). */
 export const LIFECYCLE_EVENTS = [
   'session-start',
   'session-idle',
@@ -91,7 +91,7 @@ export interface TelemetrySample {
 }
 
 /**
- * Idempotency key of a gate callback (README "Worker gate", callbacks): `<run_id>:<event_type>:<idle_seen_at or event time>`.
+ * Idempotency key of a gate callback (docs/worker-gate.md#worker-gate, callbacks): `<run_id>:<event_type>:<idle_seen_at or event time>`.
  * The same observation always yields the same key, across gate restarts.
  */
 export function callbackIdempotencyKey(runId: string, eventType: CallbackEventType, observedAt: string): string {

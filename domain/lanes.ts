@@ -1,7 +1,7 @@
 import type { WorkloadClass } from './workload.ts';
 
 /**
- * Worker targets and lanes (README "Runs"). Each worker target is a lane; an item's lane is its own machine_target,
+ * Worker targets and lanes (docs/runs.md#runs). Each worker target is a lane; an item's lane is its own machine_target,
  * else the target mapped to its workload class, else the default worker (worker_wake_gate_url). At most one item runs
  * per lane at a time; different lanes run in parallel. Pure: built from config values, no I/O.
  */

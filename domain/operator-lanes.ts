@@ -1,5 +1,5 @@
 /**
- * The operator overview's five canonical lanes (README "Read models", overview) and what needs a person first. Pure:
+ * The operator overview's five canonical lanes (docs/console.md#read-models, overview) and what needs a person first. Pure:
  * the store counts rows by their classifying columns and these rules put each group in its lane, so the rule lives
  * here once.
  *

@@ -1,5 +1,5 @@
 /**
- * Which completed runs become papers, and the five paper-pipeline counts (README "Papers"). Pure; the store's count
+ * Which completed runs become papers, and the five paper-pipeline counts (docs/papers.md#papers). Pure; the store's count
  * query (store/paper-counts.ts) is this rule in SQL, and a test holds the two together.
  */
 import type { ReviewStatus } from './paper-status.ts';

@@ -1,5 +1,5 @@
 /**
- * The automated checklist (README "Papers"): judges the items a machine can check on a draft, with a note for each,
+ * The automated checklist (docs/papers.md#papers): judges the items a machine can check on a draft, with a note for each,
  * and leaves the items that need a person pending. Pure: the activity that runs it reads the files and passes them in.
  */
 import { DRAFT_SECTIONS, formatNumber, type ResultValue } from './paper-draft.ts';

@@ -1,5 +1,5 @@
 /**
- * The deterministic paper writer (README "Papers"): a complete paper in Markdown from a run's evidence alone. Pure:
+ * The deterministic paper writer (docs/papers.md#papers): a complete paper in Markdown from a run's evidence alone. Pure:
  * the same evidence gives the same bytes (keys sorted, no clock, no randomness), so a redraft of unchanged evidence
  * changes nothing and the automated checklist can trace every number back to a results file.
  */

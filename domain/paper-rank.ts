@@ -1,5 +1,5 @@
 /**
- * A paper's `rank_score` and the reasons for it (README "Papers"): the review queue is sorted by it, highest first.
+ * A paper's `rank_score` and the reasons for it (docs/papers.md#papers): the review queue is sorted by it, highest first.
  * Pure and deterministic: the same inputs give the same score and reasons. The store recomputes it whenever one of
  * its inputs changes (evidence, decision, review status, checklist); recency is measured at that moment.
  */

@@ -1,5 +1,5 @@
 /**
- * Where a paper stands as a person reads it, and the commands it takes now (README "Papers"). Pure. Every paper the
+ * Where a paper stands as a person reads it, and the commands it takes now (docs/papers.md#papers). Pure. Every paper the
  * API answers carries both (`stage`, `operator_actions`), so the dashboard and rcp show what this decides rather than
  * deciding it again, and the commands refuse what it refuses.
  *

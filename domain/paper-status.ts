@@ -1,5 +1,5 @@
 /**
- * The paper vocabularies and the moves between their values (README "Papers"). Pure.
+ * The paper vocabularies and the moves between their values (docs/papers.md#papers). Pure.
  *
  * A paper has two statuses. `paper_status` is where the paper is in the operator flow (write, then finalize, then
  * publish/import); this service moves it. `review_status` is the older raw review state, moved by a person through

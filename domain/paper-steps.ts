@@ -1,5 +1,5 @@
 /**
- * The paper_status moves of a drafting step (README "Papers"): a first draft or forced redraft (draft-next), or a
+ * The paper_status moves of a drafting step (docs/papers.md#papers): a first draft or forced redraft (draft-next), or a
  * rewrite (rewrite-draft, rewrite-batch). Pure; every move named here is in PAPER_STATUS_MOVES.
  */
 import { canMovePaper, type PaperStatus, type ReviewStatus } from './paper-status.ts';

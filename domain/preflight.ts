@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Worker preflight (README "Runs", step 2): checks that a worker gate is reachable,
+ * Worker preflight (docs/runs.md#runs, step 2): checks that a worker gate is reachable,
  * accepts our token, can call us back, and has GPU and memory headroom, without committing a dispatch. Pure.
  */
 
@@ -262,7 +262,7 @@ function summaryOf(target: string, ok: boolean, checks: readonly PreflightCheck[
   return `worker ${target} not ready: ${first?.name ?? 'a required check'} failed (${first?.detail ?? 'not run'})${rest}`;
 }
 
-/** Evaluates what was observed of the control plane and one worker gate (README "Runs", step 2). */
+/** Evaluates what was observed of the control plane and one worker gate (docs/runs.md#runs, step 2). */
 export function evaluatePreflight(target: string, observed: PreflightObservations, options: PreflightOptions): PreflightResult {
   const checks = [
     ...controlChecks(observed.flags, options.require_paused),

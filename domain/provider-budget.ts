@@ -1,5 +1,5 @@
 /**
- * Whether the research provider may be asked for candidates now (README "Provider-backed generation"). Fail-closed:
+ * Whether the research provider may be asked for candidates now (docs/research.md#provider-backed-generation). Fail-closed:
  * anything but a readable quota with enough credit and enough requests left in its window blocks. Pure.
  */
 

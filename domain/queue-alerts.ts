@@ -1,5 +1,5 @@
 /**
- * What in the queue needs a person now (README "Queue alerts"), and which findings a check may send given when each
+ * What in the queue needs a person now (docs/automation.md#queue-alerts), and which findings a check may send given when each
  * was last notified. Pure: the facts come from the ledgers, the clock from the caller.
  */
 

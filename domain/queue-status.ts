@@ -1,4 +1,4 @@
-/** Queue item statuses and the logical queue groups (README "The queue"). Pure. */
+/** Queue item statuses and the logical queue groups (docs/queue.md#the-queue). Pure. */
 
 export const QUEUE_STATUSES = [
   'queued',
@@ -76,7 +76,7 @@ export function queueGroupCounts(groups: readonly (QueueGroupMember & { n: numbe
   return counts;
 }
 
-/** Operator commands on one queue item (README "The queue"), and the statuses each may start from. */
+/** Operator commands on one queue item (docs/queue.md#the-queue), and the statuses each may start from. */
 export const QUEUE_ITEM_COMMANDS = {
   mark_paused: ['queued', 'blocked', 'needs_review', 'dispatch_error'],
   requeue: ['paused', 'blocked', 'needs_review', 'dispatch_error', 'canceled'],

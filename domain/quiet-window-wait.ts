@@ -1,6 +1,6 @@
 /**
  * How long a run has waited on its quiet window, and whether that is far longer than the window itself: such a run
- * needs a person (README "Worker gate"), since something keeps it from being judged finished. Pure.
+ * needs a person (docs/worker-gate.md#worker-gate), since something keeps it from being judged finished. Pure.
  */
 
 /** A run waiting more than this many times its idle_sustain_sec is overdue. */

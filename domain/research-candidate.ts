@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { WORKLOAD_CLASSES } from './workload.ts';
 
-/** Research Facility vocabulary (README "Research Facility intake"). One source of truth. */
+/** Research Facility vocabulary (docs/research.md#research-facility-intake). One source of truth. */
 
 export const GENERATION_MODES = [
   'fresh_grounded',
@@ -76,7 +76,7 @@ export const CandidateProposalSchema = z.strictObject({
 export type CandidateProposal = z.output<typeof CandidateProposalSchema>;
 
 /**
- * The data-level checks, rules 1 and 2 of README "Research Facility intake", mirrored by CHECK constraints on `research_candidates`:
+ * The data-level checks, rules 1 and 2 of docs/research.md#research-facility-intake, mirrored by CHECK constraints on `research_candidates`:
  * a candidate failing one is never stored as a candidate row (its rejection is still an admission row).
  */
 export function dataCheckFailure(proposal: Pick<CandidateProposal, 'generation_mode' | 'source_ids' | 'source_urls' | 'parent_project_id' | 'parent_run_id'>): string | null {

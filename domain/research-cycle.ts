@@ -1,5 +1,5 @@
 /**
- * A bounded research cycle (README "Research cycles"): its policy, the order of its stages, and when it stops before
+ * A bounded research cycle (docs/automation.md#research-cycles): its policy, the order of its stages, and when it stops before
  * doing anything. Pure; shared by the run-cycle route, its dry run and the workflow.
  */
 

@@ -1,6 +1,6 @@
 /**
- * Decisions of the research planner: hard failures, admission thresholds and the batch plan (README "Research
- * Facility intake").
+ * Decisions of the research planner: hard failures, admission thresholds and the batch plan
+ * (docs/research.md#research-facility-intake).
  *
  * HARD FAILURES (each one a { code, message } naming the field or rule)
  *   missing_contract_field      one per missing field of the core contract: hypothesis, mechanism, baseline_to_beat,

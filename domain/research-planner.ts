@@ -1,5 +1,5 @@
 /**
- * Deterministic planner of the Research Facility (README "Research Facility intake").
+ * Deterministic planner of the Research Facility (docs/research.md#research-facility-intake).
  *
  * It scores candidate proposals, finds hard failures and decides admitted / rejected / merged / needs-review for
  * every candidate of a batch, with readable reasons. Pure: no I/O, no clock, no randomness; the same input always

@@ -1,6 +1,6 @@
 /**
  * Text similarity of research candidates: normalized text, fingerprints and the near-duplicate test the planner uses
- * for merges and known-negative re-runs (README "Research Facility intake").
+ * for merges and known-negative re-runs (docs/research.md#research-facility-intake).
  *
  * normalizeText: NFKC, lowercase, apostrophes dropped, every other run of non-letters/non-digits (punctuation,
  * symbols, whitespace) turned into one space, trimmed. textFingerprint = normalized hypothesis + ' | ' + normalized

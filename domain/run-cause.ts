@@ -1,5 +1,5 @@
 /**
- * Why a run ended as the gate saw it (README "Worker gate", causes): carried by the finishing callback so that a model
+ * Why a run ended as the gate saw it (docs/worker-gate.md#worker-gate, causes): carried by the finishing callback so that a model
  * answering 500, a crash, a signal, a budget stop, a stall and reaped processes read differently on the control plane.
  */
 

@@ -1,6 +1,6 @@
 /**
  * The prompt a run's agent starts from: the research contract of the project's candidate and where the control plane
- * looks for the outcome (README "Worker gate": run_notes.md, .research/decision.json, results/**\/*.json). Pure.
+ * looks for the outcome (docs/worker-gate.md#worker-gate: run_notes.md, .research/decision.json, results/**\/*.json). Pure.
  */
 
 export interface RunPromptContract {

@@ -2,7 +2,7 @@ import type { CallbackEventType } from './gate.ts';
 import type { QueueStatus } from './queue-status.ts';
 
 /**
- * Run states and the transitions a run workflow applies (README "Runs"). Each transition moves the run row and the
+ * Run states and the transitions a run workflow applies (docs/runs.md#runs). Each transition moves the run row and the
  * item's queue row together, in one transaction, with one audit event. Pure.
  */
 
@@ -80,7 +80,7 @@ export const TRANSITION_RULES: Readonly<Record<RunTransition, TransitionRule>> =
   canceled: { from: IN_FLIGHT, runState: 'canceled', queueStatus: 'canceled' },
 };
 
-/** Consecutive failed dispatch attempts after which an item stops being retried (README "Runs", step 3). */
+/** Consecutive failed dispatch attempts after which an item stops being retried (docs/runs.md#runs, step 3). */
 export const MAX_CONSECUTIVE_DISPATCH_FAILURES = 3;
 
 /** The transition a worker callback asks for. */
@@ -93,7 +93,7 @@ export const CALLBACK_TRANSITIONS: Readonly<Record<CallbackEventType, RunTransit
   gate_error: 'gate_error',
 };
 
-/** `<project_id>-<UTC yyyymmddThhmmssZ>` (README "Runs"). */
+/** `<project_id>-<UTC yyyymmddThhmmssZ>` (docs/runs.md#runs). */
 export function runIdFor(projectId: string, at: Date): string {
   const stamp = at.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
   return `${projectId}-${stamp}`;

@@ -1,6 +1,6 @@
 /**
- * A run's own share of the machine, for a quiet window judged on the run (config `quiet_window_scope: 'run'`, README
- * "Worker gate"): its CPU as a percentage of one core and its GPU use from the compute processes that belong to it.
+ * A run's own share of the machine, for a quiet window judged on the run (config `quiet_window_scope: 'run'`,
+ * docs/worker-gate.md#worker-gate): its CPU as a percentage of one core and its GPU use from the compute processes that belong to it.
  * Pure: readings come in as input.
  */
 import type { WindowSample } from './quiet-window.ts';

@@ -19,7 +19,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
 
 /**
- * Files an agent can touch, opened once and then used only through their descriptors (README "Security model").
+ * Files an agent can touch, opened once and then used only through their descriptors (docs/security.md#security-model).
  * A directory is pinned by opening it; everything below it is reached through `/proc/self/fd/<fd>/<name>`, one
  * path component at a time, so no path is walked twice and a link or directory swapped in between a check and a use
  * changes nothing: the check is made on the handle that is then used. Files are opened with O_NOFOLLOW and must be

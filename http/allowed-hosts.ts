@@ -37,7 +37,7 @@ export interface AllowedHostsOptions {
 
 /**
  * Refuses a request for a host name this server is not configured for with 421 Misdirected Request, before
- * authentication and on every route, unknown paths included (README "HTTP conventions").
+ * authentication and on every route, unknown paths included (docs/http.md#http-conventions).
  */
 async function allowedHostsPlugin(app: FastifyInstance, { allowedHosts }: AllowedHostsOptions): Promise<void> {
   if (allowedHosts.length === 0) return;

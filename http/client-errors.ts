@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
-/** What Node reports for a request it could not read, and what the client is told (README "HTTP conventions"). */
+/** What Node reports for a request it could not read, and what the client is told (docs/http.md#http-conventions). */
 function answerFor(code: string | undefined): { status: number; detail: string } {
   switch (code) {
     case 'ERR_HTTP_REQUEST_TIMEOUT':

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 
 /**
- * The opaque `cursor` of the v1 lists (README "Read models"): the sort a walk uses and the sort key of the last row it
+ * The opaque `cursor` of the v1 lists (docs/console.md#read-models): the sort a walk uses and the sort key of the last row it
  * returned, base64url JSON, with a check value so that an edited or truncated cursor is refused (422) rather than
  * read as some other place in the list. It is not a secret and grants nothing: every row it leads to is readable.
  */

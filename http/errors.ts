@@ -34,8 +34,7 @@ export type ErrorMapper = (error: Error) => ClientAnswer | undefined;
 const JSON_PARSE_CODES = new Set(['FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_EMPTY_JSON_BODY']);
 
 /**
- * Maps every failure to `{"detail": ...}` (see "Errors" in the README); unexpected errors never leak details.
- * `mapError` answers the errors of the layers this module must not import; any failure of a request for which
+ * Maps every failure to `{"detail": ...}` (see docs/http.md#http-conventions); unexpected errors never leak details. `mapError` answers the errors of the layers this module must not import; any failure of a request for which
  * `unauthenticated` is true is answered 401, whatever it was, so that nothing about the body reaches a caller who has
  * not shown it may send it.
  */

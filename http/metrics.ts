@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
- * The process's Prometheus metrics (README "Metrics and observability"), served at `GET /metrics`. One registry per
+ * The process's Prometheus metrics (docs/operations.md#metrics-and-observability), served at `GET /metrics`. One registry per
  * server rather than prom-client's global one, so several servers in one process (tests) never share a series. Every
  * label value comes from a fixed set (route templates, statuses, states, outcomes): never an id.
  */

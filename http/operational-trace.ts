@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 /**
- * The operational trace (README "Operational trace"): one JSON line per captured exchange, inbound command requests
+ * The operational trace (docs/operations.md#operational-trace): one JSON line per captured exchange, inbound command requests
  * and outbound calls to worker gates, with their payloads cut to a size limit and every secret replaced. It exists to
  * debug an install, so it favours being exact and simple (a synchronous append per exchange) over throughput.
  */

@@ -23,7 +23,7 @@ export const countsOf = <const K extends string>(names: readonly K[]) =>
 
 /**
  * Every error answer: `{"detail": ...}`, a message, one `{loc, msg, type}` entry per problem (422), or an object with
- * a `message` and ids (a refused command); a 500 adds its `request_id` (README "HTTP conventions"). One schema for
+ * a `message` and ids (a refused command); a 500 adds its `request_id` (docs/http.md#http-conventions). One schema for
  * every status, named once in the OpenAPI document (`ErrorBody`); each answer's own description says what its status means.
  */
 export const ErrorBodySchema = z
@@ -38,7 +38,7 @@ export const ErrorBodySchema = z
     ]),
     request_id: z.string().optional().describe('Present on every 500: the request in the server log'),
   })
-  .meta({ id: 'ErrorBody', description: 'An error answer (README "HTTP conventions")' });
+  .meta({ id: 'ErrorBody', description: 'An error answer (docs/http.md#http-conventions)' });
 
 export type ErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 413 | 414 | 415 | 421 | 422 | 424 | 429 | 431 | 500 | 501 | 502 | 503 | 504;
 
@@ -67,12 +67,12 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
 /** What an error answer of `status` means, for the OpenAPI document. */
 export const errorAnswerDescription = (status: ErrorStatus): string => ERROR_DESCRIPTIONS[status];
 
-/** Response schemas for the error answers a route gives: the one error schema for each (README "HTTP conventions"). */
+/** Response schemas for the error answers a route gives: the one error schema for each (docs/http.md#http-conventions). */
 export function errorResponses<const S extends ErrorStatus>(...statuses: S[]): Record<S, typeof ErrorBodySchema> {
   return Object.fromEntries(statuses.map((status) => [status, ErrorBodySchema])) as Record<S, typeof ErrorBodySchema>;
 }
 
-/** A page of `items` (README "HTTP conventions"). */
+/** A page of `items` (docs/http.md#http-conventions). */
 export const pageBody = <T extends z.ZodType>(item: T) =>
   z.object({
     items: z.array(item),

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 
 /**
- * Route observability (README "Metrics and observability"): one JSON line per request with its route template,
+ * Route observability (docs/operations.md#metrics-and-observability): one JSON line per request with its route template,
  * status, duration and the process's RSS, appended to a log that is rotated by size, and a warning for a request
  * slower than `slowMs` or finishing with RSS above `memoryWarnRssMib`.
  */

@@ -106,7 +106,7 @@ export interface AnswerSerializerOptions {
 type Serialize = (data: unknown) => string;
 
 /**
- * How answers are written (README "HTTP conventions", answers). A schema that names every field is written by the
+ * How answers are written (docs/http.md#http-conventions, answers). A schema that names every field is written by the
  * serializer fast-json-stringify compiles from it (Fastify's own serialization path), on the route's first answer; one
  * with open objects by JSON.stringify, which writes the same thing (the tests check that it does) faster. Either way,
  * nothing is parsed or checked on the way out in service.

@@ -1,5 +1,5 @@
 /**
- * Credentials never travel in a URL (README "HTTP conventions"): URLs end up in logs, proxies and browser history. A
+ * Credentials never travel in a URL (docs/http.md#http-conventions): URLs end up in logs, proxies and browser history. A
  * query parameter whose name looks like a credential is refused on every route that takes credentials, and its value
  * never reaches a log line, whatever route it was sent to.
  *

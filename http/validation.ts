@@ -12,7 +12,7 @@ export interface ValidationProblem {
   type: string;
 }
 
-/** One `{loc, msg, type}` entry of a 422 body (README "HTTP conventions"); loose, so an answer keeps every key. */
+/** One `{loc, msg, type}` entry of a 422 body (docs/http.md#http-conventions); loose, so an answer keeps every key. */
 export const ValidationProblemSchema = z
   .object({
     loc: z.array(z.union([z.string(), z.number()])).describe('Where: the part of the request (path, query, body) and the field names and indexes under it'),
@@ -189,7 +189,7 @@ function plainlyStorable(value: unknown): boolean {
 /**
  * Refuses the NUL character and unpaired surrogates in every text a request carries (query, path parameters, JSON
  * body: strings at any depth and object keys) with 422, on every route, before its schema runs: Postgres cannot
- * store either in text or jsonb, and no input of this service has a use for them (README "HTTP conventions").
+ * store either in text or jsonb, and no input of this service has a use for them (docs/http.md#http-conventions).
  */
 export function refuseUnstorableText(app: FastifyInstance): void {
   app.addHook(
@@ -224,7 +224,7 @@ const refuseQuery = requestHook((request) => {
 /**
  * A route that describes no body takes none, and one that describes no query parameters takes none: either is refused
  * with 422 rather than ignored, so a client that believes it passed something learns it did not, as an unknown field
- * of a body or a query is (README "HTTP conventions"). Register before the routes.
+ * of a body or a query is (docs/http.md#http-conventions). Register before the routes.
  */
 export function refuseUndescribedInput(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
@@ -308,7 +308,7 @@ export function queryOptional<T extends z.ZodType>(schema: T) {
   return z.preprocess(emptyToUndefined, schema.optional());
 }
 
-/** The paginated list body (README "HTTP conventions"). */
+/** The paginated list body (docs/http.md#http-conventions). */
 export function pageOf<T>(items: T[], total: number, query: { page: number; page_size: number }) {
   return { items, page: query.page, page_size: query.page_size, total, has_more: query.page * query.page_size < total };
 }

@@ -8,7 +8,7 @@ import { LocalCluster } from './cluster/local-cluster.ts';
 import { LOCAL_CLUSTER_NAMING, LOCAL_CLUSTER_PORTS, type ClusterOptions } from './cluster/topology.ts';
 
 /**
- * `npm run cluster` (README "Running on several machines"): on this one machine, the shape a lab runs on several — the
+ * `npm run cluster` (docs/operations.md#running-on-several-machines): on this one machine, the shape a lab runs on several — the
  * real Temporal server on the local Postgres, two control-plane replicas sharing one database and task queue, and
  * worker hosts, each a gate with the simulated agent in a network namespace of its own, reached through
  * worker_targets. It prints the topology and runs until Ctrl-C, which stops every process and removes every namespace;

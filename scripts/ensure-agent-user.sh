@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the unprivileged user the worker gate runs agents as (config agent_user, default rcp-agent) exists
-# (README "Security model"). Only root creates users: as another user this says what the gate will do instead.
+# (docs/security.md#security-model). Only root creates users: as another user this says what the gate will do instead.
 set -euo pipefail
 
 readonly AGENT_USER="${RCP_AGENT_USER:-rcp-agent}"

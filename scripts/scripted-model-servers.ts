@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
  * streamed). A test scripts the steps of one conversation under a key that its prompt holds (several runs can share
  * the server at once); each request whose conversation holds the key takes the next step: a shell command for the
  * tool to run, a file to write, a final message, or a question to the user. The wire facts (the least a turn must
- * carry, ids unique across restarts) are those the README's "Running real agents" section states.
+ * carry, ids unique across restarts) are those docs/worker-gate.md#running-real-agents states.
  */
 /** `usage`: the input tokens the answer reports (100 when absent; output is 10); `delayMs`: how long it takes. */
 export type ModelStep = { usage?: number; delayMs?: number } & (

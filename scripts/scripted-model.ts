@@ -1,5 +1,5 @@
 /**
- * A stand-in model server for trying a real agent offline (README "Running real agents", trying it offline): the
+ * A stand-in model server for trying a real agent offline (docs/worker-gate.md#running-real-agents, trying it offline): the
  * OpenAI Responses API for Codex and the Anthropic Messages API for Claude Code, each on a loopback port of its own.
  * Every conversation goes the same way, whatever its prompt: the agent writes the evidence of a finished study with its
  * own tools (run notes, a results file with a score above its baseline, a positive decision), then says it is done.

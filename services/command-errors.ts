@@ -7,7 +7,7 @@ export type CommandRefusedStatus = 400 | 403 | 404 | 409 | 422 | 424 | 501 | 502
  */
 export class CommandRefusedError extends Error {
   readonly status: CommandRefusedStatus;
-  /** A message, or (for 422) one `{loc, msg, type}` entry per problem, as the README's "Errors" describes. */
+  /** A message, or (for 422) one `{loc, msg, type}` entry per problem, as docs/http.md#http-conventions describes. */
   readonly detail: string | Record<string, unknown> | readonly Record<string, unknown>[];
 
   constructor(status: CommandRefusedStatus, detail: string | Record<string, unknown> | readonly Record<string, unknown>[]) {

@@ -16,7 +16,7 @@ import { runIdempotent } from '../store/idempotency-keys.ts';
 import type { Queryable, Store } from '../store/store.ts';
 import { CommandRefusedError } from './command-errors.ts';
 
-/** Core (`/svc-core`, README "Core"): snapshot ingest in four modes and the queue projection. */
+/** Core (`/svc-core`, docs/core.md#core): snapshot ingest in four modes and the queue projection. */
 
 export const CORE_SERVICE_NAME = 'svc-core';
 

@@ -18,7 +18,7 @@ import { RunLedgerFailedError, type RunLauncher, type StartedRun } from './run-l
 import { dispatchPreflight } from './worker-preflight.ts';
 
 /**
- * `POST /control/dispatch-next` (README "Runs"). A dry run says what a live call
+ * `POST /control/dispatch-next` (docs/runs.md#runs). A dry run says what a live call
  * would dispatch and where, writing nothing. A live call checks, in order: enabled, maintenance, paused, a candidate;
  * then starts the run workflow, which claims, preflights, prepares and dispatches, and answers once the worker
  * accepted the run or the attempt failed.
@@ -113,7 +113,7 @@ async function unavailableLanes(store: Store, settings: DispatchSettings): Promi
 const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
 
 /**
- * Why nothing was dispatched (README "Runs", noop): an empty queue, items waiting for review, items no lane takes
+ * Why nothing was dispatched (docs/runs.md#runs, noop): an empty queue, items waiting for review, items no lane takes
  * (naming the lane they lack), each lane the queued items wait for and why it is not idle, and live dispatch off.
  */
 async function noopReason(store: Store, settings: DispatchSettings, unavailable: { all: Set<string>; notEverywhere: Set<string> }): Promise<string> {
@@ -412,7 +412,7 @@ export type DispatchSelection =
   | { action: 'noop' | 'dispatch_blocked' | 'paused'; reason: string };
 
 /**
- * What a workflow dispatches, a research cycle or a queue pump tick (README "Research cycles", "Queue pump"): the same
+ * What a workflow dispatches, a research cycle or a queue pump tick (docs/automation.md#research-cycles, docs/automation.md#queue-pump): the same
  * checks and candidate as dispatch-next, and the run workflow's input, which the workflow starts as its child. It holds
  * no lane lease: the run's claim stays the only arbiter, so a workflow racing a dispatch-next call loses its claim
  * cleanly. It starts nothing, so a retry of it (its worker died) may simply choose again.

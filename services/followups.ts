@@ -8,7 +8,7 @@ import { CommandRefusedError } from './command-errors.ts';
 import type { CandidateResult, ResearchFacility } from './research-facility.ts';
 
 /**
- * `POST /control/api/v1/followups/launch-next` (README "Follow-ups"): the next completed run that ended negative or
+ * `POST /control/api/v1/followups/launch-next` (docs/research.md#follow-ups): the next completed run that ended negative or
  * inconclusive without a paper gets one `followup_from_negative` candidate, planned like any other and, when
  * admitted, promoted into the queue, all in one transaction. A parent gets at most one follow-up: the run's row is
  * locked while its follow-up is written, and a run with a follow-up linked from it is never chosen again.

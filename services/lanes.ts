@@ -36,7 +36,7 @@ export async function readLanesWithWindows(q: Queryable, dispatch: DispatchSetti
 export const MAX_LANES = 100;
 
 /**
- * `GET /control/api/v1/lanes` (README "Read models"): one entry per worker lane, the configured targets first, then
+ * `GET /control/api/v1/lanes` (docs/console.md#read-models): one entry per worker lane, the configured targets first, then
  * any other lane a queue item was claimed on (a target since removed from config).
  */
 export async function readLanes(q: Queryable, settings: { routing: WorkerRouting; liveDispatchEnabled: boolean }) {

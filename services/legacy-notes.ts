@@ -9,7 +9,7 @@ export const LEGACY_NOTES_SOURCE = 'legacy_notes';
 export const LEGACY_NOTES_LIMITS = { queued_projects: 100, events: 20 } as const;
 
 /**
- * `GET /control/api/intake/legacy-notes` (README "Core"): the latest snapshot the legacy notes sync posted, the
+ * `GET /control/api/intake/legacy-notes` (docs/core.md#core): the latest snapshot the legacy notes sync posted, the
  * projects it has queued (in dispatch order, the fields Core reads), how many of its rows were skipped and why, and
  * its recent ingests.
  */

@@ -25,7 +25,7 @@ import type { Queryable } from '../store/store.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { quietWindowsOf } from './run-gate-view.ts';
 
-/** `GET /control/api/v1/overview` (README "Read models"): lane counts, their drill-down, and what needs a person. */
+/** `GET /control/api/v1/overview` (docs/console.md#read-models): lane counts, their drill-down, and what needs a person. */
 
 /**
  * The overview, with the runs in flight whose gate has waited on their quiet window far longer than idle_sustain_sec

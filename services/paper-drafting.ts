@@ -14,7 +14,7 @@ import { paperWithChecklist } from './paper-reviews.ts';
 import type { PaperSettings } from './paper-settings.ts';
 
 /**
- * Drafting commands (README "Papers"): draft-next, rewrite-draft and rewrite-batch. Each live call runs paper
+ * Drafting commands (docs/papers.md#papers): draft-next, rewrite-draft and rewrite-batch. Each live call runs paper
  * workflows and waits for them; a dry run reads and writes nothing but its answer.
  */
 

@@ -9,7 +9,7 @@ import { recomputePaperRank } from './paper-rank.ts';
 import { heldForSecrets } from './paper-secret-hold.ts';
 
 /**
- * The ledger side of one drafting step of a paper (README "Papers"): start it, record its draft, or give it up. Each
+ * The ledger side of one drafting step of a paper (docs/papers.md#papers): start it, record its draft, or give it up. Each
  * is one transaction with its audit event, and happens once per step: a step is named by `step_key` (the workflow
  * execution), and its audit events carry that key, so a retried call finds its own event and changes nothing again.
  */

@@ -13,7 +13,7 @@ import type { ServiceSecrets } from './service-secrets.ts';
  * (the worker's directory itself when the gate runs on this machine, or what evidence sync copied). Evidence is
  * `run_notes.md` plus `.research/decision.json`, or `run_notes.md` plus non-empty `results/**\/*.json`.
  *
- * An agent writes these files, so they are read as README "Security model" says: the project directory is pinned once
+ * An agent writes these files, so they are read as docs/security.md#security-model says: the project directory is pinned once
  * (its real path inside project_root), every file is opened once through it (no link followed, one link only, a
  * regular file) and read from that handle, and the whole read is bounded by EVIDENCE_CAPS. A file that breaks a rule
  * counts as absent; evidence over a cap counts as missing.

@@ -18,7 +18,7 @@ import type { PaperSettings } from './paper-settings.ts';
 import { paperDirOf } from './paper-settings.ts';
 
 /**
- * prepare-finalization-package (README "Papers"): the files a corpus imports, gathered once the automated checklist
+ * prepare-finalization-package (docs/papers.md#papers): the files a corpus imports, gathered once the automated checklist
  * has passed. A dry run answers the manifest it would write; a live call, once a person has passed
  * `final_human_approval`, writes the package directory with `manifest.json` and `SHA256SUMS`, records it, and
  * finalizes the review. The manifest is the same for the same draft, checklist and evidence, so its sha256 names it.

@@ -29,7 +29,7 @@ import { CommandRefusedError } from './command-errors.ts';
 import { recomputePaperRank } from './paper-rank.ts';
 
 /**
- * The review commands on a paper (README "Papers"): move its review_status, set a checklist item, the compatibility
+ * The review commands on a paper (docs/papers.md#papers): move its review_status, set a checklist item, the compatibility
  * approve-finalization, and record its corpus import. Each runs in one transaction with its audit event, once per
  * idempotency key: the same key and body answer the first answer, a different body is 409. A refused command writes
  * nothing, its key included, so it can be sent again once the paper allows it.

@@ -7,7 +7,7 @@ import type { Queryable, Store } from '../store/store.ts';
 import { recomputePaperRank } from './paper-rank.ts';
 
 /**
- * A paper whose evidence holds this service's secret values is held for a person (README "Security model"): its
+ * A paper whose evidence holds this service's secret values is held for a person (docs/security.md#security-model): its
  * paper_status goes to human_review_required, its review to blocked with the finding as the blocker (an approval
  * for finalization is withdrawn on the way), final_human_approval fails with the finding as its note (so no package
  * goes out until a person passes it again), and an audit event names the files and the secrets' fields, never a

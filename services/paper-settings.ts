@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Config } from '../config/schema.ts';
 import { serviceSecretsFrom, type ServiceSecrets } from './service-secrets.ts';
 
-/** What drafting papers needs from config (README "Papers"); the API key is here only, never in workflow inputs. */
+/** What drafting papers needs from config (docs/papers.md#papers); the API key is here only, never in workflow inputs. */
 export interface PaperSettings {
   /** Drafts go to `<state_dir>/papers/<paper_id>/`. */
   stateDir: string;
@@ -16,7 +16,7 @@ export interface PaperSettings {
   };
   /** Set when paper_evidence_sync_enabled. */
   evidenceSync: { ssh_host: string; remote_root: string; timeout_ms: number; known_hosts_file: string } | null;
-  /** This service's secret values: evidence holding one is refused (README "Security model"). */
+  /** This service's secret values: evidence holding one is refused (docs/security.md#security-model). */
   secrets: ServiceSecrets;
 }
 

@@ -3,7 +3,7 @@ import { createPaperDrafts } from './paper-drafts.ts';
 import type { PaperLauncher, PaperStepWorkflowStatus } from './paper-launcher.ts';
 
 /**
- * The sweep of paper steps whose workflow closed without finishing or abandoning them (README "Papers"): a paper
+ * The sweep of paper steps whose workflow closed without finishing or abandoning them (docs/papers.md#papers): a paper
  * workflow gives its paper back when it fails or is canceled, but a terminated or timed-out one runs no more code, and
  * its paper would stay in draft_generating or publication_generating for good. The queue pump sweeps on each tick.
  */

@@ -6,7 +6,7 @@ import { deterministicDraft, type Draft, type DraftEvidence } from '../domain/pa
 import { paperDirOf, type PaperSettings } from './paper-settings.ts';
 
 /**
- * Writing a paper's draft (README "Papers"): the configured writer, the hosted one falling back to the deterministic
+ * Writing a paper's draft (docs/papers.md#papers): the configured writer, the hosted one falling back to the deterministic
  * one when allowed, and the draft's files under `<state_dir>/papers/<paper_id>/`.
  */
 

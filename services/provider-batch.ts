@@ -14,7 +14,7 @@ import { firstUnstorable, storableText } from '../http/validation.ts';
 import type { BatchResult, ResearchFacility } from './research-facility.ts';
 
 /**
- * Provider-backed generation (README "Provider-backed generation"), fail-closed: the provider's quota is read before
+ * Provider-backed generation (docs/research.md#provider-backed-generation), fail-closed: the provider's quota is read before
  * any request, and a quota that cannot be read, too little credit or too few requests left in the window refuse the
  * call with the reason. A live call sends one chat/completions request, records it in provider_requests whatever its
  * outcome, validates each proposed candidate, and writes the valid ones to the Research Facility ledgers only (their

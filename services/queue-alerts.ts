@@ -10,7 +10,7 @@ import { CommandRefusedError } from './command-errors.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 
 /**
- * The queue check (README "Queue alerts"): what needs a person, sent to the configured channels at most once per
+ * The queue check (docs/automation.md#queue-alerts): what needs a person, sent to the configured channels at most once per
  * cooldown per finding, and recorded. `POST /control/api/alerts/queue-check` and the alert schedule both run it.
  */
 

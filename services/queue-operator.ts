@@ -7,7 +7,7 @@ import type { Queryable, Store } from '../store/store.ts';
 import { CommandRefusedError } from './command-errors.ts';
 
 /**
- * Operator commands on the queue (README "HTTP interface"): pause and resume dispatch, park one item, put one item back in the
+ * Operator commands on the queue (docs/http.md#http-interface): pause and resume dispatch, park one item, put one item back in the
  * queue. Each runs in one transaction that locks what it changes and appends its audit event; a command that would
  * change nothing answers `changed: false` and appends nothing.
  */

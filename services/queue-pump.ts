@@ -17,7 +17,7 @@ import type { ResearchFacility } from './research-facility.ts';
 import type { RunLauncher } from './run-launcher.ts';
 
 /**
- * The steps of one queue pump tick (README "Queue pump"): a gate (nothing at all while the queue is paused or in
+ * The steps of one queue pump tick (docs/automation.md#queue-pump): a gate (nothing at all while the queue is paused or in
  * maintenance), then a dispatch when live dispatch is on, a follow-up launch and a draft-next when config lets the
  * pump do them. The tick's workflow starts the run and the draft-next as its children from what these steps select.
  * Every step that did something, or failed, is an audit event of the tick; a tick that finds nothing to do leaves no

@@ -5,8 +5,8 @@ import { liveReplicas, removeReplica, reportReplica, type ReplicaRow } from '../
 import type { Store } from '../store/store.ts';
 
 /**
- * The control-plane replicas of one cluster, as they find each other through the database they share (README "Running
- * on several machines"): each reports itself with its config fingerprint every REPORT_EVERY_MS, and a replica not heard
+ * The control-plane replicas of one cluster, as they find each other through the database they share
+ * (docs/operations.md#running-on-several-machines): each reports itself with its config fingerprint every REPORT_EVERY_MS, and a replica not heard
  * from for REPLICA_LOST_AFTER_MS is gone. A config that differs between the live replicas is drift: shown on
  * /control/health, logged at start, and in rcp_config_info for Prometheus to compare.
  */

@@ -17,7 +17,7 @@ import { generateProviderBatch, providerBudget, type ProviderBatchSettings } fro
 import type { ResearchFacility } from './research-facility.ts';
 
 /**
- * The stages of a bounded research cycle (README "Research cycles"), each as a dry run (what it would do, writing
+ * The stages of a bounded research cycle (docs/automation.md#research-cycles), each as a dry run (what it would do, writing
  * nothing and spending nothing) or live. The run-cycle dry run calls them in order here; a live cycle is the
  * research-cycle workflow, whose activities call the same functions once each.
  */

@@ -15,7 +15,7 @@ const zeroDecisions = () => Object.fromEntries(ADMISSION_DECISIONS.map((decision
 /** A share of a whole, rounded to 4 places; null when there is nothing to divide. */
 const rate = (part: number, whole: number) => (whole === 0 ? null : Math.round((part / whole) * 10_000) / 10_000);
 
-/** `GET /control/api/v1/research-quality` (README "Read models"). */
+/** `GET /control/api/v1/research-quality` (docs/console.md#read-models). */
 export async function readResearchQuality(q: Queryable) {
   const [byMode, buckets, reasons, promotion, outcomes] = await Promise.all([
     admissionsByModeAndDecision(q),

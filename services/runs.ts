@@ -13,7 +13,7 @@ import type { DispatchSettings } from './dispatch-settings.ts';
 import type { RunLauncher } from './run-launcher.ts';
 import { stopOnGate, type GateStopOutcome } from './run-gate-stop.ts';
 
-/** Reading one run and cancelling it (README "Runs"). */
+/** Reading one run and cancelling it (docs/runs.md#runs). */
 
 export interface RunServiceDeps {
   store: Store;

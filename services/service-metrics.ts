@@ -6,8 +6,8 @@ import { queueCounts, runCountsByState } from '../store/status-reads.ts';
 import { queueFindings, type QueueCheckDeps } from './queue-alerts.ts';
 
 /**
- * The control plane's ledger series (README "Metrics and observability"), read from the store at each scrape: the
- * queue and run counts, and what the queue check would find now, by kind (README "Queue alerts"). The findings are
+ * The control plane's ledger series (docs/operations.md#metrics-and-observability), read from the store at each scrape: the
+ * queue and run counts, and what the queue check would find now, by kind (docs/automation.md#queue-alerts). The findings are
  * read at the scrape rather than kept from the last check: the check's schedule is paused while no alert channel is
  * on, and it runs on whichever replica's worker takes the task, so a kept value would be stale or missing.
  */
@@ -43,7 +43,7 @@ const SCHEDULE_READ_TIMEOUT_MS = 2_000;
 
 /**
  * Each schedule's interval, and the age of each unpaused schedule's latest completed tick, so an alert rule can tell a
- * pump whose ticks keep failing or never end (README "Queue pump") from one that is merely between ticks. The ages
+ * pump whose ticks keep failing or never end (docs/automation.md#queue-pump) from one that is merely between ticks. The ages
  * are read from Temporal at each scrape; a paused schedule has none, and a scrape Temporal does not answer in time
  * has none either.
  */

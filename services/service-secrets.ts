@@ -4,8 +4,8 @@ import { SECRET_FIELDS, type Config } from '../config/schema.ts';
 /**
  * This service's own secret values, gathered in one place from the loaded config (both roles' fields: a single config
  * serves both, and the control plane's config holds the gate tokens it calls its workers with) and the environment
- * variables that carry credentials beside it, so the paper steps can refuse evidence that holds one (README "Security
- * model"). A value is looked for as it is and in the encodings a file made by `base64`, `xxd -p` or a URL or JSON
+ * variables that carry credentials beside it, so the paper steps can refuse evidence that holds one
+ * (docs/security.md#security-model). A value is looked for as it is and in the encodings a file made by `base64`, `xxd -p` or a URL or JSON
  * writer holds; a finding names the secret's field, never its value.
  */
 

@@ -14,7 +14,7 @@ import type { Queryable } from '../store/store.ts';
 export const SOURCE_LINEAGE_ORDERS: readonly KeysetOrder[] = [CANDIDATE_ORDER];
 
 /**
- * `GET /control/api/v1/source-lineage` (README "Read models"): for each candidate of the page, newest first, its
+ * `GET /control/api/v1/source-lineage` (docs/console.md#read-models): for each candidate of the page, newest first, its
  * sources, its dedupe context, and what came of it: idea, project and queue status, runs and their decisions, papers.
  */
 export async function readSourceLineage(q: Queryable, scope: CandidateScope, walk: { after: string[] | null; limit: number }) {

@@ -11,7 +11,7 @@ import { CommandRefusedError } from './command-errors.ts';
 import type { RunLauncher } from './run-launcher.ts';
 
 /**
- * Receiving a worker gate's completion callback (`POST /control/api/worker-callback`, README "Runs"). A callback is
+ * Receiving a worker gate's completion callback (`POST /control/api/worker-callback`, docs/runs.md#runs). A callback is
  * stored by its idempotency key first, then delivered to its run workflow as a signal. Redelivery of the same callback answers the first answer (seen_at and
  * delivered_at may differ); the same key with another payload is 409. A callback for a run that is not its item's
  * current run, or one that has finished, is recorded and answered `ignored`, changing nothing.

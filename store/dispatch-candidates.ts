@@ -6,7 +6,7 @@ import type { Queryable } from './store.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 
 /**
- * The next item to dispatch (README "Runs"): queued, not flagged, routed to a configured worker target whose lane is
+ * The next item to dispatch (docs/runs.md#runs): queued, not flagged, routed to a configured worker target whose lane is
  * idle, first in dispatch order. The busy lanes come from the one-active-row-per-lane index. Usually one of the first
  * few eligible items has an idle lane, so those are read first; when they all wait for busy lanes, each idle lane's
  * first item is read from a partial index (one short index read per routing rule). Either way the answer does not
@@ -111,7 +111,7 @@ export interface QueuedItemRoute {
   count: number;
 }
 
-/** The queued items counted by what routes them (README "Runs": why a dispatch found nothing). */
+/** The queued items counted by what routes them (docs/runs.md#runs: why a dispatch found nothing). */
 export async function queuedItemRoutes(q: Queryable): Promise<QueuedItemRoute[]> {
   const result = await q.query<QueuedItemRoute>(
     `SELECT machine_target, workload_class, manual_review_required, count(*)::int AS count

@@ -29,7 +29,7 @@ const run = async <Row>(db: PgliteLike, sql: string, params?: readonly unknown[]
 
 /**
  * A single-user embedded database needs little shared memory: PGlite's WebAssembly memory only grows, so Postgres's
- * default 128 MB of shared buffers would stay resident for the life of the process (README "Memory").
+ * default 128 MB of shared buffers would stay resident for the life of the process (docs/testing.md#memory).
  */
 const EMBEDDED_POSTGRES_SETTINGS = ['shared_buffers = 16MB', 'temp_buffers = 2MB', 'wal_buffers = 1MB', 'maintenance_work_mem = 16MB'];
 

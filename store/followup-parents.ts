@@ -2,7 +2,7 @@ import type { FollowupParent } from '../domain/followup-candidate.ts';
 import type { Queryable } from './store.ts';
 
 /**
- * The next run that may get a follow-up (README "Follow-ups"): reconciled (completed), decided negative, inconclusive or mixed, with
+ * The next run that may get a follow-up (docs/research.md#follow-ups): reconciled (completed), decided negative, inconclusive or mixed, with
  * no paper, and no follow-up candidate linked from it yet; the earliest finished first. With `lock` (inside a
  * transaction) the run's row is locked and a run another call holds is passed over, so two calls never build a
  * follow-up of one parent.

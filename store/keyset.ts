@@ -2,7 +2,7 @@ import type { SqlParams } from './sql-params.ts';
 import type { Queryable } from './store.ts';
 
 /**
- * Keyset ("seek") paging for the v1 lists (README "Read models"): a page starts after the sort key of the previous
+ * Keyset ("seek") paging for the v1 lists (docs/console.md#read-models): a page starts after the sort key of the previous
  * page's last row, so a deep page costs what the first one does and rows inserted between pages never shift a walk.
  *
  * A sort key is carried as text, rendered by SQL, so nothing is lost on the way through JavaScript (timestamps keep

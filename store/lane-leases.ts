@@ -1,7 +1,7 @@
 import type { Queryable } from './store.ts';
 
 /**
- * Lane leases (README "Runs", parallel callers): a live dispatch-next call leases the lane of its candidate before it
+ * Lane leases (docs/runs.md#runs, parallel callers): a live dispatch-next call leases the lane of its candidate before it
  * starts the run workflow and gives the lease back once the workflow has answered, so parallel callers spread across
  * idle lanes instead of all starting runs for the same top candidate, of which only one can claim it. The claim
  * itself (store/runs.ts) stays the only arbiter of which run holds a lane; a lease only keeps callers apart. It is

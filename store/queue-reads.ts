@@ -5,10 +5,10 @@ import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
 import { containsPattern, sqlParams, type SqlParams } from './sql-params.ts';
 import type { Queryable } from './store.ts';
 
-/** Columns a queue list may be sorted by (README "HTTP interface (so far)"): any listed column, `-` for descending. */
+/** Columns a queue list may be sorted by (docs/http.md#http-interface): any listed column, `-` for descending. */
 export const QUEUE_SORT_COLUMNS = QUEUE_ITEM_COLUMNS.split(',').map((column) => column.trim());
 
-/** The dispatch order (README "Runs"), used when no sort is asked for. */
+/** The dispatch order (docs/runs.md#runs), used when no sort is asked for. */
 const DISPATCH_ORDER = 'dispatch_priority ASC, selection_rank ASC, updated_at ASC, project_id ASC';
 
 const SEARCHED_COLUMNS = [

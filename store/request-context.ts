@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
- * The request a piece of work is done for (README "Request ids"): the HTTP request id, set for the handling of an HTTP
+ * The request a piece of work is done for (docs/http.md#request-ids): the HTTP request id, set for the handling of an HTTP
  * request and, in the Temporal worker, for each activity of a workflow that request started. Audit rows written
  * without an explicit request id take this one, so a dispatch request joins its run's whole trail.
  */

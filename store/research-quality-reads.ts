@@ -2,7 +2,7 @@ import type { AdmissionDecision, GenerationMode } from '../domain/research-candi
 import type { Queryable } from './store.ts';
 
 /**
- * The reads behind `GET /control/api/v1/research-quality` (README "Read models"): the Research Facility's decisions
+ * The reads behind `GET /control/api/v1/research-quality` (docs/console.md#read-models): the Research Facility's decisions
  * and what became of promoted candidates, each a grouped count, never a row list.
  */
 

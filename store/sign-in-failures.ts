@@ -2,7 +2,7 @@ import type { Queryable } from './store.ts';
 
 /**
  * Wrong sign-ins per client in fixed windows, shared by every control-plane replica through the database
- * (README "Security model"). Only failures are counted, so a correct sign-in never reads or spends the budget.
+ * (docs/security.md#security-model). Only failures are counted, so a correct sign-in never reads or spends the budget.
  */
 
 export interface SpentFailure {

@@ -4,7 +4,7 @@ import { sqlParams } from './sql-params.ts';
 import type { Queryable } from './store.ts';
 
 /**
- * The reads behind `GET /control/api/v1/source-lineage` (README "Read models"): a page of candidates, newest first,
+ * The reads behind `GET /control/api/v1/source-lineage` (docs/console.md#read-models): a page of candidates, newest first,
  * then everything downstream of that page in one query per ledger. Every list is capped.
  */
 

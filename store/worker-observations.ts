@@ -1,7 +1,7 @@
 import type { PreflightCheck } from '../domain/preflight.ts';
 import type { Queryable } from './store.ts';
 
-/** Cached worker preflight results (README "Worker gate"). */
+/** Cached worker preflight results (docs/worker-gate.md#worker-gate). */
 
 export interface WorkerObservationInsert {
   target: string;

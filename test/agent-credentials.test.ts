@@ -5,7 +5,7 @@ import { CALLBACK_TOKEN, CONTROL_TOKEN, GATE_TOKEN, waitUntil } from './support/
 import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
 /**
- * What an agent can do with what the gate hands it (README "Security model"), tried on real processes: a control plane,
+ * What an agent can do with what the gate hands it (docs/security.md#security-model), tried on real processes: a control plane,
  * a worker gate, and a fake agent dispatched live, whose environment is read from /proc as any process of its user
  * could.
  */

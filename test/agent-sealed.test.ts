@@ -11,7 +11,7 @@ import { MessagesServer, ResponsesServer } from '../scripts/scripted-model-serve
 import { testPort } from './support/ports.ts';
 
 /**
- * The gate's records out of the agent's reach (README "Security model"), attacked with the real Codex CLI and Claude
+ * The gate's records out of the agent's reach (docs/security.md#security-model), attacked with the real Codex CLI and Claude
  * Code under real gate processes whose state_dir lies in the temporary directory, as the suite's own do: links the
  * agent plants where the launcher once wrote, the gate's config read into the evidence, the tool's own home and hooks,
  * the user the tool runs as. And the gate's start, which refuses a state_dir or project_root within an agent's reach.

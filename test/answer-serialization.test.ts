@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { useZodTypeProvider } from '../http/validation.ts';
 
 /**
- * How answers are written (README "HTTP conventions", answers): a schema that names every field by the serializer
+ * How answers are written (docs/http.md#http-conventions, answers): a schema that names every field by the serializer
  * fast-json-stringify compiles from it, one with open objects by JSON.stringify; the answer check (on in every test app
  * and in the processes the tests start) parses each answer with its zod schema and makes sure both writers agree.
  */

@@ -15,7 +15,7 @@ import { createTestDatabase, type TestDatabase } from './support/database.ts';
 
 /**
  * Every route of the route table × every credential × several spellings of its path, against the answer the route's
- * declared auth kind calls for (README "Security model"). A route added later is covered without touching this file.
+ * declared auth kind calls for (docs/security.md#security-model). A route added later is covered without touching this file.
  */
 
 const CALLBACK_TOKEN = NO_WORKERS.completionCallbackToken;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { testPort } from './support/ports.ts';
-/** README "HTTP conventions": at most this many entries, then one that counts the rest. */
+/** docs/http.md#http-conventions: at most this many entries, then one that counts the rest. */
 const MAX_VALIDATION_PROBLEMS = 20;
 
 // Issue 32, M5: every unknown key used to be its own 422 entry, so a body of thousands of keys got an answer many

@@ -18,7 +18,7 @@ import { gateConfig, LOCAL_CLUSTER_NAMING, LOCAL_CLUSTER_PORTS, planCluster, rep
 import { testPort } from './support/ports.ts';
 
 /**
- * Docker is not on the machines this suite runs on, so the compose stack (README "The compose stack") is checked the
+ * Docker is not on the machines this suite runs on, so the compose stack (docs/operations.md#the-compose-stack) is checked the
  * way Compose itself would read it: the YAML parsed, variables interpolated from a .env, and each config the stack
  * hands the app loaded by the app's own config loader.
  */

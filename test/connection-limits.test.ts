@@ -69,7 +69,7 @@ function statusFrom(localAddress: string, method: string, path: string, token: s
   });
 }
 
-describe('connection limits (README "HTTP conventions", Limits)', () => {
+describe('connection limits (docs/http.md#http-conventions, Limits)', () => {
   it('keeps a hoarding client to its share of connections, whatever loopback addresses it uses, and closes its idle ones after the first-request deadline', async () => {
     const connections = await idleConnections(LIMITS.maxConnections, HOARDER_ADDRESSES);
     const held = connections.slice(0, LIMITS.maxConnectionsPerAddress);

@@ -55,7 +55,7 @@ async function seed(rows: Row[], busy: string[]): Promise<void> {
   });
 }
 
-/** The dispatch order rule (README "The queue") read straight: every eligible row, in dispatch order, first whose lane is idle. */
+/** The dispatch order rule (docs/queue.md#the-queue) read straight: every eligible row, in dispatch order, first whose lane is idle. */
 async function reference(busy: string[]): Promise<{ project_id: string; lane: string } | null> {
   const rows = await store.query<QueueItemRow>(
     `SELECT project_id, machine_target, workload_class FROM queue_items WHERE status = 'queued' AND NOT manual_review_required

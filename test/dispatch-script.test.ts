@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runDispatchScript } from '../worker-gate/dispatch-script.ts';
 
 /**
- * How the gate reads its dispatch script's answer (README "Worker gate", dispatch contract) when the agent the script
+ * How the gate reads its dispatch script's answer (docs/worker-gate.md#worker-gate, dispatch contract) when the agent the script
  * starts in the background keeps the script's stdout open.
  */
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PinnedDir, reachableInside, UnsafePathError } from '../files/pinned-dir.ts';
 
-/** The descriptor-based file primitives every reader and writer of agent files uses (README "Security model"). */
+/** The descriptor-based file primitives every reader and writer of agent files uses (docs/security.md#security-model). */
 
 let root: string;
 let outside: string;

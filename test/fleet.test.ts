@@ -19,7 +19,7 @@ import { TEST_TEMPORAL_SQL_CONNECTIONS } from './support/database.ts';
 // expected duration: ~70 s (the real Temporal server, two replicas and three worker hosts, under four faults)
 
 /**
- * The fleet under faults (README "Running on several machines"): the real Temporal server on Postgres, two
+ * The fleet under faults (docs/operations.md#running-on-several-machines): the real Temporal server on Postgres, two
  * control-plane replicas on one database and task queue, and three worker hosts, each a gate in a network namespace
  * of its own with twelve lanes — the cluster `npm run cluster` starts, on names and ports of the test's own. Two
  * callers dispatch 36 runs live, alternating replicas, while the test

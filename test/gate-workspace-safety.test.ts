@@ -8,7 +8,7 @@ import { CallbackReceiver, gateClient, startGateProcess, writeGateConfig, type G
 
 /**
  * The gate writes only inside project_root, whatever an agent planted in its project before the next prepare
- * (README "Security model"): links are planted on disk and the real gate process is asked to write through them.
+ * (docs/security.md#security-model): links are planted on disk and the real gate process is asked to write through them.
  */
 
 let receiver: CallbackReceiver;

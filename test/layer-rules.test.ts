@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The layer rules `npm run lint` enforces (README "Layout"): the project keeps them, and a miniature tree that breaks
+ * The layer rules `npm run lint` enforces (docs/architecture.md#layout): the project keeps them, and a miniature tree that breaks
  * each one (test/fixtures/layers) is caught, directly and through chains of imports.
  */
 

@@ -14,7 +14,7 @@ async function scrapeApp(t: TestApp) {
   return parseExposition(response.body);
 }
 
-describe('GET /metrics (README "Metrics and observability")', () => {
+describe('GET /metrics (docs/operations.md#metrics-and-observability)', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startTestApp();

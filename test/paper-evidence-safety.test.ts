@@ -14,7 +14,7 @@ import { startSwapper } from './support/swapper.ts';
 /**
  * Issue 32's attacks on paper evidence, performed through the HTTP routes and the real paper workflows: an agent (or
  * a process it left in its project) plants links, hard links, swapping links, huge trees and crafted names, and none
- * of it may reach a draft, the hosted writer, a package, or the control plane's memory (README "Security model").
+ * of it may reach a draft, the hosted writer, a package, or the control plane's memory (docs/security.md#security-model).
  */
 
 let h: PaperHarness;

@@ -15,7 +15,7 @@ import { candidate } from './support/research.ts';
 /**
  * The contract judged on real traffic by a validator no one here wrote: Prism (`@stoplight/prism-cli`) in proxy mode
  * in front of a single-machine install (both roles in one process, on Postgres and the run's Temporal dev server).
- * A journey calls every operation of the served document through it: the README's flow from an imported candidate
+ * A journey calls every operation of the served document through it: the flow of docs/papers.md#from-a-run-to-an-imported-paper from an imported candidate
  * to an imported paper with the simulated agent, every read, the operator commands, Core, the dashboard and the
  * worker gate. The control plane's own calls to its gate (prepare, dispatch, cancel) and the gate's completion
  * callbacks go through Prism too. Any request or answer Prism finds outside the document fails the test.

@@ -199,7 +199,7 @@ const REQUEST_TIMEOUT_SEC = 2;
 const LIMIT_MS = REQUEST_TIMEOUT_SEC * 1000;
 const SLACK_MS = 1_000;
 
-describe('a stalled client (README "HTTP conventions")', () => {
+describe('a stalled client (docs/http.md#http-conventions)', () => {
   let dir: string;
   let base: Record<string, unknown>;
 

@@ -14,7 +14,7 @@ import { parseExposition, sampleValue, scrapeText, type PromSample } from './sup
 import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
 /**
- * The alert rules an operator loads (deploy/prometheus/rcp-alerts.yml, README "Alert rules"), judged by the real
+ * The alert rules an operator loads (deploy/prometheus/rcp-alerts.yml, docs/operations.md#metrics-and-observability), judged by the real
  * promtool: the rules check, their unit tests pass with a firing and a quiet case per alert, every series they name is
  * one a real control plane and gate export with the labels the rules select on, and `promtool check metrics` finds
  * nothing to fix in our own series.

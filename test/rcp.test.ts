@@ -14,7 +14,7 @@ import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-
 
 /**
  * `rcp` (cli/, bin/rcp.js) as an operator runs it, against a real control plane and worker gate (the simulated agent):
- * the README's flow from a candidate file to an imported paper through `rcp` alone, `rcp runs watch` in a
+ * the flow of docs/papers.md#from-a-run-to-an-imported-paper, from a candidate file to an imported paper through `rcp` alone, `rcp runs watch` in a
  * pseudo-terminal (util-linux `script`) for its live line, `--json` for the rest; and every kind of bad input answered
  * with one line and a non-zero exit code.
  */

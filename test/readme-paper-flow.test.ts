@@ -7,8 +7,8 @@ import { testPort } from './support/ports.ts';
 import { ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
 /**
- * The README's "From a run to an imported paper", step by step through the control API, with Codex as the agent
- * against the scripted model that `npm run model:scripted` serves (README "Running real agents", trying it offline):
+ * The docs/papers.md#from-a-run-to-an-imported-paper, step by step through the control API, with Codex as the agent
+ * against the scripted model that `npm run model:scripted` serves (docs/worker-gate.md#running-real-agents, trying it offline):
  * a candidate imported and promoted, a live dispatch, the real agent writing its evidence, the run completed, a
  * paper drafted, approved, packaged and its import recorded.
  */
@@ -31,7 +31,7 @@ beforeAll(async () => {
       workload_profiles: Object.fromEntries(['inference_eval', 'training', 'cpu_only', 'gpu_required'].map((name) => [name, QUICK_PROFILE])),
     },
     gateEnv: { OPENAI_BASE_URL: model.baseUrl, OPENAI_API_KEY: 'scripted' },
-    // One machine, as in the README: the control plane drafts from the project directories the gate's agents write.
+    // One machine, as in docs/papers.md#from-a-run-to-an-imported-paper: the control plane drafts from the project directories the gate's agents write.
     controlPlaneOverrides: (gate) => ({ project_root: gate.projectRoot }),
   });
 }, RUN_STACK_START_MS);

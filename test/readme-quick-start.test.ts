@@ -82,7 +82,7 @@ function bash(script: string, env: Record<string, string>): Promise<{ code: numb
 
 beforeAll(async () => {
   cwd = await mkdtemp(join(tmpdir(), 'rcp-quick-start-'));
-  // `npx rcp` is the checkout's rcp wherever the README's commands run; anything else goes to the real npx.
+  // `npx rcp` is the checkout's rcp wherever the Quick start's commands run; anything else goes to the real npx.
   shims = join(cwd, 'shims');
   await mkdir(shims);
   const npx = join(shims, 'npx');

@@ -15,7 +15,7 @@ import { NO_WORKERS, startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } f
  * without touching this file) gets REQUESTS_PER_ROUTE generated requests with the credential its auth kind asks for:
  * wrong types, missing and extra fields, huge strings, deep nesting, unicode, numbers at the bounds, bad path
  * parameters, malformed JSON and wrong content types. No answer may be a 5xx, every 4xx must have the error shape of
- * README "HTTP conventions", a refused command must leave the ledgers as they were, and the server must still serve
+ * docs/http.md#http-conventions, a refused command must leave the ledgers as they were, and the server must still serve
  * normal requests afterwards. The field names come from the OpenAPI document the server publishes for each route.
  */
 
@@ -44,7 +44,7 @@ beforeAll(async () => {
   const tables = await t.store.query<{ name: string }>(
     `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`,
   );
-  // A refused sign-in is counted against its client's budget (README "HTTP conventions", sign-in rate limit): that
+  // A refused sign-in is counted against its client's budget (docs/http.md#http-conventions, sign-in rate limit): that
   // row records the refusal itself, not a change a refused request made to the ledgers.
   await countLedgerWrites(t.store, tables.rows.map((row) => row.name).filter((name) => name !== 'sign_in_failures'));
 }, 60_000);

@@ -7,7 +7,7 @@ import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunSta
 // expected duration: ~15 s
 
 /**
- * POST /control/api/worker-callback against real runs (README "Runs"): a control plane (HTTP + Temporal worker on
+ * POST /control/api/worker-callback against real runs (docs/runs.md#runs): a control plane (HTTP + Temporal worker on
  * Postgres) and a worker gate running the fake agent. Each test dispatches its own project on its own lane; the
  * 'slow' agent keeps its run in awaiting_wake/running for two minutes, so the callbacks a test sends are the only ones
  * that move it. Callbacks are built here, in the shape the gate posts (domain/worker-callback.ts).

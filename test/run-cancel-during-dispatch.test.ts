@@ -9,7 +9,7 @@ import { SlowGate } from './support/slow-gate.ts';
 // expected duration: ~35 s
 
 /**
- * A cancel while the run's dispatch is still on its way to the worker gate (README "Runs"): a control plane process
+ * A cancel while the run's dispatch is still on its way to the worker gate (docs/runs.md#runs): a control plane process
  * (HTTP + Temporal worker) and a real gate behind a real proxy that holds the dispatch until the test lets it through.
  * The cancel must not let the late dispatch start an agent on a lane the ledger shows free: the workflow waits for
  * the dispatch call to end (it aborts on the cancel) before it stops the run on the gate, and the gate, asked to stop a

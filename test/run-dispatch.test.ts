@@ -15,7 +15,7 @@ import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type Contro
 // expected duration: ~15 s
 
 /**
- * POST /control/dispatch-next and the run commands through real processes (README "Runs"): one control plane
+ * POST /control/dispatch-next and the run commands through real processes (docs/runs.md#runs): one control plane
  * (HTTP + Temporal worker on Postgres) and one worker gate whose dispatch script is the fake agent. Every test seeds
  * its own projects on its own lanes (worker targets that all point at the one gate, plus one with nothing listening),
  * so a run a test leaves in flight never holds another test's lane; queued leftovers are parked after each test.

@@ -42,7 +42,7 @@ type Rig = RunStack & { name: string };
 
 const rigs: Rig[] = [];
 
-/** Crash recovery (README "Runs"): seconds from a restarted control plane being ready to its run's next transition. */
+/** Crash recovery (docs/runs.md#runs): seconds from a restarted control plane being ready to its run's next transition. */
 const recoveries: { scenario: string; waitedFor: string; seconds: number }[] = [];
 
 afterAll(async () => {

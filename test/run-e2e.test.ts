@@ -86,7 +86,7 @@ describe('a queued item through the whole run path', () => {
 
     await waitUntil('the item to complete', async () => ((await queueItem(projectId)).status === 'completed' ? true : undefined), RUN_MS, 500);
 
-    // The run moved the metrics (README "Metrics and observability"): outcomes counted, the ledgers' gauges followed.
+    // The run moved the metrics (docs/operations.md#metrics-and-observability): outcomes counted, the ledgers' gauges followed.
     const metricsAfter = await scrape(stack.cpFixture.url);
     const moved = (name: string, labels: Record<string, string>) =>
       (sampleValue(metricsAfter, name, labels) ?? 0) - (sampleValue(metricsBefore, name, labels) ?? 0);

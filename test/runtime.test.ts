@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { START_COMMAND_ARGS } from './support/process.ts';
 
-/** README "Runtime": Node 24 LTS is the supported runtime, and both README commands still work on older Node. */
+/** docs/getting-started.md#runtime: Node 24 LTS is the supported runtime, and both of the README's commands still work on older Node. */
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (path: string) => readFileSync(join(REPO_ROOT, path), 'utf8');
@@ -50,7 +50,7 @@ describe('the supported runtime', () => {
         expect(warnings).toEqual([]);
       } else {
         expect(warnings).toEqual([
-          `warning: Node ${process.version} is not the supported runtime; research-control-plane supports Node 24 LTS (README "Runtime"). Starting anyway.`,
+          `warning: Node ${process.version} is not the supported runtime; research-control-plane supports Node 24 LTS (docs/getting-started.md#runtime). Starting anyway.`,
         ]);
       }
     });

@@ -11,7 +11,7 @@ import { startTestApp, type TestApp } from './support/app.ts';
 import { jsonClient } from './support/ledgers.ts';
 
 /**
- * Core takes rows from any compatible source (README "Core"): this product's own v1 queue and paper pages, sent
+ * Core takes rows from any compatible source (docs/core.md#core): this product's own v1 queue and paper pages, sent
  * unchanged, in every mode, and a workflow tool's rows with its own fields, kept as sent. The fields Core reads are
  * still checked, and each row is bounded in size and depth.
  */

@@ -13,8 +13,8 @@ import { startRefusingProxy, type RefusingProxy } from './support/grpc-refusing-
 import { START_COMMAND_ARGS } from './support/process.ts';
 
 /**
- * A Temporal that will not let the control plane register its search attributes (README "Connecting to a Temporal of
- * your own"), as Temporal Cloud's operator API answers: the real dev server, behind a gRPC peer that refuses
+ * A Temporal that will not let the control plane register its search attributes
+ * (docs/getting-started.md#connecting-to-a-temporal-of-your-own), as Temporal Cloud's operator API answers: the real dev server, behind a gRPC peer that refuses
  * AddSearchAttributes with PERMISSION_DENIED, on a namespace of this test that has none of them yet. The start fails
  * with one line naming the missing attributes and the commands that add them, not "could not connect".
  */

@@ -23,7 +23,7 @@ import { clusterTestPorts } from './support/ports.ts';
 // expected duration: ~45 s (the real Temporal server set up on Postgres, five control-plane starts)
 
 /**
- * A secure connection to a remote Temporal (README "Temporal"): the real Temporal server (v1.31.0, the fleet's build)
+ * A secure connection to a remote Temporal (docs/getting-started.md#connecting-to-a-temporal-of-your-own): the real Temporal server (v1.31.0, the fleet's build)
  * serving mTLS with certificates this test makes, and control-plane processes reaching it with the temporal_tls_*
  * fields or the standard TEMPORAL_* environment variables. A wrong or missing certificate fails the start with one
  * line naming the setting.

@@ -16,7 +16,7 @@ import { START_COMMAND_ARGS } from './support/process.ts';
 // expected duration: ~15 s (one worker-only process, one cycle)
 
 /**
- * The `temporal_worker` role (README "Running on several machines"): a process with the Temporal workers and no HTTP
+ * The `temporal_worker` role (docs/operations.md#running-on-several-machines): a process with the Temporal workers and no HTTP
  * server, on the control planes' Postgres and Temporal. Nothing else polls this test's task queue, so the cycle it
  * completes was run by that process alone.
  */

@@ -7,7 +7,7 @@ import { waitUntil } from './support/gate.ts';
 // expected duration: ~20 s (one control plane, one cycle, a batch of spans)
 
 /**
- * OpenTelemetry tracing (README "Request ids", tracing): a control plane with otel_exporter_otlp_endpoint set sends
+ * OpenTelemetry tracing (docs/http.md#request-ids, tracing): a control plane with otel_exporter_otlp_endpoint set sends
  * the spans of a research cycle (the client's start, the workflow, its activities) over OTLP/HTTP to a collector the
  * test runs.
  */

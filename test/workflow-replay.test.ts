@@ -7,7 +7,7 @@ import { patchMarkers, replayHistory, storedHistories } from './support/historie
 import { quietTemporalLogs } from './support/temporal.ts';
 
 /**
- * Every stored history replays against the current workflow code (README "Changing a workflow"). Fixtures are added,
+ * Every stored history replays against the current workflow code (docs/architecture.md#changing-a-workflow). Fixtures are added,
  * never re-captured; one leaves only with the old branch of a patch it lists in test/fixtures/history-patches.ts, so a
  * fixture that disappears while its entry stays fails here.
  *

@@ -46,7 +46,7 @@ import { workflowListing } from './support/workflow-listing.ts';
  * installed CLI starts a second dev server that does not skip time either.
  *
  * With RCP_CAPTURE_HISTORIES=1, each path's history is kept as a replay fixture named after the newest patch, once
- * (README "Changing a workflow").
+ * (docs/architecture.md#changing-a-workflow).
  */
 
 const TASK_QUEUE = `run-paths-${process.pid}`;

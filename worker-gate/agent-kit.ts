@@ -1,8 +1,8 @@
 /**
  * What every dispatch script of this repository shares (the simulated agent, and the tests' fake agent): the dispatch
- * environment the gate sets (README "Worker gate", dispatch contract), the launcher/agent split (the launcher starts
+ * environment the gate sets (docs/worker-gate.md#worker-gate, dispatch contract), the launcher/agent split (the launcher starts
  * itself again detached with `--agent` and prints the pid JSON), and lifecycle posts that outlast a gate restart
- * (README "When the gate is down").
+ * (docs/worker-gate.md#worker-gate).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -17,7 +17,7 @@ export const AGENT_FLAG = '--agent';
 
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
 
-/** The dispatch environment set by the worker gate (README "Worker gate", dispatch contract). */
+/** The dispatch environment set by the worker gate (docs/worker-gate.md#worker-gate, dispatch contract). */
 export const dispatchEnvSchema = z.object({
   RUN_ID: nonEmpty,
   PROJECT_ID: nonEmpty,
@@ -130,7 +130,7 @@ const FIRST_RETRY_MS = 250;
 const LONGEST_RETRY_MS = 10_000;
 
 /**
- * How long an agent keeps retrying a lifecycle post while the gate cannot take it (README "Worker gate", agent
+ * How long an agent keeps retrying a lifecycle post while the gate cannot take it (docs/worker-gate.md#worker-gate, agent
  * contract): `AGENT_EVENT_RETRY_SEC` in the gate's environment, which its agents inherit; 10 minutes by default.
  */
 export const eventRetryEnvSchema = z.object({

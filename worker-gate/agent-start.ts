@@ -23,7 +23,7 @@ export function checkDispatchOptions(runtime: AgentRuntime, request: DispatchReq
 }
 
 /**
- * The start of a run's agent under `runtime` (README "Running real agents"): `script` runs dispatch_script_path as it
+ * The start of a run's agent under `runtime` (docs/worker-gate.md#running-real-agents): `script` runs dispatch_script_path as it
  * is; a real tool runs the gate's launcher, with the tool's executable, the tool's own home for this project, the
  * directory of the gate's records of it (both under state_dir, never in the project) and, for a resume, the project's
  * last recorded session.

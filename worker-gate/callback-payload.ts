@@ -18,7 +18,7 @@ export interface CallbackPayloadInput {
 }
 
 /**
- * The body the gate posts to the control plane for one callback of a run (README "Worker gate"): the
+ * The body the gate posts to the control plane for one callback of a run (docs/worker-gate.md#worker-gate): the
  * run's state after the transition that asked for it, the machine's latest telemetry and the run's processes. Pure.
  */
 export function buildCallbackPayload({ run, callback, sample, evidence, seenAt }: CallbackPayloadInput): GateCallbackPayload {

@@ -37,7 +37,7 @@ function runView(config: WorkerGateConfig, run: GateRun) {
   return { ...view, samples_needed: samplesNeeded(profileFor(config, run.workload_class), config.sample_interval_sec) };
 }
 
-/** The body of `GET /dashboard/api` (README "Worker gate"): the service, totals, telemetry, runs, callbacks, events. */
+/** The body of `GET /dashboard/api` (docs/worker-gate.md#worker-gate): the service, totals, telemetry, runs, callbacks, events. */
 export function dashboardBody(input: DashboardInput) {
   const { config, sampling, latestSample: sample, limit } = input;
   const runs = [...input.runs].sort((a, b) => b.updated_at.localeCompare(a.updated_at));

@@ -69,7 +69,7 @@ export interface GateDispatcherOptions {
   latestSample: () => TelemetrySample | undefined;
   /** Where each run gets its own cgroup (none where the gate has no cgroups). */
   cgroups: RunCgroupHost;
-  /** The user and sandbox agents run as and in (README "Security model"). */
+  /** The user and sandbox agents run as and in (docs/security.md#security-model). */
   sandbox: AgentSandbox;
 }
 

@@ -77,7 +77,7 @@ function countNonEmptyJson(project: PinnedDir): number {
 }
 
 /**
- * What evidence the agent left in its project (README "Worker gate"), read when the gate reports readiness. The project
+ * What evidence the agent left in its project (docs/worker-gate.md#worker-gate), read when the gate reports readiness. The project
  * directory is pinned inside project_root and every file is opened once without following links (files/pinned-dir.ts):
  * a file that links out of the project, or one swapped for a link meanwhile, counts as absent.
  */

@@ -58,7 +58,7 @@ export function stallAfterSecFor(config: WorkerGateConfig, workloadClass: Worklo
   return config.workload_profiles[workloadClass]?.stall_after_sec ?? config.stall_after_sec;
 }
 
-/** The agent this gate starts for a run of the workload class (README "Running real agents"). */
+/** The agent this gate starts for a run of the workload class (docs/worker-gate.md#running-real-agents). */
 export function runtimeFor(config: WorkerGateConfig, workloadClass: WorkloadClass): AgentRuntime {
   return config.agent_runtime_by_workload_class[workloadClass] ?? config.agent_runtime;
 }

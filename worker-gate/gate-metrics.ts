@@ -3,7 +3,7 @@ import type { ServiceMetrics } from '../http/metrics.ts';
 import type { WorkerGate } from './worker-gate.ts';
 
 /**
- * The gate's series (README "Metrics and observability"), read at each scrape: its runs by quiet-window state, what
+ * The gate's series (docs/operations.md#metrics-and-observability), read at each scrape: its runs by quiet-window state, what
  * sampling has cost, and the callbacks waiting in the outbox.
  */
 export function registerGateMetrics(metrics: ServiceMetrics, gate: WorkerGate): void {

@@ -45,7 +45,7 @@ export function workerGateHealth(gate: WorkerGate) {
 const tags = ['worker-gate'];
 
 /**
- * The worker gate's routes (README "Worker gate"): its own token guards them, except the agents' event hook, which
+ * The worker gate's routes (docs/worker-gate.md#worker-gate): its own token guards them, except the agents' event hook, which
  * takes the control API token.
  */
 export async function workerGateRoutes(instance: FastifyInstance, { gate, token, serveHealthz }: WorkerGateRouteOptions): Promise<void> {

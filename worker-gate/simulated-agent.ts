@@ -4,14 +4,14 @@
  * (dispatch, lifecycle events, evidence files) without a real agent installed.
  *
  * The worker gate runs this file directly (no shell) with cwd = project_dir and the environment of
- * README "Worker gate" (dispatch contract). Invoked that way it is the *launcher*: it starts itself again with `--agent`,
+ * docs/worker-gate.md#worker-gate (dispatch contract). Invoked that way it is the *launcher*: it starts itself again with `--agent`,
  * detached, its output going to `<project_dir>/.research/agent.log`, prints
  * `{"root_pid":…,"process_group_id":…}` and exits. In agent mode it posts session-start, "works" for
  * SIMULATED_AGENT_WORK_SEC seconds (default 3), writes `run_notes.md`,
  * `results/simulated/metrics.json` and `.research/decision.json`, posts session-end and exits.
  *
- * Its decision is `inconclusive` unless the prompt asks for another with a `simulate:<decision>` token (README "The
- * simulated agent"): the prompt carries the project's title and hypothesis, so a project named
+ * Its decision is `inconclusive` unless the prompt asks for another with a `simulate:<decision>` token
+ * (docs/papers.md#from-a-run-to-an-imported-paper): the prompt carries the project's title and hypothesis, so a project named
  * "… simulate:finalize_positive" ends positive, and its run can be taken through the paper pipeline.
  *
  * Missing or invalid environment: a message on stderr, exit 2. The event token is never printed.

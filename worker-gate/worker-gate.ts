@@ -68,7 +68,7 @@ export class WorkerGate {
     });
     this.cgroups = RunCgroupHost.detect(this.config);
     this.sandbox = AgentSandbox.detect(this.config);
-    // The gate's records must be out of every agent's reach, or the gate does not start (README "Security model").
+    // The gate's records must be out of every agent's reach, or the gate does not start (docs/security.md#security-model).
     const exposed = agentReachProblems(this.config, { isolated: this.sandbox.report().sandboxed });
     if (exposed.length > 0) throw new Error(`the worker gate refuses to start: ${exposed.join('; ')}`);
     const shared = { config: this.config, logger: this.logger, runs: this.runs, events: this.events };
@@ -123,7 +123,7 @@ export class WorkerGate {
     }
   }
 
-  /** Says plainly, at start, what an agent of this gate can see and who it runs as (README "Security model"). */
+  /** Says plainly, at start, what an agent of this gate can see and who it runs as (docs/security.md#security-model). */
   private reportIsolation(): void {
     const isolation = this.sandbox.report();
     if (isolation.sandboxed) this.logger.info({ agent_isolation: isolation }, `agent isolation (${isolation.mode}): ${isolation.summary}`);
@@ -135,7 +135,7 @@ export class WorkerGate {
     return this.sandbox.report();
   }
 
-  /** How each run is contained, as detected at start (README "Each run's own cgroup"). */
+  /** How each run is contained, as detected at start (docs/worker-gate.md#each-runs-own-cgroup). */
   runCgroups(): RunCgroupsStatus {
     return this.cgroups.status();
   }
@@ -177,7 +177,7 @@ export class WorkerGate {
     return owner && acceptsAgentEvents(owner) ? owner.run_id : undefined;
   }
 
-  /** What `GET /metrics` reads from the gate at each scrape (README "Metrics and observability"). */
+  /** What `GET /metrics` reads from the gate at each scrape (docs/operations.md#metrics-and-observability). */
   metricsReadings(): { runsByGateState: Record<string, number>; samples: number; samplingCpuMs: number; outboxPending: number } {
     const runsByGateState: Record<string, number> = {};
     for (const run of this.runs.all()) runsByGateState[run.gate_state] = (runsByGateState[run.gate_state] ?? 0) + 1;

@@ -2,7 +2,7 @@ import type { Payload } from '@temporalio/common';
 import type { WorkflowInterceptorsFactory } from '@temporalio/workflow';
 
 /**
- * Request ids through workflows (README "Request ids"): the header the client set when an HTTP request started the
+ * Request ids through workflows (docs/http.md#request-ids): the header the client set when an HTTP request started the
  * workflow is passed on to every activity and child workflow it schedules, so the audit rows they write name that
  * request. The header is metadata: it changes no recorded command, and histories without it replay as before.
  */

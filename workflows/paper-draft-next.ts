@@ -8,7 +8,7 @@ import { PAPER_PATCHES } from './patches.ts';
 import { paperStartOptions } from './start-options.ts';
 
 /**
- * draft-next (README "Papers"): the candidates in order, each drafted as its own `paper:<paper_id>` child until one is
+ * draft-next (docs/papers.md#papers): the candidates in order, each drafted as its own `paper:<paper_id>` child until one is
  * drafted. A candidate whose evidence turns out missing, or whose paper another step holds, is reported and the next is
  * tried. An HTTP call waits for this workflow; the queue pump starts it and goes on; a research cycle waits for it as
  * its paper stage, so the stage reports the draft's real outcome, a crash in between included.

@@ -6,7 +6,7 @@ import { paperWorkflowId, type PaperWorkflowResult, type RewriteBatchInput, type
 import { PAPER_PATCHES } from './patches.ts';
 
 /**
- * rewrite-batch (README "Papers"): rewrites the selected papers one after another, each as its own `paper:<paper_id>`
+ * rewrite-batch (docs/papers.md#papers): rewrites the selected papers one after another, each as its own `paper:<paper_id>`
  * workflow, and answers what happened to each. One at a time keeps a batch from flooding the writer; a paper whose
  * rewrite cannot start (another step holds it) is reported as refused, one whose workflow failed or was canceled on
  * its own as failed, and the batch goes on. A canceled batch cancels the rewrite under way and ends canceled.

@@ -7,14 +7,14 @@ import { paperActivityQueue, type PaperWorkflowInput, type PaperWorkflowResult }
 import { PAPER_PATCHES } from './patches.ts';
 
 /**
- * One draft or rewrite of a paper (README "Papers"), as workflow `paper:<paper_id>`: gather the evidence (synced from
+ * One draft or rewrite of a paper (docs/papers.md#papers), as workflow `paper:<paper_id>`: gather the evidence (synced from
  * the worker first when evidence sync is on) → start the step (the paper moves to draft_generating or
  * publication_generating) → write the draft with the configured writer and store it → judge the automated checklist on
  * the stored draft → record it all and move the paper on. Missing evidence stops it before anything is written; a
  * step that fails for good (a hosted writer failing without fallback), or is canceled, returns the paper to where it was.
  *
  * Histories of these workflows replay against this code: a change to the commands it records goes behind `patched()`
- * (README "Changing a workflow").
+ * (docs/architecture.md#changing-a-workflow).
  */
 
 type LedgerSteps = Pick<PaperActivities, 'startPaperStep' | 'finishPaperStep' | 'abandonPaperStep'>;

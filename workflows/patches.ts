@@ -1,5 +1,5 @@
 /**
- * Patch ids, one per change of the commands a workflow records (README "Changing a workflow"). Workflows started
+ * Patch ids, one per change of the commands a workflow records (docs/architecture.md#changing-a-workflow). Workflows started
  * before a change replay its old branch; fixtures captured after it are named after the patch.
  *
  * The run workflow's patches come first. Its switch of the ledger steps to local activities came without a patch, and

@@ -9,7 +9,7 @@ import type { PumpStep, PumpTickReport } from './schedule-messages.ts';
 import { draftNextStartOptions } from './start-options.ts';
 
 /**
- * One tick of the queue pump (README "Queue pump"), started by its Temporal Schedule: nothing while the queue is
+ * One tick of the queue pump (docs/automation.md#queue-pump), started by its Temporal Schedule: nothing while the queue is
  * paused or in maintenance; else a dispatch (the run as the tick's child), then a follow-up launch, the sweep of paper
  * steps whose workflow closed without finishing them, and a draft-next (a child the tick does not wait for) when config
  * lets the pump do them. Each step is an activity or a child of its

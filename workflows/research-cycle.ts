@@ -11,7 +11,7 @@ import { startRunChild } from './run-child.ts';
 import { draftNextStartOptions, rewriteBatchStartOptions } from './start-options.ts';
 
 /**
- * A bounded research cycle (README "Research cycles"): stop conditions, provider batch, promotion, dispatch (the run
+ * A bounded research cycle (docs/automation.md#research-cycles): stop conditions, provider batch, promotion, dispatch (the run
  * workflow as a child, awaited when the policy says so), paper draft (a draft-next as a child) and publication rewrite
  * (a rewrite batch as a child), in that order, each at most once and each bounded by the policy. Every stage is an
  * activity or a child named after it, so the cycle's steps read in order in the Temporal UI, each child linked from

@@ -32,12 +32,12 @@ import {
 import { RUN_PATCHES } from './patches.ts';
 
 /**
- * One run of a queued item (README "Runs"): claim → preflight → prepare → dispatch on the worker gate, then wait for
+ * One run of a queued item (docs/runs.md#runs): claim → preflight → prepare → dispatch on the worker gate, then wait for
  * the gate's completion callbacks (signals) up to a durable deadline, and move the run and its queue row through their
  * states. Every state change is one idempotent activity, so a replayed or retried step changes nothing twice.
  *
  * Runs in flight replay their history against this code: a change to the commands it records goes behind `patched()`
- * (README "Changing a workflow").
+ * (docs/architecture.md#changing-a-workflow).
  */
 
 type LedgerActivities = Pick<RunActivities, 'claimRun' | 'transitionRun'>;

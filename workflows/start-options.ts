@@ -6,7 +6,7 @@ import { CYCLE_ID_ATTRIBUTE, PAPER_ID_ATTRIBUTE, PROJECT_ID_ATTRIBUTE, QUEUE_STA
 import { paperWorkflowId, rewriteBatchWorkflowId, type DraftNextInput, type PaperWorkflowInput, type RewriteBatchInput } from './paper-messages.ts';
 
 /**
- * How each workflow type is started, in one place for the client and for a parent workflow alike (README "Runs",
+ * How each workflow type is started, in one place for the client and for a parent workflow alike (docs/runs.md#runs,
  * Temporal UI): the id, the task timeout, the search attributes and the summary an operator reads in the Temporal
  * UI's list. A run that a research cycle starts as its child is then the same as one dispatch-next starts. Each
  * caller adds only what is its own: the task queue and conflict policy (client), the parent close policy (parent).
@@ -14,7 +14,7 @@ import { paperWorkflowId, rewriteBatchWorkflowId, type DraftNextInput, type Pape
 
 /**
  * A workflow task whose worker died is handed out again after this (Temporal's default is 10 s), so a run interrupted
- * by a crash moves on within seconds of the worker being back (README "Runs", crash recovery). The tasks take
+ * by a crash moves on within seconds of the worker being back (docs/runs.md#runs, crash recovery). The tasks take
  * milliseconds, and the SDK extends a task while a ledger step (a local activity) is still running.
  */
 const WORKFLOW_TASK_TIMEOUT = '4 seconds';

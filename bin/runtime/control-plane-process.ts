@@ -88,7 +88,7 @@ async function startControlPlaneParts(
       const cluster = await replicas.start((error) => logger.warn({ err: error }, 'could not report this replica to the replica registry'));
       progress(`config fingerprint ${cluster.config_fingerprint}; ${cluster.replicas.length} control-plane replica(s) live on this database`);
       if (cluster.drift) {
-        logger.warn({ differing_fields: cluster.differing_fields, replicas: cluster.replicas }, `the control-plane replicas' configs differ (${cluster.differing_fields.join(', ')}): make them the same (README "Running on several machines")`);
+        logger.warn({ differing_fields: cluster.differing_fields, replicas: cluster.replicas }, `the control-plane replicas' configs differ (${cluster.differing_fields.join(', ')}): make them the same (docs/operations.md#running-on-several-machines)`);
       }
     }
     const temporalConnection = planTemporalConnection(config, process.env);

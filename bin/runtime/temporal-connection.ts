@@ -5,7 +5,7 @@ import type { NativeConnectionOptions } from '@temporalio/worker';
 import type { Config } from '../../config/schema.ts';
 
 /**
- * How this process reaches Temporal (README "Temporal"): the config's temporal_* fields, overridden by the standard
+ * How this process reaches Temporal (docs/getting-started.md#connecting-to-a-temporal-of-your-own): the config's temporal_* fields, overridden by the standard
  * TEMPORAL_* environment variables and, when TEMPORAL_CONFIG_FILE or TEMPORAL_PROFILE names one, a Temporal CLI profile
  * (read by @temporalio/envconfig, as the Temporal CLI and the other SDKs read them). Certificates and keys are read and
  * checked here, so a missing or malformed one fails the start with a line naming the setting that pointed at it.

@@ -33,7 +33,7 @@ const WORKER_SHUTDOWN_GRACE = '10s';
 /**
  * A workflow task handed to this worker's own (sticky) queue goes to the shared queue when no one takes it within
  * this time. The default is 10 s: after a crash, a run's next step would wait that long for the dead worker
- * (README "Runs", crash recovery). A live worker takes its tasks within milliseconds; one that misses this under load
+ * (docs/runs.md#runs, crash recovery). A live worker takes its tasks within milliseconds; one that misses this under load
  * only replays the run's history once more.
  */
 const STICKY_QUEUE_TIMEOUT = '3s';
@@ -85,8 +85,8 @@ const METRICS_PORT_ATTEMPTS = 3;
 
 /**
  * Routes the SDK's logs into pino, leaves signal handling to our own graceful shutdown, and has the SDK's native core
- * export its worker metrics on a loopback port that `GET /metrics` appends to its own (README "Metrics and
- * observability"). Once per process: the SDK allows one runtime. Returns that exporter's URL.
+ * export its worker metrics on a loopback port that `GET /metrics` appends to its own
+ * (docs/operations.md#metrics-and-observability). Once per process: the SDK allows one runtime. Returns that exporter's URL.
  */
 async function installTemporalRuntime(logger: Logger): Promise<string> {
   if (runtimeMetricsUrl) return runtimeMetricsUrl;
@@ -156,7 +156,7 @@ async function startEmbeddedServer(settings: TemporalSettings, progress: (messag
  */
 /**
  * Workflow code runs in a VM context on the process's own thread instead of a worker thread with a V8 heap of its own:
- * about 20 MiB less at idle (README "Memory"). The SDK calls this debug mode and lifts its deadlock limit with it;
+ * about 20 MiB less at idle (docs/testing.md#memory). The SDK calls this debug mode and lifts its deadlock limit with it;
  * the limit (an option the SDK's types do not list) is put back, so a workflow task stuck for 5 s still fails.
  */
 export const WORKFLOWS_ON_MAIN_THREAD: Pick<WorkerOptions, 'debugMode'> & { isolateExecutionTimeout: string } = {
@@ -174,7 +174,7 @@ export function activitiesByQueue(activities: Activities): { main: Omit<Activiti
 
 /**
  * The worker of the paper file steps (workflows/paper.ts): their own task queue and a few slots, so slow writers and
- * syncs never hold the slots of the runs' gate calls (README "Papers", how long).
+ * syncs never hold the slots of the runs' gate calls (docs/papers.md#papers, how long).
  */
 export function createPaperActivityWorker(
   connection: NativeConnection,

@@ -6,7 +6,7 @@ import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
 import { SERVICE_NAME } from '../../api/deps.ts';
 
 /**
- * OpenTelemetry tracing of workflows and activities (README "Request ids", tracing), on when an OTLP endpoint is
+ * OpenTelemetry tracing of workflows and activities (docs/http.md#request-ids, tracing), on when an OTLP endpoint is
  * configured: the SDK's plugin traces the client's starts and signals, every workflow (its spans leave the workflow
  * through a sink) and every activity, and sends them over OTLP/HTTP to `<endpoint>/v1/traces`.
  */

@@ -5,7 +5,7 @@ import { hostLinkName, type ClusterNetwork, type GateHost } from './topology.ts'
 const run = promisify(execFile);
 
 /**
- * The worker hosts' network (README "Running on several machines", trying it locally): a bridge on this machine with
+ * The worker hosts' network (docs/operations.md#running-on-several-machines, trying it locally): a bridge on this machine with
  * the cluster's first address, and for each gate a network namespace joined to it by a veth pair. Traffic goes only
  * between this machine and the namespaces. Needs root and iproute2.
  */

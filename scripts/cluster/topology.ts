@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { WORKLOAD_CLASSES } from '../../domain/workload.ts';
 
 /**
- * The shape `npm run cluster` starts on this one machine (README "Running on several machines"): the Temporal server
+ * The shape `npm run cluster` starts on this one machine (docs/operations.md#running-on-several-machines): the Temporal server
  * on the local Postgres, two control-plane replicas, and worker hosts, each a gate in a network namespace of its own.
  * Everything here is plain data: names, addresses, ports and each process's config.
  */
@@ -60,7 +60,7 @@ export interface ClusterPorts {
   replicas: [number, number];
 }
 
-/** `npm run cluster`'s names, addresses and ports (README "Running on several machines"). */
+/** `npm run cluster`'s names, addresses and ports (docs/operations.md#running-on-several-machines). */
 export const LOCAL_CLUSTER_NAMING: ClusterNaming = { prefix: 'rcpc', subnet: '10.233.0', database: 'rcp_cluster', taskQueue: 'rcp-cluster' };
 export const LOCAL_CLUSTER_PORTS: ClusterPorts = {
   temporal: { frontend: 17233, frontendHttp: 17243, history: 17234, matching: 17235, worker: 17239, metrics: 17290 },

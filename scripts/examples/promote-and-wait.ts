@@ -1,4 +1,4 @@
-// The typed client at work (README "Typed client"): promote an admitted candidate, dispatch it, and wait for its run.
+// The typed client at work (docs/http.md#typed-client): promote an admitted candidate, dispatch it, and wait for its run.
 // Usage: RCP_URL=http://127.0.0.1:8080 RCP_TOKEN=… node scripts/examples/promote-and-wait.ts <candidate_id>
 import { ControlApiError, createControlClient } from 'research-control-plane/client';
 

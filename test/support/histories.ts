@@ -13,7 +13,7 @@ import { quietTemporalLogs } from './temporal.ts';
  * code: a change that would break runs already in flight fails with a non-determinism error.
  *
  * A fixture is added once and never re-captured: it is what earlier code recorded, which is exactly what a change must
- * still replay (README "Changing a workflow"). Run a test that calls `maybeSaveHistory` with RCP_CAPTURE_HISTORIES=1 to
+ * still replay (docs/architecture.md#changing-a-workflow). Run a test that calls `maybeSaveHistory` with RCP_CAPTURE_HISTORIES=1 to
  * add the fixture of a new path; a file already there is left untouched.
  * They are stored as binary protobuf: the SDK's JSON conversion trips over the two protobufjs copies npm installs.
  */

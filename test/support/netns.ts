@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 /**
- * Another host, as tests make one (README "Tests"): a network namespace of its own joined to this one by a veth pair,
+ * Another host, as tests make one (docs/testing.md#tests): a network namespace of its own joined to this one by a veth pair,
  * each end with an address of a /30 that the test picks from 10.231.0.0/16. Traffic goes only between the two ends.
  * Needs root (the machines run as root) and iproute2; a machine without them fails the test saying so, never skips it.
  */

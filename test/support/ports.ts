@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import type { ClusterPorts } from '../../scripts/cluster/topology.ts';
 
 /**
- * Ports for the servers that tests start (README "Tests", ports).
+ * Ports for the servers that tests start (docs/testing.md#tests, ports).
  *
  * A port found free by binding port 0 and closing again goes back to the kernel, which may hand it to any other
  * process before its server binds it, or after that server is killed and before it is restarted on the same port (a

@@ -38,7 +38,7 @@ export function rawConnection(url: string, bytes = '', localAddress?: string): P
   });
 }
 
-/** A request that announces a 100-byte body and sends 10 bytes of it: the stalled client of README "HTTP conventions". */
+/** A request that announces a 100-byte body and sends 10 bytes of it: the stalled client of docs/http.md#http-conventions. */
 export function stalledBodyRequest(path: string, headers: Record<string, string> = {}): string {
   const extra = Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)

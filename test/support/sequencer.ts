@@ -4,7 +4,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /**
  * Test files run several at a time (vitest.config.ts), so the suite takes about as long as its longest files, provided
  * they start first. A file that waits out quiet windows, restarts or timeouts says so in a line of its own,
- * `// expected duration: ~N s` (README "Tests"); those go first, longest first, then the rest, larger files first.
+ * `// expected duration: ~N s` (docs/testing.md#tests); those go first, longest first, then the rest, larger files first.
  */
 const EXPECTED_DURATION = /^\/\/ expected duration: ~(\d+) s$/m;
 

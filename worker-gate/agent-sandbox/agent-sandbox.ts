@@ -35,7 +35,7 @@ export interface AgentSandboxSettings extends IsolationSettings {
 }
 
 /**
- * The gate's side of the agent sandbox (README "Security model"): what it detected at start, and for each run the plan
+ * The gate's side of the agent sandbox (docs/security.md#security-model): what it detected at start, and for each run the plan
  * (user, sandbox, what it shows), the agent's own directories and its environment.
  */
 export class AgentSandbox {

@@ -186,7 +186,7 @@ function summaryOf(mode: AgentIsolation['mode'], runsAs: string, userDetail: str
   }
 }
 
-/** Detects, once at the gate's start, what confinement its agents get (README "Security model"). */
+/** Detects, once at the gate's start, what confinement its agents get (docs/security.md#security-model). */
 export function detectIsolation(settings: IsolationSettings): IsolationCapabilities {
   const gateUser = userInfo().username;
   const switched = userSwitch(settings, gateUser);

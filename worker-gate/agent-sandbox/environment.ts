@@ -1,5 +1,5 @@
 /**
- * The agent's environment is an allow-list (README "Security model"): what a process needs, the agents' own settings,
+ * The agent's environment is an allow-list (docs/security.md#security-model): what a process needs, the agents' own settings,
  * the run contract the gate sets, and the names the operator lists in agent_credential_env. Nothing else of the gate's
  * environment (its config paths, Temporal, Postgres and telemetry credentials, cloud keys) reaches any runtime.
  */
@@ -20,7 +20,7 @@ export const AGENT_ENV_ALLOW_LIST = [
   'SIMULATED_AGENT_WORK_SEC',
 ] as const;
 
-/** Set by the gate for every run (README "Worker gate", dispatch contract), whatever the gate's environment holds. */
+/** Set by the gate for every run (docs/worker-gate.md#worker-gate, dispatch contract), whatever the gate's environment holds. */
 export const RUN_CONTRACT_ENV = [
   'RUN_ID',
   'PROJECT_ID',

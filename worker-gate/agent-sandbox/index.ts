@@ -1,5 +1,5 @@
 /**
- * The agent's sandbox and user (README "Security model"). The gate detects at start what it can do
+ * The agent's sandbox and user (docs/security.md#security-model). The gate detects at start what it can do
  * (capabilities.ts), and for each run makes a plan (plan.ts): the user the agent runs as, the bwrap sandbox it starts
  * in and what that shows. `sandboxArgvPrefix` turns a plan into `[setpriv …] [bwrap … --]`, the part of a run's first
  * argv after the cgroup join.

@@ -6,7 +6,7 @@ export const AGENT_SANDBOX_PLAN_ENV = 'AGENT_SANDBOX_PLAN';
 const AbsolutePath = z.string().min(1).max(4096).refine((path) => path.startsWith('/') && !path.includes('\0'), 'must be an absolute path');
 
 /**
- * What the gate decided for one run's agent (README "Security model"): the user it runs as, the sandbox it starts in and
+ * What the gate decided for one run's agent (docs/security.md#security-model): the user it runs as, the sandbox it starts in and
  * what that sandbox shows. Plain data, so that a launcher (a separate process) builds the same prefix for its tool.
  */
 export const AgentSandboxPlanSchema = z.strictObject({

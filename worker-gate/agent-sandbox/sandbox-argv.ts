@@ -43,7 +43,7 @@ function maskArgs(hidden: readonly string[], bound: readonly string[]): string[]
   ];
 }
 
-/** The bwrap options of a plan, up to the command (README "Security model": what the agent sees). */
+/** The bwrap options of a plan, up to the command (docs/security.md#security-model: what the agent sees). */
 export function bwrapArgs(plan: AgentSandboxPlan, extras: SandboxExtras = {}): string[] {
   const args: string[] = [];
   const bound: string[] = [];

@@ -1,5 +1,5 @@
 /**
- * Claude Code under the gate (README "Running real agents"): its isolated config directory, the hooks it is given with
+ * Claude Code under the gate (docs/worker-gate.md#running-real-agents): its isolated config directory, the hooks it is given with
  * `--settings`, its command line for a new session and a resume, and what its `stream-json` output tells about the
  * run. Facts this relies on: CLAUDE_CONFIG_DIR and HOME keep it out of the user's own ~/.claude; it posts to
  * `{ANTHROPIC_BASE_URL}/v1/messages`; CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 removes every other connection and

@@ -1,5 +1,5 @@
 /**
- * Codex CLI under the gate (README "Running real agents"): its isolated CODEX_HOME (config, hooks and their trust),
+ * Codex CLI under the gate (docs/worker-gate.md#running-real-agents): its isolated CODEX_HOME (config, hooks and their trust),
  * its command line for exec and resume, and what its `--json` stream tells about the run. Facts this relies on:
  * Codex POSTs to `{base_url}/responses` (Responses API only), reads the key from the variable its provider's
  * `env_key` names, skips untrusted hooks silently, and trusts a hook whose `[hooks.state."<hooks.json>:<event>:<group>:

@@ -1,10 +1,10 @@
-// A lifecycle hook of a real agent (README "Running real agents", event table): the tool runs it with the hook's JSON
+// A lifecycle hook of a real agent (docs/worker-gate.md#running-real-agents, event table): the tool runs it with the hook's JSON
 // on stdin and the name of its event as the argument; it posts the gate event that the hook event maps to, to
 // GATE_EVENT_URL with the run's GATE_EVENT_TOKEN (both inherited from the tool's environment).
 //
 // Plain JavaScript with no imports of the project: a hook runs at every turn of the agent, and on Node 20 a TypeScript
-// loader would add about a second to each. It follows the README's retry rules without holding the agent: it tries for
-// HOOK_BUDGET_MS, and an event not delivered by then is handed to a detached copy of this script (`--deliver`) that
+// loader would add about a second to each. It follows the retry rules of docs/worker-gate.md#worker-gate without holding the agent: it
+// tries for HOOK_BUDGET_MS, and an event not delivered by then is handed to a detached copy of this script (`--deliver`) that
 // keeps trying for AGENT_EVENT_RETRY_SEC, while the hook itself returns. It never prints: the tool reads a hook's stdout
 // as its decision, and silence lets the agent go on.
 import { spawn } from 'node:child_process';

@@ -16,7 +16,7 @@ export const pinnedAgent = (runtime: LaunchedRuntime): PinnedAgent => PINNED[run
 
 /**
  * The cache scripts/ensure-agents.sh installs into: the user's own, never node_modules. As root it is the system's
- * (/var/cache): a gate run as root starts the tools as the agent user (README "Security model"), who cannot pass
+ * (/var/cache): a gate run as root starts the tools as the agent user (docs/security.md#security-model), who cannot pass
  * through root's private home.
  */
 export function agentsCacheDir(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.() ?? -1): string {

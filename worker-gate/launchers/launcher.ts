@@ -1,5 +1,5 @@
 /**
- * The gate's launcher for real agents (README "Running real agents"). The gate runs it as the dispatch script of a run
+ * The gate's launcher for real agents (docs/worker-gate.md#running-real-agents). The gate runs it as the dispatch script of a run
  * whose agent_runtime is a real tool, with the dispatch environment plus AGENT_RUNTIME, AGENT_BINARY, AGENT_HOME and,
  * for a resume, RESUME_SESSION_ID.
  *

@@ -6,7 +6,7 @@ import { PinnedDir } from '../../files/pinned-dir.ts';
 import { projectKey } from '../agent-sandbox/sandbox-paths.ts';
 
 /**
- * Where the gate keeps what it records about a project's real agent (README "Running real agents"): under its own
+ * Where the gate keeps what it records about a project's real agent (docs/worker-gate.md#running-real-agents): under its own
  * state_dir, private to the gate (0700), never in the project the agent writes. Per project, in
  * `<state_dir>/worker-gate/agent-records/<project key>/`: `session.json` (the last session: its id, how it ended, its
  * token usage), the tool's event stream `events.jsonl`, its `stderr.log` and the runner's own `agent.log`. The files

@@ -5,7 +5,7 @@ import { realOrResolved } from '../agent-sandbox/sandbox-paths.ts';
 import type { WorkerGateConfig } from '../gate-config.ts';
 
 /**
- * Whether the gate's own records can be where an agent writes (README "Security model"). The gate refuses to start
+ * Whether the gate's own records can be where an agent writes (docs/security.md#security-model). The gate refuses to start
  * when they can:
  * - state_dir inside project_root: every agent has its project there, read-write, sandboxed or not;
  * - an agent_writable_paths entry holding state_dir or project_root, or lying inside either: the sandbox binds it

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 
 /**
- * The launcher's tmux mode (agent_tmux_enabled; README "Running real agents", tmux): the runner starts as the only
+ * The launcher's tmux mode (agent_tmux_enabled; docs/worker-gate.md#running-real-agents, tmux): the runner starts as the only
  * pane of a tmux session named after the run, on a tmux server of its own (`tmux -L <session>`), so an operator can
  * `tmux -L <session> attach -t <session>` and watch the agent work. A server of its own starts in `/` and ends with
  * the session: it never holds another run's project directory, and it never outlives the run.

@@ -5,7 +5,7 @@ import { PinnedDir } from '../../files/pinned-dir.ts';
 import { makePrivateDir } from './records.ts';
 
 /**
- * A real tool in the agent's sandbox (README "Security model"): the runner stays outside, as the gate's user, and
+ * A real tool in the agent's sandbox (docs/security.md#security-model): the runner stays outside, as the gate's user, and
  * starts the tool as the agent user inside bwrap (worker-gate/agent-sandbox), with the tool's own home bound in.
  *
  * Inside the sandbox the tool sees its home at TOOL_HOME_IN_SANDBOX, outside the temporary directory, whatever

@@ -154,7 +154,7 @@ function essentialsOffered(root: string): boolean {
 }
 
 /**
- * Picks how runs are contained (README "Worker gate"). `auto`: v2 where the gate has a delegated subtree that offers
+ * Picks how runs are contained (docs/worker-gate.md#worker-gate). `auto`: v2 where the gate has a delegated subtree that offers
  * the memory and pids controllers; else the v1 hierarchies where they are writable; else v2 for membership alone (no
  * limits); else no cgroups, tracking the process tree. An explicit mode that cannot be had stops the gate.
  */
