@@ -1,52 +1,147 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { join, parse } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { cacheRoot } from './temporal-cli.ts';
 
 /**
- * The workflow bundle the Temporal worker runs. Bundling takes seconds, so the code is cached by a hash of the
- * workflow and domain sources plus the SDK version: a restart with unchanged code starts at once.
+ * The workflow bundle the Temporal worker runs. Bundling takes seconds, so the code is cached: a restart with
+ * unchanged code starts at once. The key is what the bundler actually read, wherever it lies (the workflows, what they
+ * import from any folder, the SDK's own files), not a list of folders that a move could leave stale: beside each
+ * bundle lies the list of its input files with their hashes, and a start re-hashes those files and reuses the bundle
+ * when none changed.
  */
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const WORKFLOWS_ENTRY = join(REPO_ROOT, 'workflows', 'index.ts');
 /** The workflow interceptors (request ids), bundled with the workflows. */
 const WORKFLOW_INTERCEPTORS = join(REPO_ROOT, 'workflows', 'interceptors.ts');
-/** Folders whose code can end up in the bundle (workflows import domain rules as values, everything else as types). */
-const BUNDLED_FOLDERS = ['workflows', 'domain'];
+/** Changes when the cache's layout or the bundler's options here change, so no older bundle is taken for a new one. */
+const CACHE_FORMAT = 2;
+/** The packages whose code turns the sources into the bundle (the SDK's bundler, webpack, the TypeScript loader). */
+const BUNDLER_PACKAGES = ['@temporalio/worker', '@temporalio/workflow', 'webpack', 'swc-loader', '@swc/core'];
 
-function sourceHash(extraModules: readonly string[]): string {
-  const hash = createHash('sha256');
-  for (const module of extraModules) hash.update(`module ${module}\n`);
-  const sdkVersion = (createRequire(import.meta.url)('@temporalio/workflow/package.json') as { version: string }).version;
-  hash.update(`sdk ${sdkVersion}\n`);
-  for (const folder of BUNDLED_FOLDERS) {
-    const dir = join(REPO_ROOT, folder);
-    for (const name of readdirSync(dir).filter((file) => file.endsWith('.ts')).sort()) {
-      hash.update(`${folder}/${name}\n`).update(readFileSync(join(dir, name)));
-    }
+export interface WorkflowBundleOptions {
+  /** Bundled beside this repository's own interceptors (tracing's, when it is on). */
+  interceptorModules?: readonly string[];
+  /** The workflows' entry module; this repository's workflows/index.ts unless given. */
+  workflowsPath?: string;
+  /** Where bundles and their input lists are kept; the cache root's workflow-bundles/ unless given. */
+  cacheDir?: string;
+}
+
+/** What the bundler read: each file's hash, and the paths it looked for and did not find (a file added there would be read). */
+interface BundleInputs {
+  bundle: string;
+  files: Record<string, string>;
+  missing: string[];
+}
+
+const fileHash = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+function packageVersion(name: string): string {
+  const require = createRequire(createRequire(import.meta.url).resolve('@temporalio/worker'));
+  try {
+    return (require(`${name}/package.json`) as { version: string }).version;
+  } catch {
+    return 'absent';
   }
+}
+
+/** Everything that changes the bundle besides the files it reads: the entry, the interceptors and the bundler's version. */
+function recipeHash(workflowsPath: string, interceptorModules: readonly string[]): string {
+  const hash = createHash('sha256').update(`format ${CACHE_FORMAT}\nentry ${workflowsPath}\n`);
+  for (const module of interceptorModules) hash.update(`module ${module}\n`);
+  for (const name of BUNDLER_PACKAGES) hash.update(`package ${name} ${packageVersion(name)}\n`);
   return hash.digest('hex').slice(0, 32);
 }
 
+/** The cached bundle whose every input file still has the hash it was bundled with, and whose missing paths are still missing. */
+function reusableBundle(dir: string, inputsPath: string): string | undefined {
+  let inputs: BundleInputs;
+  try {
+    inputs = JSON.parse(readFileSync(inputsPath, 'utf8')) as BundleInputs;
+  } catch {
+    return undefined;
+  }
+  const codePath = join(dir, inputs.bundle);
+  if (!existsSync(codePath)) return undefined;
+  for (const [path, hash] of Object.entries(inputs.files)) {
+    if (!existsSync(path) || fileHash(path) !== hash) return undefined;
+  }
+  if (inputs.missing.some((path) => existsSync(path))) return undefined;
+  return codePath;
+}
+
+/** The SDK writes the bundle's entry point beside the workflows' entry, in memory only; its content follows from the recipe. */
+function generatedEntryPoint(workflowsPath: string): string {
+  const { dir, name } = parse(workflowsPath);
+  return join(dir, `${name}-autogenerated-entrypoint.cjs`);
+}
+
+interface ReadTracker {
+  files: Set<string>;
+  missing: Set<string>;
+}
+
+/** A webpack plugin that records the files a compilation read and the paths its resolver found missing. */
+function trackReads(tracker: ReadTracker) {
+  return {
+    apply(compiler: { hooks: { afterCompile: { tap(name: string, callback: (compilation: { fileDependencies: Iterable<string>; missingDependencies: Iterable<string> }) => void): void } } }) {
+      compiler.hooks.afterCompile.tap('RecordWorkflowBundleInputs', (compilation) => {
+        for (const path of compilation.fileDependencies) tracker.files.add(path);
+        for (const path of compilation.missingDependencies) tracker.missing.add(path);
+      });
+    },
+  };
+}
+
+function writeAtomically(path: string, content: string): void {
+  const temporary = `${path}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(temporary, content);
+  renameSync(temporary, path);
+}
+
 /**
- * The cached bundle's path; `interceptorModules` are bundled beside this repository's own (tracing's, when it is on). The worker reads the file itself, so the code is held once (by the compiled workflow
- * script) rather than also as a string in this process.
+ * The cached bundle's path, bundling first when no cached one matches the files. The worker reads the file itself, so
+ * the code is held once (by the compiled workflow script) rather than also as a string in this process.
  */
-export async function loadWorkflowBundle(progress: (message: string) => void = () => undefined, options: { interceptorModules?: readonly string[] } = {}): Promise<{ codePath: string }> {
-  const extraModules = options.interceptorModules ?? [];
-  const dir = join(cacheRoot(), 'workflow-bundles');
-  const codePath = join(dir, `${sourceHash(extraModules)}.js`);
-  if (existsSync(codePath)) return { codePath };
+export async function loadWorkflowBundle(progress: (message: string) => void = () => undefined, options: WorkflowBundleOptions = {}): Promise<{ codePath: string }> {
+  const workflowsPath = options.workflowsPath ?? WORKFLOWS_ENTRY;
+  const interceptorModules = [WORKFLOW_INTERCEPTORS, ...(options.interceptorModules ?? [])];
+  const dir = options.cacheDir ?? join(cacheRoot(), 'workflow-bundles');
+  const recipe = recipeHash(workflowsPath, interceptorModules);
+  const inputsPath = join(dir, `${recipe}.inputs.json`);
+  const cached = reusableBundle(dir, inputsPath);
+  if (cached) return { codePath: cached };
+
   progress('bundling the workflow code (once per code change, a few seconds)');
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_ENTRY, workflowInterceptorModules: [WORKFLOW_INTERCEPTORS, ...extraModules], logger: quietBundlerLogger });
+  const startedAt = Date.now();
+  const tracker: ReadTracker = { files: new Set(), missing: new Set() };
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: interceptorModules,
+    logger: quietBundlerLogger,
+    webpackConfigHook: (config) => ({ ...config, plugins: [...(config.plugins ?? []), trackReads(tracker)] }),
+  });
+  tracker.files.delete(generatedEntryPoint(workflowsPath));
+  // The resolver's reads include the folders it looked in; their listings matter only through the missing paths.
+  const read = [...tracker.files].filter((path) => !existsSync(path) || !statSync(path).isDirectory()).sort();
+  // A file written or removed while the bundler ran may differ from what it read: that bundle serves this start only.
+  const changedWhileBundling = read.some((path) => !existsSync(path) || statSync(path).mtimeMs >= startedAt);
+  const files: Record<string, string> = {};
+  const key = createHash('sha256').update(`recipe ${recipe}\n`);
+  for (const path of read.filter((each) => existsSync(each))) {
+    files[path] = fileHash(path);
+    key.update(`${path} ${files[path]}\n`);
+  }
+  const bundle = `${key.digest('hex').slice(0, 32)}.js`;
   mkdirSync(dir, { recursive: true });
-  const temporary = `${codePath}.${randomBytes(4).toString('hex')}.tmp`;
-  writeFileSync(temporary, code);
-  renameSync(temporary, codePath);
+  const codePath = join(dir, bundle);
+  writeAtomically(codePath, code);
+  if (!changedWhileBundling) writeAtomically(inputsPath, `${JSON.stringify({ bundle, files, missing: [...tracker.missing].sort() } satisfies BundleInputs)}\n`);
   return { codePath };
 }
 
