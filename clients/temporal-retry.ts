@@ -10,11 +10,23 @@ const TRANSIENT_CODES: ReadonlySet<number> = new Set([status.DEADLINE_EXCEEDED, 
  */
 const CLIENT_DEADLINE_MESSAGE = 'Timeout expired';
 
+/**
+ * The native connection's words for an HTTP/2 stream or connection that broke under the call (a reset, a GOAWAY):
+ * the request may or may not have reached the server, and its code follows the broken frame's reason (INTERNAL for most),
+ * so the words tell it, not the code. A loaded CI machine ended a start-up with "Failed to describe schedule: h2
+ * protocol error: http2 error" while the embedded server was busy.
+ */
+const BROKEN_STREAM_PREFIX = 'h2 protocol error';
+
 /** Whether a client call failed for a reason that passes (the client wraps the gRPC error in a ServiceError). */
 export function isTransientTemporalError(error: unknown): boolean {
   const grpc = error instanceof ServiceError ? error.cause : error;
   if (!isGrpcServiceError(grpc)) return false;
-  return TRANSIENT_CODES.has(grpc.code) || (grpc.code === status.CANCELLED && grpc.message === CLIENT_DEADLINE_MESSAGE);
+  return (
+    TRANSIENT_CODES.has(grpc.code) ||
+    (grpc.code === status.CANCELLED && grpc.message === CLIENT_DEADLINE_MESSAGE) ||
+    grpc.message.startsWith(BROKEN_STREAM_PREFIX)
+  );
 }
 
 /**

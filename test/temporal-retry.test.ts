@@ -30,6 +30,25 @@ describe('retryingTransient', () => {
     expect(calls).toBe(3);
   });
 
+  it('tries a call again after the native connection reports a broken HTTP/2 stream, whatever code it gives', async () => {
+    // The native connection's error: its message is the transport's own words, with no code prefix.
+    const broken = (code: status) => {
+      const grpc = Object.assign(new Error('h2 protocol error: http2 error'), { code, details: 'h2 protocol error: http2 error', metadata: new Metadata() });
+      return new ServiceError(`Failed to describe schedule: ${grpc.message}`, { cause: grpc });
+    };
+    const failures = [broken(status.INTERNAL), broken(status.UNKNOWN)];
+    let calls = 0;
+    const result = await retryingTransient(async () => {
+      calls += 1;
+      const failure = failures.shift();
+      if (failure) throw failure;
+      return 'described';
+    }, 10_000);
+    expect(result).toBe('described');
+    expect(calls).toBe(3);
+    expect(isTransientTemporalError(grpcFailure(status.INTERNAL, 'workflow task failed'))).toBe(false);
+  });
+
   it('throws any other failure at once, and a transient one once the time is up', async () => {
     const invalid = grpcFailure(status.INVALID_ARGUMENT, 'bad spec');
     expect(isTransientTemporalError(invalid)).toBe(false);
