@@ -79,7 +79,7 @@ describe('rcp', () => {
     expect(login.stdout).not.toContain(CONTROL_TOKEN);
   });
 
-  it("runs the README's flow from a candidate file to an imported paper", { timeout: 240_000 }, async () => {
+  it("runs the docs' flow from a candidate file to an imported paper", { timeout: 240_000 }, async () => {
     const file = join(home, 'candidates.json');
     await writeFile(file, JSON.stringify([candidate({ title: 'A paper through rcp', dedupe_key: 'rcp-paper' })]));
     const dry = await rcpJson(['research', 'import', file]);

@@ -7,7 +7,7 @@ import { testPort } from './support/ports.ts';
 import { ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 
 /**
- * The docs/papers.md#from-a-run-to-an-imported-paper, step by step through the control API, with Codex as the agent
+ * The flow of docs/papers.md#from-a-run-to-an-imported-paper, step by step through the control API, with Codex as the agent
  * against the scripted model that `npm run model:scripted` serves (docs/worker-gate.md#running-real-agents, trying it offline):
  * a candidate imported and promoted, a live dispatch, the real agent writing its evidence, the run completed, a
  * paper drafted, approved, packaged and its import recorded.
@@ -41,7 +41,7 @@ afterAll(async () => {
   await model?.down();
 });
 
-describe("the README's flow with Codex as the agent", () => {
+describe("the paper flow of the docs with Codex as the agent", () => {
   it('runs from an imported candidate to an imported paper', { timeout: 240_000 }, async () => {
     const api = async (path: string, body?: unknown) => {
       const answer = await stack.api(body === undefined ? 'GET' : 'POST', path, body);
