@@ -1,5 +1,5 @@
-import { appendAuditEvent, type AuditEvent, type AuditEventInput } from '../store/audit-events.ts';
-import type { Store } from '../store/store.ts';
+import { appendAuditEvent, type AuditEvent, type AuditEventInput } from '../platform/store/audit-events.ts';
+import type { Store } from '../platform/store/store.ts';
 
 /** Activities that record audit events; idempotent by (event_type, idempotency_key), so retries append once. */
 export function createAuditActivities(store: Store) {

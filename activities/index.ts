@@ -1,6 +1,6 @@
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { createAuditActivities } from './audit.ts';
 import { createPaperActivities } from './papers.ts';
 import { createRunActivities } from './runs.ts';

@@ -13,7 +13,7 @@ import type { PaperSettings } from '../services/paper-settings.ts';
 import { DRAFT_FILES, PaperWriterFailedError, readDraftArtifact, storeDraft, writePaper, type DraftArtifact, type WriterName } from '../services/paper-writing.ts';
 import { getProject } from '../store/projects.ts';
 import { getRun } from '../store/runs.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import type { PaperStatus } from '../domain/paper-status.ts';
 import { PAPER_FAILURE_TYPES } from '../domain/paper-steps.ts';
 import type { DraftCandidates, DraftCandidatesRequest, EvidenceSyncDetail, PaperRef } from '../workflows/paper-messages.ts';

@@ -1,6 +1,6 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { ActivityInboundCallsInterceptor } from '@temporalio/worker';
-import { withRequestId } from '../store/request-context.ts';
+import { withRequestId } from '../platform/store/request-context.ts';
 import { REQUEST_ID_HEADER } from '../workflows/interceptors.ts';
 
 /** An activity runs as done for the request its workflow's header names (workflows/interceptors.ts). */

@@ -7,7 +7,7 @@ import { buildRunPrompt, promptFileFor, type RunPromptContract } from '../domain
 import { getProject } from '../store/projects.ts';
 import { getCandidate } from '../store/research-candidates.ts';
 import { applyRunTransition, claimQueueItem, getRun, LaneBusyError, UnknownRunError, type RunRow, type TransitionRequest } from '../store/runs.ts';
-import { StoreReadOnlyError, type Store } from '../store/store.ts';
+import { StoreReadOnlyError, type Store } from '../platform/store/store.ts';
 import type { AgentSettings } from '../workflows/messages.ts';
 import { dispatchPreflight } from '../services/worker-preflight.ts';
 import { WorkerGateError, workerGateClient } from '../clients/worker-gate-client.ts';

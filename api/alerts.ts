@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AlertFindingSchema } from './answers.ts';
-import { errorResponses } from '../http/responses.ts';
+import { errorResponses } from '../platform/http/responses.ts';
 import { runQueueCheck } from '../services/queue-alerts.ts';
 import type { AppDeps } from './deps.ts';
 

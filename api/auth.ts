@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Store } from '../store/store.ts';
-import { findLiveSession, touchSession } from '../store/sessions.ts';
-import { HttpError, unauthorized } from '../http/errors.ts';
-import { csrfTokenFor, sha256Hex, tokenMatcher, tokensMatch } from '../http/tokens.ts';
-import { requestHook } from '../http/hooks.ts';
-import { hasCredentialQuery } from '../http/url-credentials.ts';
+import type { Store } from '../platform/store/store.ts';
+import { findLiveSession, touchSession } from '../platform/auth/session-ledger.ts';
+import { HttpError, unauthorized } from '../platform/http/errors.ts';
+import { csrfTokenFor, sha256Hex, tokenMatcher, tokensMatch } from '../platform/http/tokens.ts';
+import { requestHook } from '../platform/http/hooks.ts';
+import { hasCredentialQuery } from '../platform/http/url-credentials.ts';
 
 export const SESSION_COOKIE = 'cp_session';
 export const SESSION_IDLE_MS = 30 * 60 * 1000;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { ServiceMetrics } from '../http/metrics.ts';
-import type { RouteObservability } from '../http/route-observability.ts';
+import type { ServiceMetrics } from '../platform/http/metrics.ts';
+import type { RouteObservability } from '../platform/observability/route-observability.ts';
 import { registerControlPlaneMetrics } from '../services/service-metrics.ts';
 import { alertRoutes } from './alerts.ts';
 import { coreRoutes } from './core.ts';

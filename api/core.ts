@@ -5,10 +5,10 @@ import { CORE_MODES, SKIP_REASONS, type CorePaperRow, type CoreQueueRow } from '
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
 import { QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
-import { countsOf, errorResponses, type Assert, type Documents } from '../http/responses.ts';
-import { HttpError } from '../http/errors.ts';
-import { withinJsonBounds } from '../http/json-bounds.ts';
-import { queryText } from '../http/validation.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
+import { HttpError } from '../platform/http/errors.ts';
+import { withinJsonBounds } from '../platform/http/json-bounds.ts';
+import { queryText } from '../platform/http/validation.ts';
 import { createCore } from '../services/core.ts';
 import { readLegacyNotes } from '../services/legacy-notes.ts';
 import { PROJECT_ID_PATTERN } from '../store/projects.ts';

@@ -2,16 +2,16 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Logger } from 'pino';
-import { enterRequest } from '../store/request-context.ts';
+import { enterRequest } from '../platform/store/request-context.ts';
 import { httpApp, type HttpAppOptions, type WorkerGateRole } from './app.ts';
 import type { AuthKind } from './auth.ts';
 import type { AppDeps } from './deps.ts';
-import { answerClientError } from '../http/client-errors.ts';
-import { closeConnectionsWithoutRequest, limitConnectionsPerClient } from '../http/connection-limits.ts';
-import { answerRoutingError, BODY_LIMIT_BYTES } from '../http/errors.ts';
-import type { OperationalTrace } from '../http/operational-trace.ts';
-import { ServiceMetrics } from '../http/metrics.ts';
-import type { RouteObservability } from '../http/route-observability.ts';
+import { answerClientError } from '../platform/http/client-errors.ts';
+import { closeConnectionsWithoutRequest, limitConnectionsPerClient } from '../platform/http/connection-limits.ts';
+import { answerRoutingError, BODY_LIMIT_BYTES } from '../platform/http/errors.ts';
+import type { OperationalTrace } from '../platform/observability/operational-trace.ts';
+import { ServiceMetrics } from '../platform/http/metrics.ts';
+import type { RouteObservability } from '../platform/observability/route-observability.ts';
 
 const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 

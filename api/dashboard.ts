@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses } from '../http/responses.ts';
+import { errorResponses } from '../platform/http/responses.ts';
 import { SESSION_COOKIE } from './auth.ts';
 
 const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/', import.meta.url));

@@ -8,10 +8,10 @@ import type { DispatchSettings } from '../services/dispatch-settings.ts';
 import type { PaperLauncher } from '../services/paper-launcher.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
 import type { ProviderBatchSettings } from '../services/provider-batch.ts';
-import type { ClusterConfigView } from '../services/replicas.ts';
+import type { ClusterConfigView } from '../platform/cluster/replicas.ts';
 import type { RunLauncher } from '../services/run-launcher.ts';
-import type { Store } from '../store/store.ts';
-import type { ServiceMetrics } from '../http/metrics.ts';
+import type { Store } from '../platform/store/store.ts';
+import type { ServiceMetrics } from '../platform/http/metrics.ts';
 
 export interface TemporalHealth {
   ok: boolean;

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, DISPATCH_MODES, REASONING_EFFORTS } from '../domain/gate.ts';
 import { DISPATCH_ACTIONS, dispatchNext } from '../services/dispatch.ts';
 import type { AppDeps } from './deps.ts';
-import { errorResponses, foreignObject } from '../http/responses.ts';
+import { errorResponses, foreignObject } from '../platform/http/responses.ts';
 import { DispatchRouteSchema, GATE_ANSWER, QueueItemSchema } from './answers.ts';
 import { PreflightResultSchema } from './preflight.ts';
 import { idempotencyKey } from './command-fields.ts';

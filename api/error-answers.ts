@@ -1,7 +1,7 @@
-import type { ErrorMapper } from '../http/errors.ts';
-import { CommandRefusedError } from '../services/command-errors.ts';
-import { IdempotencyConflictError } from '../store/idempotency-keys.ts';
-import { STATEMENT_TIMEOUT_CODE, StoreReadOnlyError } from '../store/store.ts';
+import type { ErrorMapper } from '../platform/http/errors.ts';
+import { CommandRefusedError } from '../platform/command-errors.ts';
+import { IdempotencyConflictError } from '../platform/store/idempotency-keys.ts';
+import { STATEMENT_TIMEOUT_CODE, StoreReadOnlyError } from '../platform/store/store.ts';
 
 const isStatementTimeout = (error: unknown) =>
   typeof error === 'object' && error !== null && (error as { code?: unknown }).code === STATEMENT_TIMEOUT_CODE;

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses, type Assert, type Documents } from '../http/responses.ts';
+import { errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import { CandidateResultSchema } from './answers.ts';
 import { launchNextFollowup, type FollowupAnswer } from '../services/followups.ts';

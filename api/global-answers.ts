@@ -1,5 +1,5 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { errorResponses, type ErrorStatus } from '../http/responses.ts';
+import { errorResponses, type ErrorStatus } from '../platform/http/responses.ts';
 import { SAFE_METHODS } from './auth.ts';
 
 /**

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AgentIsolationSchema } from '../contracts/agent-isolation.ts';
 import { RunCgroupsStatusSchema } from '../contracts/worker-gate.ts';
-import { errorResponses } from '../http/responses.ts';
+import { errorResponses } from '../platform/http/responses.ts';
 import { SERVICE_NAME, type AppDeps, type TemporalHealth } from './deps.ts';
 
 const CHECK_TIMEOUT_MS = 3000;

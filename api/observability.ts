@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ServiceMetrics } from '../http/metrics.ts';
-import { errorResponses } from '../http/responses.ts';
-import { mib, rssMib, type RouteObservability } from '../http/route-observability.ts';
+import type { ServiceMetrics } from '../platform/http/metrics.ts';
+import { errorResponses } from '../platform/http/responses.ts';
+import { mib, rssMib, type RouteObservability } from '../platform/observability/route-observability.ts';
 import type { AuthKind } from './auth.ts';
 
 /** `GET /metrics` and the v1 observability reads (docs/operations.md#metrics-and-observability). */

@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { OpenAPIV3_1 } from 'openapi-types';
-import { errorAnswerDescription, ErrorBodySchema, errorResponses, foreignObject, type ErrorStatus } from '../http/responses.ts';
+import { errorAnswerDescription, ErrorBodySchema, errorResponses, foreignObject, type ErrorStatus } from '../platform/http/responses.ts';
 import { SAFE_METHODS, type AuthKind } from './auth.ts';
 import { SERVICE_NAME } from './deps.ts';
 import { operationIdOf } from './operation-ids.ts';

@@ -5,8 +5,8 @@ import { runWorkerPreflight } from '../services/worker-preflight.ts';
 import type { WorkerRouting, WorkerTarget } from '../domain/lanes.ts';
 import { PREFLIGHT_DEFAULTS } from '../domain/preflight.ts';
 import type { AppDeps } from './deps.ts';
-import { HttpError } from '../http/errors.ts';
-import { errorResponses } from '../http/responses.ts';
+import { HttpError } from '../platform/http/errors.ts';
+import { errorResponses } from '../platform/http/responses.ts';
 import { PreflightCheckSchema } from './answers.ts';
 
 /** What a worker preflight checks and against which target; every field is optional. */

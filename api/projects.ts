@@ -5,9 +5,9 @@ import { resolveLane } from '../domain/lanes.ts';
 import { readProjectDetail } from '../store/project-reads.ts';
 import type { QueueItemRow } from '../store/queue-items.ts';
 import type { AppDeps } from './deps.ts';
-import { HttpError } from '../http/errors.ts';
-import { errorResponses } from '../http/responses.ts';
-import { queryInt } from '../http/validation.ts';
+import { HttpError } from '../platform/http/errors.ts';
+import { errorResponses } from '../platform/http/responses.ts';
+import { queryInt } from '../platform/http/validation.ts';
 import { ProjectDetailAnswer } from './answers.ts';
 
 const ProjectParams = z.strictObject({ project_id: z.string().min(1).max(200) });

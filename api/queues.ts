@@ -4,8 +4,8 @@ import { z } from 'zod';
 import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { listQueueItems, QUEUE_SORT_COLUMNS } from '../store/queue-reads.ts';
 import type { AppDeps } from './deps.ts';
-import { errorResponses, pageBody } from '../http/responses.ts';
-import { pageOf, queryInt, queryOptional, querySort, queryText } from '../http/validation.ts';
+import { errorResponses, pageBody } from '../platform/http/responses.ts';
+import { pageOf, queryInt, queryOptional, querySort, queryText } from '../platform/http/validation.ts';
 import { QueueItemSchema } from './answers.ts';
 
 const QueueParams = z.strictObject({ queue: z.enum(QUEUE_GROUPS) });

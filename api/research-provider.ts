@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { countsOf, errorResponses, type Assert, type Documents } from '../http/responses.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
 import { PROVIDER_OUTCOMES } from '../domain/provider-budget.ts';
 import { ADMISSION_DECISIONS } from '../domain/research-candidate.ts';
 import { CandidateResultSchema } from './answers.ts';

@@ -16,10 +16,10 @@ import { facilityCounts, type FacilityCounts } from '../store/research-facility-
 import { lineageOf } from '../store/research-lineage.ts';
 import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';
-import { HttpError } from '../http/errors.ts';
-import { countsOf, errorResponses, pageBody, type Assert, type Documents } from '../http/responses.ts';
+import { HttpError } from '../platform/http/errors.ts';
+import { countsOf, errorResponses, pageBody, type Assert, type Documents } from '../platform/http/responses.ts';
 import { AdmissionSchema, CandidateResultSchema, CandidateSchema, LineageSchema, ProjectSchema, QueueItemSchema } from './answers.ts';
-import { pageOf, queryInt, queryOptional, queryText } from '../http/validation.ts';
+import { pageOf, queryInt, queryOptional, queryText } from '../platform/http/validation.ts';
 
 /** Research Facility endpoints (docs/research.md#research-facility-intake): reads of the intake ledgers, and the commands that write them. */
 

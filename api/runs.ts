@@ -2,8 +2,8 @@ import { RunCauseSchema, TokenUsageSchema } from '../contracts/worker-callback.t
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses, type Assert, type Documents } from '../http/responses.ts';
-import { queryInt } from '../http/validation.ts';
+import { errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
+import { queryInt } from '../platform/http/validation.ts';
 import { AuditEventSchema, PaperSchema, ProjectSchema, RunWithTransitionsSchema } from './answers.ts';
 import { QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { RUN_STATES } from '../domain/run-state.ts';

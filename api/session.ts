@@ -1,14 +1,14 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { endDashboardSession, startDashboardSession } from '../services/dashboard-sessions.ts';
+import { endDashboardSession, startDashboardSession } from '../platform/auth/dashboard-sessions.ts';
 import { SESSION_ABSOLUTE_MS, SESSION_COOKIE, SESSION_IDLE_MS } from './auth.ts';
 import type { AppDeps } from './deps.ts';
-import { HttpError, unauthorized } from '../http/errors.ts';
-import { clientKey, FailureLimit, tooManyRequests } from '../http/failure-limit.ts';
-import { spendSignInFailure } from '../store/sign-in-failures.ts';
-import { errorResponses } from '../http/responses.ts';
-import { csrfTokenFor, tokensMatch } from '../http/tokens.ts';
+import { HttpError, unauthorized } from '../platform/http/errors.ts';
+import { clientKey, FailureLimit, tooManyRequests } from '../platform/http/failure-limit.ts';
+import { spendSignInFailure } from '../platform/auth/sign-in-failures.ts';
+import { errorResponses } from '../platform/http/responses.ts';
+import { csrfTokenFor, tokensMatch } from '../platform/http/tokens.ts';
 
 /**
  * Wrong sign-ins one client address may make per window, so the control token cannot be guessed at speed. Only

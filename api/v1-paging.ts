@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { decodeCursor, encodeCursor, type CursorPosition } from '../http/cursor.ts';
-import { InvalidRequest, queryInt, queryOptional } from '../http/validation.ts';
-import { isKeyOf, type KeysetOrder, type KeysetPage } from '../store/keyset.ts';
+import { decodeCursor, encodeCursor, type CursorPosition } from '../platform/http/cursor.ts';
+import { InvalidRequest, queryInt, queryOptional } from '../platform/http/validation.ts';
+import { isKeyOf, type KeysetOrder, type KeysetPage } from '../platform/store/keyset.ts';
 
 /** page_size of every v1 list (docs/console.md#read-models). */
 export const V1_PAGE_SIZE = { min: 1, max: 200, default: 50 } as const;

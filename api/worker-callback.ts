@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { WorkerCallbackResponseSchema, WorkerCallbackSchema } from '../contracts/worker-callback.ts';
-import { errorResponses } from '../http/responses.ts';
+import { errorResponses } from '../platform/http/responses.ts';
 import { receiveWorkerCallback } from '../services/worker-callbacks.ts';
-import { IdempotencyConflictError } from '../store/idempotency-keys.ts';
+import { IdempotencyConflictError } from '../platform/store/idempotency-keys.ts';
 import type { AppDeps } from './deps.ts';
 
 /** Completion callbacks from the worker gates, deduplicated by idempotency_key (docs/runs.md#runs). */

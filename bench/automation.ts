@@ -18,8 +18,8 @@ import { generateProviderBatch, type ProviderBatchSettings } from '../services/p
 import { runQueueCheck } from '../services/queue-alerts.ts';
 import { pumpFollowup, pumpGate, pumpPlanPaperDraft, pumpSelectDispatch, type PumpDeps } from '../services/queue-pump.ts';
 import { createResearchFacility } from '../services/research-facility.ts';
-import { ServiceSecrets } from '../services/service-secrets.ts';
-import { openStore } from '../store/open-store.ts';
+import { ServiceSecrets } from '../platform/config/service-secrets.ts';
+import { openStore } from '../platform/store/open-store.ts';
 import { log, loadNow, ms, timeEach, type Stats } from './figures.ts';
 import { knob } from './knobs.ts';
 import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase } from './support.ts';

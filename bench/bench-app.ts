@@ -2,13 +2,13 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import pino from 'pino';
 import { createServer } from '../api/create-server.ts';
-import { createLogger } from '../bin/runtime/logger.ts';
-import { SECRET_FIELDS } from '../config/schema.ts';
-import { ServiceMetrics } from '../http/metrics.ts';
+import { createLogger } from '../platform/observability/logger.ts';
+import { SECRET_FIELDS } from '../platform/config/schema.ts';
+import { ServiceMetrics } from '../platform/http/metrics.ts';
 import { NO_ROUTING, AGENT_DEFAULTS, type DispatchSettings } from '../services/dispatch-settings.ts';
 import type { ProviderBatchSettings } from '../services/provider-batch.ts';
-import { ServiceSecrets } from '../services/service-secrets.ts';
-import type { Store } from '../store/store.ts';
+import { ServiceSecrets } from '../platform/config/service-secrets.ts';
+import type { Store } from '../platform/store/store.ts';
 
 /** Prints the `listening <port>` line bench/support.ts startBenchServer waits for. */
 export function announce(server: Server): void {

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
-import { payloadHash } from '../http/payload-hash.ts';
+import { payloadHash } from '../platform/http/payload-hash.ts';
 
 /** What every bench prints its figures with: percentiles, timed loops, HTTP load, and the machine's load. */
 

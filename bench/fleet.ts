@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { freePort } from '../bin/runtime/temporal-dev-server.ts';
+import { freePort } from '../platform/temporal/temporal-dev-server.ts';
 import { LocalCluster } from '../scripts/cluster/local-cluster.ts';
 import { type ClusterOptions } from '../scripts/cluster/topology.ts';
 import { loadNow, log, ms, stats, yes, type Stats } from './figures.ts';

@@ -10,7 +10,7 @@ import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { ConfigFileSchema } from '../config/schema.ts';
+import { ConfigFileSchema } from '../platform/config/schema.ts';
 import { ControlPlaneEventSchema } from '../contracts/worker-gate.ts';
 import { readProcessTable } from '../worker-gate/process-table.ts';
 import { TelemetrySampler } from '../worker-gate/telemetry/sampler.ts';

@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { httpLoad } from './figures.ts';
 import { knob, QUICK } from './knobs.ts';
-import { freePort } from '../bin/runtime/temporal-dev-server.ts';
-import { firstRunConfig } from '../config/first-run.ts';
+import { freePort } from '../platform/temporal/temporal-dev-server.ts';
+import { firstRunConfig } from '../platform/config/first-run.ts';
 import { benchDatabaseUrl, dropDatabase, ensureDatabase, percentileTable } from './support.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));

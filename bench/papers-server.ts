@@ -4,8 +4,8 @@
  * when ready.
  *   papers-server.ts <fastify|bare> <database url> <token> <state dir> <project root>
  */
-import { pageOf } from '../http/validation.ts';
-import { createPgStore } from '../store/pg-store.ts';
+import { pageOf } from '../platform/http/validation.ts';
+import { createPgStore } from '../platform/store/pg-store.ts';
 import { startBareServer, startBenchApp } from './bench-app.ts';
 import { listPapers } from '../store/papers.ts';
 

@@ -20,10 +20,10 @@ import { automatedChecklistPassed, judgeDraft } from '../domain/paper-checklist.
 import { deterministicDraft, resultValues, type DraftEvidence } from '../domain/paper-draft.ts';
 import { DRAFT_NEXT_CANDIDATES } from '../services/paper-drafting.ts';
 import { draftEvidenceOf, readEvidence } from '../services/paper-evidence.ts';
-import { ServiceSecrets } from '../services/service-secrets.ts';
-import { openStore } from '../store/open-store.ts';
+import { ServiceSecrets } from '../platform/config/service-secrets.ts';
+import { openStore } from '../platform/store/open-store.ts';
 import { listDraftCandidates } from '../store/paper-drafts.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { loadNow, loadSideBySide, log, ms, stopBenchServer, timeEach, warmUp, yes, type LoadFigures, type Stats } from './figures.ts';
 import { knob } from './knobs.ts';
 import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase, startBenchServer } from './support.ts';

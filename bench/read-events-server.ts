@@ -4,9 +4,9 @@
  * authentication or Fastify. Prints `listening <port>` when ready.
  */
 import { auditEventsByCursor, EVENT_ORDERS } from '../api/events.ts';
-import { pageOf } from '../http/validation.ts';
-import { listAuditEventsPage } from '../store/audit-events.ts';
-import { createPgStore } from '../store/pg-store.ts';
+import { pageOf } from '../platform/http/validation.ts';
+import { listAuditEventsPage } from '../platform/store/audit-events.ts';
+import { createPgStore } from '../platform/store/pg-store.ts';
 import { startBareServer, startBenchApp } from './bench-app.ts';
 
 const [mode, databaseUrl, token] = process.argv.slice(2) as ['fastify' | 'bare', string, string];

@@ -8,7 +8,7 @@
  *   database for the next; a quick run seeds a database of its own and drops it.
  */
 import { fileURLToPath } from 'node:url';
-import { openStore } from '../store/open-store.ts';
+import { openStore } from '../platform/store/open-store.ts';
 import { checkSameAnswer, loadNow, loadSideBySide, stopBenchServer, warmUp } from './figures.ts';
 import { knob, QUICK } from './knobs.ts';
 import { benchDatabaseUrl, dropDatabase, ensureDatabase, percentileTable, startBenchServer } from './support.ts';

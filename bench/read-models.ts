@@ -13,9 +13,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { encodeCursor } from '../http/cursor.ts';
-import { openStore } from '../store/open-store.ts';
-import type { Store } from '../store/store.ts';
+import { encodeCursor } from '../platform/http/cursor.ts';
+import { openStore } from '../platform/store/open-store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { checkSameAnswer, loadNow, loadSideBySide, log, stopBenchServer, warmUp, yes, type LoadFigures } from './figures.ts';
 import { knob } from './knobs.ts';
 import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase, startBenchServer } from './support.ts';

@@ -3,15 +3,15 @@
  *   npm start                      (first run writes state/config.json)
  *   SVC_CONFIG=/path/config.json npm start
  */
-import { loadConfig, formatProblems } from '../config/load.ts';
-import { redactConfig, SECRET_FIELDS } from '../config/schema.ts';
+import { loadConfig, formatProblems } from '../platform/config/load.ts';
+import { redactConfig, SECRET_FIELDS } from '../platform/config/schema.ts';
 import pino, { type Logger } from 'pino';
-import type { Config } from '../config/schema.ts';
-import { makePrivate } from '../store/private-files.ts';
-import { createLogger } from './runtime/logger.ts';
-import { logFormatFrom, readableDestination } from './runtime/readable-log.ts';
+import type { Config } from '../platform/config/schema.ts';
+import { makePrivate } from '../platform/store/private-files.ts';
+import { createLogger } from '../platform/observability/logger.ts';
+import { logFormatFrom, readableDestination } from '../platform/observability/readable-log.ts';
 import { createWorkerGateRole, startWorkerGateOnly } from './runtime/worker-gate-process.ts';
-import { portTaken, portTakenMessage } from './runtime/listen-port.ts';
+import { portTaken, portTakenMessage } from '../platform/http/listen-port.ts';
 
 /**
  * Standard output, shared by the log lines and the banners: written apart (pino writes asynchronously), a banner could

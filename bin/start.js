@@ -11,7 +11,7 @@ import { initialize, load } from './stripped-sources-hook.js';
 const SUPPORTED_MAJOR = 24;
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The service's own code; tests, benchmarks and scripts never run in it. */
-const SOURCE_FOLDERS = ['api', 'http', 'files', 'services', 'clients', 'contracts', 'activities', 'workflows', 'worker-gate', 'domain', 'store', 'config', 'bin'];
+const SOURCE_FOLDERS = ['api', 'platform', 'services', 'clients', 'contracts', 'activities', 'workflows', 'worker-gate', 'domain', 'store', 'bin'];
 
 if (Number(process.versions.node.split('.')[0]) < SUPPORTED_MAJOR) {
   console.error(
@@ -110,7 +110,7 @@ function typeScriptFiles(dir) {
 }
 
 /**
- * Where the Temporal CLI and the workflow bundle are cached too (bin/runtime/temporal-cli.ts). A copy, because this
+ * Where the Temporal CLI and the workflow bundle are cached too (platform/temporal/temporal-cli.ts). A copy, because this
  * file runs before any TypeScript module can be loaded.
  */
 function cacheRoot() {

@@ -3,7 +3,7 @@ import { lstatSync, realpathSync } from 'node:fs';
 import { lstat, mkdir, readdir, rmdir } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, posix, relative, resolve } from 'node:path';
 import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
-import { isStrictlyInside, PinnedDir, reachableInside } from '../files/pinned-dir.ts';
+import { isStrictlyInside, PinnedDir, reachableInside } from '../platform/files/pinned-dir.ts';
 
 /**
  * Copies a run's paper evidence from a worker machine into the control plane's copy of the project, with rsync over

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ABSTRACT_CHARS, TITLE_CHARS } from '../domain/paper-checklist.ts';
-import { endpointOf, excerpt, failureCode, parseJson, readCapped, redactor, unfenced, VALID_HEADER_VALUE } from './outbound-http.ts';
+import { endpointOf, excerpt, failureCode, parseJson, readCapped, redactor, unfenced, VALID_HEADER_VALUE } from '../platform/http/outbound-http.ts';
 import { DRAFT_SECTIONS, formatNumber, resultValues, type Draft, type DraftEvidence } from '../domain/paper-draft.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { WorkerTarget } from '../domain/lanes.ts';
-import type { OperationalTrace } from '../http/operational-trace.ts';
-import { randomToken, gateIdentityProven } from '../http/tokens.ts';
+import type { OperationalTrace } from '../platform/observability/operational-trace.ts';
+import { randomToken, gateIdentityProven } from '../platform/http/tokens.ts';
 
 /**
  * HTTP client of a worker gate (docs/worker-gate.md#worker-gate). Every call is bounded by a timeout and

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { withinJsonBounds } from '../http/json-bounds.ts';
+import { withinJsonBounds } from '../platform/http/json-bounds.ts';
 import { CALLBACK_EVENT_TYPES, GATE_STATES } from '../domain/gate.ts';
 import { RUN_CAUSE_COMMAND_MAX, RUN_CAUSE_KINDS, RUN_CAUSE_MESSAGE_MAX, RUN_CAUSE_REAPED_MAX } from '../domain/run-cause.ts';
 

@@ -3,7 +3,7 @@ import { AGENT_EVENTS, CALLBACK_EVENT_TYPES, DISPATCH_MODES, GATE_STATES, LIFECY
 import { RunCauseSchema, TokenUsageSchema } from './worker-callback.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
 import { AgentIsolationSchema } from './agent-isolation.ts';
-import { JsonValueSchema, jsonObject } from './json-value.ts';
+import { JsonValueSchema, jsonObject } from '../platform/http/json-value.ts';
 
 /** Request and response bodies of the worker gate's endpoints (docs/worker-gate.md#worker-gate). */
 

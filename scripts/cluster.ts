@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { TEMPORAL_SERVER_VERSION } from '../bin/runtime/temporal-server.ts';
+import { TEMPORAL_SERVER_VERSION } from '../platform/temporal/temporal-server.ts';
 import { cgroupMounts } from '../worker-gate/run-cgroups/mounts.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { LOCAL_CLUSTER_NAMING, LOCAL_CLUSTER_PORTS, type ClusterOptions } from './cluster/topology.ts';

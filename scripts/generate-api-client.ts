@@ -5,9 +5,9 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString, UNKNOWN } from 'openapi-typescript';
 import { createServer } from '../api/create-server.ts';
-import { createLogger } from '../bin/runtime/logger.ts';
-import { SECRET_FIELDS } from '../config/schema.ts';
-import { openStore } from '../store/open-store.ts';
+import { createLogger } from '../platform/observability/logger.ts';
+import { SECRET_FIELDS } from '../platform/config/schema.ts';
+import { openStore } from '../platform/store/open-store.ts';
 import { httpOnlyDeps, TEST_TOKEN } from '../test/support/app.ts';
 
 export const API_CLIENT_SCHEMA = fileURLToPath(new URL('../api-client/schema.ts', import.meta.url));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Temporal CLI (which embeds the dev server) into a per-user cache outside the repo.
-# Keep the cache path in step with bin/runtime/temporal-cli.ts.
+# Keep the cache path in step with platform/temporal/temporal-cli.ts.
 set -euo pipefail
 
 readonly VERSION=1.5.1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real Temporal server and its SQL schema tool into a per-user cache outside the repo, with the server's
 # Postgres schema files beside them, for a Temporal of its own on Postgres (docs/operations.md#running-on-several-machines).
-# Keep the version in step with bin/runtime/temporal-server.ts.
+# Keep the version in step with platform/temporal/temporal-server.ts.
 set -euo pipefail
 
 # Later tags need a newer Go than the machines carry. docker-compose.yml's temporalio images carry the same version.

@@ -4,7 +4,7 @@ import { queueItemLane } from '../domain/operator-lanes.ts';
 import { queueFactGroups } from '../store/overview-reads.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { statusSnapshot, type RefreshOptions } from './status.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { providerBudget, type ProviderBatchSettings } from './provider-batch.ts';
 
 export interface ReadinessDeps {

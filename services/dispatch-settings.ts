@@ -1,7 +1,7 @@
-import type { Config } from '../config/schema.ts';
+import type { Config } from '../platform/config/schema.ts';
 import { workerRoutingFrom, type WorkerRouting } from '../domain/lanes.ts';
 import type { ReasoningEffort } from '../domain/gate.ts';
-import type { OperationalTrace } from '../http/operational-trace.ts';
+import type { OperationalTrace } from '../platform/observability/operational-trace.ts';
 
 /** What dispatch, preflight, status and the worker callback need from config. */
 export interface DispatchSettings {

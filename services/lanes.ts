@@ -4,7 +4,7 @@ import { laneQueueHead } from '../store/dispatch-candidates.ts';
 import { readFlags } from '../store/flags.ts';
 import { leasedLanes } from '../store/lane-leases.ts';
 import { activeLaneItems, laneStatusCounts, type ActiveLaneItem } from '../store/lane-reads.ts';
-import type { Queryable } from '../store/store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 import { isRunFinished, type RunState } from '../domain/run-state.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { quietWindowsOf, type QuietWindowView } from './run-gate-view.ts';

@@ -8,7 +8,7 @@ import {
 } from '../domain/operator-lanes.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES, type PaperStatus, type ReviewStatus } from '../domain/paper-status.ts';
 import { QUEUE_STATUSES, queueGroupCounts, type QueueStatus } from '../domain/queue-status.ts';
-import { listAuditEventsBefore } from '../store/audit-events.ts';
+import { listAuditEventsBefore } from '../platform/store/audit-events.ts';
 import {
   activeQueueItems,
   attentionQueueItems,
@@ -21,7 +21,7 @@ import {
 } from '../store/overview-reads.ts';
 import { paperCounts } from '../store/paper-counts.ts';
 import { runCountsByState } from '../store/status-reads.ts';
-import type { Queryable } from '../store/store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { quietWindowsOf } from './run-gate-view.ts';
 

@@ -5,8 +5,8 @@ import { listFinalizationPackages, listReviewHistory } from '../store/paper-read
 import { getCorpusImport, getPaper } from '../store/papers.ts';
 import { getProject } from '../store/projects.ts';
 import { getRunSummary } from '../store/run-reads.ts';
-import type { Queryable } from '../store/store.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import type { Queryable } from '../platform/store/store.ts';
+import { CommandRefusedError } from '../platform/command-errors.ts';
 import { paperWithChecklist } from './paper-reviews.ts';
 import { DRAFT_FILES, readDraftArtifact } from './paper-writing.ts';
 

@@ -2,12 +2,12 @@ import { secretFindingReason, type SecretFinding } from '../domain/evidence-secr
 import { paperActionRefusal } from '../domain/paper-stage.ts';
 import { paperIdFor } from '../domain/paper-status.ts';
 import { draftNextNoopReason, FINAL_REVIEW_STATUSES, type DraftPurpose } from '../domain/paper-steps.ts';
-import { claimKey, completeKey, notePending, releaseKey } from '../store/idempotency-keys.ts';
+import { claimKey, completeKey, notePending, releaseKey } from '../platform/store/idempotency-keys.ts';
 import { listDraftCandidates, type DraftCandidateRow } from '../store/paper-drafts.ts';
 import { getPaper, listRewriteSelection, type PaperRow } from '../store/papers.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import type { DraftCandidates, PaperRef, PaperWorkflowResult, SkippedCandidate } from '../workflows/paper-messages.ts';
-import { CommandRefusedError, replayAnswer, type KeptRefusal } from './command-errors.ts';
+import { CommandRefusedError, replayAnswer, type KeptRefusal } from '../platform/command-errors.ts';
 import { readEvidence, type ReadEvidence } from './paper-evidence.ts';
 import { PaperWorkflowCanceledError, type PaperLauncher } from './paper-launcher.ts';
 import { paperWithChecklist } from './paper-reviews.ts';

@@ -1,10 +1,10 @@
 import type { ChecklistJudgement } from '../domain/paper-checklist.ts';
 import { finishStep, startStep, type DraftPurpose } from '../domain/paper-steps.ts';
 import { HUMAN_CHECKLIST_ITEM_IDS, type PaperStatus } from '../domain/paper-status.ts';
-import { appendAuditEvent, findAuditEventByKey } from '../store/audit-events.ts';
+import { appendAuditEvent, findAuditEventByKey } from '../platform/store/audit-events.ts';
 import { ensurePaper, listGeneratingPapers, recordDraft, type StoredDraft } from '../store/paper-drafts.ts';
 import { getPaper, setPaperStatus, upsertChecklistItem } from '../store/papers.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { recomputePaperRank } from './paper-rank.ts';
 import { heldForSecrets } from './paper-secret-hold.ts';
 

@@ -4,9 +4,9 @@ import { hasPaperEvidence } from '../contracts/worker-callback.ts';
 import type { DraftEvidence } from '../domain/paper-draft.ts';
 import type { SecretFinding } from '../domain/evidence-secrets.ts';
 import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
-import { hasControlChars, PinnedDir, UnsafePathError } from '../files/pinned-dir.ts';
+import { hasControlChars, PinnedDir, UnsafePathError } from '../platform/files/pinned-dir.ts';
 import { NotResultsJson, resultNumbers } from './result-numbers.ts';
-import type { ServiceSecrets } from './service-secrets.ts';
+import type { ServiceSecrets } from '../platform/config/service-secrets.ts';
 
 /**
  * A run's paper evidence as the control plane reads it: from its own copy of the project, `<project_root>/<project_dir>`
@@ -19,7 +19,7 @@ import type { ServiceSecrets } from './service-secrets.ts';
  * counts as absent; evidence over a cap counts as missing.
  *
  * Every file is also searched, chunk by chunk as it streams, for this service's own secret values
- * (services/service-secrets.ts): evidence holding one is not complete, whatever else it holds, and `secrets` names
+ * (platform/config/service-secrets.ts): evidence holding one is not complete, whatever else it holds, and `secrets` names
  * the files and which secrets, so a step can refuse and hold the paper for a person.
  */
 

@@ -1,7 +1,7 @@
 import { readRunEvidence } from '../contracts/worker-callback.ts';
 import { rankPaper } from '../domain/paper-rank.ts';
 import { readRankInputs, setRank } from '../store/papers.ts';
-import type { Queryable } from '../store/store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /** Recomputes a paper's rank_score and reasons from its current inputs, in the caller's transaction. */
 export async function recomputePaperRank(tx: Queryable, paperId: string, now: Date): Promise<void> {

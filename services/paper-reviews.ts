@@ -9,8 +9,8 @@ import {
   type ReviewStatus,
 } from '../domain/paper-status.ts';
 import { paperActionRefusal } from '../domain/paper-stage.ts';
-import { appendAuditEvent } from '../store/audit-events.ts';
-import { runIdempotent } from '../store/idempotency-keys.ts';
+import { appendAuditEvent } from '../platform/store/audit-events.ts';
+import { runIdempotent } from '../platform/store/idempotency-keys.ts';
 import {
   getChecklist,
   getCorpusImport,
@@ -24,8 +24,8 @@ import {
   type ChecklistItemRow,
   type PaperRow,
 } from '../store/papers.ts';
-import type { Queryable, Store } from '../store/store.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import type { Queryable, Store } from '../platform/store/store.ts';
+import { CommandRefusedError } from '../platform/command-errors.ts';
 import { recomputePaperRank } from './paper-rank.ts';
 
 /**

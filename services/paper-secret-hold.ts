@@ -1,9 +1,9 @@
 import { SECRET_FOUND_EVENT, secretFindingReason, type SecretFinding, type SecretScanStage } from '../domain/evidence-secrets.ts';
 import { canMovePaper, canMoveReview, type PaperStatus, type ReviewStatus } from '../domain/paper-status.ts';
-import { appendAuditEvent, findAuditEventByKey } from '../store/audit-events.ts';
+import { appendAuditEvent, findAuditEventByKey } from '../platform/store/audit-events.ts';
 import { ensurePaper } from '../store/paper-drafts.ts';
 import { getPaper, insertReviewHistory, setPaperStatus, setReviewStatus, upsertChecklistItem } from '../store/papers.ts';
-import type { Queryable, Store } from '../store/store.ts';
+import type { Queryable, Store } from '../platform/store/store.ts';
 import { recomputePaperRank } from './paper-rank.ts';
 
 /**

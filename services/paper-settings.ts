@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import type { Config } from '../config/schema.ts';
-import { serviceSecretsFrom, type ServiceSecrets } from './service-secrets.ts';
+import type { Config } from '../platform/config/schema.ts';
+import { serviceSecretsFrom, type ServiceSecrets } from '../platform/config/service-secrets.ts';
 
 /** What drafting papers needs from config (docs/papers.md#papers); the API key is here only, never in workflow inputs. */
 export interface PaperSettings {

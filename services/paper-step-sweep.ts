@@ -1,4 +1,4 @@
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { createPaperDrafts } from './paper-drafts.ts';
 import type { PaperLauncher, PaperStepWorkflowStatus } from './paper-launcher.ts';
 

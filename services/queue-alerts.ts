@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { sendPush, sendWebhook, type PushSettings, type SendOutcome, type WebhookSettings } from '../clients/alert-channels.ts';
-import type { Config } from '../config/schema.ts';
+import type { Config } from '../platform/config/schema.ts';
 import { workerFreshness } from '../domain/dispatch-safety.ts';
 import { alertFindings, dueFindings, findingKey, type Finding } from '../domain/queue-alerts.ts';
 import { claimAlertSends, lastNotified, queueAlertFacts, recordAlertCheck, releaseAlertSends } from '../store/queue-alerts.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { latestWorkerObservations } from '../store/worker-observations.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import { CommandRefusedError } from '../platform/command-errors.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 
 /**

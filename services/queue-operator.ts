@@ -1,10 +1,10 @@
 import { isInFlight, QUEUE_ITEM_COMMANDS, type QueueStatus } from '../domain/queue-status.ts';
-import { appendAuditEvent } from '../store/audit-events.ts';
+import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { lockOperatorFlags, setFlag, type FlagName, type OperatorFlags } from '../store/flags.ts';
 import { getProject } from '../store/projects.ts';
 import { getQueueItem, parkQueueItem, requeueQueueItem, type QueueItemRow } from '../store/queue-items.ts';
-import type { Queryable, Store } from '../store/store.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import type { Queryable, Store } from '../platform/store/store.ts';
+import { CommandRefusedError } from '../platform/command-errors.ts';
 
 /**
  * Operator commands on the queue (docs/http.md#http-interface): pause and resume dispatch, park one item, put one item back in the

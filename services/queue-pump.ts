@@ -1,9 +1,9 @@
-import { appendAuditEvent } from '../store/audit-events.ts';
+import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { readFlags } from '../store/flags.ts';
 import { nextFollowupParent } from '../store/followup-parents.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import type { PumpStep } from '../workflows/schedule-messages.ts';
-import { CommandRefusedError, refusalMessage } from './command-errors.ts';
+import { CommandRefusedError, refusalMessage } from '../platform/command-errors.ts';
 import { dispatchNext, selectDispatch, type DispatchSelection } from './dispatch.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { launchNextFollowup } from './followups.ts';

@@ -3,11 +3,11 @@ import { budgetMatters, cycleStop, cycleWorkflowId, skippedStage, type CyclePoli
 import type { CycleReport } from '../workflows/cycle-messages.ts';
 import { CycleNotStartedError, type CycleLauncher } from './cycle-launcher.ts';
 import { countActiveItems } from '../store/dispatch-candidates.ts';
-import { claimKey, completeKey, releaseKey, runIdempotent } from '../store/idempotency-keys.ts';
+import { claimKey, completeKey, releaseKey, runIdempotent } from '../platform/store/idempotency-keys.ts';
 import { queueFactGroups } from '../store/overview-reads.ts';
 import { nextPromotableCandidate } from '../store/research-candidates.ts';
-import type { Store } from '../store/store.ts';
-import { CommandRefusedError, keptRefusalError, refusalMessage } from './command-errors.ts';
+import type { Store } from '../platform/store/store.ts';
+import { CommandRefusedError, keptRefusalError, refusalMessage } from '../platform/command-errors.ts';
 import { selectDispatch } from './dispatch.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { createPaperDrafting } from './paper-drafting.ts';

@@ -8,9 +8,9 @@ import {
 import { planBatch, PLANNER_VERSION, type PlannedCandidate } from '../domain/research-planner.ts';
 import { buildSmokeCandidates, SMOKE_BATCH_MAX, STARTER_SOURCES, type SmokeSource } from '../domain/smoke-batch.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
-import { appendAuditEvent } from '../store/audit-events.ts';
+import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { insertIdea } from '../store/ideas.ts';
-import { runIdempotent } from '../store/idempotency-keys.ts';
+import { runIdempotent } from '../platform/store/idempotency-keys.ts';
 import { listKnownNegatives } from '../store/known-negatives.ts';
 import { getProject, insertProject } from '../store/projects.ts';
 import { getQueueItem, insertQueueItem } from '../store/queue-items.ts';
@@ -23,9 +23,9 @@ import {
 } from '../store/research-candidates.ts';
 import { recordLineage, type LineageKind, type LineageLink } from '../store/research-lineage.ts';
 import { getSourcesByIds, insertSource, listSources } from '../store/research-sources.ts';
-import type { Queryable, Store } from '../store/store.ts';
+import type { Queryable, Store } from '../platform/store/store.ts';
 import { isInFlight } from '../domain/queue-status.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import { CommandRefusedError } from '../platform/command-errors.ts';
 
 /** The Research Facility's commands: plan and record candidates, build the smoke batch, promote into the queue. */
 

@@ -6,7 +6,7 @@ import {
   promotionCounts,
   rejectionReasons,
 } from '../store/research-quality-reads.ts';
-import type { Queryable } from '../store/store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /** Most rejection reasons listed. */
 export const REJECTION_REASON_LIMIT = 10;

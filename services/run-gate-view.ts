@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { workerGateClient } from '../clients/worker-gate-client.ts';
 import { isRunFinished } from '../domain/run-state.ts';
 import { getRun } from '../store/runs.ts';
-import type { Store } from '../store/store.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import type { Store } from '../platform/store/store.ts';
+import { CommandRefusedError } from '../platform/command-errors.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 
 /** How many of its most recently updated runs the gate is asked for: a run in flight is updated at every sample. */

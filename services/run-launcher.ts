@@ -1,5 +1,5 @@
 import type { DispatchOutcome, RunCallback, RunWorkflowInput } from '../workflows/messages.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import { CommandRefusedError } from '../platform/command-errors.ts';
 
 export type StartedRun = { started: false; reason: string } | { started: true; workflow_id: string; outcome: DispatchOutcome | null };
 

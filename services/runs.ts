@@ -1,14 +1,14 @@
 import { isRunFinished, workflowIdForRun } from '../domain/run-state.ts';
-import { appendAuditEvent } from '../store/audit-events.ts';
+import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { listPapersOf } from '../store/papers.ts';
 import { listEventsForEntities, getRunWithTransitions } from '../store/project-reads.ts';
 import { getProject } from '../store/projects.ts';
 import { getQueueItem } from '../store/queue-items.ts';
 import { getRunSummary } from '../store/run-reads.ts';
 import { applyRunTransition, getRun } from '../store/runs.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { listRunCallbacks } from '../store/worker-callbacks.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import { CommandRefusedError } from '../platform/command-errors.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import type { RunLauncher } from './run-launcher.ts';
 import { stopOnGate, type GateStopOutcome } from './run-gate-stop.ts';

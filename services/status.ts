@@ -11,7 +11,7 @@ import {
   type QueueCounts,
 } from '../store/status-reads.ts';
 import { paperCounts } from '../store/paper-counts.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { latestAlertChecks } from '../store/queue-alerts.ts';
 import { latestWorkerObservations } from '../store/worker-observations.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';

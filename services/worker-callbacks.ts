@@ -1,13 +1,13 @@
 import { isRunFinished } from '../domain/run-state.ts';
 import { readRunEvidence, type WorkerCallback } from '../contracts/worker-callback.ts';
-import { payloadHash } from '../http/payload-hash.ts';
-import { IdempotencyConflictError } from '../store/idempotency-keys.ts';
+import { payloadHash } from '../platform/http/payload-hash.ts';
+import { IdempotencyConflictError } from '../platform/store/idempotency-keys.ts';
 import { getQueueItem } from '../store/queue-items.ts';
 import { getRun } from '../store/runs.ts';
-import type { Queryable, Store } from '../store/store.ts';
+import type { Queryable, Store } from '../platform/store/store.ts';
 import { getWorkerCallback, insertWorkerCallback, markCallbackSignaled, type CallbackResponse, type StoredCallback } from '../store/worker-callbacks.ts';
 import type { RunCallback } from '../workflows/messages.ts';
-import { CommandRefusedError } from './command-errors.ts';
+import { CommandRefusedError } from '../platform/command-errors.ts';
 import type { RunLauncher } from './run-launcher.ts';
 
 /**

@@ -1,4 +1,4 @@
-import { callbackTokenFingerprint } from '../http/tokens.ts';
+import { callbackTokenFingerprint } from '../platform/http/tokens.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import type { WorkerTarget } from '../domain/lanes.ts';
 import {
@@ -10,7 +10,7 @@ import {
   type PreflightResult,
 } from '../domain/preflight.ts';
 import { readFlags } from '../store/flags.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { insertWorkerObservation } from '../store/worker-observations.ts';
 import { WorkerGateError, workerGateClient, type WorkerGateResponse } from '../clients/worker-gate-client.ts';
 

@@ -1,8 +1,8 @@
 import { laneSelector, resolveLane, type LaneSelector, type WorkerRouting } from '../domain/lanes.ts';
 import { ACTIVE_QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
-import { sqlParams, type SqlParams } from './sql-params.ts';
-import type { Queryable } from './store.ts';
+import { sqlParams, type SqlParams } from '../platform/store/sql-params.ts';
+import type { Queryable } from '../platform/store/store.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 export interface OperatorFlags {
   queue_paused: boolean;

@@ -1,4 +1,4 @@
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /**
  * Lane leases (docs/runs.md#runs, parallel callers): a live dispatch-next call leases the lane of its candidate before it

@@ -1,7 +1,7 @@
 import { ACTIVE_QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
 import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
-import { isoTimestampSql } from './row-parsers.ts';
-import type { Queryable } from './store.ts';
+import { isoTimestampSql } from '../platform/store/row-parsers.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /** The per-lane reads of `GET /control/api/v1/lanes`; the queue head of a lane is in dispatch-candidates.ts. */
 

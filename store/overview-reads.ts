@@ -1,6 +1,6 @@
 import type { PaperStatus, ReviewStatus } from '../domain/paper-status.ts';
 import { ACTIVE_QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /**
  * The reads behind `GET /control/api/v1/overview`: rows counted by the columns the lane rules look at

@@ -1,5 +1,5 @@
 import { PAPER_PIPELINE_COUNTS, type PaperPipelineCounts } from '../domain/paper-candidacy.ts';
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 export interface PaperCounts {
   /** Every paper row, whatever its status. */

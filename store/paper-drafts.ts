@@ -1,7 +1,7 @@
 import { COMPLETED_RUN_STATE, WRITABLE_DECISIONS } from '../domain/paper-candidacy.ts';
 import type { PaperStatus } from '../domain/paper-status.ts';
 import { getPaper, type EvidenceSummary, type PaperRow } from './papers.ts';
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /** The paper ledger's drafting writes (migration 0007) and draft-next's candidate read. */
 

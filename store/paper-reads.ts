@@ -1,8 +1,8 @@
 import type { PaperStatus, ReviewStatus } from '../domain/paper-status.ts';
-import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from './keyset.ts';
+import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../platform/store/keyset.ts';
 import { PAPER_COLUMNS, PAPER_SEARCHED_COLUMNS, withStage, type PaperRow, type ReviewHistoryRow, type StoredPaperRow } from './papers.ts';
-import { containsPattern, sqlParams } from './sql-params.ts';
-import type { Queryable } from './store.ts';
+import { containsPattern, sqlParams } from '../platform/store/sql-params.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /** The paper list of `GET /control/api/v1/papers`, highest rank first unless asked otherwise. */
 export const PAPER_ORDERS: readonly KeysetOrder[] = [

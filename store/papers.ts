@@ -1,8 +1,8 @@
 import { paperActions, paperStage, type PaperAction, type PaperStage } from '../domain/paper-stage.ts';
 import type { ChecklistItemId, ChecklistStatus, PaperStatus, ReviewStatus } from '../domain/paper-status.ts';
-import { pageWindow, selectPage } from './paging.ts';
-import { containsPattern, sqlParams } from './sql-params.ts';
-import type { Queryable } from './store.ts';
+import { pageWindow, selectPage } from '../platform/store/paging.ts';
+import { containsPattern, sqlParams } from '../platform/store/sql-params.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /** The paper ledgers (migration 0006): reads and the single-row writes the paper services compose into transactions. */
 

@@ -1,5 +1,5 @@
 import type { WorkloadClass } from '../domain/workload.ts';
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /** The projects ledger: one row per project promotion created; its directory lives under project_root. */
 

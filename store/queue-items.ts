@@ -1,6 +1,6 @@
 import type { QueueStatus } from '../domain/queue-status.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /**
  * The queue_items ledger: one queue row per project. Every function takes a Queryable so it runs inside the caller's

@@ -1,6 +1,6 @@
 import type { AdmissionDecision, GenerationMode } from '../domain/research-candidate.ts';
 import type { ScoreBreakdown } from '../domain/research-scoring.ts';
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /**
  * The research_admissions ledger: one immutable record per planner (or operator) decision about a candidate. The

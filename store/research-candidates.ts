@@ -5,10 +5,10 @@ import type {
   RuntimeClass,
 } from '../domain/research-candidate.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
-import { pageWindow, selectPage } from './paging.ts';
+import { pageWindow, selectPage } from '../platform/store/paging.ts';
 import { admissionsOf, type AdmissionRow } from './research-admissions.ts';
-import { containsPattern, sqlParams } from './sql-params.ts';
-import type { Queryable } from './store.ts';
+import { containsPattern, sqlParams } from '../platform/store/sql-params.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /**
  * The research_candidates ledger: scored candidates, stored column by column and whole, with their latest decision.

@@ -1,8 +1,8 @@
 import type { RunState } from '../domain/run-state.ts';
 import type { PaperStatus } from '../domain/paper-status.ts';
-import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from './keyset.ts';
-import { containsPattern, sqlParams } from './sql-params.ts';
-import type { Queryable } from './store.ts';
+import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../platform/store/keyset.ts';
+import { containsPattern, sqlParams } from '../platform/store/sql-params.ts';
+import type { Queryable } from '../platform/store/store.ts';
 import { RUN_CAUSE_SQL, RUN_TOKEN_USAGE_SQL } from './worker-callbacks.ts';
 import type { TokenUsage } from '../domain/agent-runtimes.ts';
 import type { RunCause } from '../domain/run-cause.ts';

@@ -8,12 +8,12 @@ import {
 } from '../domain/run-state.ts';
 import type { QueueStatus } from '../domain/queue-status.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
-import { appendAuditEvent } from './audit-events.ts';
+import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { callbackCause } from './worker-callbacks.ts';
 import { readFlags } from './flags.ts';
 import { getQueueItem, QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
 import { recordLineage } from './research-lineage.ts';
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /**
  * The run ledger. A run is created when its workflow claims the item; every later change is a named transition

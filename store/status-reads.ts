@@ -3,7 +3,7 @@ import { ACTIVE_QUEUE_STATUSES, QUEUE_STATUSES, type QueueStatus } from '../doma
 import type { RunState } from '../domain/run-state.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /** The reads behind GET /control/api/status and /control/api/queue-health. Bounded: no read returns the whole queue. */
 

@@ -1,4 +1,4 @@
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /** Completion callbacks as the gate delivered them, stored by idempotency key before anything acts on them. */
 

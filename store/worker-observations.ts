@@ -1,5 +1,5 @@
 import type { PreflightCheck } from '../domain/preflight.ts';
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 
 /** Cached worker preflight results (docs/worker-gate.md#worker-gate). */
 

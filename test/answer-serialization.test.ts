@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { useZodTypeProvider } from '../http/validation.ts';
+import { useZodTypeProvider } from '../platform/http/validation.ts';
 
 /**
  * How answers are written (docs/http.md#http-conventions, answers): a schema that names every field by the serializer

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../bin/runtime/logger.ts';
-import { SECRET_FIELDS } from '../config/schema.ts';
-import type { Store } from '../store/store.ts';
+import { createLogger } from '../platform/observability/logger.ts';
+import { SECRET_FIELDS } from '../platform/config/schema.ts';
+import type { Store } from '../platform/store/store.ts';
 import { LogCapture, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 
 let t: TestApp;

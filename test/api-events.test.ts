@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendAuditEvent } from '../store/audit-events.ts';
+import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;

@@ -1,11 +1,11 @@
 import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workerRoutingFrom } from '../domain/lanes.ts';
-import { appendAuditEvent } from '../store/audit-events.ts';
+import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import { recordLineage } from '../store/research-lineage.ts';
-import type { Queryable } from '../store/store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 import { insertWorkerObservation } from '../store/worker-observations.ts';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 

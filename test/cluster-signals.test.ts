@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clusterNetwork, LOCAL_CLUSTER_NAMING } from '../scripts/cluster/topology.ts';
-import { openStore } from '../store/open-store.ts';
+import { openStore } from '../platform/store/open-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 

@@ -7,13 +7,13 @@ import { spawn } from 'node:child_process';
 import { dirname } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { loadConfig } from '../config/load.ts';
-import { ConfigFieldsSchema, ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../config/schema.ts';
+import { loadConfig } from '../platform/config/load.ts';
+import { ConfigFieldsSchema, ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../platform/config/schema.ts';
 import { resolveLane, workerRoutingFrom } from '../domain/lanes.ts';
 import { WORKLOAD_CLASSES } from '../domain/workload.ts';
-import { startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
-import { TEMPORAL_SERVER_VERSION } from '../bin/runtime/temporal-server.ts';
-import { configFingerprint } from '../config/fingerprint.ts';
+import { startTemporalDevServer } from '../platform/temporal/temporal-dev-server.ts';
+import { TEMPORAL_SERVER_VERSION } from '../platform/temporal/temporal-server.ts';
+import { configFingerprint } from '../platform/config/fingerprint.ts';
 import { gateConfig, LOCAL_CLUSTER_NAMING, LOCAL_CLUSTER_PORTS, planCluster, replicaConfig, type ClusterOptions } from '../scripts/cluster/topology.ts';
 import { testPort } from './support/ports.ts';
 

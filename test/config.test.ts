@@ -2,12 +2,12 @@ import { chmod, mkdtemp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/pr
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatProblems, loadConfig } from '../config/load.ts';
-import type { ConfigEnv, LoadConfigResult } from '../config/load.ts';
+import { formatProblems, loadConfig } from '../platform/config/load.ts';
+import type { ConfigEnv, LoadConfigResult } from '../platform/config/load.ts';
 import { DEFAULT_HTTP_LIMITS } from '../api/create-server.ts';
 import { httpLimitsFrom } from '../bin/runtime/http-limits.ts';
-import { ConfigFieldsSchema, SECRET_FIELDS, configFieldDocs, redactConfig } from '../config/schema.ts';
-import type { Config } from '../config/schema.ts';
+import { ConfigFieldsSchema, SECRET_FIELDS, configFieldDocs, redactConfig } from '../platform/config/schema.ts';
+import type { Config } from '../platform/config/schema.ts';
 import { END_MARKER, START_MARKER, main as generateDocs, renderConfigReference } from '../scripts/generate-config-docs.ts';
 
 const CONTROL_TOKEN = 'ctl_9f8e7d6c5b4a39281706f5e4d3c2b1a0';

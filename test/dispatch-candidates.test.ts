@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveLane, workerRoutingFrom } from '../domain/lanes.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
 import { nextDispatchCandidate } from '../store/dispatch-candidates.ts';
-import { openStore } from '../store/open-store.ts';
+import { openStore } from '../platform/store/open-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem, type QueueItemRow } from '../store/queue-items.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 
 const target = (port: number) => ({ wake_gate_url: `http://127.0.0.1:${port}`, bearer_token: 'gate-token-0123456789abcdef', role: 'gpu_worker' as const });

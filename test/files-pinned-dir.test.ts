@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PinnedDir, reachableInside, UnsafePathError } from '../files/pinned-dir.ts';
+import { PinnedDir, reachableInside, UnsafePathError } from '../platform/files/pinned-dir.ts';
 
 /** The descriptor-based file primitives every reader and writer of agent files uses (docs/security.md#security-model). */
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigFileSchema } from '../config/schema.ts';
+import { ConfigFileSchema } from '../platform/config/schema.ts';
 import { WorkerGate } from '../worker-gate/worker-gate.ts';
 
 /** log_events decides whether the worker gate writes its event history to state_dir. */

@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigFileSchema } from '../config/schema.ts';
+import { ConfigFileSchema } from '../platform/config/schema.ts';
 import { dispatchSettingsFrom } from '../services/dispatch-settings.ts';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { GATE_TOKEN } from './support/gate.ts';

@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RouteObservability } from '../http/route-observability.ts';
+import { RouteObservability } from '../platform/observability/route-observability.ts';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { parseExposition, sampleValue } from './support/prometheus.ts';
 

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEmbeddedStore } from '../store/embedded-store.ts';
-import { loadMigrations, migrate, type Migration } from '../store/migrate.ts';
-import { createPgStore } from '../store/pg-store.ts';
-import type { Queryable, Store } from '../store/store.ts';
+import { createEmbeddedStore } from '../platform/store/embedded-store.ts';
+import { loadMigrations, migrate, type Migration } from '../platform/store/migrate.ts';
+import { createPgStore } from '../platform/store/pg-store.ts';
+import type { Queryable, Store } from '../platform/store/store.ts';
 import { createEmptyTestDatabase } from './support/database.ts';
 
 // expected duration: ~14 s
@@ -19,14 +19,14 @@ describe('committed migrations', () => {
     for (const [file, checksum] of Object.entries(manifest)) {
       expect(
         current.get(file),
-        `store/migrations/${file} changed or disappeared after it was committed, so databases that applied it refuse ` +
+        `platform/store/migrations/${file} changed or disappeared after it was committed, so databases that applied it refuse ` +
           'to start. Restore its text and put the change in a new migration.',
       ).toBe(checksum);
     }
     for (const file of current.keys()) {
       expect(
         file in manifest,
-        `store/migrations/${file} is new: add its sha256 to test/fixtures/migrations/checksums.json, which freezes it`,
+        `platform/store/migrations/${file} is new: add its sha256 to test/fixtures/migrations/checksums.json, which freezes it`,
       ).toBe(true);
     }
   });

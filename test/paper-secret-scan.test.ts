@@ -4,11 +4,11 @@ import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatProblems, loadConfig } from '../config/load.ts';
+import { formatProblems, loadConfig } from '../platform/config/load.ts';
 import { readEvidence } from '../services/paper-evidence.ts';
 import { paperWithChecklist } from '../services/paper-reviews.ts';
 import { paperSettingsFrom } from '../services/paper-settings.ts';
-import { MIN_SECRET_LENGTH, ServiceSecrets, serviceSecretsFrom } from '../services/service-secrets.ts';
+import { MIN_SECRET_LENGTH, ServiceSecrets, serviceSecretsFrom } from '../platform/config/service-secrets.ts';
 import { getPaper } from '../store/papers.ts';
 import { TEST_GATE_TOKEN, TEST_TOKEN } from './support/app.ts';
 import { evidenceFiles, startPaperHarness, type PaperHarness } from './support/paper-harness.ts';

@@ -5,7 +5,7 @@ import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, paperIdFor, REV
 import { paperCounts } from '../store/paper-counts.ts';
 import { listDraftCandidates, REDRAFTABLE_STATUSES } from '../store/paper-drafts.ts';
 import { insertProject } from '../store/projects.ts';
-import type { Queryable } from '../store/store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openStore } from '../store/open-store.ts';
+import { openStore } from '../platform/store/open-store.ts';
 import { CallbackReceiver, startGateProcess, writeGateConfig } from './support/gate.ts';
 
 // Issue 32, M4: PGlite wrote 968 of 1,167 files under pgdata 0666, so with a state_dir others could enter, any user

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { testPort } from './support/ports.ts';
-import { SIMULATED_AGENT_PATH } from '../config/first-run.ts';
+import { SIMULATED_AGENT_PATH } from '../platform/config/first-run.ts';
 import { createTestDatabase } from './support/database.ts';
 import { CallbackReceiver } from './support/gate.ts';
 import { isProcessAlive, isProcessRunning, START_COMMAND_ARGS } from './support/process.ts';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { cacheRoot } from '../bin/runtime/temporal-cli.ts';
+import { cacheRoot } from '../platform/temporal/temporal-cli.ts';
 import { FINDING_KINDS } from '../domain/queue-alerts.ts';
 import { GATE_TOKEN, waitUntil } from './support/gate.ts';
 import { parseExposition, sampleValue, scrapeText, type PromSample } from './support/prometheus.ts';

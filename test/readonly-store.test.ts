@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../api/create-server.ts';
-import { createLogger } from '../bin/runtime/logger.ts';
-import { appendAuditEvent } from '../store/audit-events.ts';
-import { openStore } from '../store/open-store.ts';
-import { StoreReadOnlyError, type Store } from '../store/store.ts';
+import { createLogger } from '../platform/observability/logger.ts';
+import { appendAuditEvent } from '../platform/store/audit-events.ts';
+import { openStore } from '../platform/store/open-store.ts';
+import { StoreReadOnlyError, type Store } from '../platform/store/store.ts';
 import { httpOnlyDeps, LogCapture, TEST_TOKEN } from './support/app.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configFingerprint } from '../config/fingerprint.ts';
-import { openStore } from '../store/open-store.ts';
+import { configFingerprint } from '../platform/config/fingerprint.ts';
+import { openStore } from '../platform/store/open-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
-import { ConfigFileSchema, type Config } from '../config/schema.ts';
+import { ConfigFileSchema, type Config } from '../platform/config/schema.ts';
 import { controlClient, reserveControlPlane, startControlPlaneProcess, writeControlPlaneConfig, type ControlPlaneProcess } from './support/control-plane.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { waitUntil } from './support/gate.ts';
@@ -12,7 +12,7 @@ import { parseExposition } from './support/prometheus.ts';
 // expected duration: ~40 s (six control-plane starts)
 
 /**
- * Control-plane replicas that share a database find each other and compare configs (services/replicas.ts): a replica
+ * Control-plane replicas that share a database find each other and compare configs (platform/cluster/replicas.ts): a replica
  * started with a config that differs from the others' is seen on /control/health of every replica, in a warning at its
  * start and in /metrics, while fields each replica sets for its own machine never count as drift. A worker target added
  * one replica at a time is dispatched to only once every live replica has it.

@@ -32,7 +32,7 @@ import {
 import { facilityCounts } from '../store/research-facility-counts.ts';
 import { LINEAGE_KINDS, lineageOf, recordLineage } from '../store/research-lineage.ts';
 import { getSource, getSourcesByIds, insertSource, listSources } from '../store/research-sources.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { ENGINES } from './support/engines.ts';
 
 const CHECK_VIOLATION = '23514';

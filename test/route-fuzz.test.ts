@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RegisteredRoute } from '../api/create-server.ts';
 import { temporalRunLauncher } from '../clients/run-workflows.ts';
 import { temporalCycleLauncher } from '../clients/research-cycles.ts';
-import type { Queryable } from '../store/store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 import { NO_WORKERS, startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from './support/app.ts';
 
 // expected duration: ~45 s alone (the suite shares two cores, so it counts: requests per route are sized for that)

@@ -5,7 +5,7 @@ import { testPort } from './support/ports.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { startTestApp } from './support/app.ts';
 import { CALLBACK_TOKEN, CONTROL_TOKEN, dispatchCount, GATE_TOKEN, gateClient, waitUntil, type GateFixture } from './support/gate.ts';
 import { tableCounts } from './support/ledgers.ts';

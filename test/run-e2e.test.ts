@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Store } from '../store/store.ts';
+import type { Store } from '../platform/store/store.ts';
 import { CALLBACK_TOKEN, dispatchCount, waitUntil, type GateFixture } from './support/gate.ts';
 import { fetchRunHistory, maybeSaveHistory, replayHistory } from './support/histories.ts';
 import { tableCounts } from './support/ledgers.ts';

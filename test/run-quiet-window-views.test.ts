@@ -5,7 +5,7 @@ import { createControlClient } from '../api-client/index.ts';
 import { watchRun } from '../cli/watch.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
-import { gateIdentityProof } from '../http/tokens.ts';
+import { gateIdentityProof } from '../platform/http/tokens.ts';
 import { NO_WORKERS, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { launchChromium, openDashboard } from './support/browser.ts';
 

@@ -3,8 +3,8 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { locateTemporalCli } from '../bin/runtime/temporal-cli.ts';
-import { firstRunConfig } from '../config/first-run.ts';
+import { locateTemporalCli } from '../platform/temporal/temporal-cli.ts';
+import { firstRunConfig } from '../platform/config/first-run.ts';
 import { START_COMMAND_ARGS } from './support/process.ts';
 import { testPort } from './support/ports.ts';
 

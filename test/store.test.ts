@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendAuditEvent, listAuditEventsBefore, listAuditEventsPage } from '../store/audit-events.ts';
+import { appendAuditEvent, listAuditEventsBefore, listAuditEventsPage } from '../platform/store/audit-events.ts';
 import { readFlags, setFlag } from '../store/flags.ts';
-import { payloadHash } from '../http/payload-hash.ts';
-import { IdempotencyConflictError, runIdempotent } from '../store/idempotency-keys.ts';
-import { loadMigrations, migrate } from '../store/migrate.ts';
-import { deleteExpiredSessions, deleteSession, findLiveSession, insertSession } from '../store/sessions.ts';
-import type { Store } from '../store/store.ts';
+import { payloadHash } from '../platform/http/payload-hash.ts';
+import { IdempotencyConflictError, runIdempotent } from '../platform/store/idempotency-keys.ts';
+import { loadMigrations, migrate } from '../platform/store/migrate.ts';
+import { deleteExpiredSessions, deleteSession, findLiveSession, insertSession } from '../platform/auth/session-ledger.ts';
+import type { Store } from '../platform/store/store.ts';
 import { ENGINES } from './support/engines.ts';
 
 describe.each(ENGINES)('store on $name', (engine) => {

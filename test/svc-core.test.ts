@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPgStore } from '../store/pg-store.ts';
+import { createPgStore } from '../platform/store/pg-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem, type QueueItemInsert } from '../store/queue-items.ts';
 import { startTestApp, type TestApp } from './support/app.ts';

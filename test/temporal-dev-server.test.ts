@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { locateTemporalCli, temporalCliInstallHint } from '../bin/runtime/temporal-cli.ts';
-import { startTemporalDevServer } from '../bin/runtime/temporal-dev-server.ts';
+import { locateTemporalCli, temporalCliInstallHint } from '../platform/temporal/temporal-cli.ts';
+import { startTemporalDevServer } from '../platform/temporal/temporal-dev-server.ts';
 import { testPort } from './support/ports.ts';
-import type { TemporalDevServer, TemporalDevServerOptions } from '../bin/runtime/temporal-dev-server.ts';
+import type { TemporalDevServer, TemporalDevServerOptions } from '../platform/temporal/temporal-dev-server.ts';
 import { isProcessAlive, isProcessRunning } from './support/process.ts';
 import { acceptsConnections } from './support/raw-socket.ts';
 

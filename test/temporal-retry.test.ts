@@ -2,7 +2,7 @@ import { Metadata, status } from '@grpc/grpc-js';
 import { Client, ScheduleNotFoundError, ServiceError } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
-import { isTransientTemporalError, retryingTransient } from '../clients/temporal-retry.ts';
+import { isTransientTemporalError, retryingTransient } from '../platform/temporal/temporal-retry.ts';
 
 /**
  * The start-up's schedule calls (clients/schedules.ts) are tried again when the Temporal server answers that it ran

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planTemporalConnection, TemporalSettingError, type TemporalConnectionFields } from '../bin/runtime/temporal-connection.ts';
+import { planTemporalConnection, TemporalSettingError, type TemporalConnectionFields } from '../platform/temporal/temporal-connection.ts';
 import { LocalCluster } from '../scripts/cluster/local-cluster.ts';
 import { temporalTlsFields, type TemporalTlsFiles } from '../scripts/cluster/topology.ts';
 import { makeCa, makeLeaf, type CertificatePair } from './support/certificates.ts';

@@ -7,7 +7,7 @@ import { paperIdFor } from '../domain/paper-status.ts';
 import { QUEUE_STATUSES, isInFlight } from '../domain/queue-status.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
-import type { Queryable } from '../store/store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 import { startTestApp, UNREACHABLE_PAPER_WORKFLOWS, type TestApp } from './support/app.ts';
 import { deterministicPaperSettings } from './support/paper-settings.ts';
 import { seedWorkerCallback } from './support/ledgers.ts';

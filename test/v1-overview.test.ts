@@ -3,7 +3,7 @@ import { PAPER_STATUSES, paperIdFor, REVIEW_STATUSES } from '../domain/paper-sta
 import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
-import type { Queryable } from '../store/store.ts';
+import type { Queryable } from '../platform/store/store.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;

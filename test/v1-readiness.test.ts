@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { READINESS_CRITERIA } from '../domain/automation-readiness.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import type { DispatchSettings } from '../services/dispatch-settings.ts';
-import { createPgStore } from '../store/pg-store.ts';
+import { createPgStore } from '../platform/store/pg-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';
 import { insertWorkerObservation } from '../store/worker-observations.ts';

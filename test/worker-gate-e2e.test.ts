@@ -18,7 +18,7 @@ import {
   type GateProcess,
 } from './support/gate.ts';
 import { isProcessRunning } from './support/process.ts';
-import { callbackTokenFingerprint } from '../http/tokens.ts';
+import { callbackTokenFingerprint } from '../platform/http/tokens.ts';
 
 // expected duration: ~45 s
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadWorkflowBundle } from '../bin/runtime/workflow-bundle.ts';
+import { loadWorkflowBundle } from '../platform/temporal/workflow-bundle.ts';
 
 /**
  * The cached workflow bundle is keyed by the files the bundler read, wherever they lie: a workflow's import from a

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { sha256Hex } from '../http/tokens.ts';
+import { sha256Hex } from '../platform/http/tokens.ts';
 import type { GateCallbackPayload } from '../contracts/worker-callback.ts';
 import { createJsonExclusive, readJsonDir, writeJsonAtomic } from './json-files.ts';
 

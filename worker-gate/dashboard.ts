@@ -1,7 +1,7 @@
 import { SETTLED_GATE_STATES, type GateState, type TelemetrySample } from '../domain/gate.ts';
 import type { GateRun } from '../domain/gate-run.ts';
 import { samplesNeeded } from '../domain/quiet-window.ts';
-import { callbackTokenFingerprint } from '../http/tokens.ts';
+import { callbackTokenFingerprint } from '../platform/http/tokens.ts';
 import type { OutboxEntry } from './callback-outbox.ts';
 import { profileFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEvent } from './gate-event-log.ts';

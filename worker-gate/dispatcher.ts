@@ -13,10 +13,10 @@ import {
   type GateRun,
 } from '../domain/gate-run.ts';
 import type { WorkloadClass } from '../domain/workload.ts';
-import { PinnedDir, UnsafePathError } from '../files/pinned-dir.ts';
-import { HttpError } from '../http/errors.ts';
-import { payloadHash } from '../http/payload-hash.ts';
-import { randomToken, sha256Hex } from '../http/tokens.ts';
+import { PinnedDir, UnsafePathError } from '../platform/files/pinned-dir.ts';
+import { HttpError } from '../platform/http/errors.ts';
+import { payloadHash } from '../platform/http/payload-hash.ts';
+import { randomToken, sha256Hex } from '../platform/http/tokens.ts';
 import { runDispatchScript } from './dispatch-script.ts';
 import { AGENT_SANDBOX_PLAN_ENV, scriptDirOf, sandboxArgvPrefix, type AgentSandbox, type AgentSandboxPlan } from './agent-sandbox/index.ts';
 import { agentStartFor, checkDispatchOptions, type AgentStart } from './agent-start.ts';
@@ -373,7 +373,7 @@ export class GateDispatcher {
   }
 }
 
-/** The project directory held open, its real path inside project_root (files/pinned-dir.ts); 409 when it is not there. */
+/** The project directory held open, its real path inside project_root (platform/files/pinned-dir.ts); 409 when it is not there. */
 function pinProject(projectRoot: string, projectDir: string): PinnedDir {
   const root = resolvedRoot(projectRoot);
   try {

@@ -1,14 +1,14 @@
 import { relative } from 'node:path';
 import { hasPaperEvidence, type RunEvidence } from '../contracts/worker-callback.ts';
 import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
-import { hasControlChars, PinnedDir } from '../files/pinned-dir.ts';
+import { hasControlChars, PinnedDir } from '../platform/files/pinned-dir.ts';
 import { resolvedRoot } from './project-paths.ts';
 
 const MAX_DEPTH = 8;
 /** decision.json is a few hundred bytes; a bigger one is not read (the summary is cut at 2,000 characters anyway). */
 const MAX_DECISION_BYTES = 64 * 1024;
 
-/** A non-empty regular file below `dir`, checked on its one handle (files/pinned-dir.ts). */
+/** A non-empty regular file below `dir`, checked on its one handle (platform/files/pinned-dir.ts). */
 function isNonEmptyFile(dir: PinnedDir, rel: string): boolean {
   try {
     const file = dir.openFile(rel, EVIDENCE_CAPS.maxFileBytes);
@@ -78,7 +78,7 @@ function countNonEmptyJson(project: PinnedDir): number {
 
 /**
  * What evidence the agent left in its project (docs/worker-gate.md#worker-gate), read when the gate reports readiness. The project
- * directory is pinned inside project_root and every file is opened once without following links (files/pinned-dir.ts):
+ * directory is pinned inside project_root and every file is opened once without following links (platform/files/pinned-dir.ts):
  * a file that links out of the project, or one swapped for a link meanwhile, counts as absent.
  */
 export function inspectEvidence(projectRoot: string, projectDir: string): RunEvidence {

@@ -1,4 +1,4 @@
-import type { Config } from '../config/schema.ts';
+import type { Config } from '../platform/config/schema.ts';
 import type { AgentRuntime } from '../domain/agent-runtimes.ts';
 import { resolveWorkloadProfile, type GateThresholdProfile, type WorkloadClass } from '../domain/workload.ts';
 

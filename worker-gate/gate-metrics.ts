@@ -1,5 +1,5 @@
 import { GATE_STATES } from '../domain/gate.ts';
-import type { ServiceMetrics } from '../http/metrics.ts';
+import type { ServiceMetrics } from '../platform/http/metrics.ts';
 import type { WorkerGate } from './worker-gate.ts';
 
 /**

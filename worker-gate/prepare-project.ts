@@ -1,7 +1,7 @@
 import { basename, dirname, join, relative } from 'node:path';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../platform/http/errors.ts';
 import type { PrepareProjectRequest } from '../contracts/worker-gate.ts';
-import { PinnedDir, UnsafePathError } from '../files/pinned-dir.ts';
+import { PinnedDir, UnsafePathError } from '../platform/files/pinned-dir.ts';
 import { resolvedRoot, resolveProjectPaths } from './project-paths.ts';
 
 export const PROJECT_META_DIR = '.research';
@@ -53,7 +53,7 @@ const MAX_READ_BACK_BYTES = 16 * 1024 * 1024;
 /**
  * Creates the workspace for a run: the project directory, the prompt file and `.research/project.json`.
  * Preparing the same run again with the same prompt is a no-op, so the control plane may retry it.
- * Each directory is opened once (files/pinned-dir.ts: its real path inside project_root, checked on the handle) and
+ * Each directory is opened once (platform/files/pinned-dir.ts: its real path inside project_root, checked on the handle) and
  * every read and write goes through that handle, so a link swapped in between (`.research -> /elsewhere`) can neither
  * carry a write out of project_root nor be raced: it is refused (400) or never seen.
  */

@@ -1,8 +1,8 @@
 import { realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { isStrictlyInside, reachableInside } from '../files/pinned-dir.ts';
+import { isStrictlyInside, reachableInside } from '../platform/files/pinned-dir.ts';
 
-export { isInsideOrSame, isStrictlyInside } from '../files/pinned-dir.ts';
+export { isInsideOrSame, isStrictlyInside } from '../platform/files/pinned-dir.ts';
 
 /** project_root as the gate resolves it (symbolic links followed), the base every check compares with. */
 export function resolvedRoot(projectRoot: string): string {

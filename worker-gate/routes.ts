@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses, type Assert, type Documents } from '../http/responses.ts';
+import { errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
 import type { dashboardBody } from './dashboard.ts';
-import { queryInt } from '../http/validation.ts';
+import { queryInt } from '../platform/http/validation.ts';
 import {
   CancelRunResponseSchema,
   ControlPlaneEventResponseSchema,
@@ -19,7 +19,7 @@ import {
   RunIdSchema,
 } from '../contracts/worker-gate.ts';
 import type { WorkerGate } from './worker-gate.ts';
-import { gateIdentityProof } from '../http/tokens.ts';
+import { gateIdentityProof } from '../platform/http/tokens.ts';
 
 const RunParamsSchema = z.strictObject({ run_id: RunIdSchema });
 

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from '../contracts/worker-gate.ts';
 import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES } from '../domain/gate.ts';
 import { acceptsAgentEvents } from '../domain/gate-run.ts';
-import { sha256Hex, tokensMatch } from '../http/tokens.ts';
+import { sha256Hex, tokensMatch } from '../platform/http/tokens.ts';
 import { CallbackOutbox } from './callback-outbox.ts';
 import { dashboardBody } from './dashboard.ts';
 import { GateDispatcher, type CancelResponse, type DispatchResponse } from './dispatcher.ts';

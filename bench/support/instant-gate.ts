@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { callbackTokenFingerprint, gateIdentityProof } from '../../http/tokens.ts';
+import { callbackTokenFingerprint, gateIdentityProof } from '../../platform/http/tokens.ts';
 
 /**
  * A worker gate whose agent finishes at once, for benchmarks of the control plane's run path. It answers what the

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Store } from '../../store/store.ts';
+import type { Store } from '../../platform/store/store.ts';
 import { stats, type Stats } from '../figures.ts';
 
 /**

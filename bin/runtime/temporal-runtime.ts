@@ -9,11 +9,11 @@ import { createActivities, type Activities } from '../../activities/index.ts';
 import { paperActivityQueue } from '../../workflows/paper-messages.ts';
 import { SEARCH_ATTRIBUTES } from '../../workflows/messages.ts';
 import { requestIdActivityInterceptor } from '../../activities/request-id.ts';
-import { requestIdClientInterceptor } from '../../clients/request-id.ts';
+import { requestIdClientInterceptor } from '../../platform/temporal/request-id-header.ts';
 import type { TemporalHealth } from '../../api/deps.ts';
 import type { DispatchSettings } from '../../services/dispatch-settings.ts';
 import type { PaperSettings } from '../../services/paper-settings.ts';
-import type { Store } from '../../store/store.ts';
+import type { Store } from '../../platform/store/store.ts';
 import type { AutomationDeps } from '../../activities/index.ts';
 import { ensureSchedules, type ControlPlaneSchedules } from '../../clients/schedules.ts';
 import { temporalRunLauncher } from '../../clients/run-workflows.ts';
@@ -22,11 +22,11 @@ import { temporalCycleLauncher } from '../../clients/research-cycles.ts';
 import type { CycleLauncher } from '../../services/cycle-launcher.ts';
 import type { PaperLauncher } from '../../services/paper-launcher.ts';
 import type { RunLauncher } from '../../services/run-launcher.ts';
-import { locateTemporalCli, temporalCliInstallHint } from './temporal-cli.ts';
+import { locateTemporalCli, temporalCliInstallHint } from '../../platform/temporal/temporal-cli.ts';
 import { ensureSearchAttributes, howToAdd, SearchAttributesRefusedError } from './search-attributes.ts';
-import { connectionFailure, type TemporalConnectionPlan } from './temporal-connection.ts';
-import { freePort, startTemporalDevServer, type TemporalDevServer } from './temporal-dev-server.ts';
-import { loadWorkflowBundle } from './workflow-bundle.ts';
+import { connectionFailure, type TemporalConnectionPlan } from '../../platform/temporal/temporal-connection.ts';
+import { freePort, startTemporalDevServer, type TemporalDevServer } from '../../platform/temporal/temporal-dev-server.ts';
+import { loadWorkflowBundle } from '../../platform/temporal/workflow-bundle.ts';
 
 const INSTALL_SCRIPT = fileURLToPath(new URL('../../scripts/install-temporal-cli.sh', import.meta.url));
 const WORKER_SHUTDOWN_GRACE = '10s';
@@ -233,7 +233,7 @@ export async function startTemporalRuntime(
     }
 
     // Loaded only when on: a control plane without tracing never loads the OpenTelemetry SDK.
-    const tracingModule = settings.otlpEndpoint ? await import('./tracing.ts') : undefined;
+    const tracingModule = settings.otlpEndpoint ? await import('../../platform/observability/tracing.ts') : undefined;
     const tracing = tracingModule?.startTracing(settings.otlpEndpoint);
     if (tracing) cleanups.push(() => tracing.shutdown());
     const plugins = tracing ? { plugins: [tracing.plugin] } : {};

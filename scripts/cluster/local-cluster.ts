@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import pg from 'pg';
-import { TEMPORAL_SERVER_VERSION } from '../../bin/runtime/temporal-server.ts';
-import { cacheRoot } from '../../bin/runtime/temporal-cli.ts';
+import { TEMPORAL_SERVER_VERSION } from '../../platform/temporal/temporal-server.ts';
+import { cacheRoot } from '../../platform/temporal/temporal-cli.ts';
 import { clusterNamespaces, makeNetwork, namespacePids, removeNetwork, setGateLink } from './network.ts';
 import { gateConfig, planCluster, replicaConfig, temporalServerConfig, type ClusterOptions, type GateHost, type Replica, type Topology } from './topology.ts';
 

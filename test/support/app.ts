@@ -11,13 +11,13 @@ import type { AppDeps } from '../../api/deps.ts';
 import { NO_ROUTING, AGENT_DEFAULTS, type DispatchSettings } from '../../services/dispatch-settings.ts';
 import type { RunLauncher } from '../../services/run-launcher.ts';
 import { createServer, type CreateServerOptions, type RegisteredRoute } from '../../api/create-server.ts';
-import { createLogger } from '../../bin/runtime/logger.ts';
-import { ConfigFileSchema, SECRET_FIELDS } from '../../config/schema.ts';
+import { createLogger } from '../../platform/observability/logger.ts';
+import { ConfigFileSchema, SECRET_FIELDS } from '../../platform/config/schema.ts';
 import { WorkerGate } from '../../worker-gate/worker-gate.ts';
-import { openStore } from '../../store/open-store.ts';
-import type { Store } from '../../store/store.ts';
+import { openStore } from '../../platform/store/open-store.ts';
+import type { Store } from '../../platform/store/store.ts';
 import { createTestDatabase } from './database.ts';
-import { ServiceMetrics } from '../../http/metrics.ts';
+import { ServiceMetrics } from '../../platform/http/metrics.ts';
 
 export const TEST_TOKEN = 'test-control-token-0123456789abcdef';
 export const TEST_GATE_TOKEN = 'test-gate-token-0123456789abcdef';

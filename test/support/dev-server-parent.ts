@@ -4,7 +4,7 @@
  * exit: process.exit(1) (the shutdown deadline, a second signal); throw: an uncaught exception; hang: wait to be killed.
  * The port comes from the test (test/support/ports.ts), which owns the ports of its slot.
  */
-import { startTemporalDevServer } from '../../bin/runtime/temporal-dev-server.ts';
+import { startTemporalDevServer } from '../../platform/temporal/temporal-dev-server.ts';
 
 const [binaryPath, logFile, portText, ending] = process.argv.slice(2);
 const port = Number(portText);

@@ -1,7 +1,7 @@
-import { createEmbeddedStore } from '../../store/embedded-store.ts';
-import { migrate } from '../../store/migrate.ts';
-import { openStore } from '../../store/open-store.ts';
-import type { Store } from '../../store/store.ts';
+import { createEmbeddedStore } from '../../platform/store/embedded-store.ts';
+import { migrate } from '../../platform/store/migrate.ts';
+import { openStore } from '../../platform/store/open-store.ts';
+import type { Store } from '../../platform/store/store.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export interface EngineUnderTest {

@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
-import { loadWorkflowBundle } from '../../bin/runtime/workflow-bundle.ts';
+import { loadWorkflowBundle } from '../../platform/temporal/workflow-bundle.ts';
 import { quietTemporalLogs } from './temporal.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { Store } from '../../store/store.ts';
+import type { Store } from '../../platform/store/store.ts';
 import type { TestApp } from './app.ts';
 
 /** Every table a Research Facility command may write, for "a dry run writes nothing" checks. */

@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import type { PaperSettings } from '../../services/paper-settings.ts';
-import { ServiceSecrets } from '../../services/service-secrets.ts';
+import { ServiceSecrets } from '../../platform/config/service-secrets.ts';
 
 /** Paper settings for a worker whose test drafts no papers, or drafts them with the deterministic writer. */
 export const deterministicPaperSettings = (dir: string = tmpdir()): PaperSettings => ({

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { openStore } from '../../store/open-store.ts';
+import { openStore } from '../../platform/store/open-store.ts';
 import { insertProject } from '../../store/projects.ts';
 import { insertQueueItem, type QueueItemInsert } from '../../store/queue-items.ts';
-import type { Store } from '../../store/store.ts';
+import type { Store } from '../../platform/store/store.ts';
 import {
   controlClient,
   reserveControlPlane,

@@ -2,7 +2,7 @@ import { createActivities } from '../../activities/index.ts';
 import { OPERATION_IDS } from '../../api/operation-ids.ts';
 import { activitiesByQueue } from '../../bin/runtime/temporal-runtime.ts';
 import { scheduleSettings } from '../../clients/schedules.ts';
-import { ConfigFieldsSchema } from '../../config/schema.ts';
+import { ConfigFieldsSchema } from '../../platform/config/schema.ts';
 import { CYCLE_POLICY_DEFAULTS } from '../../domain/research-cycle.ts';
 import * as cycleMessages from '../../workflows/cycle-messages.ts';
 import * as workflows from '../../workflows/index.ts';

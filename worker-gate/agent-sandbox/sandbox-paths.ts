@@ -1,7 +1,7 @@
 import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sha256Hex } from '../../http/tokens.ts';
+import { sha256Hex } from '../../platform/http/tokens.ts';
 
 /** This checkout: the launchers, the simulated agent and node_modules that agents' runs execute, bound read-only. */
 export const REPO_ROOT = realpathSync(fileURLToPath(new URL('../..', import.meta.url)));

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AGENT_SESSION_ID, LAUNCHED_RUNTIMES, type LaunchedRuntime, type TokenUsage } from '../../domain/agent-runtimes.ts';
 import { toolEndCause } from '../../domain/run-cause.ts';
-import { PinnedDir } from '../../files/pinned-dir.ts';
+import { PinnedDir } from '../../platform/files/pinned-dir.ts';
 import {
   AGENT_FLAG,
   checkWorkspaceOrExit,

@@ -2,7 +2,7 @@ import { chmodSync, closeSync, constants, fstatSync, ftruncateSync, mkdirSync, o
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AGENT_SESSION_ID } from '../../domain/agent-runtimes.ts';
-import { PinnedDir } from '../../files/pinned-dir.ts';
+import { PinnedDir } from '../../platform/files/pinned-dir.ts';
 import { projectKey } from '../agent-sandbox/sandbox-paths.ts';
 
 /**
@@ -62,7 +62,7 @@ export const AgentSessionRecordSchema = z.object({
 });
 export type AgentSessionRecord = z.output<typeof AgentSessionRecordSchema>;
 
-/** The records directory of one project, held open (files/pinned-dir.ts): every file is opened through it, once. */
+/** The records directory of one project, held open (platform/files/pinned-dir.ts): every file is opened through it, once. */
 export class AgentRecords {
   private readonly dir: PinnedDir;
 

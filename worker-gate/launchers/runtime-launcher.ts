@@ -14,7 +14,7 @@ export interface LaunchRequest {
   homeOnHost: string;
 }
 
-/** Writes one file of the tool's home, whole, never through a link left there (files/pinned-dir.ts). */
+/** Writes one file of the tool's home, whole, never through a link left there (platform/files/pinned-dir.ts). */
 export type HomeWriter = (name: string, content: string) => void;
 
 /** What the runner learns from the tool's output stream while it runs. */

@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, sep } from 'node:path';
 import { agentOwnedDir, sandboxArgvPrefix, type AgentSandboxPlan } from '../agent-sandbox/index.ts';
-import { PinnedDir } from '../../files/pinned-dir.ts';
+import { PinnedDir } from '../../platform/files/pinned-dir.ts';
 import { makePrivateDir } from './records.ts';
 
 /**

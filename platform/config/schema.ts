@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { AGENT_RUNTIMES } from '../domain/agent-runtimes.ts';
-import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../domain/gate.ts';
-import { WORKLOAD_CLASSES } from '../domain/workload.ts';
-import type { GateThresholdProfile } from '../domain/workload.ts';
+import { AGENT_RUNTIMES } from '../../domain/agent-runtimes.ts';
+import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../../domain/gate.ts';
+import { WORKLOAD_CLASSES } from '../../domain/workload.ts';
+import type { GateThresholdProfile } from '../../domain/workload.ts';
 
 export const ROLES = ['control_plane', 'worker_gate', 'temporal_worker'] as const;
 export type Role = (typeof ROLES)[number];

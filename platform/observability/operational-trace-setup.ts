@@ -1,6 +1,6 @@
-import { operationalTracePath } from '../../config/load.ts';
-import type { Config } from '../../config/schema.ts';
-import { OperationalTrace } from '../../http/operational-trace.ts';
+import { operationalTracePath } from '../config/load.ts';
+import type { Config } from '../config/schema.ts';
+import { OperationalTrace } from './operational-trace.ts';
 
 /** Every secret value this process is configured with or reads from its environment. */
 function configuredSecrets(config: Config, env: NodeJS.ProcessEnv): string[] {

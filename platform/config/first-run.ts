@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The bundled agent that first-run configs dispatch to (located from this module, not from cwd). */
-export const SIMULATED_AGENT_PATH = fileURLToPath(new URL('../worker-gate/simulated-agent.sh', import.meta.url));
+export const SIMULATED_AGENT_PATH = fileURLToPath(new URL('../../worker-gate/simulated-agent.sh', import.meta.url));
 
 export function firstRunConfigPath(cwd: string): string {
   return join(cwd, 'state', 'config.json');

@@ -2,7 +2,7 @@ import type { Headers } from '@temporalio/common';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import { currentRequestId } from '../store/request-context.ts';
-import { REQUEST_ID_HEADER } from '../workflows/interceptors.ts';
+import { REQUEST_ID_HEADER } from '../../workflows/interceptors.ts';
 
 /** The HTTP request's id as a header of the workflows it starts, signals and updates (workflows/interceptors.ts). */
 function withRequestId(headers: Headers): Headers {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonValueSchema, jsonObject } from '../contracts/json-value.ts';
+import { JsonValueSchema, jsonObject } from './json-value.ts';
 import { ValidationProblemSchema } from './validation.ts';
 
 /**

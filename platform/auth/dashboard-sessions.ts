@@ -1,5 +1,5 @@
 import { appendAuditEvent } from '../store/audit-events.ts';
-import { deleteExpiredSessions, deleteSession, insertSession } from '../store/sessions.ts';
+import { deleteExpiredSessions, deleteSession, insertSession } from './session-ledger.ts';
 import type { Store } from '../store/store.ts';
 import { randomToken, sha256Hex } from '../http/tokens.ts';
 

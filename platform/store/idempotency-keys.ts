@@ -70,7 +70,7 @@ export async function storedResponse<T>(q: Queryable, request: { scope: string; 
 /**
  * A long command's key: claimed before the command runs, completed (or released) once it has an answer. P is what the
  * first call noted while pending; R is the answer it completed the key with, as status 200. A key completed with another
- * status holds the refusal's `{detail}` instead (see `replayAnswer` in services/command-errors.ts).
+ * status holds the refusal's `{detail}` instead (see `replayAnswer` in platform/command-errors.ts).
  */
 export type KeyClaim<P, R = unknown> =
   | { state: 'claimed' }

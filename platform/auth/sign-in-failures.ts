@@ -1,4 +1,4 @@
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../store/store.ts';
 
 /**
  * Wrong sign-ins per client in fixed windows, shared by every control-plane replica through the database

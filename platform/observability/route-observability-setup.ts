@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import type { Config } from '../../config/schema.ts';
-import { RouteObservability } from '../../http/route-observability.ts';
+import type { Config } from '../config/schema.ts';
+import { RouteObservability } from './route-observability.ts';
 
 /** route_observability_log_path, or `<state_dir>/route-observability.jsonl` when it is empty. */
 export const routeObservabilityPath = (config: Config) => config.route_observability_log_path || join(config.state_dir, 'route-observability.jsonl');

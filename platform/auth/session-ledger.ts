@@ -1,4 +1,4 @@
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../store/store.ts';
 
 /** Dashboard sessions are stored by the SHA-256 of the cookie value; the cookie itself is never stored. */
 export interface SessionRecord {

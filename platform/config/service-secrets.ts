@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { SECRET_FIELDS, type Config } from '../config/schema.ts';
+import { SECRET_FIELDS, type Config } from './schema.ts';
 
 /**
  * This service's own secret values, gathered in one place from the loaded config (both roles' fields: a single config

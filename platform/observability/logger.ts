@@ -1,5 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
-import { redactCredentialQuery } from '../../http/url-credentials.ts';
+import { redactCredentialQuery } from '../http/url-credentials.ts';
 
 // No `req.headers.*` paths: every value logged under `req` goes through the serializer below, which keeps no headers,
 // and redacting an object costs every request line a copy of it.

@@ -2,7 +2,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadClientConfigProfile, type ClientConfigProfile, type ConfigDataSource } from '@temporalio/envconfig';
 import type { NativeConnectionOptions } from '@temporalio/worker';
-import type { Config } from '../../config/schema.ts';
+import type { Config } from '../config/schema.ts';
 
 /**
  * How this process reaches Temporal (docs/getting-started.md#connecting-to-a-temporal-of-your-own): the config's temporal_* fields, overridden by the standard

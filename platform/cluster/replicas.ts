@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { ConfigFingerprint } from '../config/fingerprint.ts';
-import { liveReplicas, removeReplica, reportReplica, type ReplicaRow } from '../store/replicas.ts';
+import { liveReplicas, removeReplica, reportReplica, type ReplicaRow } from './replica-ledger.ts';
 import type { Store } from '../store/store.ts';
 
 /**
