@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { RunCauseSchema, TokenUsageSchema } from '../contracts/worker-callback.ts';
+import { RunCauseSchema, TokenUsageSchema } from '../worker-gate/contract/callback-body.ts';
 import { PREFLIGHT_CHECK_NAMES } from '../domain/preflight.ts';
 import { FINDING_KINDS } from '../domain/queue-alerts.ts';
 import { PAPER_ACTIONS, PAPER_STAGES } from '../domain/paper-stage.ts';
 import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
 import { QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { RUN_STATES } from '../domain/run-state.ts';
-import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
 import { ADMISSION_DECISIONS, GENERATION_MODES, RUNTIME_CLASSES } from '../domain/research-candidate.ts';
 import { HARD_FAILURE_CODES } from '../domain/research-decision.ts';
 import type { ScoreBreakdown } from '../domain/research-scoring.ts';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { CORE_MODES, SKIP_REASONS, type CorePaperRow, type CoreQueueRow } from '../domain/core-snapshot.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
 import { QUEUE_STATUSES } from '../domain/queue-status.ts';
-import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
 import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
 import { HttpError } from '../platform/http/errors.ts';
 import { withinJsonBounds } from '../platform/http/json-bounds.ts';

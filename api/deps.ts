@@ -1,6 +1,6 @@
-import type { WorkloadClass } from '../domain/workload.ts';
-import type { AgentIsolation } from '../contracts/agent-isolation.ts';
-import type { RunCgroupsStatus } from '../contracts/worker-gate.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
+import type { AgentIsolation } from '../worker-gate/contract/agent-isolation.ts';
+import type { RunCgroupsStatus } from '../worker-gate/contract/gate-endpoints.ts';
 import type { CoreSettings } from '../services/core.ts';
 import type { CycleLauncher } from '../services/cycle-launcher.ts';
 import type { AlertSettings } from '../services/queue-alerts.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, DISPATCH_MODES, REASONING_EFFORTS } from '../domain/gate.ts';
+import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, DISPATCH_MODES, REASONING_EFFORTS } from '../worker-gate/contract/gate-names.ts';
 import { DISPATCH_ACTIONS, dispatchNext } from '../services/dispatch.ts';
 import type { AppDeps } from './deps.ts';
 import { errorResponses, foreignObject } from '../platform/http/responses.ts';

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
-import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
 import { CandidateResultSchema } from './answers.ts';
 import { launchNextFollowup, type FollowupAnswer } from '../services/followups.ts';
 import { createResearchFacility } from '../services/research-facility.ts';

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AgentIsolationSchema } from '../contracts/agent-isolation.ts';
-import { RunCgroupsStatusSchema } from '../contracts/worker-gate.ts';
+import { AgentIsolationSchema } from '../worker-gate/contract/agent-isolation.ts';
+import { RunCgroupsStatusSchema } from '../worker-gate/contract/gate-endpoints.ts';
 import { errorResponses } from '../platform/http/responses.ts';
 import { SERVICE_NAME, type AppDeps, type TemporalHealth } from './deps.ts';
 

@@ -1,4 +1,4 @@
-import { RunCauseSchema, TokenUsageSchema } from '../contracts/worker-callback.ts';
+import { RunCauseSchema, TokenUsageSchema } from '../worker-gate/contract/callback-body.ts';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { WorkerCallbackResponseSchema, WorkerCallbackSchema } from '../contracts/worker-callback.ts';
+import { WorkerCallbackResponseSchema, WorkerCallbackSchema } from '../worker-gate/contract/callback-body.ts';
 import { errorResponses } from '../platform/http/responses.ts';
 import { receiveWorkerCallback } from '../services/worker-callbacks.ts';
 import { IdempotencyConflictError } from '../platform/store/idempotency-keys.ts';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { ConfigFileSchema } from '../platform/config/schema.ts';
-import { ControlPlaneEventSchema } from '../contracts/worker-gate.ts';
+import { ControlPlaneEventSchema } from '../worker-gate/contract/gate-endpoints.ts';
 import { readProcessTable } from '../worker-gate/process-table.ts';
 import { TelemetrySampler } from '../worker-gate/telemetry/sampler.ts';
 import { WorkerGate } from '../worker-gate/worker-gate.ts';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { lstatSync, realpathSync } from 'node:fs';
 import { lstat, mkdir, readdir, rmdir } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, posix, relative, resolve } from 'node:path';
-import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
+import { EVIDENCE_CAPS } from '../worker-gate/contract/evidence-caps.ts';
 import { isStrictlyInside, PinnedDir, reachableInside } from '../platform/files/pinned-dir.ts';
 
 /**
@@ -37,7 +37,7 @@ export interface EvidenceSyncReport {
   timed_out: boolean;
   /** Evidence files present locally after the sync, relative to the project directory, sorted. */
   copied: string[];
-  /** The evidence is over its caps (domain/evidence-caps.ts), on the worker or as copied: it counts as missing. */
+  /** The evidence is over its caps (worker-gate/contract/evidence-caps.ts), on the worker or as copied: it counts as missing. */
   over_cap: boolean;
   /**
    * Why it failed (a reason, or the tail of rsync's and ssh's stderr); null on a clean success. On a partial
@@ -424,7 +424,7 @@ export async function syncEvidence(
     '--no-owner',
     '--no-group',
     '--chmod=Du=rwx,Dgo=rx,Fu=rw,Fgo=r',
-    // The evidence reader's caps (domain/evidence-caps.ts): a file that grew past its cap since the listing is not copied.
+    // The evidence reader's caps (worker-gate/contract/evidence-caps.ts): a file that grew past its cap since the listing is not copied.
     `--max-size=${EVIDENCE_CAPS.maxFileBytes}`,
     // Every entry, copied or already here, is reported as it goes, so the copy is counted and stopped at the caps.
     '-ii',

@@ -4,7 +4,7 @@
  */
 import type { PaperStatus, ReviewStatus } from './paper-status.ts';
 import { isInFlight, QUEUE_STATUSES, type QueueStatus } from './queue-status.ts';
-import type { WorkloadClass } from './workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 
 export const CORE_MODES = ['off', 'shadow', 'compare', 'enforce'] as const;
 export type CoreMode = (typeof CORE_MODES)[number];

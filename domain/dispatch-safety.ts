@@ -1,7 +1,7 @@
 import { resolveLane, type WorkerRouting, type WorkerTarget } from './lanes.ts';
 import type { QueueStatus } from './queue-status.ts';
 import { isRunFinished, type RunState } from './run-state.ts';
-import type { WorkloadClass } from './workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 
 /**
  * The dispatch-safety verdict of the status snapshot (`GET /control/api/status`): blockers that stop a

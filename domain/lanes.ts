@@ -1,4 +1,4 @@
-import type { WorkloadClass } from './workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 
 /**
  * Worker targets and lanes (docs/runs.md#runs). Each worker target is a lane; an item's lane is its own machine_target,

@@ -1,4 +1,4 @@
-import type { CallbackEventType } from './gate.ts';
+import type { CallbackEventType } from '../worker-gate/contract/gate-names.ts';
 import type { QueueStatus } from './queue-status.ts';
 
 /**

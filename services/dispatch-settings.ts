@@ -1,6 +1,6 @@
 import type { Config } from '../platform/config/schema.ts';
 import { workerRoutingFrom, type WorkerRouting } from '../domain/lanes.ts';
-import type { ReasoningEffort } from '../domain/gate.ts';
+import type { ReasoningEffort } from '../worker-gate/contract/gate-names.ts';
 import type { OperationalTrace } from '../platform/observability/operational-trace.ts';
 
 /** What dispatch, preflight, status and the worker callback need from config. */

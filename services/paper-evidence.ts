@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { hasPaperEvidence } from '../contracts/worker-callback.ts';
+import { hasPaperEvidence } from '../worker-gate/contract/callback-body.ts';
 import type { DraftEvidence } from '../domain/paper-draft.ts';
 import type { SecretFinding } from '../domain/evidence-secrets.ts';
-import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
+import { EVIDENCE_CAPS } from '../worker-gate/contract/evidence-caps.ts';
 import { hasControlChars, PinnedDir, UnsafePathError } from '../platform/files/pinned-dir.ts';
 import { NotResultsJson, resultNumbers } from './result-numbers.ts';
 import type { ServiceSecrets } from '../platform/config/service-secrets.ts';

@@ -1,4 +1,4 @@
-import { readRunEvidence } from '../contracts/worker-callback.ts';
+import { readRunEvidence } from '../worker-gate/contract/callback-body.ts';
 import { rankPaper } from '../domain/paper-rank.ts';
 import { readRankInputs, setRank } from '../store/papers.ts';
 import type { Queryable } from '../platform/store/store.ts';

@@ -7,7 +7,7 @@ import {
 } from '../domain/research-candidate.ts';
 import { planBatch, PLANNER_VERSION, type PlannedCandidate } from '../domain/research-planner.ts';
 import { buildSmokeCandidates, SMOKE_BATCH_MAX, STARTER_SOURCES, type SmokeSource } from '../domain/smoke-batch.ts';
-import type { WorkloadClass } from '../domain/workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { insertIdea } from '../store/ideas.ts';
 import { runIdempotent } from '../platform/store/idempotency-keys.ts';

@@ -1,5 +1,5 @@
 import { Tokenizer, TokenType } from '@streamparser/json';
-import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
+import { EVIDENCE_CAPS } from '../worker-gate/contract/evidence-caps.ts';
 
 /** A results file that is not one JSON document, or nests deeper than the cap: it is not evidence. */
 export class NotResultsJson extends Error {}

@@ -1,5 +1,5 @@
 import { isRunFinished } from '../domain/run-state.ts';
-import { readRunEvidence, type WorkerCallback } from '../contracts/worker-callback.ts';
+import { readRunEvidence, type WorkerCallback } from '../worker-gate/contract/callback-body.ts';
 import { payloadHash } from '../platform/http/payload-hash.ts';
 import { IdempotencyConflictError } from '../platform/store/idempotency-keys.ts';
 import { getQueueItem } from '../store/queue-items.ts';

@@ -3,7 +3,7 @@ import { ACTIVE_QUEUE_STATUSES } from '../domain/queue-status.ts';
 import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
 import { sqlParams, type SqlParams } from '../platform/store/sql-params.ts';
 import type { Queryable } from '../platform/store/store.ts';
-import type { WorkloadClass } from '../domain/workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 
 /**
  * The next item to dispatch (docs/runs.md#runs): queued, not flagged, routed to a configured worker target whose lane is

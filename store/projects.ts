@@ -1,4 +1,4 @@
-import type { WorkloadClass } from '../domain/workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 import type { Queryable } from '../platform/store/store.ts';
 
 /** The projects ledger: one row per project promotion created; its directory lives under project_root. */

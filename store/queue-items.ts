@@ -1,5 +1,5 @@
 import type { QueueStatus } from '../domain/queue-status.ts';
-import type { WorkloadClass } from '../domain/workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 import type { Queryable } from '../platform/store/store.ts';
 
 /**

@@ -4,7 +4,7 @@ import type {
   GenerationMode,
   RuntimeClass,
 } from '../domain/research-candidate.ts';
-import type { WorkloadClass } from '../domain/workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 import { pageWindow, selectPage } from '../platform/store/paging.ts';
 import { admissionsOf, type AdmissionRow } from './research-admissions.ts';
 import { containsPattern, sqlParams } from '../platform/store/sql-params.ts';

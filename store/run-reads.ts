@@ -4,8 +4,8 @@ import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetP
 import { containsPattern, sqlParams } from '../platform/store/sql-params.ts';
 import type { Queryable } from '../platform/store/store.ts';
 import { RUN_CAUSE_SQL, RUN_TOKEN_USAGE_SQL } from './worker-callbacks.ts';
-import type { TokenUsage } from '../domain/agent-runtimes.ts';
-import type { RunCause } from '../domain/run-cause.ts';
+import type { TokenUsage } from '../worker-gate/contract/agent-runtimes.ts';
+import type { RunCause } from '../worker-gate/contract/run-cause.ts';
 
 /** The run list (`GET /control/api/v1/runs`): a run's summary, without the gate's large JSON answers. */
 

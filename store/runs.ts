@@ -7,7 +7,7 @@ import {
   type RunTransition,
 } from '../domain/run-state.ts';
 import type { QueueStatus } from '../domain/queue-status.ts';
-import type { WorkloadClass } from '../domain/workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { callbackCause } from './worker-callbacks.ts';
 import { readFlags } from './flags.ts';

@@ -1,7 +1,7 @@
 import type { QueuedGroup } from '../domain/dispatch-safety.ts';
 import { ACTIVE_QUEUE_STATUSES, QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
 import type { RunState } from '../domain/run-state.ts';
-import type { WorkloadClass } from '../domain/workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
 import type { Queryable } from '../platform/store/store.ts';
 

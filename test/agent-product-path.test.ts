@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LaunchedRuntime } from '../domain/agent-runtimes.ts';
+import type { LaunchedRuntime } from '../worker-gate/contract/agent-runtimes.ts';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
 import { EVIDENCE } from './support/agent-gates.ts';
 import { gateClient, waitUntil } from './support/gate.ts';

@@ -2,7 +2,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LaunchedRuntime } from '../domain/agent-runtimes.ts';
+import type { LaunchedRuntime } from '../worker-gate/contract/agent-runtimes.ts';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
 import { agentHomePath } from '../worker-gate/launchers/records.ts';
 import { agentRecord, dispatchedRun, EVIDENCE, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from './support/agent-gates.ts';

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LaunchedRuntime } from '../domain/agent-runtimes.ts';
+import type { LaunchedRuntime } from '../worker-gate/contract/agent-runtimes.ts';
 import { readProcessTable } from '../worker-gate/process-table.ts';
 import { pinnedAgentBinary } from '../worker-gate/launchers/installed-agents.ts';
 import { MessagesServer, ResponsesServer } from '../scripts/scripted-model-servers.ts';

@@ -9,7 +9,7 @@ import { workerRoutingFrom, type RoutingConfig } from '../domain/lanes.ts';
 import { emptyPaperPipelineCounts } from '../domain/paper-candidacy.ts';
 import { QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
 import type { RunState } from '../domain/run-state.ts';
-import type { WorkloadClass } from '../domain/workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 import { openStore } from '../platform/store/open-store.ts';
 import { insertProject } from '../store/projects.ts';
 import { insertQueueItem } from '../store/queue-items.ts';

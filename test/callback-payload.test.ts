@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { GateCallbackPayloadSchema, readRunEvidence, WorkerCallbackSchema, type RunEvidence } from '../contracts/worker-callback.ts';
-import type { TelemetrySample } from '../domain/gate.ts';
-import { startingRun, type CallbackIntent, type GateRun } from '../domain/gate-run.ts';
+import { GateCallbackPayloadSchema, readRunEvidence, WorkerCallbackSchema, type RunEvidence } from '../worker-gate/contract/callback-body.ts';
+import type { TelemetrySample } from '../worker-gate/contract/gate-names.ts';
+import { startingRun, type CallbackIntent, type GateRun } from '../worker-gate/domain/gate-run.ts';
 import { buildCallbackPayload } from '../worker-gate/callback-payload.ts';
 
 const RUN: GateRun = {

@@ -10,7 +10,7 @@ import { parse } from 'yaml';
 import { loadConfig } from '../platform/config/load.ts';
 import { ConfigFieldsSchema, ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../platform/config/schema.ts';
 import { resolveLane, workerRoutingFrom } from '../domain/lanes.ts';
-import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
 import { startTemporalDevServer } from '../platform/temporal/temporal-dev-server.ts';
 import { TEMPORAL_SERVER_VERSION } from '../platform/temporal/temporal-server.ts';
 import { configFingerprint } from '../platform/config/fingerprint.ts';

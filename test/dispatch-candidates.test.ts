@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveLane, workerRoutingFrom } from '../domain/lanes.ts';
-import type { WorkloadClass } from '../domain/workload.ts';
+import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 import { nextDispatchCandidate } from '../store/dispatch-candidates.ts';
 import { openStore } from '../platform/store/open-store.ts';
 import { insertProject } from '../store/projects.ts';

@@ -6,8 +6,8 @@ import {
   readyCallbackFor,
   type GateSession,
   type LifecycleInput,
-} from '../domain/gate-lifecycle.ts';
-import type { LifecycleEvent } from '../domain/gate.ts';
+} from '../worker-gate/domain/gate-lifecycle.ts';
+import type { LifecycleEvent } from '../worker-gate/contract/gate-names.ts';
 
 const at = (second: number) => new Date(Date.UTC(2026, 10, 22, 12, 0, second)).toISOString();
 

@@ -16,8 +16,8 @@ import {
   settleQuietWindow,
   startingRun,
   type GateRun,
-} from '../domain/gate-run.ts';
-import type { QuietWindowMetrics, QuietWindowVerdict } from '../domain/quiet-window.ts';
+} from '../worker-gate/domain/gate-run.ts';
+import type { QuietWindowMetrics, QuietWindowVerdict } from '../worker-gate/domain/quiet-window.ts';
 
 const at = (second: number) => new Date(Date.UTC(2026, 10, 22, 12, 0, second)).toISOString();
 const ms = (second: number) => Date.parse(at(second));

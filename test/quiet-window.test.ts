@@ -5,10 +5,10 @@ import {
   evaluateQuietWindow,
   samplesNeeded,
   toWindowSample,
-} from '../domain/quiet-window.ts';
-import type { QuietWindowInput, QuietWindowVerdict, WindowSample } from '../domain/quiet-window.ts';
-import { resolveWorkloadProfile } from '../domain/workload.ts';
-import type { GateThresholdProfile } from '../domain/workload.ts';
+} from '../worker-gate/domain/quiet-window.ts';
+import type { QuietWindowInput, QuietWindowVerdict, WindowSample } from '../worker-gate/domain/quiet-window.ts';
+import { resolveWorkloadProfile } from '../worker-gate/contract/workload.ts';
+import type { GateThresholdProfile } from '../worker-gate/contract/workload.ts';
 
 const IDLE = 1_700_000_000_000;
 const INTERVAL_SEC = 10;

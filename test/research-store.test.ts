@@ -16,7 +16,7 @@ import {
   SOURCE_KINDS,
   type CandidateProposal,
 } from '../domain/research-candidate.ts';
-import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
 import { getIdeaByCandidate, insertIdea } from '../store/ideas.ts';
 import { PROJECT_ID_PATTERN, getProject, insertProject } from '../store/projects.ts';
 import { getQueueItem, insertQueueItem } from '../store/queue-items.ts';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
+import { EVIDENCE_CAPS } from '../worker-gate/contract/evidence-caps.ts';
 import { NotResultsJson, resultNumbers } from '../services/result-numbers.ts';
 
 /** What the evidence reader kept before it streamed: the numbers of the whole parsed document, keys sorted. */

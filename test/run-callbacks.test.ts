@@ -1,6 +1,6 @@
 import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CALLBACK_OBJECT_MAX_BYTES, CALLBACK_OBJECT_MAX_DEPTH } from '../contracts/worker-callback.ts';
+import { CALLBACK_OBJECT_MAX_BYTES, CALLBACK_OBJECT_MAX_DEPTH } from '../worker-gate/contract/callback-body.ts';
 import { CALLBACK_TOKEN, CONTROL_TOKEN, GATE_TOKEN, waitUntil } from './support/gate.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { RunCauseSchema, WorkerCallbackSchema } from '../contracts/worker-callback.ts';
-import { applyRunEvent, detectStall, startingRun, type GateRun } from '../domain/gate-run.ts';
-import { exitStatusCause, modelStatusOf, toolEndCause } from '../domain/run-cause.ts';
+import { RunCauseSchema, WorkerCallbackSchema } from '../worker-gate/contract/callback-body.ts';
+import { applyRunEvent, detectStall, startingRun, type GateRun } from '../worker-gate/domain/gate-run.ts';
+import { exitStatusCause, modelStatusOf, toolEndCause } from '../worker-gate/contract/run-cause.ts';
 import { buildCallbackPayload } from '../worker-gate/callback-payload.ts';
 
-/** Why a run ended (domain/run-cause.ts): as the runner and the gate derive it, and as the control plane accepts it. */
+/** Why a run ended (worker-gate/contract/run-cause.ts): as the runner and the gate derive it, and as the control plane accepts it. */
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const at = (sec: number) => new Date(Date.parse(T0) + sec * 1000).toISOString();

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { GateCallbackPayload } from '../contracts/worker-callback.ts';
+import type { GateCallbackPayload } from '../worker-gate/contract/callback-body.ts';
 import { payloadHash } from '../platform/http/payload-hash.ts';
 import { insertWorkerCallback } from '../store/worker-callbacks.ts';
 import { dispatchCount, waitUntil } from './support/gate.ts';

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { clockTicksPerSecond, readProcessTable } from '../worker-gate/process-table.ts';
 import { RunCgroupHost } from '../worker-gate/run-cgroups/index.ts';
-import { evaluateQuietWindow, NO_GPU_TELEMETRY_REASON } from '../domain/quiet-window.ts';
-import { quietWindowWait } from '../domain/quiet-window-wait.ts';
-import { runCpuPercent, runGpuUse, type RunCpuUsage, type RunGpuReading } from '../domain/run-usage.ts';
-import type { GateThresholdProfile } from '../domain/workload.ts';
+import { evaluateQuietWindow, NO_GPU_TELEMETRY_REASON } from '../worker-gate/domain/quiet-window.ts';
+import { quietWindowWait } from '../worker-gate/domain/quiet-window-wait.ts';
+import { runCpuPercent, runGpuUse, type RunCpuUsage, type RunGpuReading } from '../worker-gate/domain/run-machine-share.ts';
+import type { GateThresholdProfile } from '../worker-gate/contract/workload.ts';
 import { processCpuUsage, RunUsageMeter } from '../worker-gate/telemetry/run-usage.ts';
 
 const T0 = 1_700_000_000_000;

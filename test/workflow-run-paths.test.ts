@@ -12,7 +12,7 @@ import { loadWorkflowBundle } from '../platform/temporal/workflow-bundle.ts';
 import { WORKFLOWS_ON_MAIN_THREAD } from '../bin/runtime/temporal-runtime.ts';
 import { temporalRunLauncher } from '../clients/run-workflows.ts';
 import { RunLedgerFailedError } from '../services/run-launcher.ts';
-import type { CallbackEventType } from '../domain/gate.ts';
+import type { CallbackEventType } from '../worker-gate/contract/gate-names.ts';
 import { workerRoutingFrom } from '../domain/lanes.ts';
 import { RUN_LEDGER_FAILED } from '../domain/run-failures.ts';
 import { runIdFor, workflowIdForRun } from '../domain/run-state.ts';

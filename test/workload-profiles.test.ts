@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BUILT_IN_WORKLOAD_PROFILES, WORKLOAD_CLASSES, resolveWorkloadProfile } from '../domain/workload.ts';
-import type { GateThresholdProfile } from '../domain/workload.ts';
+import { BUILT_IN_WORKLOAD_PROFILES, WORKLOAD_CLASSES, resolveWorkloadProfile } from '../worker-gate/contract/workload.ts';
+import type { GateThresholdProfile } from '../worker-gate/contract/workload.ts';
 
 const GLOBAL: GateThresholdProfile = {
   idle_sustain_sec: 999,

@@ -10,7 +10,7 @@ import { accessSync, closeSync, constants, mkdirSync, openSync, statSync } from 
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { DISPATCH_MODES, REASONING_EFFORTS, type AgentEvent } from '../domain/gate.ts';
+import { DISPATCH_MODES, REASONING_EFFORTS, type AgentEvent } from './contract/gate-names.ts';
 
 /** Argument that switches a dispatch script into agent mode. */
 export const AGENT_FLAG = '--agent';

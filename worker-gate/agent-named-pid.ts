@@ -1,4 +1,4 @@
-import type { GateRun, TrackedPid } from '../domain/gate-run.ts';
+import type { GateRun, TrackedPid } from './domain/gate-run.ts';
 import { readProcessCwd, readProcessStat } from './process-table.ts';
 import { insideDir } from './process-tracking.ts';
 import { reopenRunCgroup } from './run-cgroups/index.ts';

@@ -1,7 +1,7 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { DispatchRequest } from '../contracts/worker-gate.ts';
-import { DEFAULT_AGENT_SANDBOX, dispatchOptionProblems, type AgentRuntime } from '../domain/agent-runtimes.ts';
+import type { DispatchRequest } from './contract/gate-endpoints.ts';
+import { DEFAULT_AGENT_SANDBOX, dispatchOptionProblems, type AgentRuntime } from './contract/agent-runtimes.ts';
 import { HttpError } from '../platform/http/errors.ts';
 import type { WorkerGateConfig } from './gate-config.ts';
 import { pinnedAgentBinary } from './launchers/installed-agents.ts';

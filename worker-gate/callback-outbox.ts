@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { sha256Hex } from '../platform/http/tokens.ts';
-import type { GateCallbackPayload } from '../contracts/worker-callback.ts';
+import type { GateCallbackPayload } from './contract/callback-body.ts';
 import { createJsonExclusive, readJsonDir, writeJsonAtomic } from './json-files.ts';
 
 /** A callback as written to disk before the first attempt to send it. */

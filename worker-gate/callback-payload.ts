@@ -1,7 +1,7 @@
-import type { GateCallbackPayload, RunEvidence } from '../contracts/worker-callback.ts';
-import { callbackIdempotencyKey, type TelemetrySample } from '../domain/gate.ts';
-import { causeOf, type CallbackIntent, type GateRun } from '../domain/gate-run.ts';
-import type { CallbackEventType } from '../domain/gate.ts';
+import type { GateCallbackPayload, RunEvidence } from './contract/callback-body.ts';
+import { callbackIdempotencyKey, type TelemetrySample } from './contract/gate-names.ts';
+import { causeOf, type CallbackIntent, type GateRun } from './domain/gate-run.ts';
+import type { CallbackEventType } from './contract/gate-names.ts';
 
 /** The callbacks that say how a run ended (or paused, ready for its next turn): they carry its cause when known. */
 const FINISHING: ReadonlySet<CallbackEventType> = new Set(['wake_ready', 'session_finished_ready', 'gate_timeout', 'gate_error']);

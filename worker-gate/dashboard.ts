@@ -1,13 +1,13 @@
-import { SETTLED_GATE_STATES, type GateState, type TelemetrySample } from '../domain/gate.ts';
-import type { GateRun } from '../domain/gate-run.ts';
-import { samplesNeeded } from '../domain/quiet-window.ts';
+import { SETTLED_GATE_STATES, type GateState, type TelemetrySample } from './contract/gate-names.ts';
+import type { GateRun } from './domain/gate-run.ts';
+import { samplesNeeded } from './domain/quiet-window.ts';
 import { callbackTokenFingerprint } from '../platform/http/tokens.ts';
 import type { OutboxEntry } from './callback-outbox.ts';
 import { profileFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEvent } from './gate-event-log.ts';
 import type { SamplingHealth } from './run-monitor.ts';
 import type { RunCgroupsStatus } from './run-cgroups/index.ts';
-import type { AgentIsolation } from '../contracts/agent-isolation.ts';
+import type { AgentIsolation } from './contract/agent-isolation.ts';
 
 const SERVICE_NAME = 'research-control-plane worker gate';
 /** A pending question is settled for the gate, but the run still waits for a person. */

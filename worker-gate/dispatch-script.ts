@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { DispatchScriptOutputSchema } from '../contracts/worker-gate.ts';
+import { DispatchScriptOutputSchema } from './contract/gate-endpoints.ts';
 import type { z } from 'zod';
 
 export type DispatchScriptOutput = z.output<typeof DispatchScriptOutputSchema>;

@@ -1,7 +1,7 @@
 import { relative } from 'node:path';
 import type { Logger } from 'pino';
-import type { DispatchRequest, PrepareProjectRequest } from '../contracts/worker-gate.ts';
-import type { TelemetrySample } from '../domain/gate.ts';
+import type { DispatchRequest, PrepareProjectRequest } from './contract/gate-endpoints.ts';
+import type { TelemetrySample } from './contract/gate-names.ts';
 import {
   activeRunIn,
   markCancelled,
@@ -11,8 +11,8 @@ import {
   recordCancelStops,
   startingRun,
   type GateRun,
-} from '../domain/gate-run.ts';
-import type { WorkloadClass } from '../domain/workload.ts';
+} from './domain/gate-run.ts';
+import type { WorkloadClass } from './contract/workload.ts';
 import { PinnedDir, UnsafePathError } from '../platform/files/pinned-dir.ts';
 import { HttpError } from '../platform/http/errors.ts';
 import { payloadHash } from '../platform/http/payload-hash.ts';

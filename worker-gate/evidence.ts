@@ -1,6 +1,6 @@
 import { relative } from 'node:path';
-import { hasPaperEvidence, type RunEvidence } from '../contracts/worker-callback.ts';
-import { EVIDENCE_CAPS } from '../domain/evidence-caps.ts';
+import { hasPaperEvidence, type RunEvidence } from './contract/callback-body.ts';
+import { EVIDENCE_CAPS } from './contract/evidence-caps.ts';
 import { hasControlChars, PinnedDir } from '../platform/files/pinned-dir.ts';
 import { resolvedRoot } from './project-paths.ts';
 

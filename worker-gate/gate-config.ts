@@ -1,6 +1,6 @@
 import type { Config } from '../platform/config/schema.ts';
-import type { AgentRuntime } from '../domain/agent-runtimes.ts';
-import { resolveWorkloadProfile, type GateThresholdProfile, type WorkloadClass } from '../domain/workload.ts';
+import type { AgentRuntime } from './contract/agent-runtimes.ts';
+import { resolveWorkloadProfile, type GateThresholdProfile, type WorkloadClass } from './contract/workload.ts';
 
 export type WorkerGateConfig = Pick<
   Config,

@@ -1,4 +1,4 @@
-import { GATE_STATES } from '../domain/gate.ts';
+import { GATE_STATES } from './contract/gate-names.ts';
 import type { ServiceMetrics } from '../platform/http/metrics.ts';
 import type { WorkerGate } from './worker-gate.ts';
 

@@ -1,6 +1,6 @@
 import { basename, dirname, join, relative } from 'node:path';
 import { HttpError } from '../platform/http/errors.ts';
-import type { PrepareProjectRequest } from '../contracts/worker-gate.ts';
+import type { PrepareProjectRequest } from './contract/gate-endpoints.ts';
 import { PinnedDir, UnsafePathError } from '../platform/files/pinned-dir.ts';
 import { resolvedRoot, resolveProjectPaths } from './project-paths.ts';
 

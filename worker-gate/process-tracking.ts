@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import type { ProcessInfo } from './process-table.ts';
-import type { GateRun } from '../domain/gate-run.ts';
+import type { GateRun } from './domain/gate-run.ts';
 import { reopenRunCgroup } from './run-cgroups/run-cgroup-host.ts';
 
 export interface KnownProcess {

@@ -17,7 +17,7 @@ import {
   PrepareProjectResponseSchema,
   PrepareProjectSchema,
   RunIdSchema,
-} from '../contracts/worker-gate.ts';
+} from './contract/gate-endpoints.ts';
 import type { WorkerGate } from './worker-gate.ts';
 import { gateIdentityProof } from '../platform/http/tokens.ts';
 

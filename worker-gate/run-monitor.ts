@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { RunEvidence } from '../contracts/worker-callback.ts';
-import type { ControlPlaneEvent } from '../contracts/worker-gate.ts';
-import { RUN_OVER_GATE_STATES, type TelemetrySample } from '../domain/gate.ts';
-import { isAwaitingQuietWindow } from '../domain/gate-lifecycle.ts';
+import type { RunEvidence } from './contract/callback-body.ts';
+import type { ControlPlaneEvent } from './contract/gate-endpoints.ts';
+import { RUN_OVER_GATE_STATES, type TelemetrySample } from './contract/gate-names.ts';
+import { isAwaitingQuietWindow } from './domain/gate-lifecycle.ts';
 import {
   acceptsAgentEvents,
   adoptRoot,
@@ -21,11 +21,11 @@ import {
   type CallbackIntent,
   type GateRun,
   type Transition,
-} from '../domain/gate-run.ts';
-import { evaluateQuietWindow, toWindowSample } from '../domain/quiet-window.ts';
-import { showsWork, type RunCpuUsage } from '../domain/run-usage.ts';
-import { quietWindowWait } from '../domain/quiet-window-wait.ts';
-import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+} from './domain/gate-run.ts';
+import { evaluateQuietWindow, toWindowSample } from './domain/quiet-window.ts';
+import { showsWork, type RunCpuUsage } from './domain/run-machine-share.ts';
+import { quietWindowWait } from './domain/quiet-window-wait.ts';
+import { WORKLOAD_CLASSES } from './contract/workload.ts';
 import type { CallbackOutbox } from './callback-outbox.ts';
 import { buildCallbackPayload } from './callback-payload.ts';
 import { checkAgentNamedPid } from './agent-named-pid.ts';

@@ -2,8 +2,8 @@ import { readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { RunIdSchema } from '../contracts/worker-gate.ts';
-import type { GateRun } from '../domain/gate-run.ts';
+import { RunIdSchema } from './contract/gate-endpoints.ts';
+import type { GateRun } from './domain/gate-run.ts';
 import { fileNameFor, readJsonDir, writeJsonAtomic } from './json-files.ts';
 
 /** The gate's run records: in memory, each also written as one JSON file under state_dir. */

@@ -1,4 +1,4 @@
-import type { GateRun, ReapedProcess } from '../domain/gate-run.ts';
+import type { GateRun, ReapedProcess } from './domain/gate-run.ts';
 import { readCmdline, readProcessTable } from './process-table.ts';
 import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
 import { reapProcesses } from './stale-reaper.ts';

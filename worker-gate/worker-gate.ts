@@ -1,14 +1,14 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from '../contracts/worker-gate.ts';
-import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES } from '../domain/gate.ts';
-import { acceptsAgentEvents } from '../domain/gate-run.ts';
+import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from './contract/gate-endpoints.ts';
+import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES } from './contract/gate-names.ts';
+import { acceptsAgentEvents } from './domain/gate-run.ts';
 import { sha256Hex, tokensMatch } from '../platform/http/tokens.ts';
 import { CallbackOutbox } from './callback-outbox.ts';
 import { dashboardBody } from './dashboard.ts';
 import { GateDispatcher, type CancelResponse, type DispatchResponse } from './dispatcher.ts';
 import { profileFor, type WorkerGateConfig } from './gate-config.ts';
-import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { WORKLOAD_CLASSES } from './contract/workload.ts';
 import { GateEventLog } from './gate-event-log.ts';
 import { agentReachProblems } from './launchers/state-placement.ts';
 import type { PrepareResult } from './prepare-project.ts';
@@ -16,7 +16,7 @@ import { RunMonitor, type EventResponse } from './run-monitor.ts';
 import { CancelsBeforeDispatch, RunRecords } from './run-records.ts';
 import { RunCgroupHost, type RunCgroupsStatus } from './run-cgroups/index.ts';
 import { AgentSandbox } from './agent-sandbox/index.ts';
-import type { AgentIsolation } from '../contracts/agent-isolation.ts';
+import type { AgentIsolation } from './contract/agent-isolation.ts';
 
 export type { CancelResponse, DispatchResponse } from './dispatcher.ts';
 export type { EventResponse } from './run-monitor.ts';

@@ -1,8 +1,8 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { CallbackEventType, DispatchMode, GateState, ReasoningEffort } from '../domain/gate.ts';
+import type { CallbackEventType, DispatchMode, GateState, ReasoningEffort } from '../worker-gate/contract/gate-names.ts';
 import type { PreflightResult } from '../domain/preflight.ts';
-import type { RunEvidence } from '../contracts/worker-callback.ts';
+import type { RunEvidence } from '../worker-gate/contract/callback-body.ts';
 
 /** Messages of the run workflow, shared by the workflow, the worker and the HTTP layer (the client side). */
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { AGENT_RUNTIMES } from '../../domain/agent-runtimes.ts';
-import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../../domain/gate.ts';
-import { WORKLOAD_CLASSES } from '../../domain/workload.ts';
-import type { GateThresholdProfile } from '../../domain/workload.ts';
+import { AGENT_RUNTIMES } from '../../worker-gate/contract/agent-runtimes.ts';
+import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../../worker-gate/contract/gate-names.ts';
+import { WORKLOAD_CLASSES } from '../../worker-gate/contract/workload.ts';
+import type { GateThresholdProfile } from '../../worker-gate/contract/workload.ts';
 
 export const ROLES = ['control_plane', 'worker_gate', 'temporal_worker'] as const;
 export type Role = (typeof ROLES)[number];

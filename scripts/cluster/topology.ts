@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { WORKLOAD_CLASSES } from '../../domain/workload.ts';
+import { WORKLOAD_CLASSES } from '../../worker-gate/contract/workload.ts';
 
 /**
  * The shape `npm run cluster` starts on this one machine (docs/operations.md#running-on-several-machines): the Temporal server

@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import type { LaunchedRuntime } from '../../domain/agent-runtimes.ts';
+import type { LaunchedRuntime } from '../../worker-gate/contract/agent-runtimes.ts';
 import { agentRecordsPath } from '../../worker-gate/launchers/records.ts';
 import { gateClient, startGateProcess, writeGateConfig, type CallbackReceiver, type GateFixture, type GateProcess } from './gate.ts';
 

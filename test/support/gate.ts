@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { testPort } from './ports.ts';
-import type { GateCallbackPayload } from '../../contracts/worker-callback.ts';
+import type { GateCallbackPayload } from '../../worker-gate/contract/callback-body.ts';
 import { START_COMMAND_ARGS } from './process.ts';
 
 export const GATE_TOKEN = 'gate-test-token-0123456789abcdef';

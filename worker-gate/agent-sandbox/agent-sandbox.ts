@@ -1,5 +1,5 @@
 import { dirname, resolve } from 'node:path';
-import type { AgentIsolation } from '../../contracts/agent-isolation.ts';
+import type { AgentIsolation } from '../contract/agent-isolation.ts';
 import { firstRunConfigPath } from '../../platform/config/first-run.ts';
 import { agentHomeFor, agentOwnedDir, grantProject } from './agent-dirs.ts';
 import { detectIsolation, type IsolationCapabilities, type IsolationSettings } from './capabilities.ts';

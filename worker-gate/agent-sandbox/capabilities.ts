@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync, realpathSync, statSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
-import type { AgentIsolation } from '../../contracts/agent-isolation.ts';
+import type { AgentIsolation } from '../contract/agent-isolation.ts';
 import { isWithin, nodeBinDir, realOrResolved, REPO_ROOT } from './sandbox-paths.ts';
 import { userSwitchArgv } from './user-switch.ts';
 

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { TokenUsage } from '../../domain/agent-runtimes.ts';
+import type { TokenUsage } from '../contract/agent-runtimes.ts';
 import type { AgentStreamState, LaunchRequest, RuntimeLauncher } from './runtime-launcher.ts';
 
 /** The hook events the gate follows (worker-gate/launchers/gate-event-hook.mjs maps them to gate events). */

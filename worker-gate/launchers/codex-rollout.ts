@@ -16,7 +16,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TokenUsage } from '../../domain/agent-runtimes.ts';
+import type { TokenUsage } from '../contract/agent-runtimes.ts';
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
 /** Bytes read per poll, and the longest line kept: a token_count line is a few hundred bytes. */

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { TokenUsage } from '../../domain/agent-runtimes.ts';
+import type { TokenUsage } from '../contract/agent-runtimes.ts';
 import { CodexRolloutUsage } from './codex-rollout.ts';
 import type { AgentStreamState, LaunchRequest, RuntimeLauncher } from './runtime-launcher.ts';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { LaunchedRuntime } from '../../domain/agent-runtimes.ts';
+import type { LaunchedRuntime } from '../contract/agent-runtimes.ts';
 
 interface PinnedAgent {
   package: string;

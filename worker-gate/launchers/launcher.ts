@@ -16,8 +16,8 @@ import { closeSync, createWriteStream } from 'node:fs';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { AGENT_SESSION_ID, LAUNCHED_RUNTIMES, type LaunchedRuntime, type TokenUsage } from '../../domain/agent-runtimes.ts';
-import { toolEndCause } from '../../domain/run-cause.ts';
+import { AGENT_SESSION_ID, LAUNCHED_RUNTIMES, type LaunchedRuntime, type TokenUsage } from '../contract/agent-runtimes.ts';
+import { toolEndCause } from '../contract/run-cause.ts';
 import { PinnedDir } from '../../platform/files/pinned-dir.ts';
 import {
   AGENT_FLAG,

@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, constants, fstatSync, ftruncateSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { AGENT_SESSION_ID } from '../../domain/agent-runtimes.ts';
+import { AGENT_SESSION_ID } from '../contract/agent-runtimes.ts';
 import { PinnedDir } from '../../platform/files/pinned-dir.ts';
 import { projectKey } from '../agent-sandbox/sandbox-paths.ts';
 

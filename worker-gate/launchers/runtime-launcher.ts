@@ -1,4 +1,4 @@
-import type { AgentRuntime, TokenUsage } from '../../domain/agent-runtimes.ts';
+import type { AgentRuntime, TokenUsage } from '../contract/agent-runtimes.ts';
 
 /** What a launcher starts the tool with: the dispatch contract, resolved. */
 export interface LaunchRequest {

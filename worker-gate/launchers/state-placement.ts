@@ -1,5 +1,5 @@
 import { tmpdir } from 'node:os';
-import { LAUNCHED_RUNTIMES, type LaunchedRuntime } from '../../domain/agent-runtimes.ts';
+import { LAUNCHED_RUNTIMES, type LaunchedRuntime } from '../contract/agent-runtimes.ts';
 import { isInsideOrSame } from '../../platform/files/pinned-dir.ts';
 import { realOrResolved } from '../agent-sandbox/sandbox-paths.ts';
 import type { WorkerGateConfig } from '../gate-config.ts';

@@ -1,5 +1,5 @@
 import { totalmem } from 'node:os';
-import type { WorkloadClass } from '../../domain/workload.ts';
+import type { WorkloadClass } from '../contract/workload.ts';
 import type { RunLimits } from './run-cgroup.ts';
 
 export interface RunLimitFields {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunCgroupRecord } from '../../domain/gate-run.ts';
+import type { RunCgroupRecord } from '../domain/gate-run.ts';
 import { readCgroupFile, writeCgroupFile } from './cgroup-files.ts';
 import { cgroupMounts, directoryOf, ownCgroups, type CgroupMount } from './mounts.ts';
 import type { RunCgroup, RunLimits } from './run-cgroup.ts';

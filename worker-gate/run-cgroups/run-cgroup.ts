@@ -1,6 +1,6 @@
-import type { RunCgroupRecord } from '../../domain/gate-run.ts';
+import type { RunCgroupRecord } from '../domain/gate-run.ts';
 
-export type { RunCgroupRecord } from '../../domain/gate-run.ts';
+export type { RunCgroupRecord } from '../domain/gate-run.ts';
 
 /** One run's own cgroup: every process its first process starts stays in it, whatever session or directory it takes. */
 export interface RunCgroup {

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunCgroupRecord } from '../../domain/gate-run.ts';
+import type { RunCgroupRecord } from '../domain/gate-run.ts';
 import { killEach, pidsBelow, readCgroupFile, removeCgroupTree, waitUntilEmpty, writeCgroupFile } from './cgroup-files.ts';
 import { joinArgvFor, type RunCgroup, type RunLimits } from './run-cgroup.ts';
 

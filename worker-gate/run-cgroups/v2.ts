@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { RunCgroupRecord } from '../../domain/gate-run.ts';
+import type { RunCgroupRecord } from '../domain/gate-run.ts';
 import { killEach, pidsBelow, readCgroupFile, removeCgroupTree, waitUntilEmpty, writeCgroupFile, writeIfPresent } from './cgroup-files.ts';
 import { joinArgvFor, type RunCgroup, type RunLimits } from './run-cgroup.ts';
 

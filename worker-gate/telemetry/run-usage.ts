@@ -1,8 +1,8 @@
-import type { WindowSample } from '../../domain/quiet-window.ts';
-import { runCpuPercent, runWindowSample, type RunCpuReading, type RunCpuUsage, type RunGpuReading } from '../../domain/run-usage.ts';
+import type { WindowSample } from '../domain/quiet-window.ts';
+import { runCpuPercent, runWindowSample, type RunCpuReading, type RunCpuUsage, type RunGpuReading } from '../domain/run-machine-share.ts';
 
 /**
- * Keeps, per watched run, its last CPU reading and its recent quiet-window samples of its own use (domain/run-usage.ts),
+ * Keeps, per watched run, its last CPU reading and its recent quiet-window samples of its own use (worker-gate/domain/run-machine-share.ts),
  * so the gate judges each run's window on the run alone.
  */
 export class RunUsageMeter {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TelemetrySample } from '../../domain/gate.ts';
+import type { TelemetrySample } from '../contract/gate-names.ts';
 import { createNvidiaSmiProbe, type GpuProbe, type GpuReading } from './gpu.ts';
 import { cpuPercentBetween, parseMeminfo, parseProcStat, type CpuCounters } from './proc-parsers.ts';
 

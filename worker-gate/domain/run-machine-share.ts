@@ -4,7 +4,7 @@
  * Pure: readings come in as input.
  */
 import type { WindowSample } from './quiet-window.ts';
-import type { GateThresholdProfile } from './workload.ts';
+import type { GateThresholdProfile } from '../contract/workload.ts';
 
 /** CPU time the run has used so far: its cgroup's counter, or the counters of its tracked processes. */
 export type RunCpuUsage =

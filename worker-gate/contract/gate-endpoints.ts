@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { AGENT_EVENTS, CALLBACK_EVENT_TYPES, DISPATCH_MODES, GATE_STATES, LIFECYCLE_EVENTS, REASONING_EFFORTS } from '../domain/gate.ts';
-import { RunCauseSchema, TokenUsageSchema } from './worker-callback.ts';
-import { WORKLOAD_CLASSES } from '../domain/workload.ts';
+import { AGENT_EVENTS, CALLBACK_EVENT_TYPES, DISPATCH_MODES, GATE_STATES, LIFECYCLE_EVENTS, REASONING_EFFORTS } from './gate-names.ts';
+import { RunCauseSchema, TokenUsageSchema } from './callback-body.ts';
+import { WORKLOAD_CLASSES } from './workload.ts';
 import { AgentIsolationSchema } from './agent-isolation.ts';
-import { JsonValueSchema, jsonObject } from '../platform/http/json-value.ts';
+import { JsonValueSchema, jsonObject } from '../../platform/http/json-value.ts';
 
 /** Request and response bodies of the worker gate's endpoints (docs/worker-gate.md#worker-gate). */
 

@@ -28,8 +28,8 @@
  * figure, the reasons end with "no GPU telemetry: GPU treated as idle". A ready verdict always has
  * empty reasons.
  */
-import type { GateThresholdProfile } from './workload.ts';
-import type { TelemetrySample } from './gate.ts';
+import type { GateThresholdProfile } from '../contract/workload.ts';
+import type { TelemetrySample } from '../contract/gate-names.ts';
 
 export interface WindowSample {
   at_ms: number;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { withinJsonBounds } from '../platform/http/json-bounds.ts';
-import { CALLBACK_EVENT_TYPES, GATE_STATES } from '../domain/gate.ts';
-import { RUN_CAUSE_COMMAND_MAX, RUN_CAUSE_KINDS, RUN_CAUSE_MESSAGE_MAX, RUN_CAUSE_REAPED_MAX } from '../domain/run-cause.ts';
+import { withinJsonBounds } from '../../platform/http/json-bounds.ts';
+import { CALLBACK_EVENT_TYPES, GATE_STATES } from './gate-names.ts';
+import { RUN_CAUSE_COMMAND_MAX, RUN_CAUSE_KINDS, RUN_CAUSE_MESSAGE_MAX, RUN_CAUSE_REAPED_MAX } from './run-cause.ts';
 
 /** Which evidence files the gate found in the project when it reported readiness (docs/worker-gate.md#worker-gate). */
 export const RunEvidenceSchema = z.strictObject({
@@ -58,7 +58,7 @@ const tokenCount = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 /** The tokens a run's agent has spent, as its tool reported them to the gate. */
 export const TokenUsageSchema = z.strictObject({ input_tokens: tokenCount, output_tokens: tokenCount, total_tokens: tokenCount });
 
-/** Why the run ended, as the gate saw it (domain/run-cause.ts): bounded, every field checked. */
+/** Why the run ended, as the gate saw it (worker-gate/contract/run-cause.ts): bounded, every field checked. */
 export const RunCauseSchema = z
   .strictObject({
     kind: z.enum(RUN_CAUSE_KINDS),

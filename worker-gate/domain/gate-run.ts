@@ -2,12 +2,12 @@
  * State changes of one run the worker gate dispatched (docs/worker-gate.md#worker-gate). Each function takes a record and
  * returns the next one; the gate's I/O modules apply them and persist the result.
  */
-import type { TokenUsage } from './agent-runtimes.ts';
+import type { TokenUsage } from '../contract/agent-runtimes.ts';
 import { applyLifecycleEvent, freshSession, readyCallbackFor, type GateSession, type LifecycleInput, type LifecycleOutcome } from './gate-lifecycle.ts';
-import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES, type CallbackEventType, type DispatchMode, type ReasoningEffort } from './gate.ts';
+import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES, type CallbackEventType, type DispatchMode, type ReasoningEffort } from '../contract/gate-names.ts';
 import type { QuietWindowMetrics, QuietWindowVerdict } from './quiet-window.ts';
-import { exitStatusCause, reapedCause, type RunCause } from './run-cause.ts';
-import type { WorkloadClass } from './workload.ts';
+import { exitStatusCause, reapedCause, type RunCause } from '../contract/run-cause.ts';
+import type { WorkloadClass } from '../contract/workload.ts';
 
 export interface TrackedPid {
   pid: number;
@@ -63,7 +63,7 @@ export interface GateRun extends GateSession {
    * saw. A run that shows none for stall_after_sec is stopped. Absent from older records (the dispatch time counts).
    */
   last_progress_at?: string | null;
-  /** Why the run ended, once the gate knows (domain/run-cause.ts); absent from older records. */
+  /** Why the run ended, once the gate knows (worker-gate/contract/run-cause.ts); absent from older records. */
   cause?: RunCause | null;
   /**
    * The dispatch script as the gate started it (in a session of its own): a pid an agent names is taken as the root

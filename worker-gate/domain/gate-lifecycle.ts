@@ -4,7 +4,7 @@ import {
   type CallbackEventType,
   type GateState,
   type LifecycleEvent,
-} from './gate.ts';
+} from '../contract/gate-names.ts';
 
 /** The part of a gate run record that lifecycle events change. Times are ISO 8601 strings from the gate's clock. */
 export interface GateSession {
