@@ -1,9 +1,9 @@
-import type { DispatchSettings } from '../services/dispatch-settings.ts';
+import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
 import type { Store } from '../platform/store/store.ts';
 import { createAuditActivities } from './audit.ts';
 import { createPaperActivities } from './papers.ts';
-import { createRunActivities } from './runs.ts';
+import { createRunActivities } from './runs/run-activities.ts';
 import { createCycleActivities, type CycleActivities } from './research-cycle.ts';
 import type { CycleDeps } from '../services/research-cycle.ts';
 import type { PumpDeps } from '../services/queue-pump.ts';

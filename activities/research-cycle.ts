@@ -1,5 +1,5 @@
 import type { CyclePolicy, CycleStage } from '../domain/research-cycle.ts';
-import { selectDispatch, type DispatchSelection } from '../services/dispatch.ts';
+import { selectDispatch, type DispatchSelection } from '../capabilities/runs/dispatch.ts';
 import {
   onceForCycle,
   paperDraftStage,

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { RunCauseSchema, TokenUsageSchema } from '../worker-gate/contract/callback-body.ts';
-import { PREFLIGHT_CHECK_NAMES } from '../domain/preflight.ts';
+import { PREFLIGHT_CHECK_NAMES } from '../capabilities/runs/domain/preflight-checks.ts';
 import { FINDING_KINDS } from '../domain/queue-alerts.ts';
 import { PAPER_ACTIONS, PAPER_STAGES } from '../domain/paper-stage.ts';
 import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
-import { QUEUE_STATUSES } from '../domain/queue-status.ts';
-import { RUN_STATES } from '../domain/run-state.ts';
+import { QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
+import { RUN_STATES } from '../capabilities/runs/domain/run-state.ts';
 import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
 import { ADMISSION_DECISIONS, GENERATION_MODES, RUNTIME_CLASSES } from '../domain/research-candidate.ts';
 import { HARD_FAILURE_CODES } from '../domain/research-decision.ts';
@@ -15,13 +15,13 @@ import type { AuditEvent } from '../platform/store/audit-events.ts';
 import type { FinalizationPackageRow } from '../store/paper-reads.ts';
 import type { ChecklistItemRow, CorpusImportRow, PaperRow, ReviewHistoryRow } from '../store/papers.ts';
 import type { ProjectDetail, ProjectRun } from '../store/project-reads.ts';
-import type { ProjectRow } from '../store/projects.ts';
-import type { QueueItemRow } from '../store/queue-items.ts';
+import type { ProjectRow } from '../capabilities/runs/projects.ts';
+import type { QueueItemRow } from '../capabilities/runs/queue-items.ts';
 import { LINEAGE_KINDS, type LineageRow } from '../store/research-lineage.ts';
 import type { AdmissionRow } from '../store/research-admissions.ts';
 import type { CandidateRow } from '../store/research-candidates.ts';
-import type { RunListRow } from '../store/run-reads.ts';
-import type { WorkerObservation } from '../store/worker-observations.ts';
+import type { RunListRow } from '../capabilities/runs/run-reads.ts';
+import type { WorkerObservation } from '../capabilities/runs/worker-observations.ts';
 
 /**
  * One schema per ledger row the answers show: a queue item, project, run, paper or event is this schema wherever it

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { CORE_MODES, SKIP_REASONS, type CorePaperRow, type CoreQueueRow } from '../domain/core-snapshot.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
-import { QUEUE_STATUSES } from '../domain/queue-status.ts';
+import { QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
 import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
 import { HttpError } from '../platform/http/errors.ts';
@@ -11,7 +11,7 @@ import { withinJsonBounds } from '../platform/http/json-bounds.ts';
 import { queryText } from '../platform/http/validation.ts';
 import { createCore } from '../services/core.ts';
 import { readLegacyNotes } from '../services/legacy-notes.ts';
-import { PROJECT_ID_PATTERN } from '../store/projects.ts';
+import { PROJECT_ID_PATTERN } from '../capabilities/runs/projects.ts';
 import { AuditEventSchema } from './answers.ts';
 import type { AppDeps } from './deps.ts';
 

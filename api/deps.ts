@@ -4,12 +4,12 @@ import type { RunCgroupsStatus } from '../worker-gate/contract/gate-endpoints.ts
 import type { CoreSettings } from '../services/core.ts';
 import type { CycleLauncher } from '../services/cycle-launcher.ts';
 import type { AlertSettings } from '../services/queue-alerts.ts';
-import type { DispatchSettings } from '../services/dispatch-settings.ts';
+import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import type { PaperLauncher } from '../services/paper-launcher.ts';
 import type { PaperSettings } from '../services/paper-settings.ts';
 import type { ProviderBatchSettings } from '../services/provider-batch.ts';
 import type { ClusterConfigView } from '../platform/cluster/replicas.ts';
-import type { RunLauncher } from '../services/run-launcher.ts';
+import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
 import type { Store } from '../platform/store/store.ts';
 import type { ServiceMetrics } from '../platform/http/metrics.ts';
 

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { resolveLane } from '../domain/lanes.ts';
+import { resolveLane } from '../capabilities/runs/domain/worker-lanes.ts';
 import { readProjectDetail } from '../store/project-reads.ts';
-import type { QueueItemRow } from '../store/queue-items.ts';
+import type { QueueItemRow } from '../capabilities/runs/queue-items.ts';
 import type { AppDeps } from './deps.ts';
 import { HttpError } from '../platform/http/errors.ts';
 import { errorResponses } from '../platform/http/responses.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
+import { QUEUE_GROUPS, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 import { listQueueItems, QUEUE_SORT_COLUMNS } from '../store/queue-reads.ts';
 import type { AppDeps } from './deps.ts';
 import { errorResponses, pageBody } from '../platform/http/responses.ts';

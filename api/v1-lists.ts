@@ -1,19 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { resolveLane } from '../domain/lanes.ts';
+import { resolveLane } from '../capabilities/runs/domain/worker-lanes.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
-import { QUEUE_GROUPS, QUEUE_ITEM_COMMANDS, QUEUE_STATUSES, queueItemCommands } from '../domain/queue-status.ts';
-import { RUN_STATES } from '../domain/run-state.ts';
+import { QUEUE_GROUPS, QUEUE_ITEM_COMMANDS, QUEUE_STATUSES, queueItemCommands } from '../capabilities/runs/domain/queue-status.ts';
+import { RUN_STATES } from '../capabilities/runs/domain/run-state.ts';
 import { HttpError } from '../platform/http/errors.ts';
 import { errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
 import { queryInt, queryOptional, queryText } from '../platform/http/validation.ts';
 import { paperDetail, paperDraftText } from '../services/paper-detail.ts';
 import { PAPER_ORDERS, walkPapers } from '../store/paper-reads.ts';
 import { PROJECT_ORDERS, readProjectDetail, walkProjects, type ProjectListRow } from '../store/project-reads.ts';
-import type { QueueItemRow } from '../store/queue-items.ts';
+import type { QueueItemRow } from '../capabilities/runs/queue-items.ts';
 import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
-import { RUN_ORDERS, walkRuns } from '../store/run-reads.ts';
+import { RUN_ORDERS, walkRuns } from '../capabilities/runs/run-reads.ts';
 import {
   AuditEventSchema,
   CorpusImportSchema,

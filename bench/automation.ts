@@ -13,7 +13,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AGENT_DEFAULTS, NO_ROUTING } from '../services/dispatch-settings.ts';
+import { AGENT_DEFAULTS, NO_ROUTING } from '../capabilities/runs/dispatch-settings.ts';
 import { generateProviderBatch, type ProviderBatchSettings } from '../services/provider-batch.ts';
 import { runQueueCheck } from '../services/queue-alerts.ts';
 import { pumpFollowup, pumpGate, pumpPlanPaperDraft, pumpSelectDispatch, type PumpDeps } from '../services/queue-pump.ts';

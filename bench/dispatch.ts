@@ -25,8 +25,8 @@ import { startControlPlane, type RunningControlPlane } from '../bin/runtime/cont
 import { locateTemporalCli, temporalCliInstallHint } from '../platform/temporal/temporal-cli.ts';
 import { freePort, startTemporalDevServer, type TemporalDevServer } from '../platform/temporal/temporal-dev-server.ts';
 import { ConfigFileSchema, type Config } from '../platform/config/schema.ts';
-import { workerRoutingFrom } from '../domain/lanes.ts';
-import { nextDispatchCandidate } from '../store/dispatch-candidates.ts';
+import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
+import { nextDispatchCandidate } from '../capabilities/runs/dispatch-candidates.ts';
 import { openStore } from '../platform/store/open-store.ts';
 import type { Store } from '../platform/store/store.ts';
 import { loadNow, log, ms, stats, type Stats } from './figures.ts';

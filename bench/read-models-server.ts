@@ -6,17 +6,17 @@
  */
 import { withOperatorActions } from '../api/v1-lists.ts';
 import { v1Page } from '../api/v1-paging.ts';
-import { workerRoutingFrom } from '../domain/lanes.ts';
+import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
 import { decodeCursor } from '../platform/http/cursor.ts';
-import type { DispatchSettings } from '../services/dispatch-settings.ts';
-import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
-import { readLanesWithWindows } from '../services/lanes.ts';
+import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
+import { AGENT_DEFAULTS } from '../capabilities/runs/dispatch-settings.ts';
+import { readLanesWithWindows } from '../capabilities/runs/lanes.ts';
 import { readOverview } from '../services/overview.ts';
 import type { KeysetOrder, KeysetPage } from '../platform/store/keyset.ts';
 import { PAPER_ORDERS, walkPapers } from '../store/paper-reads.ts';
 import { createPgStore } from '../platform/store/pg-store.ts';
 import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
-import { RUN_ORDERS, walkRuns } from '../store/run-reads.ts';
+import { RUN_ORDERS, walkRuns } from '../capabilities/runs/run-reads.ts';
 import { startBareServer, startBenchApp } from './bench-app.ts';
 
 const [mode, databaseUrl, token] = process.argv.slice(2) as ['fastify' | 'bare', string, string];

@@ -3,7 +3,7 @@
  * from the latest one, and what `compare` and `enforce` do with a snapshot against the live queue. Pure.
  */
 import type { PaperStatus, ReviewStatus } from './paper-status.ts';
-import { isInFlight, QUEUE_STATUSES, type QueueStatus } from './queue-status.ts';
+import { isInFlight, QUEUE_STATUSES, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 
 export const CORE_MODES = ['off', 'shadow', 'compare', 'enforce'] as const;

@@ -1,5 +1,5 @@
 import { CandidateProposalSchema, type CandidateProposal, type RuntimeClass } from './research-candidate.ts';
-import type { RunPromptContract } from './run-prompt.ts';
+import type { RunPromptContract } from '../capabilities/runs/domain/run-prompt.ts';
 import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 
 /**

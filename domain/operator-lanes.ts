@@ -14,7 +14,7 @@
  */
 import type { PaperPipelineCounts } from './paper-candidacy.ts';
 import type { PaperStatus } from './paper-status.ts';
-import { isInFlight, QUEUE_GROUP_STATUSES, type QueueStatus } from './queue-status.ts';
+import { isInFlight, QUEUE_GROUP_STATUSES, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 
 export const OPERATOR_LANES = ['attention', 'running', 'write', 'publish', 'imported'] as const;
 export type OperatorLane = (typeof OPERATOR_LANES)[number];

@@ -1,8 +1,8 @@
 import { assessReadiness, type ReadinessInput } from '../domain/automation-readiness.ts';
-import { WORKER_STALE_AFTER_SEC } from '../domain/dispatch-safety.ts';
+import { WORKER_STALE_AFTER_SEC } from '../capabilities/runs/domain/dispatch-safety.ts';
 import { queueItemLane } from '../domain/operator-lanes.ts';
 import { queueFactGroups } from '../store/overview-reads.ts';
-import type { DispatchSettings } from './dispatch-settings.ts';
+import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import { statusSnapshot, type RefreshOptions } from './status.ts';
 import type { Store } from '../platform/store/store.ts';
 import { providerBudget, type ProviderBatchSettings } from './provider-batch.ts';

@@ -7,7 +7,7 @@ import {
   type ActionReason,
 } from '../domain/operator-lanes.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES, type PaperStatus, type ReviewStatus } from '../domain/paper-status.ts';
-import { QUEUE_STATUSES, queueGroupCounts, type QueueStatus } from '../domain/queue-status.ts';
+import { QUEUE_STATUSES, queueGroupCounts, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 import { listAuditEventsBefore } from '../platform/store/audit-events.ts';
 import {
   activeQueueItems,
@@ -22,8 +22,8 @@ import {
 import { paperCounts } from '../store/paper-counts.ts';
 import { runCountsByState } from '../store/status-reads.ts';
 import type { Queryable } from '../platform/store/store.ts';
-import type { DispatchSettings } from './dispatch-settings.ts';
-import { quietWindowsOf } from './run-gate-view.ts';
+import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
+import { quietWindowsOf } from '../capabilities/runs/run-gate-view.ts';
 
 /** `GET /control/api/v1/overview` (docs/console.md#read-models): lane counts, their drill-down, and what needs a person. */
 

@@ -7,7 +7,7 @@ import { HUMAN_CHECKLIST_ITEM_IDS, type ChecklistStatus } from '../domain/paper-
 import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { runIdempotent, storedResponse } from '../platform/store/idempotency-keys.ts';
 import { getPaper, insertFinalizationPackage, insertReviewHistory, setReviewStatus, type PaperRow } from '../store/papers.ts';
-import { getProject } from '../store/projects.ts';
+import { getProject } from '../capabilities/runs/projects.ts';
 import type { Store } from '../platform/store/store.ts';
 import { CommandRefusedError } from '../platform/command-errors.ts';
 import { evidenceChangeSince, readEvidence, RecordedHashesSchema } from './paper-evidence.ts';

@@ -1,8 +1,8 @@
-import { isInFlight, QUEUE_ITEM_COMMANDS, type QueueStatus } from '../domain/queue-status.ts';
+import { isInFlight, QUEUE_ITEM_COMMANDS, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 import { appendAuditEvent } from '../platform/store/audit-events.ts';
-import { lockOperatorFlags, setFlag, type FlagName, type OperatorFlags } from '../store/flags.ts';
-import { getProject } from '../store/projects.ts';
-import { getQueueItem, parkQueueItem, requeueQueueItem, type QueueItemRow } from '../store/queue-items.ts';
+import { lockOperatorFlags, setFlag, type FlagName, type OperatorFlags } from '../capabilities/runs/queue-flags.ts';
+import { getProject } from '../capabilities/runs/projects.ts';
+import { getQueueItem, parkQueueItem, requeueQueueItem, type QueueItemRow } from '../capabilities/runs/queue-items.ts';
 import type { Queryable, Store } from '../platform/store/store.ts';
 import { CommandRefusedError } from '../platform/command-errors.ts';
 

@@ -1,11 +1,11 @@
 import { appendAuditEvent } from '../platform/store/audit-events.ts';
-import { readFlags } from '../store/flags.ts';
+import { readFlags } from '../capabilities/runs/queue-flags.ts';
 import { nextFollowupParent } from '../store/followup-parents.ts';
 import type { Store } from '../platform/store/store.ts';
 import type { PumpStep } from '../workflows/schedule-messages.ts';
 import { CommandRefusedError, refusalMessage } from '../platform/command-errors.ts';
-import { dispatchNext, selectDispatch, type DispatchSelection } from './dispatch.ts';
-import type { DispatchSettings } from './dispatch-settings.ts';
+import { dispatchNext, selectDispatch, type DispatchSelection } from '../capabilities/runs/dispatch.ts';
+import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import { launchNextFollowup } from './followups.ts';
 import { createPaperDrafting, selectDraftCandidates } from './paper-drafting.ts';
 import { draftNextNoopReason } from '../domain/paper-steps.ts';
@@ -14,7 +14,7 @@ import type { PaperLauncher } from './paper-launcher.ts';
 import type { PaperSettings } from './paper-settings.ts';
 import { sweepClosedPaperSteps } from './paper-step-sweep.ts';
 import type { ResearchFacility } from './research-facility.ts';
-import type { RunLauncher } from './run-launcher.ts';
+import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
 
 /**
  * The steps of one queue pump tick (docs/automation.md#queue-pump): a gate (nothing at all while the queue is paused or in

@@ -12,8 +12,8 @@ import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { insertIdea } from '../store/ideas.ts';
 import { runIdempotent } from '../platform/store/idempotency-keys.ts';
 import { listKnownNegatives } from '../store/known-negatives.ts';
-import { getProject, insertProject } from '../store/projects.ts';
-import { getQueueItem, insertQueueItem } from '../store/queue-items.ts';
+import { getProject, insertProject } from '../capabilities/runs/projects.ts';
+import { getQueueItem, insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import { insertAdmission } from '../store/research-admissions.ts';
 import {
   findDedupeMatches,
@@ -24,7 +24,7 @@ import {
 import { recordLineage, type LineageKind, type LineageLink } from '../store/research-lineage.ts';
 import { getSourcesByIds, insertSource, listSources } from '../store/research-sources.ts';
 import type { Queryable, Store } from '../platform/store/store.ts';
-import { isInFlight } from '../domain/queue-status.ts';
+import { isInFlight } from '../capabilities/runs/domain/queue-status.ts';
 import { CommandRefusedError } from '../platform/command-errors.ts';
 
 /** The Research Facility's commands: plan and record candidates, build the smoke batch, promote into the queue. */

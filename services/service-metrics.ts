@@ -1,6 +1,6 @@
 import { FINDING_KINDS } from '../domain/queue-alerts.ts';
-import { QUEUE_STATUSES } from '../domain/queue-status.ts';
-import { RUN_STATES } from '../domain/run-state.ts';
+import { QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
+import { RUN_STATES } from '../capabilities/runs/domain/run-state.ts';
 import type { ServiceMetrics } from '../platform/http/metrics.ts';
 import { queueCounts, runCountsByState } from '../store/status-reads.ts';
 import { queueFindings, type QueueCheckDeps } from './queue-alerts.ts';

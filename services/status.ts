@@ -1,6 +1,6 @@
-import { ageSec, assessDispatchSafety, ATTENTION_STATUSES, workerFreshness, type LatestObservation } from '../domain/dispatch-safety.ts';
-import type { WorkerTarget } from '../domain/lanes.ts';
-import type { PreflightCheck, PreflightResult } from '../domain/preflight.ts';
+import { ageSec, assessDispatchSafety, ATTENTION_STATUSES, workerFreshness, type LatestObservation } from '../capabilities/runs/domain/dispatch-safety.ts';
+import type { WorkerTarget } from '../capabilities/runs/domain/worker-lanes.ts';
+import type { PreflightCheck, PreflightResult } from '../capabilities/runs/domain/preflight-checks.ts';
 import {
   latestCallbackAt,
   listActiveItems,
@@ -13,9 +13,9 @@ import {
 import { paperCounts } from '../store/paper-counts.ts';
 import type { Store } from '../platform/store/store.ts';
 import { latestAlertChecks } from '../store/queue-alerts.ts';
-import { latestWorkerObservations } from '../store/worker-observations.ts';
-import type { DispatchSettings } from './dispatch-settings.ts';
-import { dispatchPreflight } from './worker-preflight.ts';
+import { latestWorkerObservations } from '../capabilities/runs/worker-observations.ts';
+import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
+import { dispatchPreflight } from '../capabilities/runs/worker-preflight.ts';
 
 /**
  * The dispatch-safety snapshot (`GET /control/api/status`) and queue health (`GET /control/api/queue-health`). Both

@@ -1,5 +1,5 @@
 import type { PaperStatus, ReviewStatus } from '../domain/paper-status.ts';
-import { ACTIVE_QUEUE_STATUSES, type QueueStatus } from '../domain/queue-status.ts';
+import { ACTIVE_QUEUE_STATUSES, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 import type { Queryable } from '../platform/store/store.ts';
 
 /**

@@ -1,7 +1,7 @@
-import { QUEUE_GROUP_STATUSES, type QueueGroup, type QueueStatus } from '../domain/queue-status.ts';
+import { QUEUE_GROUP_STATUSES, type QueueGroup, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../platform/store/keyset.ts';
 import { pageWindow, selectPage } from '../platform/store/paging.ts';
-import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
+import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from '../capabilities/runs/queue-items.ts';
 import { containsPattern, sqlParams, type SqlParams } from '../platform/store/sql-params.ts';
 import type { Queryable } from '../platform/store/store.ts';
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PREFLIGHT_DEFAULTS, evaluatePreflight } from '../domain/preflight.ts';
+import { PREFLIGHT_DEFAULTS, evaluatePreflight } from '../capabilities/runs/domain/preflight-checks.ts';
 import { callbackTokenFingerprint } from '../platform/http/tokens.ts';
 import { AGENT_ENV_ALLOW_LIST, AgentSandbox, RUN_CONTRACT_ENV, detectIsolation, gateConfigFiles, sandboxArgvPrefix } from '../worker-gate/agent-sandbox/index.ts';
 import { CALLBACK_TOKEN, CallbackReceiver, GATE_TOKEN, gateClient, startGateProcess, writeGateConfig, type GateFixture, type GateProcess } from './support/gate.ts';

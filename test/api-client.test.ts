@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlApiError, createControlClient, type ControlClient } from 'research-control-plane/client';
 import { API_CLIENT_SCHEMA, apiClientSchemaSource } from '../scripts/generate-api-client.ts';
-import { insertProject } from '../store/projects.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { testPort } from './support/ports.ts';
 

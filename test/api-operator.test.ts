@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../api/create-server.ts';
 import { createLogger } from '../platform/observability/logger.ts';
-import type { QueueStatus } from '../domain/queue-status.ts';
+import type { QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 import { openStore } from '../platform/store/open-store.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import type { Store } from '../platform/store/store.ts';
 import { httpOnlyDeps, LogCapture, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { createTestDatabase } from './support/database.ts';

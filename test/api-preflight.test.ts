@@ -1,11 +1,11 @@
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchSettingsFrom, type DispatchSettings } from '../services/dispatch-settings.ts';
+import { dispatchSettingsFrom, type DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import { testPort } from './support/ports.ts';
 import { ConfigFileSchema } from '../platform/config/schema.ts';
-import { runWorkerPreflight } from '../services/worker-preflight.ts';
-import { DISPATCH_REQUIRED_CHECKS, PREFLIGHT_DEFAULTS, type PreflightCheck, type PreflightResult } from '../domain/preflight.ts';
-import { setFlag } from '../store/flags.ts';
+import { runWorkerPreflight } from '../capabilities/runs/worker-preflight.ts';
+import { DISPATCH_REQUIRED_CHECKS, PREFLIGHT_DEFAULTS, type PreflightCheck, type PreflightResult } from '../capabilities/runs/domain/preflight-checks.ts';
+import { setFlag } from '../capabilities/runs/queue-flags.ts';
 import { openStore } from '../platform/store/open-store.ts';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { createTestDatabase } from './support/database.ts';

@@ -1,12 +1,12 @@
-import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
+import { AGENT_DEFAULTS } from '../capabilities/runs/dispatch-settings.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workerRoutingFrom } from '../domain/lanes.ts';
+import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
 import { appendAuditEvent } from '../platform/store/audit-events.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import { recordLineage } from '../store/research-lineage.ts';
 import type { Queryable } from '../platform/store/store.ts';
-import { insertWorkerObservation } from '../store/worker-observations.ts';
+import { insertWorkerObservation } from '../capabilities/runs/worker-observations.ts';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 
 let t: TestApp;

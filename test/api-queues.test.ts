@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isInFlight, type QueueStatus } from '../domain/queue-status.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
+import { isInFlight, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;

@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clusterNetwork, LOCAL_CLUSTER_NAMING } from '../scripts/cluster/topology.ts';
 import { openStore } from '../platform/store/open-store.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 
 // expected duration: ~110 s (`npm run cluster` started three times, with one worker host each)
 

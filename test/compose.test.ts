@@ -9,7 +9,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../platform/config/load.ts';
 import { ConfigFieldsSchema, ENV_ONLY_FIELDS, ENV_OVERRIDES } from '../platform/config/schema.ts';
-import { resolveLane, workerRoutingFrom } from '../domain/lanes.ts';
+import { resolveLane, workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
 import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
 import { startTemporalDevServer } from '../platform/temporal/temporal-dev-server.ts';
 import { TEMPORAL_SERVER_VERSION } from '../platform/temporal/temporal-server.ts';

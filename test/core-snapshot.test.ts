@@ -11,7 +11,7 @@ import {
   type LiveQueueRow,
 } from '../domain/core-snapshot.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
-import { isInFlight, QUEUE_STATUSES } from '../domain/queue-status.ts';
+import { isInFlight, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 
 const projectId = fc.constantFrom(...Array.from({ length: 12 }, (_, i) => `p${i}`));
 const queueRow: fc.Arbitrary<CoreQueueRow> = fc.record(

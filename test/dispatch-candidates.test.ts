@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveLane, workerRoutingFrom } from '../domain/lanes.ts';
+import { resolveLane, workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
 import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
-import { nextDispatchCandidate } from '../store/dispatch-candidates.ts';
+import { nextDispatchCandidate } from '../capabilities/runs/dispatch-candidates.ts';
 import { openStore } from '../platform/store/open-store.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem, type QueueItemRow } from '../store/queue-items.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem, type QueueItemRow } from '../capabilities/runs/queue-items.ts';
 import type { Store } from '../platform/store/store.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 

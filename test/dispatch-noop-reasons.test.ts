@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DispatchSettings } from '../services/dispatch-settings.ts';
-import { workerRoutingFrom } from '../domain/lanes.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem, type QueueItemInsert } from '../store/queue-items.ts';
+import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
+import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem, type QueueItemInsert } from '../capabilities/runs/queue-items.ts';
 import { NO_WORKERS, startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 
 /**

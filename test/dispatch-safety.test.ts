@@ -6,8 +6,8 @@ import {
   type DispatchSafetyInput,
   type LatestObservation,
   type QueuedGroup,
-} from '../domain/dispatch-safety.ts';
-import { workerRoutingFrom, type WorkerRouting } from '../domain/lanes.ts';
+} from '../capabilities/runs/domain/dispatch-safety.ts';
+import { workerRoutingFrom, type WorkerRouting } from '../capabilities/runs/domain/worker-lanes.ts';
 
 const NOW = new Date('2030-01-01T12:00:00.000Z');
 const secondsAgo = (sec: number) => new Date(NOW.getTime() - sec * 1000).toISOString();

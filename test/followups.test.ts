@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertProject } from '../store/projects.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { jsonClient, tableCounts } from './support/ledgers.ts';
 import { candidate } from './support/research.ts';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigFileSchema } from '../platform/config/schema.ts';
-import { dispatchSettingsFrom } from '../services/dispatch-settings.ts';
+import { dispatchSettingsFrom } from '../capabilities/runs/dispatch-settings.ts';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';
 import { GATE_TOKEN } from './support/gate.ts';
 import { testPort } from './support/ports.ts';

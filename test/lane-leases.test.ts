@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { leasedLanes, releaseLaneLease, renewLaneLease, takeLaneLease } from '../store/lane-leases.ts';
+import { leasedLanes, releaseLaneLease, renewLaneLease, takeLaneLease } from '../capabilities/runs/store/lane-leases.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 /**
- * Lane leases (store/lane-leases.ts) in Postgres, as control-plane replicas share them: a live dispatch-next call
+ * Lane leases (capabilities/runs/store/lane-leases.ts) in Postgres, as control-plane replicas share them: a live dispatch-next call
  * takes a short lease and renews it while it waits, so a call whose replica died frees its lane within seconds.
  */
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paperIdFor, type PaperStatus, type ReviewStatus } from '../domain/paper-status.ts';
-import { insertProject } from '../store/projects.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;

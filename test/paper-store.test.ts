@@ -4,7 +4,7 @@ import { emptyPaperPipelineCounts, paperCandidacy, paperPipelineCount, type Pape
 import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, paperIdFor, REVIEW_STATUSES, type ReviewStatus } from '../domain/paper-status.ts';
 import { paperCounts } from '../store/paper-counts.ts';
 import { listDraftCandidates, REDRAFTABLE_STATUSES } from '../store/paper-drafts.ts';
-import { insertProject } from '../store/projects.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
 import type { Queryable } from '../platform/store/store.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 

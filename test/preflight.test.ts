@@ -8,7 +8,7 @@ import {
   type PreflightObservations,
   type PreflightOptions,
   type PreflightResult,
-} from '../domain/preflight.ts';
+} from '../capabilities/runs/domain/preflight-checks.ts';
 
 const FINGERPRINT = 'a'.repeat(64);
 

@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AlertSettings } from '../services/queue-alerts.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { jsonClient } from './support/ledgers.ts';
 import { closedUrl, Receiver } from './support/receiver.ts';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configFingerprint } from '../platform/config/fingerprint.ts';
 import { openStore } from '../platform/store/open-store.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import { ConfigFileSchema, type Config } from '../platform/config/schema.ts';
 import { controlClient, reserveControlPlane, startControlPlaneProcess, writeControlPlaneConfig, type ControlPlaneProcess } from './support/control-plane.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';

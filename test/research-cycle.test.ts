@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import { FakeProvider } from './support/fake-provider.ts';
 import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';
 import { waitUntil } from './support/gate.ts';

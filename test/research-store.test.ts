@@ -6,7 +6,7 @@ import {
   isInFlight,
   queueGroupsOf,
   type QueueStatus,
-} from '../domain/queue-status.ts';
+} from '../capabilities/runs/domain/queue-status.ts';
 import {
   ADMISSION_DECISIONS,
   CandidateProposalSchema,
@@ -18,8 +18,8 @@ import {
 } from '../domain/research-candidate.ts';
 import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
 import { getIdeaByCandidate, insertIdea } from '../store/ideas.ts';
-import { PROJECT_ID_PATTERN, getProject, insertProject } from '../store/projects.ts';
-import { getQueueItem, insertQueueItem } from '../store/queue-items.ts';
+import { PROJECT_ID_PATTERN, getProject, insertProject } from '../capabilities/runs/projects.ts';
+import { getQueueItem, insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import { insertAdmission, latestAdmissions } from '../store/research-admissions.ts';
 import {
   findDedupeMatches,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workflowIdForRun } from '../domain/run-state.ts';
+import { workflowIdForRun } from '../capabilities/runs/domain/run-state.ts';
 import { NEWEST_RUN_PATCH, RUN_PATCHES } from '../workflows/patches.ts';
 import { dispatchCount, GATE_TOKEN, waitUntil } from './support/gate.ts';
 import { fetchRunHistory, maybeSaveHistory, patchMarkers } from './support/histories.ts';

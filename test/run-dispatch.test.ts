@@ -1,10 +1,10 @@
-import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
+import { AGENT_DEFAULTS } from '../capabilities/runs/dispatch-settings.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { RunLauncher } from '../services/run-launcher.ts';
+import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
 import { testPort } from './support/ports.ts';
-import { workerRoutingFrom } from '../domain/lanes.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
+import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import type { Store } from '../platform/store/store.ts';
 import { startTestApp } from './support/app.ts';
 import { CALLBACK_TOKEN, CONTROL_TOKEN, dispatchCount, GATE_TOKEN, gateClient, waitUntil, type GateFixture } from './support/gate.ts';

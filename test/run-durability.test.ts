@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { GateCallbackPayload } from '../worker-gate/contract/callback-body.ts';
 import { payloadHash } from '../platform/http/payload-hash.ts';
-import { insertWorkerCallback } from '../store/worker-callbacks.ts';
+import { insertWorkerCallback } from '../capabilities/runs/store/callback-ledger.ts';
 import { dispatchCount, waitUntil } from './support/gate.ts';
 import { isProcessRunning } from './support/process.ts';
 import { startRunStack, type RunStack } from './support/run-stack.ts';

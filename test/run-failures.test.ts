@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gateFailureDetails, isRejectedWrite } from '../domain/run-failures.ts';
+import { gateFailureDetails, isRejectedWrite } from '../capabilities/runs/domain/run-failures.ts';
 
 describe('gate failure details', () => {
   it('read the status a gate activity attached', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NO_WORKERS, startTestApp, type TestApp } from './support/app.ts';
 import { testPort } from './support/ports.ts';
-import { insertProject } from '../store/projects.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
 
 // expected duration: ~5 s
 

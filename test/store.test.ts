@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendAuditEvent, listAuditEventsBefore, listAuditEventsPage } from '../platform/store/audit-events.ts';
-import { readFlags, setFlag } from '../store/flags.ts';
+import { readFlags, setFlag } from '../capabilities/runs/queue-flags.ts';
 import { payloadHash } from '../platform/http/payload-hash.ts';
 import { IdempotencyConflictError, runIdempotent } from '../platform/store/idempotency-keys.ts';
 import { loadMigrations, migrate } from '../platform/store/migrate.ts';

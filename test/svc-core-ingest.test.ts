@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CORE_ROW_MAX_BYTES, CORE_ROW_MAX_DEPTH } from '../api/core.ts';
 import { CORE_MODES } from '../domain/core-snapshot.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES, paperIdFor } from '../domain/paper-status.ts';
-import { isInFlight, QUEUE_STATUSES } from '../domain/queue-status.ts';
+import { isInFlight, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 import { ensurePaper, recordDraft } from '../store/paper-drafts.ts';
 import { setReviewStatus } from '../store/papers.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { jsonClient } from './support/ledgers.ts';
 

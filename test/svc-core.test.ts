@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPgStore } from '../platform/store/pg-store.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem, type QueueItemInsert } from '../store/queue-items.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem, type QueueItemInsert } from '../capabilities/runs/queue-items.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 
 let t: TestApp;

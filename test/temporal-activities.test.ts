@@ -1,11 +1,11 @@
-import { AGENT_DEFAULTS } from '../services/dispatch-settings.ts';
+import { AGENT_DEFAULTS } from '../capabilities/runs/dispatch-settings.ts';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createActivities } from '../activities/index.ts';
 import { deterministicPaperSettings } from './support/paper-settings.ts';
-import { workerRoutingFrom } from '../domain/lanes.ts';
+import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
 import { listAuditEventsPage } from '../platform/store/audit-events.ts';
 import { openStore } from '../platform/store/open-store.ts';
 import type { Store } from '../platform/store/store.ts';

@@ -5,7 +5,7 @@ import { status } from '@grpc/grpc-js';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { SEARCH_ATTRIBUTES } from '../workflows/messages.ts';
+import { SEARCH_ATTRIBUTES } from '../workflows/runs/run-messages.ts';
 import { failedControlPlaneStart, reserveControlPlane, startupFailureLine, writeControlPlaneConfig, type ControlPlaneFixture } from './support/control-plane.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { waitUntil } from './support/gate.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workerRoutingFrom } from '../domain/lanes.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem, type QueueItemInsert } from '../store/queue-items.ts';
+import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem, type QueueItemInsert } from '../capabilities/runs/queue-items.ts';
 import type { Queryable } from '../platform/store/store.ts';
 import { NO_WORKERS, startTestApp, type TestApp } from './support/app.ts';
 import { seedWorkerCallback } from './support/ledgers.ts';

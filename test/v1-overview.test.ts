@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PAPER_STATUSES, paperIdFor, REVIEW_STATUSES } from '../domain/paper-status.ts';
-import { QUEUE_GROUPS, QUEUE_STATUSES } from '../domain/queue-status.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
+import { QUEUE_GROUPS, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import type { Queryable } from '../platform/store/store.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { READINESS_CRITERIA } from '../domain/automation-readiness.ts';
-import { workerRoutingFrom } from '../domain/lanes.ts';
-import type { DispatchSettings } from '../services/dispatch-settings.ts';
+import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
+import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import { createPgStore } from '../platform/store/pg-store.ts';
-import { insertProject } from '../store/projects.ts';
-import { insertQueueItem } from '../store/queue-items.ts';
-import { insertWorkerObservation } from '../store/worker-observations.ts';
+import { insertProject } from '../capabilities/runs/projects.ts';
+import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
+import { insertWorkerObservation } from '../capabilities/runs/worker-observations.ts';
 import { NO_WORKERS, startTestApp, type TestApp } from './support/app.ts';
 import { FakeProvider, quotaBody } from './support/fake-provider.ts';
 

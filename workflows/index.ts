@@ -1,5 +1,5 @@
 /** Every workflow the control-plane worker runs (the bundle's entry point). */
-export { runWorkflow } from './run.ts';
+export { runWorkflow } from './runs/run-workflow.ts';
 export { paperWorkflow } from './paper.ts';
 export { paperRewriteBatchWorkflow } from './paper-rewrite-batch.ts';
 export { paperDraftNextWorkflow } from './paper-draft-next.ts';

@@ -4,7 +4,7 @@ import type { PumpActivities } from '../activities/queue-pump.ts';
 import { draftNextOwner, draftNextWorkflowId } from './paper-messages.ts';
 import { paperDraftNextWorkflow } from './paper-draft-next.ts';
 import { PUMP_PATCHES } from './patches.ts';
-import { startRunChild } from './run-child.ts';
+import { startRunChild } from './runs/run-child.ts';
 import type { PumpStep, PumpTickReport } from './schedule-messages.ts';
 import { draftNextStartOptions } from './start-options.ts';
 

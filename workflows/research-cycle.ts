@@ -7,7 +7,7 @@ import { draftNextOwner, draftNextWorkflowId, type DraftNextResult, type Rewrite
 import { paperDraftNextWorkflow } from './paper-draft-next.ts';
 import { paperRewriteBatchWorkflow } from './paper-rewrite-batch.ts';
 import { CYCLE_PATCHES } from './patches.ts';
-import { startRunChild } from './run-child.ts';
+import { startRunChild } from './runs/run-child.ts';
 import { draftNextStartOptions, rewriteBatchStartOptions } from './start-options.ts';
 
 /**

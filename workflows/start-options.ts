@@ -1,8 +1,8 @@
 import { WorkflowIdReusePolicy } from '@temporalio/common';
-import { workflowIdForRun } from '../domain/run-state.ts';
+import { workflowIdForRun } from '../capabilities/runs/domain/run-state.ts';
 import { cycleWorkflowId } from '../domain/research-cycle.ts';
 import type { CycleWorkflowInput } from './cycle-messages.ts';
-import { CYCLE_ID_ATTRIBUTE, PAPER_ID_ATTRIBUTE, PROJECT_ID_ATTRIBUTE, QUEUE_STATUS_ATTRIBUTE, type RunWorkflowInput } from './messages.ts';
+import { CYCLE_ID_ATTRIBUTE, PAPER_ID_ATTRIBUTE, PROJECT_ID_ATTRIBUTE, QUEUE_STATUS_ATTRIBUTE, type RunWorkflowInput } from './runs/run-messages.ts';
 import { paperWorkflowId, rewriteBatchWorkflowId, type DraftNextInput, type PaperWorkflowInput, type RewriteBatchInput } from './paper-messages.ts';
 
 /**

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { WorkerGateRole } from '../../api/app.ts';
 import { createServer } from '../../api/create-server.ts';
-import { dispatchSettingsFrom } from '../../services/dispatch-settings.ts';
+import { dispatchSettingsFrom } from '../../capabilities/runs/dispatch-settings.ts';
 import { paperSettingsFrom } from '../../services/paper-settings.ts';
 import { providerBatchSettingsFrom } from '../../services/provider-batch.ts';
 import { createResearchFacility } from '../../services/research-facility.ts';

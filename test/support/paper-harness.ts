@@ -13,7 +13,7 @@ import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
 import { paperIdFor } from '../../domain/paper-status.ts';
 import type { PaperSettings } from '../../services/paper-settings.ts';
 import { ServiceSecrets } from '../../platform/config/service-secrets.ts';
-import { insertProject } from '../../store/projects.ts';
+import { insertProject } from '../../capabilities/runs/projects.ts';
 import { NO_WORKERS, startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from './app.ts';
 import { quietTemporalLogs } from './temporal.ts';
 

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openStore } from '../../platform/store/open-store.ts';
-import { insertProject } from '../../store/projects.ts';
-import { insertQueueItem, type QueueItemInsert } from '../../store/queue-items.ts';
+import { insertProject } from '../../capabilities/runs/projects.ts';
+import { insertQueueItem, type QueueItemInsert } from '../../capabilities/runs/queue-items.ts';
 import type { Store } from '../../platform/store/store.ts';
 import {
   controlClient,

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { insertProject } from '../../store/projects.ts';
+import { insertProject } from '../../capabilities/runs/projects.ts';
 import type { RunStack } from './run-stack.ts';
 
 /** The numbers of a seeded run's results, and of the drafts SlowWriter writes. */

@@ -6,7 +6,7 @@ import { ConfigFieldsSchema } from '../../platform/config/schema.ts';
 import { CYCLE_POLICY_DEFAULTS } from '../../domain/research-cycle.ts';
 import * as cycleMessages from '../../workflows/cycle-messages.ts';
 import * as workflows from '../../workflows/index.ts';
-import * as runMessages from '../../workflows/messages.ts';
+import * as runMessages from '../../workflows/runs/run-messages.ts';
 import * as paperMessages from '../../workflows/paper-messages.ts';
 import * as patches from '../../workflows/patches.ts';
 import * as scheduleMessages from '../../workflows/schedule-messages.ts';

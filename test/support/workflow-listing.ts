@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { inject } from 'vitest';
-import { CYCLE_ID_ATTRIBUTE, PAPER_ID_ATTRIBUTE, PROJECT_ID_ATTRIBUTE } from '../../workflows/messages.ts';
+import { CYCLE_ID_ATTRIBUTE, PAPER_ID_ATTRIBUTE, PROJECT_ID_ATTRIBUTE } from '../../workflows/runs/run-messages.ts';
 
 /** What an operator sees of a workflow in the Temporal UI's list, read from the shared dev server of the test run. */
 export interface WorkflowListing {

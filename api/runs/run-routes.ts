@@ -1,0 +1,150 @@
+import { RunCauseSchema, TokenUsageSchema } from '../../worker-gate/contract/callback-body.ts';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
+import { queryInt } from '../../platform/http/validation.ts';
+import { AuditEventSchema, PaperSchema, ProjectSchema, RunWithTransitionsSchema } from '../answers.ts';
+import { QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
+import { RUN_STATES } from '../../capabilities/runs/domain/run-state.ts';
+import { quietWindowsOf, runGateView, type QuietWindowView } from '../../capabilities/runs/run-gate-view.ts';
+import { cancelRun, runDetail, type CancelRunResult } from '../../capabilities/runs/runs.ts';
+import type { AppDeps } from '../deps.ts';
+
+const RunParams = z.strictObject({ run_id: z.string().min(1).max(200) });
+const CancelBody = z
+  .strictObject({
+    requested_by: z.string().trim().min(1).max(200).default('operator'),
+    reason: z.string().trim().min(1).max(2000).optional(),
+  })
+  .default({ requested_by: 'operator' });
+
+const RunDetailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
+
+const RunCallbackSchema = z.object({
+  idempotency_key: z.string(),
+  event_type: z.string(),
+  gate_state: z.string().nullable(),
+  reason: z.string().nullable(),
+  ignored: z.boolean(),
+  ignore_reason: z.string().nullable(),
+  received_at: z.string(),
+});
+
+/** The quiet window's last verdict as the run's gate judged it (capabilities/runs/run-gate-view.ts). */
+export const QuietWindowViewSchema = z.object({
+  samples_in_window: z.number().int().describe('Quiet samples so far'),
+  samples_needed: z.number().int().describe('Quiet samples the window needs: idle_sustain_sec over sample_interval_sec'),
+  verdict: z.string().nullable().describe('waiting_for_process_exit, waiting_for_quiet_window, ready or timed_out'),
+  reasons: z.array(z.string()).describe('Why the window is not quiet yet, e.g. "mean CPU 63% above threshold 20%"'),
+  waiting_sec: z.number().nullable().describe('Seconds since the gate first saw idle, stop or end; null from a gate that does not say'),
+  overdue: z.boolean().describe('Waiting far longer than idle_sustain_sec (3 times): the run needs a person'),
+  idle_seen_at: z.string().nullable(),
+});
+
+const RunDetailAnswer = z.object({
+  run: RunWithTransitionsSchema.extend({
+    token_usage: TokenUsageSchema.nullable().describe("The agent's tokens as the worker last reported them; null when it reported none"),
+    cause: RunCauseSchema.nullable().describe('Why the run ended, as the worker last reported it: model_error, crash, signal, token_budget, stall, exit or reaped; null when it reported none'),
+  }),
+  finished: z.boolean().describe('The run is in a final state: cancel would answer already_finished'),
+  callbacks: z.array(RunCallbackSchema).describe('The worker\'s completion callbacks for this run, newest first (at most 50)'),
+  project: ProjectSchema.nullable(),
+  papers: z.array(PaperSchema),
+  events: z.array(AuditEventSchema),
+  temporal: z.object({ workflow_id: z.string(), ui_url: z.string().nullable().describe('The run in the Temporal UI, when temporal_ui_url is set') }),
+  quiet_window: QuietWindowViewSchema.nullable().describe(
+    "While the run is in flight, its worker gate's quiet window: why it waits and its progress; null once finished, before the gate judges it, or when the gate cannot be asked within 2 s",
+  ),
+});
+export type RunDetailDocumented = Assert<Documents<typeof RunDetailAnswer, Awaited<ReturnType<typeof runDetailWithWindow>>>>;
+
+/** The run's detail with its gate's quiet window while it is in flight. */
+async function runDetailWithWindow(deps: AppDeps, runId: string, eventLimit: number) {
+  const detail = await runDetail({ store: deps.store, runs: deps.runs }, runId, eventLimit);
+  const windows = detail.finished ? new Map<string, QuietWindowView>() : await quietWindowsOf(deps, [{ run_id: runId, lane: detail.run.lane }]);
+  return { ...detail, quiet_window: windows.get(runId) ?? null };
+}
+
+const CancelAnswer = z.object({
+  ok: z.literal(true),
+  run_id: z.string(),
+  workflow_id: z.string(),
+  already_finished: z.boolean().describe('The run had finished: nothing was canceled'),
+  canceled: z.boolean().optional(),
+  gate: z
+    .object({
+      tracked: z.boolean().describe('Whether the worker gate still tracked the run (false: it answered 404, or could not be asked)'),
+      stopped: z.array(z.object({ pid: z.number().int(), outcome: z.string() })).describe("The run's processes the gate still had, and what became of each"),
+      problem: z.string().optional().describe('Why the gate was not asked, or did not answer'),
+    })
+    .optional()
+    .describe("For a finished run: what its worker gate did when asked to stop what it still tracks of the run"),
+  state: z.enum(RUN_STATES),
+  queue_status: z.enum(QUEUE_STATUSES).nullable(),
+});
+
+const CancelPendingAnswer = z.object({
+  ok: z.literal(true),
+  cancel_requested: z.literal(true),
+  run_id: z.string(),
+  workflow_id: z.string(),
+}).describe('Cancellation requested; the workflow has not recorded it yet');
+export type CancelDocumented = Assert<Documents<typeof CancelAnswer | typeof CancelPendingAnswer, Exclude<CancelRunResult, { pending: true }> | Omit<Extract<CancelRunResult, { pending: true }>, 'pending'>>>;
+
+const RunGateViewAnswer = z.object({
+  run_id: z.string(),
+  lane: z.string(),
+  finished: z.boolean().describe('The run is in a final state here'),
+  seen: z.boolean().describe("Whether the lane's gate holds the run among its 50 most recently updated ones; false: every gate field below is null"),
+  gate_state: z.string().nullable().describe("The gate's state of the run (running, waiting_for_process_exit, waiting_for_quiet_window, finished_ready, …)"),
+  processes_alive: z.boolean().nullable().describe("Whether any of the run's tracked processes is alive"),
+  quiet_window: QuietWindowViewSchema.nullable().describe("The quiet window's last verdict; null before the agent reported idle, stop or end"),
+  gate_updated_at: z.string().nullable(),
+});
+export type RunGateViewDocumented = Assert<Documents<typeof RunGateViewAnswer, Awaited<ReturnType<typeof runGateView>>>>;
+
+const tags = ['runs'];
+const config = { auth: 'control' } as const;
+
+export async function runRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const runs = { store: deps.store, runs: deps.runs, dispatch: deps.dispatch };
+
+  const detail = {
+    tags,
+    summary: 'One run with its transitions, its worker callbacks, its project, recent events and its Temporal workflow',
+    params: RunParams,
+    querystring: RunDetailQuery,
+    response: { 200: RunDetailAnswer, ...errorResponses(401, 404, 422) },
+  };
+  app.get('/control/api/v1/runs/:run_id', { config, schema: detail }, async (request) =>
+    runDetailWithWindow(deps, request.params.run_id, request.query.event_limit),
+  );
+
+  const gateView = {
+    tags,
+    summary: "One run as its worker gate sees it now, asked of the lane's gate: gate state, live processes and the quiet window's progress",
+    params: RunParams,
+    response: { 200: RunGateViewAnswer, ...errorResponses(401, 404, 409, 422, 502) },
+  };
+  app.get('/control/api/v1/runs/:run_id/gate', { config, schema: gateView }, async (request) => runGateView(deps, request.params.run_id));
+
+  const cancel = {
+    tags,
+    summary: 'Cancel a run\'s workflow (idempotent); 202 while the workflow has not yet recorded it',
+    params: RunParams,
+    body: CancelBody,
+    response: { 200: CancelAnswer, 202: CancelPendingAnswer, ...errorResponses(401, 403, 404, 422, 501, 503) },
+  };
+  app.post('/control/api/runs/:run_id/cancel', { config, schema: cancel }, async (request, reply) => {
+    const runId = request.params.run_id;
+    const body = request.body;
+    const result = await cancelRun(runs, { run_id: runId, ...body, request_id: request.id });
+    if ('pending' in result) {
+      const { pending: _pending, ...answer } = result;
+      return reply.code(202).send(answer);
+    }
+    return result;
+  });
+}
