@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 
-/** Well inside the heartbeat timeout the workflow gives these activities (workflows/runs/run-workflow.ts, workflows/paper.ts). */
+/** Well inside the heartbeat timeout the workflow gives these activities (workflows/runs/run-workflow.ts, workflows/papers/paper-workflow.ts). */
 const HEARTBEAT_EVERY_MS = 1_000;
 
 /**

@@ -1,8 +1,8 @@
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
-import type { PaperSettings } from '../services/paper-settings.ts';
+import type { PaperSettings } from '../capabilities/papers/paper-settings.ts';
 import type { Store } from '../platform/store/store.ts';
 import { createAuditActivities } from './audit.ts';
-import { createPaperActivities } from './papers.ts';
+import { createPaperActivities } from './papers/paper-activities.ts';
 import { createRunActivities } from './runs/run-activities.ts';
 import { createCycleActivities, type CycleActivities } from './research-cycle.ts';
 import type { CycleDeps } from '../services/research-cycle.ts';

@@ -9,8 +9,8 @@ import {
   stopConditionStage,
   type CycleDeps,
 } from '../services/research-cycle.ts';
-import { selectRewrites } from '../services/paper-drafting.ts';
-import type { PaperRef } from '../workflows/paper-messages.ts';
+import { selectRewrites } from '../capabilities/papers/paper-drafting.ts';
+import type { PaperRef } from '../workflows/papers/paper-messages.ts';
 import { heartbeating } from './heartbeat.ts';
 
 /**

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { CORE_MODES, SKIP_REASONS, type CorePaperRow, type CoreQueueRow } from '../domain/core-snapshot.ts';
-import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../capabilities/papers/domain/paper-status.ts';
 import { QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
 import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { PAPER_PIPELINE_COUNTS } from '../domain/paper-candidacy.ts';
+import { PAPER_PIPELINE_COUNTS } from '../capabilities/papers/domain/paper-candidacy.ts';
 import { QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 import { RUN_STATES } from '../capabilities/runs/domain/run-state.ts';
 import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';

@@ -7,7 +7,7 @@
 import { pageOf } from '../platform/http/validation.ts';
 import { createPgStore } from '../platform/store/pg-store.ts';
 import { startBareServer, startBenchApp } from './bench-app.ts';
-import { listPapers } from '../store/papers.ts';
+import { listPapers } from '../capabilities/papers/paper-ledger.ts';
 
 const [mode, databaseUrl, token, stateDir, projectRoot] = process.argv.slice(2) as ['fastify' | 'bare', string, string, string, string];
 const store = createPgStore({ connectionString: databaseUrl });
@@ -15,7 +15,7 @@ const store = createPgStore({ connectionString: databaseUrl });
 if (mode === 'fastify') {
   await startBenchApp(store, token, { stateDir, projectRoot });
 } else {
-  // The routes' defaults (api/papers.ts PapersQuery and ReviewsQuery): page 1, 50 a page, no filters.
+  // The routes' defaults (api/papers/paper-routes.ts PapersQuery and ReviewsQuery): page 1, 50 a page, no filters.
   startBareServer(async (url) => {
     const page = Number(url.searchParams.get('page') ?? 1);
     const pageSize = Number(url.searchParams.get('page_size') ?? 50);

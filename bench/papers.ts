@@ -16,13 +16,13 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { automatedChecklistPassed, judgeDraft } from '../domain/paper-checklist.ts';
-import { deterministicDraft, resultValues, type DraftEvidence } from '../domain/paper-draft.ts';
-import { DRAFT_NEXT_CANDIDATES } from '../services/paper-drafting.ts';
-import { draftEvidenceOf, readEvidence } from '../services/paper-evidence.ts';
+import { automatedChecklistPassed, judgeDraft } from '../capabilities/papers/domain/paper-checklist.ts';
+import { deterministicDraft, resultValues, type DraftEvidence } from '../capabilities/papers/domain/paper-draft.ts';
+import { DRAFT_NEXT_CANDIDATES } from '../capabilities/papers/paper-drafting.ts';
+import { draftEvidenceOf, readEvidence } from '../capabilities/papers/paper-evidence.ts';
 import { ServiceSecrets } from '../platform/config/service-secrets.ts';
 import { openStore } from '../platform/store/open-store.ts';
-import { listDraftCandidates } from '../store/paper-drafts.ts';
+import { listDraftCandidates } from '../capabilities/papers/store/draft-ledger.ts';
 import type { Store } from '../platform/store/store.ts';
 import { loadNow, loadSideBySide, log, ms, stopBenchServer, timeEach, warmUp, yes, type LoadFigures, type Stats } from './figures.ts';
 import { knob } from './knobs.ts';
@@ -466,7 +466,7 @@ function printReport(lists: ListFigures[], draftNext: DraftNextFigures, draft: D
   console.log(
     percentileTable([
       row('deterministicDraft', draft.draft),
-      row('judgeDraft (with resultValues, as activities/papers.ts calls it)', draft.judge),
+      row('judgeDraft (with resultValues, as activities/papers/paper-activities.ts calls it)', draft.judge),
     ]),
   );
   console.log(`    automated checklist passed: ${draft.passed ? 'yes' : `no (${draft.failed.join('; ')})`}`);

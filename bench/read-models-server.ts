@@ -13,7 +13,7 @@ import { AGENT_DEFAULTS } from '../capabilities/runs/dispatch-settings.ts';
 import { readLanesWithWindows } from '../capabilities/runs/lanes.ts';
 import { readOverview } from '../services/overview.ts';
 import type { KeysetOrder, KeysetPage } from '../platform/store/keyset.ts';
-import { PAPER_ORDERS, walkPapers } from '../store/paper-reads.ts';
+import { PAPER_ORDERS, walkPapers } from '../capabilities/papers/paper-reads.ts';
 import { createPgStore } from '../platform/store/pg-store.ts';
 import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
 import { RUN_ORDERS, walkRuns } from '../capabilities/runs/run-reads.ts';

@@ -12,8 +12,8 @@
  * - imported: a paper with a corpus import (`published_imported`).
  * Queued, paused and finished items, and papers being drafted or reviewed, are in no lane.
  */
-import type { PaperPipelineCounts } from './paper-candidacy.ts';
-import type { PaperStatus } from './paper-status.ts';
+import type { PaperPipelineCounts } from '../capabilities/papers/domain/paper-candidacy.ts';
+import type { PaperStatus } from '../capabilities/papers/domain/paper-status.ts';
 import { isInFlight, QUEUE_GROUP_STATUSES, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 
 export const OPERATOR_LANES = ['attention', 'running', 'write', 'publish', 'imported'] as const;

@@ -6,7 +6,7 @@ import {
   queueItemLane,
   type ActionReason,
 } from '../domain/operator-lanes.ts';
-import { PAPER_STATUSES, REVIEW_STATUSES, type PaperStatus, type ReviewStatus } from '../domain/paper-status.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES, type PaperStatus, type ReviewStatus } from '../capabilities/papers/domain/paper-status.ts';
 import { QUEUE_STATUSES, queueGroupCounts, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 import { listAuditEventsBefore } from '../platform/store/audit-events.ts';
 import {
@@ -19,7 +19,7 @@ import {
   type OverviewPaper,
   type OverviewQueueItem,
 } from '../store/overview-reads.ts';
-import { paperCounts } from '../store/paper-counts.ts';
+import { paperCounts } from '../capabilities/papers/paper-counts.ts';
 import { runCountsByState } from '../store/status-reads.ts';
 import type { Queryable } from '../platform/store/store.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';

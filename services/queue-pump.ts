@@ -7,12 +7,12 @@ import { CommandRefusedError, refusalMessage } from '../platform/command-errors.
 import { dispatchNext, selectDispatch, type DispatchSelection } from '../capabilities/runs/dispatch.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import { launchNextFollowup } from './followups.ts';
-import { createPaperDrafting, selectDraftCandidates } from './paper-drafting.ts';
-import { draftNextNoopReason } from '../domain/paper-steps.ts';
-import type { DraftNextInput } from '../workflows/paper-messages.ts';
-import type { PaperLauncher } from './paper-launcher.ts';
-import type { PaperSettings } from './paper-settings.ts';
-import { sweepClosedPaperSteps } from './paper-step-sweep.ts';
+import { createPaperDrafting, selectDraftCandidates } from '../capabilities/papers/paper-drafting.ts';
+import { draftNextNoopReason } from '../capabilities/papers/domain/paper-steps.ts';
+import type { DraftNextInput } from '../workflows/papers/paper-messages.ts';
+import type { PaperLauncher } from '../capabilities/papers/paper-launcher.ts';
+import type { PaperSettings } from '../capabilities/papers/paper-settings.ts';
+import { sweepClosedPaperSteps } from '../capabilities/papers/paper-step-sweep.ts';
 import type { ResearchFacility } from './research-facility.ts';
 import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
 
@@ -94,7 +94,7 @@ export async function pumpPlanPaperDraft(deps: PumpDeps): Promise<{ start: Draft
 
 /**
  * Gives back the papers held by a step whose workflow closed without finishing it, or held by no step at all
- * (services/paper-step-sweep.ts); a tick that swept none leaves no trace.
+ * (capabilities/papers/paper-step-sweep.ts); a tick that swept none leaves no trace.
  */
 export async function pumpSweepPaperSteps(deps: PumpDeps, tickId: string): Promise<PumpStep> {
   if (!deps.pump.enabled) return pumpOff('paper_sweep');

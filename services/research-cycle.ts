@@ -10,9 +10,9 @@ import type { Store } from '../platform/store/store.ts';
 import { CommandRefusedError, keptRefusalError, refusalMessage } from '../platform/command-errors.ts';
 import { selectDispatch } from '../capabilities/runs/dispatch.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
-import { createPaperDrafting } from './paper-drafting.ts';
-import type { PaperLauncher } from './paper-launcher.ts';
-import type { PaperSettings } from './paper-settings.ts';
+import { createPaperDrafting } from '../capabilities/papers/paper-drafting.ts';
+import type { PaperLauncher } from '../capabilities/papers/paper-launcher.ts';
+import type { PaperSettings } from '../capabilities/papers/paper-settings.ts';
 import { generateProviderBatch, providerBudget, type ProviderBatchSettings } from './provider-batch.ts';
 import type { ResearchFacility } from './research-facility.ts';
 

@@ -10,7 +10,7 @@ import {
   recentWorkerCallbacks,
   type QueueCounts,
 } from '../store/status-reads.ts';
-import { paperCounts } from '../store/paper-counts.ts';
+import { paperCounts } from '../capabilities/papers/paper-counts.ts';
 import type { Store } from '../platform/store/store.ts';
 import { latestAlertChecks } from '../store/queue-alerts.ts';
 import { latestWorkerObservations } from '../capabilities/runs/worker-observations.ts';

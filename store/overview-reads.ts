@@ -1,4 +1,4 @@
-import type { PaperStatus, ReviewStatus } from '../domain/paper-status.ts';
+import type { PaperStatus, ReviewStatus } from '../capabilities/papers/domain/paper-status.ts';
 import { ACTIVE_QUEUE_STATUSES, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 import type { Queryable } from '../platform/store/store.ts';
 

@@ -3,7 +3,7 @@ import { AUDIT_EVENT_COLUMNS, type AuditEvent } from '../platform/store/audit-ev
 import { getProject, type ProjectRow } from '../capabilities/runs/projects.ts';
 import { getQueueItem, type QueueItemRow } from '../capabilities/runs/queue-items.ts';
 import { lineageOf, type LineageRow } from './research-lineage.ts';
-import { listPapersOf, type PaperRow } from './papers.ts';
+import { listPapersOf, type PaperRow } from '../capabilities/papers/paper-ledger.ts';
 import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../platform/store/keyset.ts';
 import { isoTimestampSql } from '../platform/store/row-parsers.ts';
 import { containsPattern, sqlParams } from '../platform/store/sql-params.ts';

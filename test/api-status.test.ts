@@ -6,7 +6,7 @@ import { AGENT_DEFAULTS } from '../capabilities/runs/dispatch-settings.ts';
 import { createLogger } from '../platform/observability/logger.ts';
 import { testPort } from './support/ports.ts';
 import { workerRoutingFrom, type RoutingConfig } from '../capabilities/runs/domain/worker-lanes.ts';
-import { emptyPaperPipelineCounts } from '../domain/paper-candidacy.ts';
+import { emptyPaperPipelineCounts } from '../capabilities/papers/domain/paper-candidacy.ts';
 import { QUEUE_STATUSES, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 import type { RunState } from '../capabilities/runs/domain/run-state.ts';
 import type { WorkloadClass } from '../worker-gate/contract/workload.ts';

@@ -10,7 +10,7 @@ import {
   type CoreQueueRow,
   type LiveQueueRow,
 } from '../domain/core-snapshot.ts';
-import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../capabilities/papers/domain/paper-status.ts';
 import { isInFlight, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 
 const projectId = fc.constantFrom(...Array.from({ length: 12 }, (_, i) => `p${i}`));

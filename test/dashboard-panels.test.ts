@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PAPER_STATUSES, REVIEW_STATUSES } from '../domain/paper-status.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../capabilities/papers/domain/paper-status.ts';
 import { QUEUE_GROUPS, QUEUE_STATUSES, isInFlight } from '../capabilities/runs/domain/queue-status.ts';
 import { RUN_STATES } from '../capabilities/runs/domain/run-state.ts';
 import { openStore } from '../platform/store/open-store.ts';

@@ -5,11 +5,11 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseSshHost, syncEvidence, type EvidenceSyncSettings } from '../clients/evidence-sync.ts';
+import { parseSshHost, syncEvidence, type EvidenceSyncSettings } from '../capabilities/papers/evidence-sync.ts';
 import { startSshd, type TestSshd } from './support/sshd.ts';
 
 /**
- * Evidence sync (clients/evidence-sync.ts) against a real OpenSSH server on a loopback port (test/support/sshd.ts):
+ * Evidence sync (capabilities/papers/evidence-sync.ts) against a real OpenSSH server on a loopback port (test/support/sshd.ts):
  * rsync over ssh copies exactly a run's paper evidence and nothing else, and every failure is reported, not thrown.
  */
 

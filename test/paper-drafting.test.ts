@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { automatedChecklistPassed, claimedNumbers, judgeDraft, type ChecklistJudgement } from '../domain/paper-checklist.ts';
+import { automatedChecklistPassed, claimedNumbers, judgeDraft, type ChecklistJudgement } from '../capabilities/papers/domain/paper-checklist.ts';
 import { draftEvidence } from './support/draft-evidence.ts';
-import { DRAFT_SECTIONS, deterministicDraft, resultValues, type DraftEvidence } from '../domain/paper-draft.ts';
-import { CHECKLIST_ITEM_IDS, HUMAN_CHECKLIST_ITEM_IDS } from '../domain/paper-status.ts';
+import { DRAFT_SECTIONS, deterministicDraft, resultValues, type DraftEvidence } from '../capabilities/papers/domain/paper-draft.ts';
+import { CHECKLIST_ITEM_IDS, HUMAN_CHECKLIST_ITEM_IDS } from '../capabilities/papers/domain/paper-status.ts';
 
 const evidence = draftEvidence;
 

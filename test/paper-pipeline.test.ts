@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { paperIdFor } from '../domain/paper-status.ts';
+import { paperIdFor } from '../capabilities/papers/domain/paper-status.ts';
 import { waitUntil } from './support/gate.ts';
 import { RUN_STACK_START_MS, startRunStack, type ControlApi, type RunStack } from './support/run-stack.ts';
 import { seedCompletedRun, SlowWriter, WRITER_RESULTS } from './support/slow-writer.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { paperIdFor, type PaperStatus, type ReviewStatus } from '../domain/paper-status.ts';
+import { paperIdFor, type PaperStatus, type ReviewStatus } from '../capabilities/papers/domain/paper-status.ts';
 import { insertProject } from '../capabilities/runs/projects.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { paperCandidacy, paperPipelineCount, type CandidatePaper, type CandidateRun } from '../domain/paper-candidacy.ts';
-import { rankPaper, type RankInputs } from '../domain/paper-rank.ts';
+import { paperCandidacy, paperPipelineCount, type CandidatePaper, type CandidateRun } from '../capabilities/papers/domain/paper-candidacy.ts';
+import { rankPaper, type RankInputs } from '../capabilities/papers/domain/paper-rank.ts';
 import {
   canMovePaper,
   canMoveReview,
@@ -13,7 +13,7 @@ import {
   REVIEW_STATUSES,
   type PaperStatus,
   type ReviewStatus,
-} from '../domain/paper-status.ts';
+} from '../capabilities/papers/domain/paper-status.ts';
 
 describe('review_status moves', () => {
   // Written out pair by pair, so a changed table fails here rather than agreeing with itself.

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyPaperPipelineCounts, paperCandidacy, paperPipelineCount, type PaperPipelineCounts } from '../domain/paper-candidacy.ts';
-import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, paperIdFor, REVIEW_STATUSES, type ReviewStatus } from '../domain/paper-status.ts';
-import { paperCounts } from '../store/paper-counts.ts';
-import { listDraftCandidates, REDRAFTABLE_STATUSES } from '../store/paper-drafts.ts';
+import { emptyPaperPipelineCounts, paperCandidacy, paperPipelineCount, type PaperPipelineCounts } from '../capabilities/papers/domain/paper-candidacy.ts';
+import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, paperIdFor, REVIEW_STATUSES, type ReviewStatus } from '../capabilities/papers/domain/paper-status.ts';
+import { paperCounts } from '../capabilities/papers/paper-counts.ts';
+import { listDraftCandidates, REDRAFTABLE_STATUSES } from '../capabilities/papers/store/draft-ledger.ts';
 import { insertProject } from '../capabilities/runs/projects.ts';
 import type { Queryable } from '../platform/store/store.ts';
 import { startTestApp, type TestApp } from './support/app.ts';

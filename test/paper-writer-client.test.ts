@@ -1,10 +1,10 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HostedWriterError, hostedWriterMessages, writeHostedDraft, type HostedWriterFailureKind, type HostedWriterSettings } from '../clients/paper-writer.ts';
-import { automatedChecklistPassed, judgeDraft } from '../domain/paper-checklist.ts';
+import { HostedWriterError, hostedWriterMessages, writeHostedDraft, type HostedWriterFailureKind, type HostedWriterSettings } from '../capabilities/papers/paper-writer.ts';
+import { automatedChecklistPassed, judgeDraft } from '../capabilities/papers/domain/paper-checklist.ts';
 import { draftEvidence } from './support/draft-evidence.ts';
-import { DRAFT_SECTIONS, deterministicDraft, resultValues, type Draft, type DraftEvidence } from '../domain/paper-draft.ts';
+import { DRAFT_SECTIONS, deterministicDraft, resultValues, type Draft, type DraftEvidence } from '../capabilities/papers/domain/paper-draft.ts';
 
 const API_KEY = 'sk-test-DO-NOT-LOG-1234';
 

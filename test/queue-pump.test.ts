@@ -8,7 +8,7 @@ import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';
 import { gateTarget, RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 import { seedCompletedRun, SlowWriter } from './support/slow-writer.ts';
 import { parentOf } from './support/workflow-listing.ts';
-import { paperIdFor } from '../domain/paper-status.ts';
+import { paperIdFor } from '../capabilities/papers/domain/paper-status.ts';
 
 // expected duration: ~50 s (two control-plane restarts, one draft against a 12 s writer)
 

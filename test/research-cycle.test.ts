@@ -11,7 +11,7 @@ import { candidate } from './support/research.ts';
 import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';
 import { parentOf, workflowListing } from './support/workflow-listing.ts';
 import { seedCompletedRun, SlowWriter } from './support/slow-writer.ts';
-import { paperIdFor } from '../domain/paper-status.ts';
+import { paperIdFor } from '../capabilities/papers/domain/paper-status.ts';
 
 // expected duration: ~60 s (a cycle runs an agent to completion across a SIGKILL of the control plane; another drafts a
 // paper across one)

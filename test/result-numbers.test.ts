@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EVIDENCE_CAPS } from '../worker-gate/contract/evidence-caps.ts';
-import { NotResultsJson, resultNumbers } from '../services/result-numbers.ts';
+import { NotResultsJson, resultNumbers } from '../capabilities/papers/result-numbers.ts';
 
 /** What the evidence reader kept before it streamed: the numbers of the whole parsed document, keys sorted. */
 function numbersOfParsed(node: unknown): unknown {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CORE_ROW_MAX_BYTES, CORE_ROW_MAX_DEPTH } from '../api/core.ts';
 import { CORE_MODES } from '../domain/core-snapshot.ts';
-import { PAPER_STATUSES, REVIEW_STATUSES, paperIdFor } from '../domain/paper-status.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES, paperIdFor } from '../capabilities/papers/domain/paper-status.ts';
 import { isInFlight, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
-import { ensurePaper, recordDraft } from '../store/paper-drafts.ts';
-import { setReviewStatus } from '../store/papers.ts';
+import { ensurePaper, recordDraft } from '../capabilities/papers/store/draft-ledger.ts';
+import { setReviewStatus } from '../capabilities/papers/paper-ledger.ts';
 import { insertProject } from '../capabilities/runs/projects.ts';
 import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import { startTestApp, type TestApp } from './support/app.ts';

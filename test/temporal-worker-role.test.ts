@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { paperActivityQueue } from '../workflows/paper-messages.ts';
+import { paperActivityQueue } from '../workflows/papers/paper-messages.ts';
 import type { activityByName } from './fixtures/workflows/activity-by-name.ts';
 import { CYCLE_POLICY_DEFAULTS } from '../domain/research-cycle.ts';
 import { RESEARCH_CYCLE_WORKFLOW_TYPE, type CycleReport } from '../workflows/cycle-messages.ts';

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { paperIdFor } from '../domain/paper-status.ts';
+import { paperIdFor } from '../capabilities/papers/domain/paper-status.ts';
 import { QUEUE_STATUSES, isInFlight } from '../capabilities/runs/domain/queue-status.ts';
 import { insertProject } from '../capabilities/runs/projects.ts';
 import { insertQueueItem } from '../capabilities/runs/queue-items.ts';

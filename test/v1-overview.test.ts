@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PAPER_STATUSES, paperIdFor, REVIEW_STATUSES } from '../domain/paper-status.ts';
+import { PAPER_STATUSES, paperIdFor, REVIEW_STATUSES } from '../capabilities/papers/domain/paper-status.ts';
 import { QUEUE_GROUPS, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 import { insertProject } from '../capabilities/runs/projects.ts';
 import { insertQueueItem } from '../capabilities/runs/queue-items.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { paperIdFor } from '../domain/paper-status.ts';
+import { paperIdFor } from '../capabilities/papers/domain/paper-status.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { jsonClient } from './support/ledgers.ts';
 import { candidate } from './support/research.ts';

@@ -1,8 +1,8 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ParentClosePolicy, patched, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
 import type { PumpActivities } from '../activities/queue-pump.ts';
-import { draftNextOwner, draftNextWorkflowId } from './paper-messages.ts';
-import { paperDraftNextWorkflow } from './paper-draft-next.ts';
+import { draftNextOwner, draftNextWorkflowId } from './papers/paper-messages.ts';
+import { paperDraftNextWorkflow } from './papers/draft-next-workflow.ts';
 import { PUMP_PATCHES } from './patches.ts';
 import { startRunChild } from './runs/run-child.ts';
 import type { PumpStep, PumpTickReport } from './schedule-messages.ts';

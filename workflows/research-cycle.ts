@@ -3,9 +3,9 @@ import { CancellationScope, executeChild, isCancellation, ParentClosePolicy, pat
 import type { CycleActivities } from '../activities/research-cycle.ts';
 import { skippedStage, type CycleStage } from '../domain/research-cycle.ts';
 import { cycleStagesQuery, type CycleReport, type CycleWorkflowInput } from './cycle-messages.ts';
-import { draftNextOwner, draftNextWorkflowId, type DraftNextResult, type RewriteBatchResult } from './paper-messages.ts';
-import { paperDraftNextWorkflow } from './paper-draft-next.ts';
-import { paperRewriteBatchWorkflow } from './paper-rewrite-batch.ts';
+import { draftNextOwner, draftNextWorkflowId, type DraftNextResult, type RewriteBatchResult } from './papers/paper-messages.ts';
+import { paperDraftNextWorkflow } from './papers/draft-next-workflow.ts';
+import { paperRewriteBatchWorkflow } from './papers/rewrite-batch-workflow.ts';
 import { CYCLE_PATCHES } from './patches.ts';
 import { startRunChild } from './runs/run-child.ts';
 import { draftNextStartOptions, rewriteBatchStartOptions } from './start-options.ts';

@@ -3,7 +3,7 @@ import { workflowIdForRun } from '../capabilities/runs/domain/run-state.ts';
 import { cycleWorkflowId } from '../domain/research-cycle.ts';
 import type { CycleWorkflowInput } from './cycle-messages.ts';
 import { CYCLE_ID_ATTRIBUTE, PAPER_ID_ATTRIBUTE, PROJECT_ID_ATTRIBUTE, QUEUE_STATUS_ATTRIBUTE, type RunWorkflowInput } from './runs/run-messages.ts';
-import { paperWorkflowId, rewriteBatchWorkflowId, type DraftNextInput, type PaperWorkflowInput, type RewriteBatchInput } from './paper-messages.ts';
+import { paperWorkflowId, rewriteBatchWorkflowId, type DraftNextInput, type PaperWorkflowInput, type RewriteBatchInput } from './papers/paper-messages.ts';
 
 /**
  * How each workflow type is started, in one place for the client and for a parent workflow alike (docs/runs.md#runs,

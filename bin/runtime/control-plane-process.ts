@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { WorkerGateRole } from '../../api/app.ts';
 import { createServer } from '../../api/create-server.ts';
 import { dispatchSettingsFrom } from '../../capabilities/runs/dispatch-settings.ts';
-import { paperSettingsFrom } from '../../services/paper-settings.ts';
+import { paperSettingsFrom } from '../../capabilities/papers/paper-settings.ts';
 import { providerBatchSettingsFrom } from '../../services/provider-batch.ts';
 import { createResearchFacility } from '../../services/research-facility.ts';
 import { alertSettingsFrom } from '../../services/queue-alerts.ts';

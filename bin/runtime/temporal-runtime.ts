@@ -6,21 +6,21 @@ import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities, type Activities } from '../../activities/index.ts';
-import { paperActivityQueue } from '../../workflows/paper-messages.ts';
+import { paperActivityQueue } from '../../workflows/papers/paper-messages.ts';
 import { SEARCH_ATTRIBUTES } from '../../workflows/runs/run-messages.ts';
 import { requestIdActivityInterceptor } from '../../activities/request-id.ts';
 import { requestIdClientInterceptor } from '../../platform/temporal/request-id-header.ts';
 import type { TemporalHealth } from '../../api/deps.ts';
 import type { DispatchSettings } from '../../capabilities/runs/dispatch-settings.ts';
-import type { PaperSettings } from '../../services/paper-settings.ts';
+import type { PaperSettings } from '../../capabilities/papers/paper-settings.ts';
 import type { Store } from '../../platform/store/store.ts';
 import type { AutomationDeps } from '../../activities/index.ts';
 import { ensureSchedules, type ControlPlaneSchedules } from '../../clients/schedules.ts';
 import { temporalRunLauncher } from '../../capabilities/runs/run-workflows.ts';
-import { temporalPaperLauncher } from '../../clients/paper-workflows.ts';
+import { temporalPaperLauncher } from '../../capabilities/papers/paper-workflows.ts';
 import { temporalCycleLauncher } from '../../clients/research-cycles.ts';
 import type { CycleLauncher } from '../../services/cycle-launcher.ts';
-import type { PaperLauncher } from '../../services/paper-launcher.ts';
+import type { PaperLauncher } from '../../capabilities/papers/paper-launcher.ts';
 import type { RunLauncher } from '../../capabilities/runs/run-launcher.ts';
 import { locateTemporalCli, temporalCliInstallHint } from '../../platform/temporal/temporal-cli.ts';
 import { ensureSearchAttributes, howToAdd, SearchAttributesRefusedError } from './search-attributes.ts';
@@ -173,7 +173,7 @@ export function activitiesByQueue(activities: Activities): { main: Omit<Activiti
 }
 
 /**
- * The worker of the paper file steps (workflows/paper.ts): their own task queue and a few slots, so slow writers and
+ * The worker of the paper file steps (workflows/papers/paper-workflow.ts): their own task queue and a few slots, so slow writers and
  * syncs never hold the slots of the runs' gate calls (docs/papers.md#papers, how long).
  */
 export function createPaperActivityWorker(

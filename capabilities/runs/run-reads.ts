@@ -1,5 +1,5 @@
 import type { RunState } from './domain/run-state.ts';
-import type { PaperStatus } from '../../domain/paper-status.ts';
+import type { PaperStatus } from '../papers/domain/paper-status.ts';
 import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../../platform/store/keyset.ts';
 import { containsPattern, sqlParams } from '../../platform/store/sql-params.ts';
 import type { Queryable } from '../../platform/store/store.ts';

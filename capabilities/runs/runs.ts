@@ -1,6 +1,6 @@
 import { isRunFinished, workflowIdForRun } from './domain/run-state.ts';
 import { appendAuditEvent } from '../../platform/store/audit-events.ts';
-import { listPapersOf } from '../../store/papers.ts';
+import { listPapersOf } from '../papers/paper-ledger.ts';
 import { listEventsForEntities, getRunWithTransitions } from '../../store/project-reads.ts';
 import { getProject } from './projects.ts';
 import { getQueueItem } from './queue-items.ts';

@@ -1,4 +1,4 @@
-import type { PaperLauncher } from '../../services/paper-launcher.ts';
+import type { PaperLauncher } from '../../capabilities/papers/paper-launcher.ts';
 import type { ProviderBatchSettings } from '../../services/provider-batch.ts';
 import { CycleNotStartedError } from '../../services/cycle-launcher.ts';
 import { deterministicPaperSettings } from './paper-settings.ts';

@@ -1,4 +1,4 @@
-import type { DraftEvidence } from '../../domain/paper-draft.ts';
+import type { DraftEvidence } from '../../capabilities/papers/domain/paper-draft.ts';
 
 /** A small, complete evidence set for the writers and the checklist: notes, a decision, two results files. */
 export const draftEvidence = (overrides: Partial<DraftEvidence> = {}): DraftEvidence => ({

@@ -1,5 +1,5 @@
 import { tmpdir } from 'node:os';
-import type { PaperSettings } from '../../services/paper-settings.ts';
+import type { PaperSettings } from '../../capabilities/papers/paper-settings.ts';
 import { ServiceSecrets } from '../../platform/config/service-secrets.ts';
 
 /** Paper settings for a worker whose test drafts no papers, or drafts them with the deterministic writer. */

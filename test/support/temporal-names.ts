@@ -7,7 +7,7 @@ import { CYCLE_POLICY_DEFAULTS } from '../../domain/research-cycle.ts';
 import * as cycleMessages from '../../workflows/cycle-messages.ts';
 import * as workflows from '../../workflows/index.ts';
 import * as runMessages from '../../workflows/runs/run-messages.ts';
-import * as paperMessages from '../../workflows/paper-messages.ts';
+import * as paperMessages from '../../workflows/papers/paper-messages.ts';
 import * as patches from '../../workflows/patches.ts';
 import * as scheduleMessages from '../../workflows/schedule-messages.ts';
 import { cycleStartOptions, draftNextStartOptions, paperStartOptions, rewriteBatchStartOptions, runStartOptions } from '../../workflows/start-options.ts';
