@@ -7,9 +7,9 @@ import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, REVIEW_STATUSES
 import { QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 import { RUN_STATES } from '../capabilities/runs/domain/run-state.ts';
 import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
-import { ADMISSION_DECISIONS, GENERATION_MODES, RUNTIME_CLASSES } from '../domain/research-candidate.ts';
-import { HARD_FAILURE_CODES } from '../domain/research-decision.ts';
-import type { ScoreBreakdown } from '../domain/research-scoring.ts';
+import { ADMISSION_DECISIONS, GENERATION_MODES, RUNTIME_CLASSES } from '../capabilities/research/domain/research-candidate.ts';
+import { HARD_FAILURE_CODES } from '../capabilities/research/domain/research-decision.ts';
+import type { ScoreBreakdown } from '../capabilities/research/domain/research-scoring.ts';
 import { foreignObject, type Assert, type Documents } from '../platform/http/responses.ts';
 import type { AuditEvent } from '../platform/store/audit-events.ts';
 import type { FinalizationPackageRow } from '../capabilities/papers/paper-reads.ts';
@@ -17,9 +17,9 @@ import type { ChecklistItemRow, CorpusImportRow, PaperRow, ReviewHistoryRow } fr
 import type { ProjectDetail, ProjectRun } from '../store/project-reads.ts';
 import type { ProjectRow } from '../capabilities/runs/projects.ts';
 import type { QueueItemRow } from '../capabilities/runs/queue-items.ts';
-import { LINEAGE_KINDS, type LineageRow } from '../store/research-lineage.ts';
-import type { AdmissionRow } from '../store/research-admissions.ts';
-import type { CandidateRow } from '../store/research-candidates.ts';
+import { LINEAGE_KINDS, type LineageRow } from '../capabilities/research/research-lineage.ts';
+import type { AdmissionRow } from '../capabilities/research/research-admissions.ts';
+import type { CandidateRow } from '../capabilities/research/research-candidates.ts';
 import type { RunListRow } from '../capabilities/runs/run-reads.ts';
 import type { WorkerObservation } from '../capabilities/runs/worker-observations.ts';
 

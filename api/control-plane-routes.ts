@@ -8,7 +8,7 @@ import { dashboardRoutes } from './dashboard.ts';
 import type { AppDeps } from './deps.ts';
 import { dispatchRoutes } from './runs/dispatch-routes.ts';
 import { eventRoutes } from './events.ts';
-import { followupRoutes } from './followups.ts';
+import { followupRoutes } from './research/followup-routes.ts';
 import { healthRoutes } from './health.ts';
 import { observabilityRoutes } from './observability.ts';
 import { operatorRoutes } from './operator.ts';
@@ -17,15 +17,15 @@ import { paperRoutes } from './papers/paper-routes.ts';
 import { preflightRoutes } from './runs/preflight-routes.ts';
 import { projectRoutes } from './projects.ts';
 import { queueRoutes } from './queues.ts';
-import { researchRoutes } from './research.ts';
-import { researchProviderRoutes } from './research-provider.ts';
+import { researchRoutes } from './research/facility-routes.ts';
+import { researchProviderRoutes } from './research/provider-routes.ts';
 import { researchCycleRoutes } from './research-cycle.ts';
 import { runRoutes } from './runs/run-routes.ts';
 import { sessionRoutes } from './session.ts';
 import { statusRoutes } from './status.ts';
 import { v1ListRoutes } from './v1-lists.ts';
 import { v1OverviewRoutes } from './v1-overview.ts';
-import { v1ResearchRoutes } from './v1-research.ts';
+import { v1ResearchRoutes } from './research/research-reads-routes.ts';
 import { workerCallbackRoutes } from './runs/callback-routes.ts';
 
 export interface ControlPlaneRouteOptions {

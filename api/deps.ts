@@ -7,7 +7,7 @@ import type { AlertSettings } from '../services/queue-alerts.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import type { PaperLauncher } from '../capabilities/papers/paper-launcher.ts';
 import type { PaperSettings } from '../capabilities/papers/paper-settings.ts';
-import type { ProviderBatchSettings } from '../services/provider-batch.ts';
+import type { ProviderBatchSettings } from '../capabilities/research/provider-batch.ts';
 import type { ClusterConfigView } from '../platform/cluster/replicas.ts';
 import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
 import type { Store } from '../platform/store/store.ts';

@@ -5,7 +5,7 @@ import { CYCLE_POLICY_DEFAULTS as D, CYCLE_STEP_MAX } from '../domain/research-c
 import { JsonValueSchema } from '../platform/http/json-value.ts';
 import { errorResponses } from '../platform/http/responses.ts';
 import { CYCLE_STAGES } from '../domain/research-cycle.ts';
-import { createResearchFacility } from '../services/research-facility.ts';
+import { createResearchFacility } from '../capabilities/research/research-facility.ts';
 import { getCycle, runCycle } from '../services/research-cycle.ts';
 import { LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
 import type { AppDeps } from './deps.ts';

@@ -14,10 +14,10 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AGENT_DEFAULTS, NO_ROUTING } from '../capabilities/runs/dispatch-settings.ts';
-import { generateProviderBatch, type ProviderBatchSettings } from '../services/provider-batch.ts';
+import { generateProviderBatch, type ProviderBatchSettings } from '../capabilities/research/provider-batch.ts';
 import { runQueueCheck } from '../services/queue-alerts.ts';
 import { pumpFollowup, pumpGate, pumpPlanPaperDraft, pumpSelectDispatch, type PumpDeps } from '../services/queue-pump.ts';
-import { createResearchFacility } from '../services/research-facility.ts';
+import { createResearchFacility } from '../capabilities/research/research-facility.ts';
 import { ServiceSecrets } from '../platform/config/service-secrets.ts';
 import { openStore } from '../platform/store/open-store.ts';
 import { log, loadNow, ms, timeEach, type Stats } from './figures.ts';

@@ -6,7 +6,7 @@ import { createLogger } from '../platform/observability/logger.ts';
 import { SECRET_FIELDS } from '../platform/config/schema.ts';
 import { ServiceMetrics } from '../platform/http/metrics.ts';
 import { NO_ROUTING, AGENT_DEFAULTS, type DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
-import type { ProviderBatchSettings } from '../services/provider-batch.ts';
+import type { ProviderBatchSettings } from '../capabilities/research/provider-batch.ts';
 import { ServiceSecrets } from '../platform/config/service-secrets.ts';
 import type { Store } from '../platform/store/store.ts';
 

@@ -5,7 +5,7 @@ import { queueFactGroups } from '../store/overview-reads.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import { statusSnapshot, type RefreshOptions } from './status.ts';
 import type { Store } from '../platform/store/store.ts';
-import { providerBudget, type ProviderBatchSettings } from './provider-batch.ts';
+import { providerBudget, type ProviderBatchSettings } from '../capabilities/research/provider-batch.ts';
 
 export interface ReadinessDeps {
   store: Store;

@@ -1,19 +1,19 @@
 import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { readFlags } from '../capabilities/runs/queue-flags.ts';
-import { nextFollowupParent } from '../store/followup-parents.ts';
+import { nextFollowupParent } from '../capabilities/research/followup-parents.ts';
 import type { Store } from '../platform/store/store.ts';
 import type { PumpStep } from '../workflows/schedule-messages.ts';
 import { CommandRefusedError, refusalMessage } from '../platform/command-errors.ts';
 import { dispatchNext, selectDispatch, type DispatchSelection } from '../capabilities/runs/dispatch.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
-import { launchNextFollowup } from './followups.ts';
+import { launchNextFollowup } from '../capabilities/research/followups.ts';
 import { createPaperDrafting, selectDraftCandidates } from '../capabilities/papers/paper-drafting.ts';
 import { draftNextNoopReason } from '../capabilities/papers/domain/paper-steps.ts';
 import type { DraftNextInput } from '../workflows/papers/paper-messages.ts';
 import type { PaperLauncher } from '../capabilities/papers/paper-launcher.ts';
 import type { PaperSettings } from '../capabilities/papers/paper-settings.ts';
 import { sweepClosedPaperSteps } from '../capabilities/papers/paper-step-sweep.ts';
-import type { ResearchFacility } from './research-facility.ts';
+import type { ResearchFacility } from '../capabilities/research/research-facility.ts';
 import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
 
 /**

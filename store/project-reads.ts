@@ -2,7 +2,7 @@ import type { QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
 import { AUDIT_EVENT_COLUMNS, type AuditEvent } from '../platform/store/audit-events.ts';
 import { getProject, type ProjectRow } from '../capabilities/runs/projects.ts';
 import { getQueueItem, type QueueItemRow } from '../capabilities/runs/queue-items.ts';
-import { lineageOf, type LineageRow } from './research-lineage.ts';
+import { lineageOf, type LineageRow } from '../capabilities/research/research-lineage.ts';
 import { listPapersOf, type PaperRow } from '../capabilities/papers/paper-ledger.ts';
 import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../platform/store/keyset.ts';
 import { isoTimestampSql } from '../platform/store/row-parsers.ts';

@@ -4,7 +4,7 @@ import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
 import { appendAuditEvent } from '../platform/store/audit-events.ts';
 import { insertProject } from '../capabilities/runs/projects.ts';
 import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
-import { recordLineage } from '../store/research-lineage.ts';
+import { recordLineage } from '../capabilities/research/research-lineage.ts';
 import type { Queryable } from '../platform/store/store.ts';
 import { insertWorkerObservation } from '../capabilities/runs/worker-observations.ts';
 import { startTestApp, TEST_TOKEN, type TestApp } from './support/app.ts';

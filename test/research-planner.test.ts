@@ -6,7 +6,7 @@ import {
   RUNTIME_CLASSES,
   type CandidateProposal,
   type GenerationMode,
-} from '../domain/research-candidate.ts';
+} from '../capabilities/research/domain/research-candidate.ts';
 import {
   DEFAULT_MIN_ADMISSION_SCORE,
   NEEDS_REVIEW_MIN_SCORE,
@@ -21,7 +21,7 @@ import {
   type HardFailure,
   type KnownNegative,
   type PlannerContext,
-} from '../domain/research-planner.ts';
+} from '../capabilities/research/domain/research-planner.ts';
 
 /** A complete manual_import candidate without any hard failure; weighted 65.3, no bonus. */
 const BASE: CandidateProposal = {

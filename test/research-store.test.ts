@@ -15,12 +15,12 @@ import {
   RUNTIME_CLASSES,
   SOURCE_KINDS,
   type CandidateProposal,
-} from '../domain/research-candidate.ts';
+} from '../capabilities/research/domain/research-candidate.ts';
 import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
-import { getIdeaByCandidate, insertIdea } from '../store/ideas.ts';
+import { getIdeaByCandidate, insertIdea } from '../capabilities/research/store/ideas.ts';
 import { PROJECT_ID_PATTERN, getProject, insertProject } from '../capabilities/runs/projects.ts';
 import { getQueueItem, insertQueueItem } from '../capabilities/runs/queue-items.ts';
-import { insertAdmission, latestAdmissions } from '../store/research-admissions.ts';
+import { insertAdmission, latestAdmissions } from '../capabilities/research/research-admissions.ts';
 import {
   findDedupeMatches,
   getCandidate,
@@ -28,10 +28,10 @@ import {
   listCandidates,
   markCandidateQueueAdmitted,
   type CandidateInsert,
-} from '../store/research-candidates.ts';
-import { facilityCounts } from '../store/research-facility-counts.ts';
-import { LINEAGE_KINDS, lineageOf, recordLineage } from '../store/research-lineage.ts';
-import { getSource, getSourcesByIds, insertSource, listSources } from '../store/research-sources.ts';
+} from '../capabilities/research/research-candidates.ts';
+import { facilityCounts } from '../capabilities/research/store/research-facility-counts.ts';
+import { LINEAGE_KINDS, lineageOf, recordLineage } from '../capabilities/research/research-lineage.ts';
+import { getSource, getSourcesByIds, insertSource, listSources } from '../capabilities/research/store/research-sources.ts';
 import type { Store } from '../platform/store/store.ts';
 import { ENGINES } from './support/engines.ts';
 

@@ -5,7 +5,7 @@ import type { WorkerTarget } from '../../capabilities/runs/domain/worker-lanes.t
 import type { PreflightResult } from '../../capabilities/runs/domain/preflight-checks.ts';
 import { buildRunPrompt, promptFileFor, type RunPromptContract } from '../../capabilities/runs/domain/run-prompt.ts';
 import { getProject } from '../../capabilities/runs/projects.ts';
-import { getCandidate } from '../../store/research-candidates.ts';
+import { getCandidate } from '../../capabilities/research/research-candidates.ts';
 import { applyRunTransition, claimQueueItem, getRun, LaneBusyError, UnknownRunError, type RunRow, type TransitionRequest } from '../../capabilities/runs/run-ledger.ts';
 import { StoreReadOnlyError, type Store } from '../../platform/store/store.ts';
 import type { AgentSettings } from '../../workflows/runs/run-messages.ts';

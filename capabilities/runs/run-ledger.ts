@@ -12,7 +12,7 @@ import { appendAuditEvent } from '../../platform/store/audit-events.ts';
 import { callbackCause } from './store/callback-ledger.ts';
 import { readFlags } from './queue-flags.ts';
 import { getQueueItem, QUEUE_ITEM_COLUMNS, type QueueItemRow } from './queue-items.ts';
-import { recordLineage } from '../../store/research-lineage.ts';
+import { recordLineage } from '../research/research-lineage.ts';
 import type { Queryable } from '../../platform/store/store.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { PaperLauncher } from '../../capabilities/papers/paper-launcher.ts';
-import type { ProviderBatchSettings } from '../../services/provider-batch.ts';
+import type { ProviderBatchSettings } from '../../capabilities/research/provider-batch.ts';
 import { CycleNotStartedError } from '../../services/cycle-launcher.ts';
 import { deterministicPaperSettings } from './paper-settings.ts';
 import { mkdtempSync, rmSync } from 'node:fs';

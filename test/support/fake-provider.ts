@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { ProviderBatchSettings } from '../../services/provider-batch.ts';
+import type { ProviderBatchSettings } from '../../capabilities/research/provider-batch.ts';
 import { startLoopbackServer, type ReceivedRequest } from './receiver.ts';
 
 /**

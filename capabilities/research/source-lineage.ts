@@ -1,4 +1,4 @@
-import type { KeysetOrder } from '../platform/store/keyset.ts';
+import type { KeysetOrder } from '../../platform/store/keyset.ts';
 import {
   CANDIDATE_ORDER,
   candidatesSharingDedupeKeys,
@@ -8,8 +8,8 @@ import {
   sourcesByIds,
   walkLineageCandidates,
   type CandidateScope,
-} from '../store/source-lineage-reads.ts';
-import type { Queryable } from '../platform/store/store.ts';
+} from './store/source-lineage-reads.ts';
+import type { Queryable } from '../../platform/store/store.ts';
 
 export const SOURCE_LINEAGE_ORDERS: readonly KeysetOrder[] = [CANDIDATE_ORDER];
 

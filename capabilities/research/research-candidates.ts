@@ -3,12 +3,12 @@ import type {
   CandidateProposal,
   GenerationMode,
   RuntimeClass,
-} from '../domain/research-candidate.ts';
-import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
-import { pageWindow, selectPage } from '../platform/store/paging.ts';
+} from './domain/research-candidate.ts';
+import type { WorkloadClass } from '../../worker-gate/contract/workload.ts';
+import { pageWindow, selectPage } from '../../platform/store/paging.ts';
 import { admissionsOf, type AdmissionRow } from './research-admissions.ts';
-import { containsPattern, sqlParams } from '../platform/store/sql-params.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import { containsPattern, sqlParams } from '../../platform/store/sql-params.ts';
+import type { Queryable } from '../../platform/store/store.ts';
 
 /**
  * The research_candidates ledger: scored candidates, stored column by column and whole, with their latest decision.

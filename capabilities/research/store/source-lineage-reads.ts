@@ -1,7 +1,7 @@
 import type { AdmissionDecision, GenerationMode } from '../domain/research-candidate.ts';
-import { descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../platform/store/keyset.ts';
-import { sqlParams } from '../platform/store/sql-params.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import { descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../../../platform/store/keyset.ts';
+import { sqlParams } from '../../../platform/store/sql-params.ts';
+import type { Queryable } from '../../../platform/store/store.ts';
 
 /**
  * The reads behind `GET /control/api/v1/source-lineage` (docs/console.md#read-models): a page of candidates, newest first,

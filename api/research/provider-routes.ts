@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
-import { PROVIDER_OUTCOMES } from '../domain/provider-budget.ts';
-import { ADMISSION_DECISIONS } from '../domain/research-candidate.ts';
-import { CandidateResultSchema } from './answers.ts';
-import { generateProviderBatch, providerBudget, type ProviderBatchAnswer as ProviderBatchAnswerType } from '../services/provider-batch.ts';
-import { createResearchFacility } from '../services/research-facility.ts';
-import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
-import type { AppDeps } from './deps.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
+import { PROVIDER_OUTCOMES } from '../../capabilities/research/domain/provider-budget.ts';
+import { ADMISSION_DECISIONS } from '../../capabilities/research/domain/research-candidate.ts';
+import { CandidateResultSchema } from '../answers.ts';
+import { generateProviderBatch, providerBudget, type ProviderBatchAnswer as ProviderBatchAnswerType } from '../../capabilities/research/provider-batch.ts';
+import { createResearchFacility } from '../../capabilities/research/research-facility.ts';
+import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from '../command-fields.ts';
+import type { AppDeps } from '../deps.ts';
 
 /** Provider-backed generation and its budget (docs/research.md#provider-backed-generation). */
 

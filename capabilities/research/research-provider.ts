@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { ProviderOutcome, ProviderQuota, ProviderRequestOutcome, QuotaReading } from '../domain/provider-budget.ts';
-import { GENERATION_MODES, RUNTIME_CLASSES } from '../domain/research-candidate.ts';
-import { endpointOf, excerpt, failureCode, httpUrlOf, parseJson, readCapped, redactor, unfenced, VALID_HEADER_VALUE } from '../platform/http/outbound-http.ts';
+import type { ProviderOutcome, ProviderQuota, ProviderRequestOutcome, QuotaReading } from './domain/provider-budget.ts';
+import { GENERATION_MODES, RUNTIME_CLASSES } from './domain/research-candidate.ts';
+import { endpointOf, excerpt, failureCode, httpUrlOf, parseJson, readCapped, redactor, unfenced, VALID_HEADER_VALUE } from '../../platform/http/outbound-http.ts';
 
 /**
  * Client of the research provider (docs/research.md#provider-backed-generation): its quota endpoint, and one

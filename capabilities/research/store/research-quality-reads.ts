@@ -1,5 +1,5 @@
 import type { AdmissionDecision, GenerationMode } from '../domain/research-candidate.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import type { Queryable } from '../../../platform/store/store.ts';
 
 /**
  * The reads behind `GET /control/api/v1/research-quality` (docs/console.md#read-models): the Research Facility's decisions

@@ -1,10 +1,10 @@
-import { buildFollowupCandidate, type FollowupParent } from '../domain/followup-candidate.ts';
-import { followupDedupeKey } from '../domain/followup-candidate.ts';
-import { appendAuditEvent } from '../platform/store/audit-events.ts';
-import { nextFollowupParent } from '../store/followup-parents.ts';
-import { runIdempotent } from '../platform/store/idempotency-keys.ts';
-import type { Store } from '../platform/store/store.ts';
-import { CommandRefusedError } from '../platform/command-errors.ts';
+import { buildFollowupCandidate, type FollowupParent } from './domain/followup-candidate.ts';
+import { followupDedupeKey } from './domain/followup-candidate.ts';
+import { appendAuditEvent } from '../../platform/store/audit-events.ts';
+import { nextFollowupParent } from './followup-parents.ts';
+import { runIdempotent } from '../../platform/store/idempotency-keys.ts';
+import type { Store } from '../../platform/store/store.ts';
+import { CommandRefusedError } from '../../platform/command-errors.ts';
 import type { CandidateResult, ResearchFacility } from './research-facility.ts';
 
 /**

@@ -1,5 +1,5 @@
-import type { FollowupParent } from '../domain/followup-candidate.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import type { FollowupParent } from './domain/followup-candidate.ts';
+import type { Queryable } from '../../platform/store/store.ts';
 
 /**
  * The next run that may get a follow-up (docs/research.md#follow-ups): reconciled (completed), decided negative, inconclusive or mixed, with

@@ -1,25 +1,25 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createResearchFacility, type BatchResult, type ResearchFacility } from '../services/research-facility.ts';
+import { createResearchFacility, type BatchResult, type ResearchFacility } from '../../capabilities/research/research-facility.ts';
 import {
   ADMISSION_DECISIONS,
   CandidateProposalSchema,
   GENERATION_MODES,
   SOURCE_KINDS,
-} from '../domain/research-candidate.ts';
-import { DEFAULT_MIN_ADMISSION_SCORE, NEEDS_REVIEW_MIN_SCORE, PLANNER_VERSION } from '../domain/research-planner.ts';
-import { SMOKE_BATCH_MAX } from '../domain/smoke-batch.ts';
-import { latestAdmissions } from '../store/research-admissions.ts';
-import { getCandidate, listCandidates } from '../store/research-candidates.ts';
-import { facilityCounts, type FacilityCounts } from '../store/research-facility-counts.ts';
-import { lineageOf } from '../store/research-lineage.ts';
-import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
-import type { AppDeps } from './deps.ts';
-import { HttpError } from '../platform/http/errors.ts';
-import { countsOf, errorResponses, pageBody, type Assert, type Documents } from '../platform/http/responses.ts';
-import { AdmissionSchema, CandidateResultSchema, CandidateSchema, LineageSchema, ProjectSchema, QueueItemSchema } from './answers.ts';
-import { pageOf, queryInt, queryOptional, queryText } from '../platform/http/validation.ts';
+} from '../../capabilities/research/domain/research-candidate.ts';
+import { DEFAULT_MIN_ADMISSION_SCORE, NEEDS_REVIEW_MIN_SCORE, PLANNER_VERSION } from '../../capabilities/research/domain/research-planner.ts';
+import { SMOKE_BATCH_MAX } from '../../capabilities/research/domain/smoke-batch.ts';
+import { latestAdmissions } from '../../capabilities/research/research-admissions.ts';
+import { getCandidate, listCandidates } from '../../capabilities/research/research-candidates.ts';
+import { facilityCounts, type FacilityCounts } from '../../capabilities/research/store/research-facility-counts.ts';
+import { lineageOf } from '../../capabilities/research/research-lineage.ts';
+import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from '../command-fields.ts';
+import type { AppDeps } from '../deps.ts';
+import { HttpError } from '../../platform/http/errors.ts';
+import { countsOf, errorResponses, pageBody, type Assert, type Documents } from '../../platform/http/responses.ts';
+import { AdmissionSchema, CandidateResultSchema, CandidateSchema, LineageSchema, ProjectSchema, QueueItemSchema } from '../answers.ts';
+import { pageOf, queryInt, queryOptional, queryText } from '../../platform/http/validation.ts';
 
 /** Research Facility endpoints (docs/research.md#research-facility-intake): reads of the intake ledgers, and the commands that write them. */
 

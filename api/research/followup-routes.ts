@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
-import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
-import { CandidateResultSchema } from './answers.ts';
-import { launchNextFollowup, type FollowupAnswer } from '../services/followups.ts';
-import { createResearchFacility } from '../services/research-facility.ts';
-import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
-import type { AppDeps } from './deps.ts';
+import { errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
+import { WORKLOAD_CLASSES } from '../../worker-gate/contract/workload.ts';
+import { CandidateResultSchema } from '../answers.ts';
+import { launchNextFollowup, type FollowupAnswer } from '../../capabilities/research/followups.ts';
+import { createResearchFacility } from '../../capabilities/research/research-facility.ts';
+import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from '../command-fields.ts';
+import type { AppDeps } from '../deps.ts';
 
 /** Follow-ups of negative and inconclusive runs (docs/research.md#follow-ups). */
 

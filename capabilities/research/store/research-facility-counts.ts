@@ -1,5 +1,5 @@
 import { ADMISSION_DECISIONS, type AdmissionDecision } from '../domain/research-candidate.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import type { Queryable } from '../../../platform/store/store.ts';
 
 /** The Research Facility overview: how many rows each ledger holds. */
 

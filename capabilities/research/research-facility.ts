@@ -4,28 +4,28 @@ import {
   projectIdFor,
   type CandidateProposal,
   type SourceKind,
-} from '../domain/research-candidate.ts';
-import { planBatch, PLANNER_VERSION, type PlannedCandidate } from '../domain/research-planner.ts';
-import { buildSmokeCandidates, SMOKE_BATCH_MAX, STARTER_SOURCES, type SmokeSource } from '../domain/smoke-batch.ts';
-import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
-import { appendAuditEvent } from '../platform/store/audit-events.ts';
-import { insertIdea } from '../store/ideas.ts';
-import { runIdempotent } from '../platform/store/idempotency-keys.ts';
-import { listKnownNegatives } from '../store/known-negatives.ts';
-import { getProject, insertProject } from '../capabilities/runs/projects.ts';
-import { getQueueItem, insertQueueItem } from '../capabilities/runs/queue-items.ts';
-import { insertAdmission } from '../store/research-admissions.ts';
+} from './domain/research-candidate.ts';
+import { planBatch, PLANNER_VERSION, type PlannedCandidate } from './domain/research-planner.ts';
+import { buildSmokeCandidates, SMOKE_BATCH_MAX, STARTER_SOURCES, type SmokeSource } from './domain/smoke-batch.ts';
+import type { WorkloadClass } from '../../worker-gate/contract/workload.ts';
+import { appendAuditEvent } from '../../platform/store/audit-events.ts';
+import { insertIdea } from './store/ideas.ts';
+import { runIdempotent } from '../../platform/store/idempotency-keys.ts';
+import { listKnownNegatives } from './store/known-negatives.ts';
+import { getProject, insertProject } from '../runs/projects.ts';
+import { getQueueItem, insertQueueItem } from '../runs/queue-items.ts';
+import { insertAdmission } from './research-admissions.ts';
 import {
   findDedupeMatches,
   getCandidate,
   insertCandidate,
   markCandidateQueueAdmitted,
-} from '../store/research-candidates.ts';
-import { recordLineage, type LineageKind, type LineageLink } from '../store/research-lineage.ts';
-import { getSourcesByIds, insertSource, listSources } from '../store/research-sources.ts';
-import type { Queryable, Store } from '../platform/store/store.ts';
-import { isInFlight } from '../capabilities/runs/domain/queue-status.ts';
-import { CommandRefusedError } from '../platform/command-errors.ts';
+} from './research-candidates.ts';
+import { recordLineage, type LineageKind, type LineageLink } from './research-lineage.ts';
+import { getSourcesByIds, insertSource, listSources } from './store/research-sources.ts';
+import type { Queryable, Store } from '../../platform/store/store.ts';
+import { isInFlight } from '../runs/domain/queue-status.ts';
+import { CommandRefusedError } from '../../platform/command-errors.ts';
 
 /** The Research Facility's commands: plan and record candidates, build the smoke batch, promote into the queue. */
 

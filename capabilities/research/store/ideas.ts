@@ -1,4 +1,4 @@
-import type { Queryable } from '../platform/store/store.ts';
+import type { Queryable } from '../../../platform/store/store.ts';
 
 /** The ideas ledger: what Research Facility promotion makes of an admitted candidate, at most one per candidate. */
 

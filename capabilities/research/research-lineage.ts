@@ -1,4 +1,4 @@
-import type { Queryable } from '../platform/store/store.ts';
+import type { Queryable } from '../../platform/store/store.ts';
 
 /** The research_lineage ledger: links from sources and candidates through projects and runs to their outcomes. */
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
+import { WORKLOAD_CLASSES } from '../../../worker-gate/contract/workload.ts';
 
 /** Research Facility vocabulary (docs/research.md#research-facility-intake). One source of truth. */
 

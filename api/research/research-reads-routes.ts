@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ADMISSION_DECISIONS, GENERATION_MODES } from '../domain/research-candidate.ts';
-import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
-import { CandidateSchema } from './answers.ts';
-import { queryText } from '../platform/http/validation.ts';
-import { readResearchQuality } from '../services/research-quality.ts';
-import { readSourceLineage, SOURCE_LINEAGE_ORDERS } from '../services/source-lineage.ts';
-import type { AppDeps } from './deps.ts';
-import { v1ListQuery, v1Page, v1PageBody, walkFrom } from './v1-paging.ts';
+import { ADMISSION_DECISIONS, GENERATION_MODES } from '../../capabilities/research/domain/research-candidate.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
+import { CandidateSchema } from '../answers.ts';
+import { queryText } from '../../platform/http/validation.ts';
+import { readResearchQuality } from '../../capabilities/research/research-quality.ts';
+import { readSourceLineage, SOURCE_LINEAGE_ORDERS } from '../../capabilities/research/source-lineage.ts';
+import type { AppDeps } from '../deps.ts';
+import { v1ListQuery, v1Page, v1PageBody, walkFrom } from '../v1-paging.ts';
 
 const LineageQuery = v1ListQuery(SOURCE_LINEAGE_ORDERS, {
   source_id: queryText(200).describe('Only candidates grounded by this source'),

@@ -1,6 +1,6 @@
 import { CandidateProposalSchema, type CandidateProposal, type RuntimeClass } from './research-candidate.ts';
-import type { RunPromptContract } from '../capabilities/runs/domain/run-prompt.ts';
-import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
+import type { RunPromptContract } from '../../runs/domain/run-prompt.ts';
+import type { WorkloadClass } from '../../../worker-gate/contract/workload.ts';
 
 /**
  * The follow-up of a run that ended negative or inconclusive without a paper (docs/research.md#follow-ups): one

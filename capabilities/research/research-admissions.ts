@@ -1,13 +1,13 @@
-import type { AdmissionDecision, GenerationMode } from '../domain/research-candidate.ts';
-import type { ScoreBreakdown } from '../domain/research-scoring.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import type { AdmissionDecision, GenerationMode } from './domain/research-candidate.ts';
+import type { ScoreBreakdown } from './domain/research-scoring.ts';
+import type { Queryable } from '../../platform/store/store.ts';
 
 /**
  * The research_admissions ledger: one immutable record per planner (or operator) decision about a candidate. The
  * table refuses UPDATE, DELETE and TRUNCATE.
  */
 
-/** A planner check a candidate failed (domain/research-planner.ts HardFailure). */
+/** A planner check a candidate failed (capabilities/research/domain/research-planner.ts HardFailure). */
 export interface AdmissionHardFailure {
   code: string;
   message: string;

@@ -1,5 +1,5 @@
 import type { ProviderRequestOutcome } from '../domain/provider-budget.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import type { Queryable } from '../../../platform/store/store.ts';
 
 /** The provider_requests ledger (migration 0012): one row per request sent to the research provider. */
 

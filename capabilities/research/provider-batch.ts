@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { readProviderQuota, requestCandidates, type ProviderCall, type ProviderSettings } from '../clients/research-provider.ts';
-import { judgeBudget, type BudgetLimits, type QuotaReading } from '../domain/provider-budget.ts';
-import { CandidateProposalSchema, type CandidateProposal } from '../domain/research-candidate.ts';
-import { appendAuditEvent } from '../platform/store/audit-events.ts';
-import { claimKey, completeKey, releaseKey } from '../platform/store/idempotency-keys.ts';
-import { providerRequestsLastDay, recordProviderRequest } from '../store/provider-requests.ts';
-import { listCandidates } from '../store/research-candidates.ts';
-import { getSourcesByIds, listSources } from '../store/research-sources.ts';
-import type { Store } from '../platform/store/store.ts';
-import type { Config } from '../platform/config/schema.ts';
-import { CommandRefusedError } from '../platform/command-errors.ts';
-import { firstUnstorable, storableText } from '../platform/http/validation.ts';
+import { readProviderQuota, requestCandidates, type ProviderCall, type ProviderSettings } from './research-provider.ts';
+import { judgeBudget, type BudgetLimits, type QuotaReading } from './domain/provider-budget.ts';
+import { CandidateProposalSchema, type CandidateProposal } from './domain/research-candidate.ts';
+import { appendAuditEvent } from '../../platform/store/audit-events.ts';
+import { claimKey, completeKey, releaseKey } from '../../platform/store/idempotency-keys.ts';
+import { providerRequestsLastDay, recordProviderRequest } from './store/provider-requests.ts';
+import { listCandidates } from './research-candidates.ts';
+import { getSourcesByIds, listSources } from './store/research-sources.ts';
+import type { Store } from '../../platform/store/store.ts';
+import type { Config } from '../../platform/config/schema.ts';
+import { CommandRefusedError } from '../../platform/command-errors.ts';
+import { firstUnstorable, storableText } from '../../platform/http/validation.ts';
 import type { BatchResult, ResearchFacility } from './research-facility.ts';
 
 /**

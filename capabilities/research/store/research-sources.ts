@@ -1,6 +1,6 @@
 import type { SourceKind } from '../domain/research-candidate.ts';
-import { containsPattern, sqlParams } from '../platform/store/sql-params.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import { containsPattern, sqlParams } from '../../../platform/store/sql-params.ts';
+import type { Queryable } from '../../../platform/store/store.ts';
 
 /**
  * The research_sources ledger: evidence candidates cite. Every function takes a Queryable so it runs inside the

@@ -1,5 +1,5 @@
 import type { KnownNegative } from '../domain/research-planner.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import type { Queryable } from '../../../platform/store/store.ts';
 
 /**
  * Prior negative or mixed outcomes the planner checks new candidates against: projects whose run ended with a

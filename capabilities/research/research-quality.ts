@@ -1,12 +1,12 @@
-import { ADMISSION_DECISIONS, GENERATION_MODES, type AdmissionDecision, type GenerationMode } from '../domain/research-candidate.ts';
+import { ADMISSION_DECISIONS, GENERATION_MODES, type AdmissionDecision, type GenerationMode } from './domain/research-candidate.ts';
 import {
   admissionsByModeAndDecision,
   admissionScoreBuckets,
   promotedRunOutcomes,
   promotionCounts,
   rejectionReasons,
-} from '../store/research-quality-reads.ts';
-import type { Queryable } from '../platform/store/store.ts';
+} from './store/research-quality-reads.ts';
+import type { Queryable } from '../../platform/store/store.ts';
 
 /** Most rejection reasons listed. */
 export const REJECTION_REASON_LIMIT = 10;
