@@ -12,7 +12,7 @@ import { paperDetail, paperDraftText } from '../capabilities/papers/paper-detail
 import { PAPER_ORDERS, walkPapers } from '../capabilities/papers/paper-reads.ts';
 import { PROJECT_ORDERS, readProjectDetail, walkProjects, type ProjectListRow } from '../store/project-reads.ts';
 import type { QueueItemRow } from '../capabilities/runs/queue-items.ts';
-import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
+import { QUEUE_ORDERS, walkQueueItems } from '../capabilities/queue/queue-reads.ts';
 import { RUN_ORDERS, walkRuns } from '../capabilities/runs/run-reads.ts';
 import {
   AuditEventSchema,

@@ -15,7 +15,7 @@ import { readOverview } from '../services/overview.ts';
 import type { KeysetOrder, KeysetPage } from '../platform/store/keyset.ts';
 import { PAPER_ORDERS, walkPapers } from '../capabilities/papers/paper-reads.ts';
 import { createPgStore } from '../platform/store/pg-store.ts';
-import { QUEUE_ORDERS, walkQueueItems } from '../store/queue-reads.ts';
+import { QUEUE_ORDERS, walkQueueItems } from '../capabilities/queue/queue-reads.ts';
 import { RUN_ORDERS, walkRuns } from '../capabilities/runs/run-reads.ts';
 import { startBareServer, startBenchApp } from './bench-app.ts';
 

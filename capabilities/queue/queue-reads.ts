@@ -1,9 +1,9 @@
-import { QUEUE_GROUP_STATUSES, type QueueGroup, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
-import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../platform/store/keyset.ts';
-import { pageWindow, selectPage } from '../platform/store/paging.ts';
-import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from '../capabilities/runs/queue-items.ts';
-import { containsPattern, sqlParams, type SqlParams } from '../platform/store/sql-params.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import { QUEUE_GROUP_STATUSES, type QueueGroup, type QueueStatus } from '../runs/domain/queue-status.ts';
+import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../../platform/store/keyset.ts';
+import { pageWindow, selectPage } from '../../platform/store/paging.ts';
+import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from '../runs/queue-items.ts';
+import { containsPattern, sqlParams, type SqlParams } from '../../platform/store/sql-params.ts';
+import type { Queryable } from '../../platform/store/store.ts';
 
 /** Columns a queue list may be sorted by (docs/http.md#http-interface): any listed column, `-` for descending. */
 export const QUEUE_SORT_COLUMNS = QUEUE_ITEM_COLUMNS.split(',').map((column) => column.trim());

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createQueueOperator } from '../services/queue-operator.ts';
-import type { AppDeps } from './deps.ts';
-import { errorResponses } from '../platform/http/responses.ts';
-import { FlagsSchema, QueueItemSchema } from './answers.ts';
+import { createQueueOperator } from '../../capabilities/queue/queue-operator.ts';
+import type { AppDeps } from '../deps.ts';
+import { errorResponses } from '../../platform/http/responses.ts';
+import { FlagsSchema, QueueItemSchema } from '../answers.ts';
 
 /** Operator commands on the queue (docs/runs.md#runs); every change is audited in the same transaction. */
 

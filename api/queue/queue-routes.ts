@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { QUEUE_GROUPS, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
-import { listQueueItems, QUEUE_SORT_COLUMNS } from '../store/queue-reads.ts';
-import type { AppDeps } from './deps.ts';
-import { errorResponses, pageBody } from '../platform/http/responses.ts';
-import { pageOf, queryInt, queryOptional, querySort, queryText } from '../platform/http/validation.ts';
-import { QueueItemSchema } from './answers.ts';
+import { QUEUE_GROUPS, QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
+import { listQueueItems, QUEUE_SORT_COLUMNS } from '../../capabilities/queue/queue-reads.ts';
+import type { AppDeps } from '../deps.ts';
+import { errorResponses, pageBody } from '../../platform/http/responses.ts';
+import { pageOf, queryInt, queryOptional, querySort, queryText } from '../../platform/http/validation.ts';
+import { QueueItemSchema } from '../answers.ts';
 
 const QueueParams = z.strictObject({ queue: z.enum(QUEUE_GROUPS) });
 

@@ -1,10 +1,10 @@
-import { isInFlight, QUEUE_ITEM_COMMANDS, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
-import { appendAuditEvent } from '../platform/store/audit-events.ts';
-import { lockOperatorFlags, setFlag, type FlagName, type OperatorFlags } from '../capabilities/runs/queue-flags.ts';
-import { getProject } from '../capabilities/runs/projects.ts';
-import { getQueueItem, parkQueueItem, requeueQueueItem, type QueueItemRow } from '../capabilities/runs/queue-items.ts';
-import type { Queryable, Store } from '../platform/store/store.ts';
-import { CommandRefusedError } from '../platform/command-errors.ts';
+import { isInFlight, QUEUE_ITEM_COMMANDS, type QueueStatus } from '../runs/domain/queue-status.ts';
+import { appendAuditEvent } from '../../platform/store/audit-events.ts';
+import { lockOperatorFlags, setFlag, type FlagName, type OperatorFlags } from '../runs/queue-flags.ts';
+import { getProject } from '../runs/projects.ts';
+import { getQueueItem, parkQueueItem, requeueQueueItem, type QueueItemRow } from '../runs/queue-items.ts';
+import type { Queryable, Store } from '../../platform/store/store.ts';
+import { CommandRefusedError } from '../../platform/command-errors.ts';
 
 /**
  * Operator commands on the queue (docs/http.md#http-interface): pause and resume dispatch, park one item, put one item back in the
