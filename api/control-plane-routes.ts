@@ -3,7 +3,7 @@ import type { ServiceMetrics } from '../platform/http/metrics.ts';
 import type { RouteObservability } from '../platform/observability/route-observability.ts';
 import { registerControlPlaneMetrics } from '../services/service-metrics.ts';
 import { alertRoutes } from './alerts.ts';
-import { coreRoutes } from './core.ts';
+import { coreRoutes } from './core/core-routes.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import type { AppDeps } from './deps.ts';
 import { dispatchRoutes } from './runs/dispatch-routes.ts';

@@ -1,7 +1,7 @@
 import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
 import type { AgentIsolation } from '../worker-gate/contract/agent-isolation.ts';
 import type { RunCgroupsStatus } from '../worker-gate/contract/gate-endpoints.ts';
-import type { CoreSettings } from '../services/core.ts';
+import type { CoreSettings } from '../capabilities/core/core-ingest.ts';
 import type { CycleLauncher } from '../services/cycle-launcher.ts';
 import type { AlertSettings } from '../services/queue-alerts.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';

@@ -9,7 +9,7 @@ import {
   type CorePaperRow,
   type CoreQueueRow,
   type LiveQueueRow,
-} from '../domain/core-snapshot.ts';
+} from '../capabilities/core/domain/core-snapshot.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../capabilities/papers/domain/paper-status.ts';
 import { isInFlight, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 

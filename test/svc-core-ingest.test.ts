@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CORE_ROW_MAX_BYTES, CORE_ROW_MAX_DEPTH } from '../api/core.ts';
-import { CORE_MODES } from '../domain/core-snapshot.ts';
+import { CORE_ROW_MAX_BYTES, CORE_ROW_MAX_DEPTH } from '../api/core/core-routes.ts';
+import { CORE_MODES } from '../capabilities/core/domain/core-snapshot.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES, paperIdFor } from '../capabilities/papers/domain/paper-status.ts';
 import { isInFlight, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
 import { ensurePaper, recordDraft } from '../capabilities/papers/store/draft-ledger.ts';

@@ -9,12 +9,12 @@ import {
   type CoreQueueRow,
   type QueueRowChange,
   type SkipReason,
-} from '../domain/core-snapshot.ts';
-import { appendAuditEvent } from '../platform/store/audit-events.ts';
-import { applyQueueRowChange, insertCoreSnapshot, latestCoreSnapshot, liveQueueRows, liveRowsOutside } from '../store/core-snapshots.ts';
-import { runIdempotent } from '../platform/store/idempotency-keys.ts';
-import type { Queryable, Store } from '../platform/store/store.ts';
-import { CommandRefusedError } from '../platform/command-errors.ts';
+} from './domain/core-snapshot.ts';
+import { appendAuditEvent } from '../../platform/store/audit-events.ts';
+import { applyQueueRowChange, insertCoreSnapshot, latestCoreSnapshot, liveQueueRows, liveRowsOutside } from './store/core-snapshots.ts';
+import { runIdempotent } from '../../platform/store/idempotency-keys.ts';
+import type { Queryable, Store } from '../../platform/store/store.ts';
+import { CommandRefusedError } from '../../platform/command-errors.ts';
 
 /** Core (`/svc-core`, docs/core.md#core): snapshot ingest in four modes and the queue projection. */
 

@@ -2,9 +2,9 @@
  * Core (`/svc-core`, docs/core.md#core): snapshots of a workflow tool's queue and paper rows, the queue projection read
  * from the latest one, and what `compare` and `enforce` do with a snapshot against the live queue. Pure.
  */
-import type { PaperStatus, ReviewStatus } from '../capabilities/papers/domain/paper-status.ts';
-import { isInFlight, QUEUE_STATUSES, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
-import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
+import type { PaperStatus, ReviewStatus } from '../../papers/domain/paper-status.ts';
+import { isInFlight, QUEUE_STATUSES, type QueueStatus } from '../../runs/domain/queue-status.ts';
+import type { WorkloadClass } from '../../../worker-gate/contract/workload.ts';
 
 export const CORE_MODES = ['off', 'shadow', 'compare', 'enforce'] as const;
 export type CoreMode = (typeof CORE_MODES)[number];

@@ -1,7 +1,7 @@
-import { readQueueRow, uniqueQueueRows } from '../domain/core-snapshot.ts';
-import { listAuditEventsBefore } from '../platform/store/audit-events.ts';
-import { latestCoreSnapshot } from '../store/core-snapshots.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import { readQueueRow, uniqueQueueRows } from './domain/core-snapshot.ts';
+import { listAuditEventsBefore } from '../../platform/store/audit-events.ts';
+import { latestCoreSnapshot } from './store/core-snapshots.ts';
+import type { Queryable } from '../../platform/store/store.ts';
 
 /** The Core source a legacy notes sync posts its snapshots under. */
 export const LEGACY_NOTES_SOURCE = 'legacy_notes';

@@ -1,6 +1,6 @@
 import type { CoreMode, CorePaperRow, CoreQueueRow, LiveQueueRow, QueueRowChange, SkipReason } from '../domain/core-snapshot.ts';
-import { ACTIVE_QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import { ACTIVE_QUEUE_STATUSES } from '../../runs/domain/queue-status.ts';
+import type { Queryable } from '../../../platform/store/store.ts';
 
 /** The Core snapshot ledger (migration 0010) and Core's reads and writes of the live queue. */
 

@@ -1,19 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { CORE_MODES, SKIP_REASONS, type CorePaperRow, type CoreQueueRow } from '../domain/core-snapshot.ts';
-import { PAPER_STATUSES, REVIEW_STATUSES } from '../capabilities/papers/domain/paper-status.ts';
-import { QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
-import { WORKLOAD_CLASSES } from '../worker-gate/contract/workload.ts';
-import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
-import { HttpError } from '../platform/http/errors.ts';
-import { withinJsonBounds } from '../platform/http/json-bounds.ts';
-import { queryText } from '../platform/http/validation.ts';
-import { createCore } from '../services/core.ts';
-import { readLegacyNotes } from '../services/legacy-notes.ts';
-import { PROJECT_ID_PATTERN } from '../capabilities/runs/projects.ts';
-import { AuditEventSchema } from './answers.ts';
-import type { AppDeps } from './deps.ts';
+import { CORE_MODES, SKIP_REASONS, type CorePaperRow, type CoreQueueRow } from '../../capabilities/core/domain/core-snapshot.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../../capabilities/papers/domain/paper-status.ts';
+import { QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
+import { WORKLOAD_CLASSES } from '../../worker-gate/contract/workload.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
+import { HttpError } from '../../platform/http/errors.ts';
+import { withinJsonBounds } from '../../platform/http/json-bounds.ts';
+import { queryText } from '../../platform/http/validation.ts';
+import { createCore } from '../../capabilities/core/core-ingest.ts';
+import { readLegacyNotes } from '../../capabilities/core/legacy-notes.ts';
+import { PROJECT_ID_PATTERN } from '../../capabilities/runs/projects.ts';
+import { AuditEventSchema } from '../answers.ts';
+import type { AppDeps } from '../deps.ts';
 
 /** Most rows of each kind one snapshot may carry, and the body size that allows (docs/core.md#core). */
 export const CORE_SNAPSHOT_LIMITS = { rows: 20_000, body_bytes: 8 * 1024 * 1024 } as const;
