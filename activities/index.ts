@@ -4,12 +4,12 @@ import type { Store } from '../platform/store/store.ts';
 import { createAuditActivities } from './audit.ts';
 import { createPaperActivities } from './papers/paper-activities.ts';
 import { createRunActivities } from './runs/run-activities.ts';
-import { createCycleActivities, type CycleActivities } from './research-cycle.ts';
-import type { CycleDeps } from '../services/research-cycle.ts';
-import type { PumpDeps } from '../services/queue-pump.ts';
-import { createPumpActivities, type PumpActivities } from './queue-pump.ts';
-import { createAlertActivities, type AlertActivities } from './queue-alerts.ts';
-import type { AlertSettings } from '../services/queue-alerts.ts';
+import { createCycleActivities, type CycleActivities } from './automation/cycle-activities.ts';
+import type { CycleDeps } from '../capabilities/automation/research-cycle.ts';
+import type { PumpDeps } from '../capabilities/automation/queue-pump.ts';
+import { createPumpActivities, type PumpActivities } from './automation/pump-activities.ts';
+import { createAlertActivities, type AlertActivities } from './automation/queue-check-activities.ts';
+import type { AlertSettings } from '../capabilities/automation/queue-alerts.ts';
 
 /** What the automation activities (research cycles, the queue pump) need beyond the store and settings. */
 export type AutomationDeps = CycleDeps & PumpDeps & { alerts: AlertSettings };

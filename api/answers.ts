@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { RunCauseSchema, TokenUsageSchema } from '../worker-gate/contract/callback-body.ts';
 import { PREFLIGHT_CHECK_NAMES } from '../capabilities/runs/domain/preflight-checks.ts';
-import { FINDING_KINDS } from '../domain/queue-alerts.ts';
+import { FINDING_KINDS } from '../capabilities/automation/domain/alert-findings.ts';
 import { PAPER_ACTIONS, PAPER_STAGES } from '../capabilities/papers/domain/paper-stage.ts';
 import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, PAPER_STATUSES, REVIEW_STATUSES } from '../capabilities/papers/domain/paper-status.ts';
 import { QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';

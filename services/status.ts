@@ -12,7 +12,7 @@ import {
 } from '../store/status-reads.ts';
 import { paperCounts } from '../capabilities/papers/paper-counts.ts';
 import type { Store } from '../platform/store/store.ts';
-import { latestAlertChecks } from '../store/queue-alerts.ts';
+import { latestAlertChecks } from '../capabilities/automation/alert-ledger.ts';
 import { latestWorkerObservations } from '../capabilities/runs/worker-observations.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import { dispatchPreflight } from '../capabilities/runs/worker-preflight.ts';
@@ -125,7 +125,7 @@ export async function statusSnapshot(deps: StatusDeps, query: RefreshOptions) {
   };
 }
 
-/** Which alert channels are on (services/queue-alerts.ts AlertSettings, seen from here). */
+/** Which alert channels are on (capabilities/automation/queue-alerts.ts AlertSettings, seen from here). */
 export interface AlertChannelsOn {
   push: object | null;
   webhook: object | null;

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { cacheRoot } from '../platform/temporal/temporal-cli.ts';
-import { FINDING_KINDS } from '../domain/queue-alerts.ts';
+import { FINDING_KINDS } from '../capabilities/automation/domain/alert-findings.ts';
 import { GATE_TOKEN, waitUntil } from './support/gate.ts';
 import { parseExposition, sampleValue, scrapeText, type PromSample } from './support/prometheus.ts';
 import { RUN_STACK_START_MS, startRunStack, type RunStack } from './support/run-stack.ts';

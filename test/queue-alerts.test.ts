@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AlertSettings } from '../services/queue-alerts.ts';
+import type { AlertSettings } from '../capabilities/automation/queue-alerts.ts';
 import { insertProject } from '../capabilities/runs/projects.ts';
 import { insertQueueItem } from '../capabilities/runs/queue-items.ts';
 import { startTestApp, type TestApp } from './support/app.ts';

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { queueAlertScheduleId, queuePumpScheduleId } from '../workflows/schedule-messages.ts';
+import { queueAlertScheduleId, queuePumpScheduleId } from '../workflows/automation/schedule-messages.ts';
 import { waitUntil } from './support/gate.ts';
 import { Receiver } from './support/receiver.ts';
 import { fetchRunHistory, maybeSaveHistory } from './support/histories.ts';

@@ -4,7 +4,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RegisteredRoute } from '../api/create-server.ts';
 import { temporalRunLauncher } from '../capabilities/runs/run-workflows.ts';
-import { temporalCycleLauncher } from '../clients/research-cycles.ts';
+import { temporalCycleLauncher } from '../capabilities/automation/cycle-workflows.ts';
 import type { Queryable } from '../platform/store/store.ts';
 import { NO_WORKERS, startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from './support/app.ts';
 

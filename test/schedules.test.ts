@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ensureSchedules, lastCompletedTicks, type ControlPlaneSchedules } from '../clients/schedules.ts';
-import { queueAlertScheduleId, queuePumpScheduleId } from '../workflows/schedule-messages.ts';
+import { ensureSchedules, lastCompletedTicks, type ControlPlaneSchedules } from '../capabilities/automation/schedules.ts';
+import { queueAlertScheduleId, queuePumpScheduleId } from '../workflows/automation/schedule-messages.ts';
 import { waitUntil } from './support/gate.ts';
 
 /**
- * The control plane's schedules (clients/schedules.ts) on the real Temporal dev server, as several control-plane
+ * The control plane's schedules (capabilities/automation/schedules.ts) on the real Temporal dev server, as several control-plane
  * replicas set them up: each replica calls ensureSchedules at its start, and two that start at the same moment on a
  * task queue with no schedules yet both race to create them.
  */

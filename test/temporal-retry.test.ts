@@ -5,7 +5,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { isTransientTemporalError, retryingTransient } from '../platform/temporal/temporal-retry.ts';
 
 /**
- * The start-up's schedule calls (clients/schedules.ts) are tried again when the Temporal server answers that it ran
+ * The start-up's schedule calls (capabilities/automation/schedules.ts) are tried again when the Temporal server answers that it ran
  * out of time: a loaded CI machine once ended a start with "Failed to describe schedule: 4 DEADLINE_EXCEEDED: context
  * deadline exceeded", a deadline inside the server that a test cannot bring about on demand. The errors here have the
  * shape the client throws then: a ServiceError whose cause is the gRPC error.

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { READINESS_CRITERIA } from '../domain/automation-readiness.ts';
+import { READINESS_CRITERIA } from '../capabilities/automation/domain/readiness-rules.ts';
 import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import { createPgStore } from '../platform/store/pg-store.ts';

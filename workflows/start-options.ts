@@ -1,7 +1,7 @@
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { workflowIdForRun } from '../capabilities/runs/domain/run-state.ts';
-import { cycleWorkflowId } from '../domain/research-cycle.ts';
-import type { CycleWorkflowInput } from './cycle-messages.ts';
+import { cycleWorkflowId } from '../capabilities/automation/domain/cycle-policy.ts';
+import type { CycleWorkflowInput } from './automation/cycle-messages.ts';
 import { CYCLE_ID_ATTRIBUTE, PAPER_ID_ATTRIBUTE, PROJECT_ID_ATTRIBUTE, QUEUE_STATUS_ATTRIBUTE, type RunWorkflowInput } from './runs/run-messages.ts';
 import { paperWorkflowId, rewriteBatchWorkflowId, type DraftNextInput, type PaperWorkflowInput, type RewriteBatchInput } from './papers/paper-messages.ts';
 

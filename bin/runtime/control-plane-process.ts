@@ -6,7 +6,7 @@ import { dispatchSettingsFrom } from '../../capabilities/runs/dispatch-settings.
 import { paperSettingsFrom } from '../../capabilities/papers/paper-settings.ts';
 import { providerBatchSettingsFrom } from '../../capabilities/research/provider-batch.ts';
 import { createResearchFacility } from '../../capabilities/research/research-facility.ts';
-import { alertSettingsFrom } from '../../services/queue-alerts.ts';
+import { alertSettingsFrom } from '../../capabilities/automation/queue-alerts.ts';
 import type { Config } from '../../platform/config/schema.ts';
 import { openStore } from '../../platform/store/open-store.ts';
 import type { Store } from '../../platform/store/store.ts';
@@ -20,7 +20,7 @@ import { browsableHost } from '../../platform/http/browsable-host.ts';
 import { configFingerprint } from '../../platform/config/fingerprint.ts';
 import { ReplicaRegistry } from '../../platform/cluster/replicas.ts';
 import { registerScheduleMetrics } from '../../services/service-metrics.ts';
-import { lastCompletedTicks, scheduleIntervals, type ControlPlaneSchedules } from '../../clients/schedules.ts';
+import { lastCompletedTicks, scheduleIntervals, type ControlPlaneSchedules } from '../../capabilities/automation/schedules.ts';
 
 export interface RunningControlPlane {
   url: string;

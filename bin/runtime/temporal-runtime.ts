@@ -15,11 +15,11 @@ import type { DispatchSettings } from '../../capabilities/runs/dispatch-settings
 import type { PaperSettings } from '../../capabilities/papers/paper-settings.ts';
 import type { Store } from '../../platform/store/store.ts';
 import type { AutomationDeps } from '../../activities/index.ts';
-import { ensureSchedules, type ControlPlaneSchedules } from '../../clients/schedules.ts';
+import { ensureSchedules, type ControlPlaneSchedules } from '../../capabilities/automation/schedules.ts';
 import { temporalRunLauncher } from '../../capabilities/runs/run-workflows.ts';
 import { temporalPaperLauncher } from '../../capabilities/papers/paper-workflows.ts';
-import { temporalCycleLauncher } from '../../clients/research-cycles.ts';
-import type { CycleLauncher } from '../../services/cycle-launcher.ts';
+import { temporalCycleLauncher } from '../../capabilities/automation/cycle-workflows.ts';
+import type { CycleLauncher } from '../../capabilities/automation/cycle-launcher.ts';
 import type { PaperLauncher } from '../../capabilities/papers/paper-launcher.ts';
 import type { RunLauncher } from '../../capabilities/runs/run-launcher.ts';
 import { locateTemporalCli, temporalCliInstallHint } from '../../platform/temporal/temporal-cli.ts';

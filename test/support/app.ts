@@ -1,6 +1,6 @@
 import type { PaperLauncher } from '../../capabilities/papers/paper-launcher.ts';
 import type { ProviderBatchSettings } from '../../capabilities/research/provider-batch.ts';
-import { CycleNotStartedError } from '../../services/cycle-launcher.ts';
+import { CycleNotStartedError } from '../../capabilities/automation/cycle-launcher.ts';
 import { deterministicPaperSettings } from './paper-settings.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,15 +1,15 @@
 import { createActivities } from '../../activities/index.ts';
 import { OPERATION_IDS } from '../../api/operation-ids.ts';
 import { activitiesByQueue } from '../../bin/runtime/temporal-runtime.ts';
-import { scheduleSettings } from '../../clients/schedules.ts';
+import { scheduleSettings } from '../../capabilities/automation/schedules.ts';
 import { ConfigFieldsSchema } from '../../platform/config/schema.ts';
-import { CYCLE_POLICY_DEFAULTS } from '../../domain/research-cycle.ts';
-import * as cycleMessages from '../../workflows/cycle-messages.ts';
+import { CYCLE_POLICY_DEFAULTS } from '../../capabilities/automation/domain/cycle-policy.ts';
+import * as cycleMessages from '../../workflows/automation/cycle-messages.ts';
 import * as workflows from '../../workflows/index.ts';
 import * as runMessages from '../../workflows/runs/run-messages.ts';
 import * as paperMessages from '../../workflows/papers/paper-messages.ts';
 import * as patches from '../../workflows/patches.ts';
-import * as scheduleMessages from '../../workflows/schedule-messages.ts';
+import * as scheduleMessages from '../../workflows/automation/schedule-messages.ts';
 import { cycleStartOptions, draftNextStartOptions, paperStartOptions, rewriteBatchStartOptions, runStartOptions } from '../../workflows/start-options.ts';
 import { FIXTURE_PATCHES } from '../fixtures/history-patches.ts';
 

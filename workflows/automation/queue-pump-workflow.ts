@@ -1,12 +1,12 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ParentClosePolicy, patched, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
-import type { PumpActivities } from '../activities/queue-pump.ts';
-import { draftNextOwner, draftNextWorkflowId } from './papers/paper-messages.ts';
-import { paperDraftNextWorkflow } from './papers/draft-next-workflow.ts';
-import { PUMP_PATCHES } from './patches.ts';
-import { startRunChild } from './runs/run-child.ts';
+import type { PumpActivities } from '../../activities/automation/pump-activities.ts';
+import { draftNextOwner, draftNextWorkflowId } from '../papers/paper-messages.ts';
+import { paperDraftNextWorkflow } from '../papers/draft-next-workflow.ts';
+import { PUMP_PATCHES } from '../patches.ts';
+import { startRunChild } from '../runs/run-child.ts';
 import type { PumpStep, PumpTickReport } from './schedule-messages.ts';
-import { draftNextStartOptions } from './start-options.ts';
+import { draftNextStartOptions } from '../start-options.ts';
 
 /**
  * One tick of the queue pump (docs/automation.md#queue-pump), started by its Temporal Schedule: nothing while the queue is

@@ -1,10 +1,10 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { cycleWorkflowId } from '../domain/research-cycle.ts';
-import { CycleNotStartedError, type CycleLauncher, type CycleProgress } from '../services/cycle-launcher.ts';
-import { cycleStagesQuery, RESEARCH_CYCLE_WORKFLOW_TYPE, type CycleReport } from '../workflows/cycle-messages.ts';
-import type { researchCycleWorkflow } from '../workflows/research-cycle.ts';
-import { cycleStartOptions } from '../workflows/start-options.ts';
+import { cycleWorkflowId } from './domain/cycle-policy.ts';
+import { CycleNotStartedError, type CycleLauncher, type CycleProgress } from './cycle-launcher.ts';
+import { cycleStagesQuery, RESEARCH_CYCLE_WORKFLOW_TYPE, type CycleReport } from '../../workflows/automation/cycle-messages.ts';
+import type { researchCycleWorkflow } from '../../workflows/automation/research-cycle-workflow.ts';
+import { cycleStartOptions } from '../../workflows/start-options.ts';
 
 /** How long a running cycle's worker has to say which stages it has finished. */
 const STAGES_QUERY_MS = 3_000;

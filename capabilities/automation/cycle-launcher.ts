@@ -1,5 +1,5 @@
-import type { CycleStage } from '../domain/research-cycle.ts';
-import type { CycleReport, CycleWorkflowInput } from '../workflows/cycle-messages.ts';
+import type { CycleStage } from './domain/cycle-policy.ts';
+import type { CycleReport, CycleWorkflowInput } from '../../workflows/automation/cycle-messages.ts';
 
 /** Where a cycle's workflow is: running with the stages it has finished, completed with its report, or ended otherwise. */
 export type CycleProgress =
@@ -7,7 +7,7 @@ export type CycleProgress =
   | { status: 'completed'; report: CycleReport }
   | { status: 'failed' | 'canceled' | 'terminated' | 'timed_out'; reason: string };
 
-/** Research-cycle workflows as the services see them; `clients/research-cycles.ts` implements it on the Temporal client. */
+/** Research-cycle workflows as the services see them; `capabilities/automation/cycle-workflows.ts` implements it on the Temporal client. */
 export interface CycleLauncher {
   /** Starts `research-cycle:<cycle_id>`; a cycle started before under that id (running or not) is left as it is. */
   startCycle(input: CycleWorkflowInput): Promise<void>;

@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { CYCLE_POLICY_DEFAULTS as D, CYCLE_STEP_MAX } from '../domain/research-cycle.ts';
-import { JsonValueSchema } from '../platform/http/json-value.ts';
-import { errorResponses } from '../platform/http/responses.ts';
-import { CYCLE_STAGES } from '../domain/research-cycle.ts';
-import { createResearchFacility } from '../capabilities/research/research-facility.ts';
-import { getCycle, runCycle } from '../services/research-cycle.ts';
-import { LIVE_CALL_NEEDS_KEY, requestedBy } from './command-fields.ts';
-import type { AppDeps } from './deps.ts';
+import { CYCLE_POLICY_DEFAULTS as D, CYCLE_STEP_MAX } from '../../capabilities/automation/domain/cycle-policy.ts';
+import { JsonValueSchema } from '../../platform/http/json-value.ts';
+import { errorResponses } from '../../platform/http/responses.ts';
+import { CYCLE_STAGES } from '../../capabilities/automation/domain/cycle-policy.ts';
+import { createResearchFacility } from '../../capabilities/research/research-facility.ts';
+import { getCycle, runCycle } from '../../capabilities/automation/research-cycle.ts';
+import { LIVE_CALL_NEEDS_KEY, requestedBy } from '../command-fields.ts';
+import type { AppDeps } from '../deps.ts';
 
 /** The bounded research cycle (docs/automation.md#research-cycles). */
 

@@ -1,5 +1,5 @@
-import type { AlertFacts, Finding } from '../domain/queue-alerts.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import type { AlertFacts, Finding } from './domain/alert-findings.ts';
+import type { Queryable } from '../../platform/store/store.ts';
 
 /** The ledgers of queue alerts (migration 0013) and the reads a check makes. Every list is capped. */
 

@@ -1,20 +1,20 @@
-import { queueItemLane } from '../domain/operator-lanes.ts';
-import { budgetMatters, cycleStop, cycleWorkflowId, skippedStage, type CyclePolicy, type CycleStage } from '../domain/research-cycle.ts';
-import type { CycleReport } from '../workflows/cycle-messages.ts';
+import { queueItemLane } from '../../domain/operator-lanes.ts';
+import { budgetMatters, cycleStop, cycleWorkflowId, skippedStage, type CyclePolicy, type CycleStage } from './domain/cycle-policy.ts';
+import type { CycleReport } from '../../workflows/automation/cycle-messages.ts';
 import { CycleNotStartedError, type CycleLauncher } from './cycle-launcher.ts';
-import { countActiveItems } from '../capabilities/runs/dispatch-candidates.ts';
-import { claimKey, completeKey, releaseKey, runIdempotent } from '../platform/store/idempotency-keys.ts';
-import { queueFactGroups } from '../store/overview-reads.ts';
-import { nextPromotableCandidate } from '../capabilities/research/research-candidates.ts';
-import type { Store } from '../platform/store/store.ts';
-import { CommandRefusedError, keptRefusalError, refusalMessage } from '../platform/command-errors.ts';
-import { selectDispatch } from '../capabilities/runs/dispatch.ts';
-import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
-import { createPaperDrafting } from '../capabilities/papers/paper-drafting.ts';
-import type { PaperLauncher } from '../capabilities/papers/paper-launcher.ts';
-import type { PaperSettings } from '../capabilities/papers/paper-settings.ts';
-import { generateProviderBatch, providerBudget, type ProviderBatchSettings } from '../capabilities/research/provider-batch.ts';
-import type { ResearchFacility } from '../capabilities/research/research-facility.ts';
+import { countActiveItems } from '../runs/dispatch-candidates.ts';
+import { claimKey, completeKey, releaseKey, runIdempotent } from '../../platform/store/idempotency-keys.ts';
+import { queueFactGroups } from '../../store/overview-reads.ts';
+import { nextPromotableCandidate } from '../research/research-candidates.ts';
+import type { Store } from '../../platform/store/store.ts';
+import { CommandRefusedError, keptRefusalError, refusalMessage } from '../../platform/command-errors.ts';
+import { selectDispatch } from '../runs/dispatch.ts';
+import type { DispatchSettings } from '../runs/dispatch-settings.ts';
+import { createPaperDrafting } from '../papers/paper-drafting.ts';
+import type { PaperLauncher } from '../papers/paper-launcher.ts';
+import type { PaperSettings } from '../papers/paper-settings.ts';
+import { generateProviderBatch, providerBudget, type ProviderBatchSettings } from '../research/provider-batch.ts';
+import type { ResearchFacility } from '../research/research-facility.ts';
 
 /**
  * The stages of a bounded research cycle (docs/automation.md#research-cycles), each as a dry run (what it would do, writing

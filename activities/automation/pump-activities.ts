@@ -1,4 +1,4 @@
-import type { PumpStep } from '../workflows/schedule-messages.ts';
+import type { PumpStep } from '../../workflows/automation/schedule-messages.ts';
 import {
   pumpDispatch,
   pumpFollowup,
@@ -9,11 +9,11 @@ import {
   pumpSelectDispatch,
   pumpSweepPaperSteps,
   type PumpDeps,
-} from '../services/queue-pump.ts';
-import { heartbeating } from './heartbeat.ts';
+} from '../../capabilities/automation/queue-pump.ts';
+import { heartbeating } from '../heartbeat.ts';
 
 /**
- * Activities of the queue pump workflow (workflows/queue-pump.ts). None starts a workflow: the tick starts its run and
+ * Activities of the queue pump workflow (workflows/automation/queue-pump-workflow.ts). None starts a workflow: the tick starts its run and
  * its draft-next as children, so a retried step only selects again. The follow-up is idempotent by the tick's key, the
  * audit of a step by the tick and step.
  */

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AlertFindingSchema } from './answers.ts';
-import { errorResponses } from '../platform/http/responses.ts';
-import { runQueueCheck } from '../services/queue-alerts.ts';
-import type { AppDeps } from './deps.ts';
+import { AlertFindingSchema } from '../answers.ts';
+import { errorResponses } from '../../platform/http/responses.ts';
+import { runQueueCheck } from '../../capabilities/automation/queue-alerts.ts';
+import type { AppDeps } from '../deps.ts';
 
 /** Queue alerts (docs/automation.md#queue-alerts): run the queue check now. */
 

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
-import type { Finding } from '../domain/queue-alerts.ts';
-import { failureCode, httpUrlOf, readCapped } from '../platform/http/outbound-http.ts';
+import type { Finding } from './domain/alert-findings.ts';
+import { failureCode, httpUrlOf, readCapped } from '../../platform/http/outbound-http.ts';
 
 /**
  * The receivers of queue alerts (docs/automation.md#queue-alerts): a Pushover-style push service (form POST with its app token

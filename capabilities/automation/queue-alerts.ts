@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { sendPush, sendWebhook, type PushSettings, type SendOutcome, type WebhookSettings } from '../clients/alert-channels.ts';
-import type { Config } from '../platform/config/schema.ts';
-import { workerFreshness } from '../capabilities/runs/domain/dispatch-safety.ts';
-import { alertFindings, dueFindings, findingKey, type Finding } from '../domain/queue-alerts.ts';
-import { claimAlertSends, lastNotified, queueAlertFacts, recordAlertCheck, releaseAlertSends } from '../store/queue-alerts.ts';
-import type { Store } from '../platform/store/store.ts';
-import { latestWorkerObservations } from '../capabilities/runs/worker-observations.ts';
-import { CommandRefusedError } from '../platform/command-errors.ts';
-import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
+import { sendPush, sendWebhook, type PushSettings, type SendOutcome, type WebhookSettings } from './alert-channels.ts';
+import type { Config } from '../../platform/config/schema.ts';
+import { workerFreshness } from '../runs/domain/dispatch-safety.ts';
+import { alertFindings, dueFindings, findingKey, type Finding } from './domain/alert-findings.ts';
+import { claimAlertSends, lastNotified, queueAlertFacts, recordAlertCheck, releaseAlertSends } from './alert-ledger.ts';
+import type { Store } from '../../platform/store/store.ts';
+import { latestWorkerObservations } from '../runs/worker-observations.ts';
+import { CommandRefusedError } from '../../platform/command-errors.ts';
+import type { DispatchSettings } from '../runs/dispatch-settings.ts';
 
 /**
  * The queue check (docs/automation.md#queue-alerts): what needs a person, sent to the configured channels at most once per

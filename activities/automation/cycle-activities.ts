@@ -1,5 +1,5 @@
-import type { CyclePolicy, CycleStage } from '../domain/research-cycle.ts';
-import { selectDispatch, type DispatchSelection } from '../capabilities/runs/dispatch.ts';
+import type { CyclePolicy, CycleStage } from '../../capabilities/automation/domain/cycle-policy.ts';
+import { selectDispatch, type DispatchSelection } from '../../capabilities/runs/dispatch.ts';
 import {
   onceForCycle,
   paperDraftStage,
@@ -8,14 +8,14 @@ import {
   publicationRewriteStage,
   stopConditionStage,
   type CycleDeps,
-} from '../services/research-cycle.ts';
-import { selectRewrites } from '../capabilities/papers/paper-drafting.ts';
-import type { PaperRef } from '../workflows/papers/paper-messages.ts';
-import { heartbeating } from './heartbeat.ts';
+} from '../../capabilities/automation/research-cycle.ts';
+import { selectRewrites } from '../../capabilities/papers/paper-drafting.ts';
+import type { PaperRef } from '../../workflows/papers/paper-messages.ts';
+import { heartbeating } from '../heartbeat.ts';
 
 /**
- * Activities of the research-cycle workflow (workflows/research-cycle.ts). A stage that writes runs once per cycle
- * (services/research-cycle.ts onceForCycle): a retry after a crash answers the first outcome instead of spending,
+ * Activities of the research-cycle workflow (workflows/automation/research-cycle-workflow.ts). A stage that writes runs once per cycle
+ * (capabilities/automation/research-cycle.ts onceForCycle): a retry after a crash answers the first outcome instead of spending,
  * promoting or drafting again. Reads (the stop conditions, the dispatch selection) may simply run again.
  */
 

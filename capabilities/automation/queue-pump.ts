@@ -1,20 +1,20 @@
-import { appendAuditEvent } from '../platform/store/audit-events.ts';
-import { readFlags } from '../capabilities/runs/queue-flags.ts';
-import { nextFollowupParent } from '../capabilities/research/followup-parents.ts';
-import type { Store } from '../platform/store/store.ts';
-import type { PumpStep } from '../workflows/schedule-messages.ts';
-import { CommandRefusedError, refusalMessage } from '../platform/command-errors.ts';
-import { dispatchNext, selectDispatch, type DispatchSelection } from '../capabilities/runs/dispatch.ts';
-import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
-import { launchNextFollowup } from '../capabilities/research/followups.ts';
-import { createPaperDrafting, selectDraftCandidates } from '../capabilities/papers/paper-drafting.ts';
-import { draftNextNoopReason } from '../capabilities/papers/domain/paper-steps.ts';
-import type { DraftNextInput } from '../workflows/papers/paper-messages.ts';
-import type { PaperLauncher } from '../capabilities/papers/paper-launcher.ts';
-import type { PaperSettings } from '../capabilities/papers/paper-settings.ts';
-import { sweepClosedPaperSteps } from '../capabilities/papers/paper-step-sweep.ts';
-import type { ResearchFacility } from '../capabilities/research/research-facility.ts';
-import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
+import { appendAuditEvent } from '../../platform/store/audit-events.ts';
+import { readFlags } from '../runs/queue-flags.ts';
+import { nextFollowupParent } from '../research/followup-parents.ts';
+import type { Store } from '../../platform/store/store.ts';
+import type { PumpStep } from '../../workflows/automation/schedule-messages.ts';
+import { CommandRefusedError, refusalMessage } from '../../platform/command-errors.ts';
+import { dispatchNext, selectDispatch, type DispatchSelection } from '../runs/dispatch.ts';
+import type { DispatchSettings } from '../runs/dispatch-settings.ts';
+import { launchNextFollowup } from '../research/followups.ts';
+import { createPaperDrafting, selectDraftCandidates } from '../papers/paper-drafting.ts';
+import { draftNextNoopReason } from '../papers/domain/paper-steps.ts';
+import type { DraftNextInput } from '../../workflows/papers/paper-messages.ts';
+import type { PaperLauncher } from '../papers/paper-launcher.ts';
+import type { PaperSettings } from '../papers/paper-settings.ts';
+import { sweepClosedPaperSteps } from '../papers/paper-step-sweep.ts';
+import type { ResearchFacility } from '../research/research-facility.ts';
+import type { RunLauncher } from '../runs/run-launcher.ts';
 
 /**
  * The steps of one queue pump tick (docs/automation.md#queue-pump): a gate (nothing at all while the queue is paused or in
@@ -73,7 +73,7 @@ export async function pumpGate(deps: Pick<PumpDeps, 'store' | 'pump'>): Promise<
   return { step: 'gate', action: 'open', reason: 'neither paused nor in maintenance' };
 }
 
-/** What the dispatch step starts, as the tick's child (workflows/queue-pump.ts), or the step when it starts nothing. */
+/** What the dispatch step starts, as the tick's child (workflows/automation/queue-pump-workflow.ts), or the step when it starts nothing. */
 export async function pumpSelectDispatch(deps: PumpDeps): Promise<DispatchSelection | PumpStep> {
   if (!deps.pump.enabled) return pumpOff('dispatch');
   if (!deps.dispatch.liveDispatchEnabled) return { step: 'dispatch', action: 'skipped', reason: 'live dispatch is disabled (live_dispatch_enabled is false)' };

@@ -1,5 +1,5 @@
 import { defineQuery } from '@temporalio/workflow';
-import type { CyclePolicy, CycleStage } from '../domain/research-cycle.ts';
+import type { CyclePolicy, CycleStage } from '../../capabilities/automation/domain/cycle-policy.ts';
 
 /** Messages of the research-cycle workflow, shared by the workflow and its client. */
 

@@ -1,6 +1,6 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { retryingTransient } from '../platform/temporal/temporal-retry.ts';
-import { QUEUE_ALERT_WORKFLOW_TYPE, QUEUE_PUMP_WORKFLOW_TYPE, queueAlertScheduleId, queuePumpScheduleId } from '../workflows/schedule-messages.ts';
+import { retryingTransient } from '../../platform/temporal/temporal-retry.ts';
+import { QUEUE_ALERT_WORKFLOW_TYPE, QUEUE_PUMP_WORKFLOW_TYPE, queueAlertScheduleId, queuePumpScheduleId } from '../../workflows/automation/schedule-messages.ts';
 
 /**
  * The control plane's Temporal Schedules (docs/automation.md#queue-pump, docs/automation.md#queue-alerts), created at every start-up or brought

@@ -1,6 +1,6 @@
-import { runQueueCheck, type QueueCheckDeps } from '../services/queue-alerts.ts';
+import { runQueueCheck, type QueueCheckDeps } from '../../capabilities/automation/queue-alerts.ts';
 
-/** The scheduled queue check (workflows/queue-alert.ts): the same check as POST /control/api/alerts/queue-check, live. */
+/** The scheduled queue check (workflows/automation/queue-check-workflow.ts): the same check as POST /control/api/alerts/queue-check, live. */
 export function createAlertActivities(deps: QueueCheckDeps) {
   return {
     queueAlertCheck: async () => {

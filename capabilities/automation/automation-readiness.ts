@@ -1,11 +1,11 @@
-import { assessReadiness, type ReadinessInput } from '../domain/automation-readiness.ts';
-import { WORKER_STALE_AFTER_SEC } from '../capabilities/runs/domain/dispatch-safety.ts';
-import { queueItemLane } from '../domain/operator-lanes.ts';
-import { queueFactGroups } from '../store/overview-reads.ts';
-import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
-import { statusSnapshot, type RefreshOptions } from './status.ts';
-import type { Store } from '../platform/store/store.ts';
-import { providerBudget, type ProviderBatchSettings } from '../capabilities/research/provider-batch.ts';
+import { assessReadiness, type ReadinessInput } from './domain/readiness-rules.ts';
+import { WORKER_STALE_AFTER_SEC } from '../runs/domain/dispatch-safety.ts';
+import { queueItemLane } from '../../domain/operator-lanes.ts';
+import { queueFactGroups } from '../../store/overview-reads.ts';
+import type { DispatchSettings } from '../runs/dispatch-settings.ts';
+import { statusSnapshot, type RefreshOptions } from '../../services/status.ts';
+import type { Store } from '../../platform/store/store.ts';
+import { providerBudget, type ProviderBatchSettings } from '../research/provider-batch.ts';
 
 export interface ReadinessDeps {
   store: Store;
@@ -30,7 +30,7 @@ async function temporalCriterion(deps: ReadinessDeps): Promise<ReadinessInput['t
 
 /**
  * `GET /control/api/v1/automation-readiness`: the dispatch-safety snapshot (with a fresh preflight when asked),
- * Temporal's health and the queue's attention items, judged by domain/automation-readiness.ts.
+ * Temporal's health and the queue's attention items, judged by capabilities/automation/domain/readiness-rules.ts.
  */
 export async function readAutomationReadiness(deps: ReadinessDeps, query: RefreshOptions) {
   const checkedAt = new Date().toISOString();

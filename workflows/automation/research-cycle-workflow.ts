@@ -1,14 +1,14 @@
 import { ChildWorkflowFailure } from '@temporalio/common';
 import { CancellationScope, executeChild, isCancellation, ParentClosePolicy, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { CycleActivities } from '../activities/research-cycle.ts';
-import { skippedStage, type CycleStage } from '../domain/research-cycle.ts';
+import type { CycleActivities } from '../../activities/automation/cycle-activities.ts';
+import { skippedStage, type CycleStage } from '../../capabilities/automation/domain/cycle-policy.ts';
 import { cycleStagesQuery, type CycleReport, type CycleWorkflowInput } from './cycle-messages.ts';
-import { draftNextOwner, draftNextWorkflowId, type DraftNextResult, type RewriteBatchResult } from './papers/paper-messages.ts';
-import { paperDraftNextWorkflow } from './papers/draft-next-workflow.ts';
-import { paperRewriteBatchWorkflow } from './papers/rewrite-batch-workflow.ts';
-import { CYCLE_PATCHES } from './patches.ts';
-import { startRunChild } from './runs/run-child.ts';
-import { draftNextStartOptions, rewriteBatchStartOptions } from './start-options.ts';
+import { draftNextOwner, draftNextWorkflowId, type DraftNextResult, type RewriteBatchResult } from '../papers/paper-messages.ts';
+import { paperDraftNextWorkflow } from '../papers/draft-next-workflow.ts';
+import { paperRewriteBatchWorkflow } from '../papers/rewrite-batch-workflow.ts';
+import { CYCLE_PATCHES } from '../patches.ts';
+import { startRunChild } from '../runs/run-child.ts';
+import { draftNextStartOptions, rewriteBatchStartOptions } from '../start-options.ts';
 
 /**
  * A bounded research cycle (docs/automation.md#research-cycles): stop conditions, provider batch, promotion, dispatch (the run
