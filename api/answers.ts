@@ -14,7 +14,7 @@ import { foreignObject, type Assert, type Documents } from '../platform/http/res
 import type { AuditEvent } from '../platform/store/audit-events.ts';
 import type { FinalizationPackageRow } from '../capabilities/papers/paper-reads.ts';
 import type { ChecklistItemRow, CorpusImportRow, PaperRow, ReviewHistoryRow } from '../capabilities/papers/paper-ledger.ts';
-import type { ProjectDetail, ProjectRun } from '../store/project-reads.ts';
+import type { ProjectDetail, ProjectRun } from '../capabilities/console/project-reads.ts';
 import type { ProjectRow } from '../capabilities/runs/projects.ts';
 import type { QueueItemRow } from '../capabilities/runs/queue-items.ts';
 import { LINEAGE_KINDS, type LineageRow } from '../capabilities/research/research-lineage.ts';

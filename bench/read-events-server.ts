@@ -3,7 +3,7 @@
  * calling the same read functions the routes call (same SQL, same pool, same body), without validation,
  * authentication or Fastify. Prints `listening <port>` when ready.
  */
-import { auditEventsByCursor, EVENT_ORDERS } from '../api/events.ts';
+import { auditEventsByCursor, EVENT_ORDERS } from '../api/console/event-routes.ts';
 import { pageOf } from '../platform/http/validation.ts';
 import { listAuditEventsPage } from '../platform/store/audit-events.ts';
 import { createPgStore } from '../platform/store/pg-store.ts';

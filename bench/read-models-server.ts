@@ -4,14 +4,14 @@
  * authentication or Fastify. Prints `listening <port>` when ready.
  *   read-models-server.ts <fastify|bare> <database url> <token>
  */
-import { withOperatorActions } from '../api/v1-lists.ts';
+import { withOperatorActions } from '../api/console/list-routes.ts';
 import { v1Page } from '../api/v1-paging.ts';
 import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
 import { decodeCursor } from '../platform/http/cursor.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import { AGENT_DEFAULTS } from '../capabilities/runs/dispatch-settings.ts';
 import { readLanesWithWindows } from '../capabilities/runs/lanes.ts';
-import { readOverview } from '../services/overview.ts';
+import { readOverview } from '../capabilities/console/overview.ts';
 import type { KeysetOrder, KeysetPage } from '../platform/store/keyset.ts';
 import { PAPER_ORDERS, walkPapers } from '../capabilities/papers/paper-reads.ts';
 import { createPgStore } from '../platform/store/pg-store.ts';

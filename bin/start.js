@@ -11,7 +11,7 @@ import { initialize, load } from './stripped-sources-hook.js';
 const SUPPORTED_MAJOR = 24;
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The service's own code; tests, benchmarks and scripts never run in it. */
-const SOURCE_FOLDERS = ['api', 'platform', 'capabilities', 'services', 'activities', 'workflows', 'worker-gate', 'domain', 'store', 'bin'];
+const SOURCE_FOLDERS = ['api', 'platform', 'capabilities', 'activities', 'workflows', 'worker-gate', 'bin'];
 
 if (Number(process.versions.node.split('.')[0]) < SUPPORTED_MAJOR) {
   console.error(

@@ -19,7 +19,7 @@ import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.t
 import { browsableHost } from '../../platform/http/browsable-host.ts';
 import { configFingerprint } from '../../platform/config/fingerprint.ts';
 import { ReplicaRegistry } from '../../platform/cluster/replicas.ts';
-import { registerScheduleMetrics } from '../../services/service-metrics.ts';
+import { registerScheduleMetrics } from '../../capabilities/console/ledger-metrics.ts';
 import { lastCompletedTicks, scheduleIntervals, type ControlPlaneSchedules } from '../../capabilities/automation/schedules.ts';
 
 export interface RunningControlPlane {

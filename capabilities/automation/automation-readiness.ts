@@ -1,9 +1,9 @@
 import { assessReadiness, type ReadinessInput } from './domain/readiness-rules.ts';
 import { WORKER_STALE_AFTER_SEC } from '../runs/domain/dispatch-safety.ts';
-import { queueItemLane } from '../../domain/operator-lanes.ts';
-import { queueFactGroups } from '../../store/overview-reads.ts';
+import { queueItemLane } from '../console/domain/operator-lanes.ts';
+import { queueFactGroups } from '../console/overview-reads.ts';
 import type { DispatchSettings } from '../runs/dispatch-settings.ts';
-import { statusSnapshot, type RefreshOptions } from '../../services/status.ts';
+import { statusSnapshot, type RefreshOptions } from '../console/status.ts';
 import type { Store } from '../../platform/store/store.ts';
 import { providerBudget, type ProviderBatchSettings } from '../research/provider-batch.ts';
 

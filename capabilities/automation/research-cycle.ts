@@ -1,10 +1,10 @@
-import { queueItemLane } from '../../domain/operator-lanes.ts';
+import { queueItemLane } from '../console/domain/operator-lanes.ts';
 import { budgetMatters, cycleStop, cycleWorkflowId, skippedStage, type CyclePolicy, type CycleStage } from './domain/cycle-policy.ts';
 import type { CycleReport } from '../../workflows/automation/cycle-messages.ts';
 import { CycleNotStartedError, type CycleLauncher } from './cycle-launcher.ts';
 import { countActiveItems } from '../runs/dispatch-candidates.ts';
 import { claimKey, completeKey, releaseKey, runIdempotent } from '../../platform/store/idempotency-keys.ts';
-import { queueFactGroups } from '../../store/overview-reads.ts';
+import { queueFactGroups } from '../console/overview-reads.ts';
 import { nextPromotableCandidate } from '../research/research-candidates.ts';
 import type { Store } from '../../platform/store/store.ts';
 import { CommandRefusedError, keptRefusalError, refusalMessage } from '../../platform/command-errors.ts';

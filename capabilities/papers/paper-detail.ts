@@ -1,6 +1,6 @@
 import { resolve, sep } from 'node:path';
 import { REVIEW_STATUS_MOVES } from './domain/paper-status.ts';
-import { listEventsForEntities } from '../../store/project-reads.ts';
+import { listEventsForEntities } from '../console/project-reads.ts';
 import { listFinalizationPackages, listReviewHistory } from './paper-reads.ts';
 import { getCorpusImport, getPaper } from './paper-ledger.ts';
 import { getProject } from '../runs/projects.ts';

@@ -1,7 +1,7 @@
 import { isRunFinished, workflowIdForRun } from './domain/run-state.ts';
 import { appendAuditEvent } from '../../platform/store/audit-events.ts';
 import { listPapersOf } from '../papers/paper-ledger.ts';
-import { listEventsForEntities, getRunWithTransitions } from '../../store/project-reads.ts';
+import { listEventsForEntities, getRunWithTransitions } from '../console/project-reads.ts';
 import { getProject } from './projects.ts';
 import { getQueueItem } from './queue-items.ts';
 import { getRunSummary } from './run-reads.ts';

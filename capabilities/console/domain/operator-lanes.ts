@@ -12,9 +12,9 @@
  * - imported: a paper with a corpus import (`published_imported`).
  * Queued, paused and finished items, and papers being drafted or reviewed, are in no lane.
  */
-import type { PaperPipelineCounts } from '../capabilities/papers/domain/paper-candidacy.ts';
-import type { PaperStatus } from '../capabilities/papers/domain/paper-status.ts';
-import { isInFlight, QUEUE_GROUP_STATUSES, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
+import type { PaperPipelineCounts } from '../../papers/domain/paper-candidacy.ts';
+import type { PaperStatus } from '../../papers/domain/paper-status.ts';
+import { isInFlight, QUEUE_GROUP_STATUSES, type QueueStatus } from '../../runs/domain/queue-status.ts';
 
 export const OPERATOR_LANES = ['attention', 'running', 'write', 'publish', 'imported'] as const;
 export type OperatorLane = (typeof OPERATOR_LANES)[number];

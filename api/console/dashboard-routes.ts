@@ -6,10 +6,10 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorResponses } from '../platform/http/responses.ts';
-import { SESSION_COOKIE } from './auth.ts';
+import { errorResponses } from '../../platform/http/responses.ts';
+import { SESSION_COOKIE } from '../auth.ts';
 
-const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/', import.meta.url));
+const DASHBOARD_DIR = fileURLToPath(new URL('../../dashboard/', import.meta.url));
 const ASSETS_DIR = `${DASHBOARD_DIR}assets/`;
 export const DASHBOARD_PATH = '/control/dashboard-v2';
 export const DASHBOARD_ASSETS_PATH = `${DASHBOARD_PATH}/assets`;

@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { resolveLane } from '../capabilities/runs/domain/worker-lanes.ts';
-import { readProjectDetail } from '../store/project-reads.ts';
-import type { QueueItemRow } from '../capabilities/runs/queue-items.ts';
-import type { AppDeps } from './deps.ts';
-import { HttpError } from '../platform/http/errors.ts';
-import { errorResponses } from '../platform/http/responses.ts';
-import { queryInt } from '../platform/http/validation.ts';
-import { ProjectDetailAnswer } from './answers.ts';
+import { resolveLane } from '../../capabilities/runs/domain/worker-lanes.ts';
+import { readProjectDetail } from '../../capabilities/console/project-reads.ts';
+import type { QueueItemRow } from '../../capabilities/runs/queue-items.ts';
+import type { AppDeps } from '../deps.ts';
+import { HttpError } from '../../platform/http/errors.ts';
+import { errorResponses } from '../../platform/http/responses.ts';
+import { queryInt } from '../../platform/http/validation.ts';
+import { ProjectDetailAnswer } from '../answers.ts';
 
 const ProjectParams = z.strictObject({ project_id: z.string().min(1).max(200) });
 const ProjectQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });

@@ -1,9 +1,9 @@
-import { FINDING_KINDS } from '../capabilities/automation/domain/alert-findings.ts';
-import { QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
-import { RUN_STATES } from '../capabilities/runs/domain/run-state.ts';
-import type { ServiceMetrics } from '../platform/http/metrics.ts';
-import { queueCounts, runCountsByState } from '../store/status-reads.ts';
-import { queueFindings, type QueueCheckDeps } from '../capabilities/automation/queue-alerts.ts';
+import { FINDING_KINDS } from '../automation/domain/alert-findings.ts';
+import { QUEUE_STATUSES } from '../runs/domain/queue-status.ts';
+import { RUN_STATES } from '../runs/domain/run-state.ts';
+import type { ServiceMetrics } from '../../platform/http/metrics.ts';
+import { queueCounts, runCountsByState } from './store/status-reads.ts';
+import { queueFindings, type QueueCheckDeps } from '../automation/queue-alerts.ts';
 
 /**
  * The control plane's ledger series (docs/operations.md#metrics-and-observability), read from the store at each scrape: the

@@ -1,20 +1,20 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { READINESS_CRITERIA } from '../capabilities/automation/domain/readiness-rules.ts';
-import { ACTION_REASONS, OPERATOR_LANES } from '../domain/operator-lanes.ts';
-import { PAPER_PIPELINE_COUNTS } from '../capabilities/papers/domain/paper-candidacy.ts';
-import { PAPER_STATUSES, REVIEW_STATUSES } from '../capabilities/papers/domain/paper-status.ts';
-import { QUEUE_GROUPS, QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
-import { RUN_STATES } from '../capabilities/runs/domain/run-state.ts';
-import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
-import { queryBool, queryInt } from '../platform/http/validation.ts';
-import { readAutomationReadiness } from '../capabilities/automation/automation-readiness.ts';
-import { readLanesWithWindows } from '../capabilities/runs/lanes.ts';
-import { QuietWindowViewSchema } from './runs/run-routes.ts';
-import { readOverviewWithWaits } from '../services/overview.ts';
-import { AuditEventSchema, DispatchRouteSchema, PaperSchema, QueueItemSchema } from './answers.ts';
-import type { AppDeps } from './deps.ts';
+import { READINESS_CRITERIA } from '../../capabilities/automation/domain/readiness-rules.ts';
+import { ACTION_REASONS, OPERATOR_LANES } from '../../capabilities/console/domain/operator-lanes.ts';
+import { PAPER_PIPELINE_COUNTS } from '../../capabilities/papers/domain/paper-candidacy.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../../capabilities/papers/domain/paper-status.ts';
+import { QUEUE_GROUPS, QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
+import { RUN_STATES } from '../../capabilities/runs/domain/run-state.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
+import { queryBool, queryInt } from '../../platform/http/validation.ts';
+import { readAutomationReadiness } from '../../capabilities/automation/automation-readiness.ts';
+import { readLanesWithWindows } from '../../capabilities/runs/lanes.ts';
+import { QuietWindowViewSchema } from '../runs/run-routes.ts';
+import { readOverviewWithWaits } from '../../capabilities/console/overview.ts';
+import { AuditEventSchema, DispatchRouteSchema, PaperSchema, QueueItemSchema } from '../answers.ts';
+import type { AppDeps } from '../deps.ts';
 
 const OverviewQuery = z.strictObject({
   active_limit: queryInt({ min: 1, max: 100, default: 10 }),

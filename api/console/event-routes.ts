@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { listAuditEventsBefore, listAuditEventsPage, type AuditEventFilters } from '../platform/store/audit-events.ts';
-import type { Queryable } from '../platform/store/store.ts';
-import type { AppDeps } from './deps.ts';
-import { errorResponses, pageBody } from '../platform/http/responses.ts';
-import { pageOf, queryInt, queryText } from '../platform/http/validation.ts';
-import { AuditEventSchema } from './answers.ts';
-import { v1ListQuery, v1Page, v1PageBody, walkFrom } from './v1-paging.ts';
-import { descending, type KeysetOrder } from '../platform/store/keyset.ts';
+import { listAuditEventsBefore, listAuditEventsPage, type AuditEventFilters } from '../../platform/store/audit-events.ts';
+import type { Queryable } from '../../platform/store/store.ts';
+import type { AppDeps } from '../deps.ts';
+import { errorResponses, pageBody } from '../../platform/http/responses.ts';
+import { pageOf, queryInt, queryText } from '../../platform/http/validation.ts';
+import { AuditEventSchema } from '../answers.ts';
+import { v1ListQuery, v1Page, v1PageBody, walkFrom } from '../v1-paging.ts';
+import { descending, type KeysetOrder } from '../../platform/store/keyset.ts';
 
 const filterFields = {
   entity_type: queryText(),

@@ -1,10 +1,10 @@
-import type { PaperStatus, ReviewStatus } from '../capabilities/papers/domain/paper-status.ts';
-import { ACTIVE_QUEUE_STATUSES, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import type { PaperStatus, ReviewStatus } from '../papers/domain/paper-status.ts';
+import { ACTIVE_QUEUE_STATUSES, type QueueStatus } from '../runs/domain/queue-status.ts';
+import type { Queryable } from '../../platform/store/store.ts';
 
 /**
  * The reads behind `GET /control/api/v1/overview`: rows counted by the columns the lane rules look at
- * (domain/operator-lanes.ts), and the few rows a person should see first. Every list is LIMITed.
+ * (capabilities/console/domain/operator-lanes.ts), and the few rows a person should see first. Every list is LIMITed.
  */
 
 export interface QueueFactGroup {
@@ -46,7 +46,7 @@ export interface OverviewQueueItem {
   updated_at: string;
 }
 
-/** The attention statuses, most urgent first (domain/operator-lanes.ts ACTION_REASONS). */
+/** The attention statuses, most urgent first (capabilities/console/domain/operator-lanes.ts ACTION_REASONS). */
 const ATTENTION_ORDER: readonly QueueStatus[] = ['needs_review', 'dispatch_error', 'blocked'];
 
 const OVERVIEW_QUEUE_COLUMNS = 'project_id, project_name, status, manual_review_required, current_run_id, lane, last_error, updated_at';

@@ -1,6 +1,6 @@
-import { ageSec, assessDispatchSafety, ATTENTION_STATUSES, workerFreshness, type LatestObservation } from '../capabilities/runs/domain/dispatch-safety.ts';
-import type { WorkerTarget } from '../capabilities/runs/domain/worker-lanes.ts';
-import type { PreflightCheck, PreflightResult } from '../capabilities/runs/domain/preflight-checks.ts';
+import { ageSec, assessDispatchSafety, ATTENTION_STATUSES, workerFreshness, type LatestObservation } from '../runs/domain/dispatch-safety.ts';
+import type { WorkerTarget } from '../runs/domain/worker-lanes.ts';
+import type { PreflightCheck, PreflightResult } from '../runs/domain/preflight-checks.ts';
 import {
   latestCallbackAt,
   listActiveItems,
@@ -9,13 +9,13 @@ import {
   readFlagDetails,
   recentWorkerCallbacks,
   type QueueCounts,
-} from '../store/status-reads.ts';
-import { paperCounts } from '../capabilities/papers/paper-counts.ts';
-import type { Store } from '../platform/store/store.ts';
-import { latestAlertChecks } from '../capabilities/automation/alert-ledger.ts';
-import { latestWorkerObservations } from '../capabilities/runs/worker-observations.ts';
-import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
-import { dispatchPreflight } from '../capabilities/runs/worker-preflight.ts';
+} from './store/status-reads.ts';
+import { paperCounts } from '../papers/paper-counts.ts';
+import type { Store } from '../../platform/store/store.ts';
+import { latestAlertChecks } from '../automation/alert-ledger.ts';
+import { latestWorkerObservations } from '../runs/worker-observations.ts';
+import type { DispatchSettings } from '../runs/dispatch-settings.ts';
+import { dispatchPreflight } from '../runs/worker-preflight.ts';
 
 /**
  * The dispatch-safety snapshot (`GET /control/api/status`) and queue health (`GET /control/api/queue-health`). Both

@@ -1,9 +1,9 @@
-import type { QueuedGroup } from '../capabilities/runs/domain/dispatch-safety.ts';
-import { ACTIVE_QUEUE_STATUSES, QUEUE_STATUSES, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
-import type { RunState } from '../capabilities/runs/domain/run-state.ts';
-import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
-import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from '../capabilities/runs/queue-items.ts';
-import type { Queryable } from '../platform/store/store.ts';
+import type { QueuedGroup } from '../../runs/domain/dispatch-safety.ts';
+import { ACTIVE_QUEUE_STATUSES, QUEUE_STATUSES, type QueueStatus } from '../../runs/domain/queue-status.ts';
+import type { RunState } from '../../runs/domain/run-state.ts';
+import type { WorkloadClass } from '../../../worker-gate/contract/workload.ts';
+import { QUEUE_ITEM_COLUMNS, type QueueItemRow } from '../../runs/queue-items.ts';
+import type { Queryable } from '../../../platform/store/store.ts';
 
 /** The reads behind GET /control/api/status and /control/api/queue-health. Bounded: no read returns the whole queue. */
 

@@ -1,15 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { PAPER_PIPELINE_COUNTS } from '../capabilities/papers/domain/paper-candidacy.ts';
-import { QUEUE_STATUSES } from '../capabilities/runs/domain/queue-status.ts';
-import { RUN_STATES } from '../capabilities/runs/domain/run-state.ts';
-import { countsOf, errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
-import { queryBool } from '../platform/http/validation.ts';
-import { AlertFindingSchema, FlagsSchema, PreflightCheckSchema, QueueItemSchema } from './answers.ts';
-import { PreflightResultSchema } from './runs/preflight-routes.ts';
-import { queueHealth, statusSnapshot } from '../services/status.ts';
-import type { AppDeps } from './deps.ts';
+import { PAPER_PIPELINE_COUNTS } from '../../capabilities/papers/domain/paper-candidacy.ts';
+import { QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
+import { RUN_STATES } from '../../capabilities/runs/domain/run-state.ts';
+import { countsOf, errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
+import { queryBool } from '../../platform/http/validation.ts';
+import { AlertFindingSchema, FlagsSchema, PreflightCheckSchema, QueueItemSchema } from '../answers.ts';
+import { PreflightResultSchema } from '../runs/preflight-routes.ts';
+import { queueHealth, statusSnapshot } from '../../capabilities/console/status.ts';
+import type { AppDeps } from '../deps.ts';
 
 const RefreshQuery = z.strictObject({ refresh_worker: queryBool(false) });
 

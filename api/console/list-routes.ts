@@ -1,19 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { resolveLane } from '../capabilities/runs/domain/worker-lanes.ts';
-import { PAPER_STATUSES, REVIEW_STATUSES } from '../capabilities/papers/domain/paper-status.ts';
-import { QUEUE_GROUPS, QUEUE_ITEM_COMMANDS, QUEUE_STATUSES, queueItemCommands } from '../capabilities/runs/domain/queue-status.ts';
-import { RUN_STATES } from '../capabilities/runs/domain/run-state.ts';
-import { HttpError } from '../platform/http/errors.ts';
-import { errorResponses, type Assert, type Documents } from '../platform/http/responses.ts';
-import { queryInt, queryOptional, queryText } from '../platform/http/validation.ts';
-import { paperDetail, paperDraftText } from '../capabilities/papers/paper-detail.ts';
-import { PAPER_ORDERS, walkPapers } from '../capabilities/papers/paper-reads.ts';
-import { PROJECT_ORDERS, readProjectDetail, walkProjects, type ProjectListRow } from '../store/project-reads.ts';
-import type { QueueItemRow } from '../capabilities/runs/queue-items.ts';
-import { QUEUE_ORDERS, walkQueueItems } from '../capabilities/queue/queue-reads.ts';
-import { RUN_ORDERS, walkRuns } from '../capabilities/runs/run-reads.ts';
+import { resolveLane } from '../../capabilities/runs/domain/worker-lanes.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES } from '../../capabilities/papers/domain/paper-status.ts';
+import { QUEUE_GROUPS, QUEUE_ITEM_COMMANDS, QUEUE_STATUSES, queueItemCommands } from '../../capabilities/runs/domain/queue-status.ts';
+import { RUN_STATES } from '../../capabilities/runs/domain/run-state.ts';
+import { HttpError } from '../../platform/http/errors.ts';
+import { errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
+import { queryInt, queryOptional, queryText } from '../../platform/http/validation.ts';
+import { paperDetail, paperDraftText } from '../../capabilities/papers/paper-detail.ts';
+import { PAPER_ORDERS, walkPapers } from '../../capabilities/papers/paper-reads.ts';
+import { PROJECT_ORDERS, readProjectDetail, walkProjects, type ProjectListRow } from '../../capabilities/console/project-reads.ts';
+import type { QueueItemRow } from '../../capabilities/runs/queue-items.ts';
+import { QUEUE_ORDERS, walkQueueItems } from '../../capabilities/queue/queue-reads.ts';
+import { RUN_ORDERS, walkRuns } from '../../capabilities/runs/run-reads.ts';
 import {
   AuditEventSchema,
   CorpusImportSchema,
@@ -25,9 +25,9 @@ import {
   QueueItemSchema,
   ReviewHistorySchema,
   RunListRowSchema,
-} from './answers.ts';
-import type { AppDeps } from './deps.ts';
-import { v1ListQuery, v1Page, v1PageBody, walkFrom } from './v1-paging.ts';
+} from '../answers.ts';
+import type { AppDeps } from '../deps.ts';
+import { v1ListQuery, v1Page, v1PageBody, walkFrom } from '../v1-paging.ts';
 
 /**
  * The bounded v1 lists and details (docs/console.md#read-models): keyset cursors, page_size 1–200, every nested list

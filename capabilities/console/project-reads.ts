@@ -1,15 +1,15 @@
-import type { QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
-import { AUDIT_EVENT_COLUMNS, type AuditEvent } from '../platform/store/audit-events.ts';
-import { getProject, type ProjectRow } from '../capabilities/runs/projects.ts';
-import { getQueueItem, type QueueItemRow } from '../capabilities/runs/queue-items.ts';
-import { lineageOf, type LineageRow } from '../capabilities/research/research-lineage.ts';
-import { listPapersOf, type PaperRow } from '../capabilities/papers/paper-ledger.ts';
-import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../platform/store/keyset.ts';
-import { isoTimestampSql } from '../platform/store/row-parsers.ts';
-import { containsPattern, sqlParams } from '../platform/store/sql-params.ts';
-import { RUN_COLUMNS, type RunRow } from '../capabilities/runs/run-ledger.ts';
-import type { Queryable } from '../platform/store/store.ts';
-import { listWorkerObservations, type WorkerObservation } from '../capabilities/runs/worker-observations.ts';
+import type { QueueStatus } from '../runs/domain/queue-status.ts';
+import { AUDIT_EVENT_COLUMNS, type AuditEvent } from '../../platform/store/audit-events.ts';
+import { getProject, type ProjectRow } from '../runs/projects.ts';
+import { getQueueItem, type QueueItemRow } from '../runs/queue-items.ts';
+import { lineageOf, type LineageRow } from '../research/research-lineage.ts';
+import { listPapersOf, type PaperRow } from '../papers/paper-ledger.ts';
+import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../../platform/store/keyset.ts';
+import { isoTimestampSql } from '../../platform/store/row-parsers.ts';
+import { containsPattern, sqlParams } from '../../platform/store/sql-params.ts';
+import { RUN_COLUMNS, type RunRow } from '../runs/run-ledger.ts';
+import type { Queryable } from '../../platform/store/store.ts';
+import { listWorkerObservations, type WorkerObservation } from '../runs/worker-observations.ts';
 
 /**
  * The project detail read model (`GET /control/api/projects/{project_id}`): everything recorded about one project,

@@ -5,10 +5,10 @@ import {
   queueItemAction,
   queueItemLane,
   type ActionReason,
-} from '../domain/operator-lanes.ts';
-import { PAPER_STATUSES, REVIEW_STATUSES, type PaperStatus, type ReviewStatus } from '../capabilities/papers/domain/paper-status.ts';
-import { QUEUE_STATUSES, queueGroupCounts, type QueueStatus } from '../capabilities/runs/domain/queue-status.ts';
-import { listAuditEventsBefore } from '../platform/store/audit-events.ts';
+} from './domain/operator-lanes.ts';
+import { PAPER_STATUSES, REVIEW_STATUSES, type PaperStatus, type ReviewStatus } from '../papers/domain/paper-status.ts';
+import { QUEUE_STATUSES, queueGroupCounts, type QueueStatus } from '../runs/domain/queue-status.ts';
+import { listAuditEventsBefore } from '../../platform/store/audit-events.ts';
 import {
   activeQueueItems,
   attentionQueueItems,
@@ -18,12 +18,12 @@ import {
   queueFactGroups,
   type OverviewPaper,
   type OverviewQueueItem,
-} from '../store/overview-reads.ts';
-import { paperCounts } from '../capabilities/papers/paper-counts.ts';
-import { runCountsByState } from '../store/status-reads.ts';
-import type { Queryable } from '../platform/store/store.ts';
-import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
-import { quietWindowsOf } from '../capabilities/runs/run-gate-view.ts';
+} from './overview-reads.ts';
+import { paperCounts } from '../papers/paper-counts.ts';
+import { runCountsByState } from './store/status-reads.ts';
+import type { Queryable } from '../../platform/store/store.ts';
+import type { DispatchSettings } from '../runs/dispatch-settings.ts';
+import { quietWindowsOf } from '../runs/run-gate-view.ts';
 
 /** `GET /control/api/v1/overview` (docs/console.md#read-models): lane counts, their drill-down, and what needs a person. */
 
