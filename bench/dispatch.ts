@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import pino from 'pino';
-import { startControlPlane, type RunningControlPlane } from '../bin/runtime/control-plane-process.ts';
+import { startControlPlane, type RunningControlPlane } from '../bin/control-plane-process.ts';
 import { locateTemporalCli, temporalCliInstallHint } from '../platform/temporal/temporal-cli.ts';
 import { freePort, startTemporalDevServer, type TemporalDevServer } from '../platform/temporal/temporal-dev-server.ts';
 import { ConfigFileSchema, type Config } from '../platform/config/schema.ts';

@@ -10,7 +10,7 @@ import type { Config } from '../platform/config/schema.ts';
 import { makePrivate } from '../platform/store/private-files.ts';
 import { createLogger } from '../platform/observability/logger.ts';
 import { logFormatFrom, readableDestination } from '../platform/observability/readable-log.ts';
-import { createWorkerGateRole, startWorkerGateOnly } from './runtime/worker-gate-process.ts';
+import { createWorkerGateRole, startWorkerGateOnly } from './worker-gate-process.ts';
 import { portTaken, portTakenMessage } from '../platform/http/listen-port.ts';
 
 /**
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
 }
 
 async function startTemporalWorkerOnly(config: Config, logger: Logger): Promise<{ stop(): Promise<void> }> {
-  const { startTemporalWorker } = await import('./runtime/control-plane-process.ts');
+  const { startTemporalWorker } = await import('./control-plane-process.ts');
   const running = await startTemporalWorker(config, logger);
   logger.info({ temporal: running.temporalAddress, roles: config.roles }, 'Temporal worker ready');
   terminal.write(
@@ -113,7 +113,7 @@ async function startTemporalWorkerOnly(config: Config, logger: Logger): Promise<
 async function startBothOrControlPlane(config: Config, logger: Logger): Promise<{ stop(): Promise<void> }> {
   const workerGate = config.roles.includes('worker_gate') ? createWorkerGateRole(config, logger) : undefined;
   // Loaded here, not at the top, so a gate-only process never loads the store, Temporal or the control API.
-  const { startControlPlane } = await import('./runtime/control-plane-process.ts');
+  const { startControlPlane } = await import('./control-plane-process.ts');
   const running = await startControlPlane(config, logger, workerGate?.role);
   if (workerGate) {
     workerGate.bindPort(running.port);

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { formatProblems, loadConfig } from '../platform/config/load.ts';
 import type { ConfigEnv, LoadConfigResult } from '../platform/config/load.ts';
 import { DEFAULT_HTTP_LIMITS } from '../api/create-server.ts';
-import { httpLimitsFrom } from '../bin/runtime/http-limits.ts';
+import { httpLimitsFrom } from '../bin/http-limits.ts';
 import { ConfigFieldsSchema, SECRET_FIELDS, configFieldDocs, redactConfig } from '../platform/config/schema.ts';
 import type { Config } from '../platform/config/schema.ts';
 import { END_MARKER, START_MARKER, main as generateDocs, renderConfigReference } from '../scripts/generate-config-docs.ts';

@@ -1,6 +1,6 @@
 import { createActivities } from '../../activities/index.ts';
 import { OPERATION_IDS } from '../../api/operation-ids.ts';
-import { activitiesByQueue } from '../../bin/runtime/temporal-runtime.ts';
+import { activitiesByQueue } from '../../bin/temporal-runtime.ts';
 import { scheduleSettings } from '../../capabilities/automation/schedules.ts';
 import { ConfigFieldsSchema } from '../../platform/config/schema.ts';
 import { CYCLE_POLICY_DEFAULTS } from '../../capabilities/automation/domain/cycle-policy.ts';

@@ -9,7 +9,7 @@ import type { RunEvidence } from '../../worker-gate/contract/callback-body.ts';
 export const RUN_WORKFLOW_TYPE = 'runWorkflow';
 
 /**
- * Custom search attributes, registered on the namespace at start-up (bin/runtime/search-attributes.ts), so an operator
+ * Custom search attributes, registered on the namespace at start-up (bin/search-attributes.ts), so an operator
  * filters the Temporal UI's list by them: `project_id` on every workflow of a project (runs, paper steps), a run's
  * `queue_status`, `paper_id` on paper steps, and `cycle_id` on a research cycle and on every workflow it started.
  */

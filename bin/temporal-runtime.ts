@@ -5,30 +5,30 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { createActivities, type Activities } from '../../activities/index.ts';
-import { paperActivityQueue } from '../../workflows/papers/paper-messages.ts';
-import { SEARCH_ATTRIBUTES } from '../../workflows/runs/run-messages.ts';
-import { requestIdActivityInterceptor } from '../../activities/request-id.ts';
-import { requestIdClientInterceptor } from '../../platform/temporal/request-id-header.ts';
-import type { TemporalHealth } from '../../api/deps.ts';
-import type { DispatchSettings } from '../../capabilities/runs/dispatch-settings.ts';
-import type { PaperSettings } from '../../capabilities/papers/paper-settings.ts';
-import type { Store } from '../../platform/store/store.ts';
-import type { AutomationDeps } from '../../activities/index.ts';
-import { ensureSchedules, type ControlPlaneSchedules } from '../../capabilities/automation/schedules.ts';
-import { temporalRunLauncher } from '../../capabilities/runs/run-workflows.ts';
-import { temporalPaperLauncher } from '../../capabilities/papers/paper-workflows.ts';
-import { temporalCycleLauncher } from '../../capabilities/automation/cycle-workflows.ts';
-import type { CycleLauncher } from '../../capabilities/automation/cycle-launcher.ts';
-import type { PaperLauncher } from '../../capabilities/papers/paper-launcher.ts';
-import type { RunLauncher } from '../../capabilities/runs/run-launcher.ts';
-import { locateTemporalCli, temporalCliInstallHint } from '../../platform/temporal/temporal-cli.ts';
+import { createActivities, type Activities } from '../activities/index.ts';
+import { paperActivityQueue } from '../workflows/papers/paper-messages.ts';
+import { SEARCH_ATTRIBUTES } from '../workflows/runs/run-messages.ts';
+import { requestIdActivityInterceptor } from '../activities/request-id.ts';
+import { requestIdClientInterceptor } from '../platform/temporal/request-id-header.ts';
+import type { TemporalHealth } from '../api/deps.ts';
+import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
+import type { PaperSettings } from '../capabilities/papers/paper-settings.ts';
+import type { Store } from '../platform/store/store.ts';
+import type { AutomationDeps } from '../activities/index.ts';
+import { ensureSchedules, type ControlPlaneSchedules } from '../capabilities/automation/schedules.ts';
+import { temporalRunLauncher } from '../capabilities/runs/run-workflows.ts';
+import { temporalPaperLauncher } from '../capabilities/papers/paper-workflows.ts';
+import { temporalCycleLauncher } from '../capabilities/automation/cycle-workflows.ts';
+import type { CycleLauncher } from '../capabilities/automation/cycle-launcher.ts';
+import type { PaperLauncher } from '../capabilities/papers/paper-launcher.ts';
+import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
+import { locateTemporalCli, temporalCliInstallHint } from '../platform/temporal/temporal-cli.ts';
 import { ensureSearchAttributes, howToAdd, SearchAttributesRefusedError } from './search-attributes.ts';
-import { connectionFailure, type TemporalConnectionPlan } from '../../platform/temporal/temporal-connection.ts';
-import { freePort, startTemporalDevServer, type TemporalDevServer } from '../../platform/temporal/temporal-dev-server.ts';
-import { loadWorkflowBundle } from '../../platform/temporal/workflow-bundle.ts';
+import { connectionFailure, type TemporalConnectionPlan } from '../platform/temporal/temporal-connection.ts';
+import { freePort, startTemporalDevServer, type TemporalDevServer } from '../platform/temporal/temporal-dev-server.ts';
+import { loadWorkflowBundle } from '../platform/temporal/workflow-bundle.ts';
 
-const INSTALL_SCRIPT = fileURLToPath(new URL('../../scripts/install-temporal-cli.sh', import.meta.url));
+const INSTALL_SCRIPT = fileURLToPath(new URL('../scripts/install-temporal-cli.sh', import.meta.url));
 const WORKER_SHUTDOWN_GRACE = '10s';
 /**
  * A workflow task handed to this worker's own (sticky) queue goes to the shared queue when no one takes it within
@@ -233,7 +233,7 @@ export async function startTemporalRuntime(
     }
 
     // Loaded only when on: a control plane without tracing never loads the OpenTelemetry SDK.
-    const tracingModule = settings.otlpEndpoint ? await import('../../platform/observability/tracing.ts') : undefined;
+    const tracingModule = settings.otlpEndpoint ? await import('../platform/observability/tracing.ts') : undefined;
     const tracing = tracingModule?.startTracing(settings.otlpEndpoint);
     if (tracing) cleanups.push(() => tracing.shutdown());
     const plugins = tracing ? { plugins: [tracing.plugin] } : {};

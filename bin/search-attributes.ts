@@ -1,7 +1,7 @@
 import { status } from '@grpc/grpc-js';
 import { isGrpcServiceError, type Connection } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import { SEARCH_ATTRIBUTES } from '../../workflows/runs/run-messages.ts';
+import { SEARCH_ATTRIBUTES } from '../workflows/runs/run-messages.ts';
 
 /** temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD */
 const INDEXED_VALUE_TYPE_KEYWORD = 2;

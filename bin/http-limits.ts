@@ -1,5 +1,5 @@
-import { firstRequestTimeoutMs, type HttpLimits } from '../../api/create-server.ts';
-import type { Config } from '../../platform/config/schema.ts';
+import { firstRequestTimeoutMs, type HttpLimits } from '../api/create-server.ts';
+import type { Config } from '../platform/config/schema.ts';
 
 /** The HTTP limits both roles' servers are built with (docs/http.md#http-conventions). */
 export const httpLimitsFrom = (config: Config): HttpLimits => {

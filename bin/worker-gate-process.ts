@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { WorkerGateRole } from '../../api/app.ts';
-import { createWorkerGateServer } from '../../api/create-server.ts';
-import type { Config } from '../../platform/config/schema.ts';
-import { WorkerGate } from '../../worker-gate/worker-gate.ts';
-import { browsableHost } from '../../platform/http/browsable-host.ts';
+import type { WorkerGateRole } from '../api/app.ts';
+import { createWorkerGateServer } from '../api/create-server.ts';
+import type { Config } from '../platform/config/schema.ts';
+import { WorkerGate } from '../worker-gate/worker-gate.ts';
+import { browsableHost } from '../platform/http/browsable-host.ts';
 import { checkAnswersFromEnvironment, httpLimitsFrom } from './http-limits.ts';
-import { operationalTraceFrom } from '../../platform/observability/operational-trace-setup.ts';
-import { routeObservabilityFrom } from '../../platform/observability/route-observability-setup.ts';
+import { operationalTraceFrom } from '../platform/observability/operational-trace-setup.ts';
+import { routeObservabilityFrom } from '../platform/observability/route-observability-setup.ts';
 
 /** Agents run on the gate's machine, so they reach its event hook over loopback whatever address it binds. */
 export function agentEventUrl(listenHost: string, port: number): string {
