@@ -1,6 +1,6 @@
 /**
  * The counts and durations a bench runs with. BENCH_QUICK=1 runs every bench with small counts for seconds, as the
- * test suite does (test/benches.test.ts), so a change that breaks a bench fails the suite; its figures then say
+ * test suite does (test/product/benches.test.ts), so a change that breaks a bench fails the suite; its figures then say
  * nothing about the targets. A knob's own variable wins over either (docs/testing.md#benchmarks).
  */
 export const QUICK = process.env.BENCH_QUICK === '1';

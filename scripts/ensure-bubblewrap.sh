@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure bwrap (Debian's bubblewrap) is installed: the worker gate starts every agent in a bwrap sandbox that
 # shows only its project, its home, its tools and the read-only system (docs/security.md#security-model), and the sandbox
-# tests (test/agent-sandbox.test.ts) run it for real. Installs the package when it is missing.
+# tests (test/worker-gate/agent-sandbox.test.ts) run it for real. Installs the package when it is missing.
 set -euo pipefail
 
 log() { echo "[bubblewrap] $*"; }

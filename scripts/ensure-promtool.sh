@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure promtool is at hand for the alert-rule tests (test/prometheus-rules.test.ts), which check
+# Makes sure promtool is at hand for the alert-rule tests (test/console/prometheus-rules.test.ts), which check
 # deploy/prometheus/rcp-alerts.yml, run its unit tests and lint a live /metrics scrape with it. It comes from Debian's
 # prometheus package: the machines that run the tests reach Debian's package mirror and the npm registry, not GitHub's
 # release downloads. The package is downloaded and only promtool taken out of it, into the user cache: installing the

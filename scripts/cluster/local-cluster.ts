@@ -11,7 +11,7 @@ import { gateConfig, planCluster, replicaConfig, temporalServerConfig, type Clus
 
 /**
  * The processes of a local cluster (docs/operations.md#running-on-several-machines): `npm run cluster` starts one and keeps it
- * until Ctrl-C; the fleet test (test/fleet.test.ts) starts one and breaks it — a replica or the Temporal server killed
+ * until Ctrl-C; the fleet test (test/product/fleet.test.ts) starts one and breaks it — a replica or the Temporal server killed
  * and started again, a worker host's link taken down. Each process runs in a process group of its own, its output
  * appended to `<dir>/logs/<name>.log`, and `<dir>/processes.json` names them all, so a start after a crash first stops
  * what the crashed one left (each only if it still is one of this cluster's processes).

@@ -1,0 +1,183 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pinnedAgentBinary } from '../../worker-gate/launchers/installed-agents.ts';
+import { agentRecord, dispatchedRun, leaveLingeringProcess, EVIDENCE, preparedRun, sessionRecord, startAgentGate, type AgentGate } from '../support/agent-gates.ts';
+import { CallbackReceiver, waitUntil } from '../support/gate.ts';
+import { MessagesServer } from '../../scripts/scripted-model-servers.ts';
+import { testPort } from '../support/ports.ts';
+
+/**
+ * Claude Code, the real binary (scripts/ensure-agents.sh), under a real gate process with agent_runtime
+ * "claude-code", against a scripted Messages server: the launcher, the hooks given with --settings, the quiet window
+ * and the callbacks, end to end. The scenarios run at once, each its own project and conversation.
+ */
+
+// expected duration: ~70 s
+
+// The quiet window needs idle_sustain_sec (min 30) of samples after the agent's processes exited.
+const WINDOW_MS = 90_000;
+const API_KEY = 'sk-ant-scripted-model-key-0123456789';
+/** A secret of the gate's environment that agent_credential_env does not name: no agent may see it. */
+const UNRELATED_SECRET = 'lab-database-password-0123456789';
+
+let receiver: CallbackReceiver;
+let model: MessagesServer;
+let gate: AgentGate;
+/** A second gate whose model server is down: nothing listens at its base URL. */
+let gateWithoutModel: AgentGate;
+/** A third that starts its agents in tmux (agent_tmux_enabled). */
+let gateInTmux: AgentGate;
+const userClaudeDirExisted = existsSync(join(homedir(), '.claude'));
+
+const startClaudeGate = (baseUrl: string, overrides: Record<string, unknown> = {}) =>
+  startAgentGate(receiver, 'claude-code', { ANTHROPIC_BASE_URL: baseUrl, ANTHROPIC_API_KEY: API_KEY, LAB_DB_PASSWORD: UNRELATED_SECRET }, overrides);
+
+beforeAll(async () => {
+  if (!existsSync(pinnedAgentBinary('claude-code'))) {
+    throw new Error(`Claude Code is not installed at ${pinnedAgentBinary('claude-code')}: run bash scripts/ensure-agents.sh (npm test's pretest does)`);
+  }
+  receiver = await CallbackReceiver.start();
+  model = await MessagesServer.start(await testPort());
+  [gate, gateWithoutModel, gateInTmux] = await Promise.all([
+    startClaudeGate(model.baseUrl),
+    startClaudeGate(`http://127.0.0.1:${await testPort()}`),
+    startClaudeGate(model.baseUrl, { agent_tmux_enabled: true }),
+  ]);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([gate?.process.kill('SIGTERM'), gateWithoutModel?.process.kill('SIGTERM'), gateInTmux?.process.kill('SIGTERM')]);
+  await receiver?.down();
+  await model?.down();
+  for (const started of [gate, gateWithoutModel, gateInTmux]) if (started) await rm(started.fixture.dir, { recursive: true, force: true });
+});
+
+const prepared = (on: AgentGate, key: string, options: { n?: number; prompt?: string; sandbox?: string } = {}) =>
+  preparedRun(on, key, { sandbox: 'acceptEdits', ...options });
+const callbackTypes = (runId: string) => receiver.deliveredForRun(runId).map((callback) => callback.body.event_type);
+
+describe.concurrent('Claude Code under the gate', () => {
+  it('(a) writes its evidence with its own tools and ends: the run completes with its decision, and its session is recorded', { timeout: WINDOW_MS + 30_000 }, async () => {
+    model.script('claude-a', [...EVIDENCE.map(({ path, content }) => ({ kind: 'write' as const, path, content })), { kind: 'message', text: 'The experiment is done.' }]);
+    const runId = await dispatchedRun(gate, await prepared(gate, 'claude-a'));
+
+    const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(finished.body.evidence).toMatchObject({ run_notes: true, decision_file: true, decision: 'finalize_positive', results_json_files: 1, sufficient_for_paper: true });
+    expect(callbackTypes(runId)).toEqual(['session_started', 'session_finished_ready']);
+
+    const record = await sessionRecord(gate, 'claude-a');
+    // Four model calls of 100 input and 10 output tokens each (the scripted server's count).
+    expect(record).toMatchObject({ runtime: 'claude-code', mode: 'exec', exit_code: 0, last_message: 'The experiment is done.', token_usage: { input_tokens: 400, output_tokens: 40, total_tokens: 440 } });
+    expect(record.session_id).toMatch(/^[0-9a-f-]{36}$/);
+    const events = await agentRecord(gate, 'claude-a', 'events.jsonl');
+    expect(events).toContain('"type":"result"');
+    expect(model.requestsOf('claude-a')).toHaveLength(4);
+    const dashboard = JSON.stringify((await gate.client.dashboard()).body);
+    const callbacks = JSON.stringify(receiver.received.map((callback) => callback.body));
+    for (const place of [events, JSON.stringify(record), gate.process.output(), dashboard, callbacks]) expect(place).not.toContain(API_KEY);
+    expect((await gate.client.runView(runId))?.token_usage).toEqual({ input_tokens: 400, output_tokens: 40, total_tokens: 440 });
+    expect(finished.body.token_usage).toEqual({ input_tokens: 400, output_tokens: 40, total_tokens: 440 });
+  });
+
+  it('(b) a second dispatch in resume mode continues the same session', { timeout: 2 * WINDOW_MS + 30_000 }, async () => {
+    model.script('claude-b', [{ kind: 'message', text: 'First part done; the number is 4217.' }, { kind: 'message', text: 'Continued from where I was.' }]);
+    const first = await dispatchedRun(gate, await prepared(gate, 'claude-b', { prompt: 'Start the study and remember the number. [claude-b]' }));
+    await receiver.waitFor(first, 'session_finished_ready', WINDOW_MS);
+    const session = (await sessionRecord(gate, 'claude-b')).session_id;
+
+    const second = await dispatchedRun(gate, { ...(await prepared(gate, 'claude-b', { n: 2, prompt: 'Go on with the study. [claude-b]' })), mode: 'resume' });
+    await receiver.waitFor(second, 'session_finished_ready', WINDOW_MS);
+    expect(await sessionRecord(gate, 'claude-b')).toMatchObject({ mode: 'resume', session_id: session, exit_code: 0, last_message: 'Continued from where I was.' });
+    const resumed = JSON.stringify(model.requestsOf('claude-b').at(-1)?.body.messages);
+    expect(resumed).toContain('Start the study and remember the number.');
+    expect(resumed).toContain('the number is 4217');
+  });
+
+  it('(c) a tool call that needs a permission (-p mode has no question tool): the run goes to question_pending with it', { timeout: WINDOW_MS }, async () => {
+    model.script('claude-c', [{ kind: 'question', question: 'Which dataset should I use?' }, { kind: 'message', text: 'Waiting for an answer.' }]);
+    const runId = await dispatchedRun(gate, await prepared(gate, 'claude-c'));
+    // Seconds alone; with every scenario of both agent files at once, the agent's start alone has taken 19 s.
+    const asked = await receiver.waitFor(runId, 'question_pending', 60_000);
+    expect(asked.body.question).toMatch(/^permission for Bash: .*Which dataset should I use\?/);
+  });
+
+  it('(d) past its token budget the agent is stopped (SIGINT first), and the run ends in gate_error with the budget reason', { timeout: WINDOW_MS }, async () => {
+    // The first answer alone spends more than the budget; the later ones are slow, so the stop comes in the middle.
+    model.script('claude-d', [
+      { kind: 'write', path: 'step-1.txt', content: 'one', usage: 3_000 },
+      ...[2, 3, 4, 5].map((n) => ({ kind: 'write' as const, path: `step-${n}.txt`, content: String(n), delayMs: 3_000 })),
+      { kind: 'message', text: 'All steps done.' },
+    ]);
+    const runId = await dispatchedRun(gate, { ...(await prepared(gate, 'claude-d')), token_budget: 2_000 });
+    const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
+    expect(failed.body.reason).toMatch(/^token budget exceeded: the agent spent \d+ tokens of its budget of 2000, and the gate stopped it$/);
+    expect(failed.body.cause).toMatchObject({ kind: 'token_budget' });
+    // The SIGINT reached the tool itself in its sandbox, which ended on it (bwrap, signalled, would have died of it).
+    expect(await sessionRecord(gate, 'claude-d')).toMatchObject({ token_budget: 2_000, stopped_over_budget: true, signal: null });
+    expect(model.requestsOf('claude-d').length).toBeLessThan(6);
+  });
+
+  it('(e) the model server is down: the agent exits non-zero and the run ends in gate_error within seconds', { timeout: WINDOW_MS }, async () => {
+    const started = Date.now();
+    const runId = await dispatchedRun(gateWithoutModel, await prepared(gateWithoutModel, 'claude-e'));
+    // As with Codex: a few seconds alone, and 35 s once on two loaded cores. A minute still tells the agent's exit apart
+    // from its retries (minutes, without CLAUDE_CODE_MAX_RETRIES=0) and from any path by a timeout (2 min and more).
+    const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(failed.body.reason).toMatch(/the agent exited with status 1/);
+    // The model's error, without a status: nothing answered.
+    expect(failed.body.cause).toMatchObject({ kind: 'model_error', exit_code: 1, message: expect.any(String) });
+    expect(failed.body.cause?.model_status).toBeUndefined();
+    expect(await sessionRecord(gateWithoutModel, 'claude-e')).toMatchObject({ exit_code: 1, last_error: expect.stringMatching(/connect|API Error|ECONNREFUSED/i) });
+  });
+
+  it('(f) a process the agent leaves running ends with the tool (its sandbox has a pid namespace of its own): nothing is left to reap', { timeout: WINDOW_MS + 30_000 }, async () => {
+    model.script('claude-f', [
+      ...EVIDENCE.map(({ path, content }) => ({ kind: 'write' as const, path, content })),
+      { kind: 'command', cmd: `env > agent-env.txt && ${leaveLingeringProcess('rcp-linger-marker-claude-f')}` },
+      { kind: 'message', text: 'Left a helper running.' },
+    ]);
+    // acceptEdits asks before such commands: bypassPermissions runs them.
+    const runId = await dispatchedRun(gate, await prepared(gate, 'claude-f', { sandbox: 'bypassPermissions' }));
+    await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(spawnSync('pgrep', ['-f', 'rcp-linger-marker-claude-f']).status).toBe(1);
+    expect((await gate.client.runView(runId))?.reaped ?? []).toEqual([]);
+
+    // The model key reached the agent; the gate's other secrets did not. Its config lives in the tool's own home for
+    // the project, shown to it in its sandbox, never in the user's own ~/.claude.
+    const agentEnv = await readFile(join(gate.fixture.projectRoot, 'claude-f', 'agent-env.txt'), 'utf8');
+    expect(agentEnv).toContain(`ANTHROPIC_API_KEY=${API_KEY}`);
+    expect(agentEnv).not.toContain(UNRELATED_SECRET);
+    expect(agentEnv).toMatch(/^CLAUDE_CONFIG_DIR=\/run\/rcp-agent\/tool-home$/m);
+    expect(existsSync(join(homedir(), '.claude'))).toBe(userClaudeDirExisted);
+  });
+
+  it('in tmux mode runs in a session named after the run, which an operator can watch, and which ends with the run', { timeout: WINDOW_MS + 30_000 }, async () => {
+    model.script('claude-tmux', [
+      { kind: 'write', path: 'run_notes.md', content: '# Run notes\n' },
+      { kind: 'message', text: 'Watched in tmux.', delayMs: 5_000 },
+    ]);
+    const runId = await dispatchedRun(gateInTmux, await prepared(gateInTmux, 'claude-tmux'));
+    const session = 'rcp-claude-tmux-1-run';
+    expect((await gateInTmux.client.runView(runId))?.tmux_session).toBe(session);
+    const pane = await waitUntil('the pane to show the agent', async () => {
+      const shown = spawnSync('tmux', ['-L', session, 'capture-pane', '-p', '-t', session], { encoding: 'utf8' }).stdout;
+      return shown.includes('starting claude-code') ? shown : undefined;
+    }, 10_000);
+    expect(pane).toContain('starting claude-code');
+    await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(await sessionRecord(gateInTmux, 'claude-tmux')).toMatchObject({ exit_code: 0, last_message: 'Watched in tmux.' });
+    expect(spawnSync('tmux', ['-L', session, 'has-session', '-t', session]).status).not.toBe(0);
+  });
+
+  it("refuses a sandbox Claude Code does not have (Codex's) with 422, starting nothing", async () => {
+    const body = await prepared(gate, 'claude-bad-sandbox');
+    const answer = await gate.client.dispatch({ ...body, sandbox: 'workspace-write' });
+    expect(answer.status).toBe(422);
+    expect(answer.body.detail).toMatch(/default, acceptEdits, plan, bypassPermissions/);
+  });
+});

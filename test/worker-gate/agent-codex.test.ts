@@ -1,0 +1,175 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pinnedAgentBinary } from '../../worker-gate/launchers/installed-agents.ts';
+import { agentRecord, dispatchedRun, leaveLingeringProcess, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from '../support/agent-gates.ts';
+import { CallbackReceiver } from '../support/gate.ts';
+import { ResponsesServer } from '../../scripts/scripted-model-servers.ts';
+import { testPort } from '../support/ports.ts';
+
+/**
+ * Codex CLI, the real binary (scripts/ensure-agents.sh), under a real gate process with agent_runtime "codex", against
+ * a scripted Responses server: the launcher, the lifecycle hooks, the quiet window and the callbacks, end to end. The
+ * scenarios run at once, each its own project and conversation (the prompt holds the key the model server scripts).
+ */
+
+// expected duration: ~70 s
+
+// The quiet window needs idle_sustain_sec (min 30) of samples after the agent's processes exited.
+const WINDOW_MS = 90_000;
+const API_KEY = 'sk-scripted-model-key-0123456789';
+/** A secret of the gate's environment that agent_credential_env does not name: no agent may see it. */
+const UNRELATED_SECRET = 'lab-database-password-0123456789';
+
+let receiver: CallbackReceiver;
+let model: ResponsesServer;
+let gate: AgentGate;
+/** A second gate whose model server is down: nothing listens at its base URL. */
+let gateWithoutModel: AgentGate;
+
+const startCodexGate = (baseUrl: string) => startAgentGate(receiver, 'codex', { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: API_KEY, LAB_DB_PASSWORD: UNRELATED_SECRET });
+
+beforeAll(async () => {
+  if (!existsSync(pinnedAgentBinary('codex'))) {
+    throw new Error(`Codex CLI is not installed at ${pinnedAgentBinary('codex')}: run bash scripts/ensure-agents.sh (npm test's pretest does)`);
+  }
+  receiver = await CallbackReceiver.start();
+  model = await ResponsesServer.start(await testPort());
+  [gate, gateWithoutModel] = await Promise.all([startCodexGate(model.baseUrl), startCodexGate(`http://127.0.0.1:${await testPort()}/v1`)]);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([gate?.process.kill('SIGTERM'), gateWithoutModel?.process.kill('SIGTERM')]);
+  await receiver?.down();
+  await model?.down();
+  for (const started of [gate, gateWithoutModel]) if (started) await rm(started.fixture.dir, { recursive: true, force: true });
+});
+
+const prepared = (on: AgentGate, key: string, n = 1, prompt?: string) => preparedRun(on, key, { n, sandbox: 'workspace-write', ...(prompt ? { prompt } : {}) });
+const dispatched = dispatchedRun;
+const callbackTypes = (runId: string) => receiver.deliveredForRun(runId).map((callback) => callback.body.event_type);
+
+describe.concurrent('Codex CLI under the gate', () => {
+  it('(a) writes its evidence with its own tools and ends: the run completes with its decision, and its session is recorded', { timeout: WINDOW_MS + 30_000 }, async () => {
+    model.script('codex-a', [{ kind: 'command', cmd: `${WRITE_EVIDENCE} && env > agent-env.txt` }, { kind: 'message', text: 'The experiment is done.' }]);
+    const runId = await dispatched(gate, await prepared(gate, 'codex-a'));
+
+    const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(finished.body.evidence).toMatchObject({ run_notes: true, decision_file: true, decision: 'finalize_positive', results_json_files: 1, sufficient_for_paper: true });
+    expect(callbackTypes(runId)).toEqual(['session_started', 'session_finished_ready']);
+
+    const record = await sessionRecord(gate, 'codex-a');
+    expect(record).toMatchObject({ runtime: 'codex', mode: 'exec', exit_code: 0, last_message: 'The experiment is done.', token_usage: { input_tokens: 200, output_tokens: 20, total_tokens: 220 } });
+    expect(record.session_id).toMatch(/^[0-9a-f-]{36}$/);
+    const events = await agentRecord(gate, 'codex-a', 'events.jsonl');
+    expect(events).toContain('"turn.completed"');
+    // The model key reached the model server and the agent, and nothing else: not the agent's records, the gate's log,
+    // its dashboard or the callbacks. The gate's other secrets never reached the agent's commands.
+    expect(model.requestsOf('codex-a')).toHaveLength(2);
+    const dashboard = JSON.stringify((await gate.client.dashboard()).body);
+    const callbacks = JSON.stringify(receiver.received.map((callback) => callback.body));
+    for (const place of [events, JSON.stringify(record), gate.process.output(), dashboard, callbacks]) expect(place).not.toContain(API_KEY);
+    expect(await readFile(join(gate.fixture.projectRoot, 'codex-a', 'agent-env.txt'), 'utf8')).not.toContain(UNRELATED_SECRET);
+    expect((await gate.client.runView(runId))?.token_usage).toEqual({ input_tokens: 200, output_tokens: 20, total_tokens: 220 });
+    // And it travels with the callback to the control plane's run record.
+    expect(finished.body.token_usage).toEqual({ input_tokens: 200, output_tokens: 20, total_tokens: 220 });
+  });
+
+  it('(b) a second dispatch in resume mode continues the same session', { timeout: 2 * WINDOW_MS + 30_000 }, async () => {
+    model.script('codex-b', [{ kind: 'message', text: 'First part done; the number is 4217.' }, { kind: 'message', text: 'Continued from where I was.' }]);
+    const first = await dispatched(gate, await prepared(gate, 'codex-b', 1, 'Start the study and remember the number. [codex-b]'));
+    await receiver.waitFor(first, 'session_finished_ready', WINDOW_MS);
+    const session = (await sessionRecord(gate, 'codex-b')).session_id;
+
+    const second = await dispatched(gate, { ...(await prepared(gate, 'codex-b', 2, 'Go on with the study. [codex-b]')), mode: 'resume' });
+    await receiver.waitFor(second, 'session_finished_ready', WINDOW_MS);
+    expect(await sessionRecord(gate, 'codex-b')).toMatchObject({ mode: 'resume', session_id: session, exit_code: 0, last_message: 'Continued from where I was.' });
+    // The resumed conversation carries the first one: its prompt and the model's answer are in the new request.
+    const resumed = JSON.stringify(model.requestsOf('codex-b').at(-1)?.body.input);
+    expect(resumed).toContain('Start the study and remember the number.');
+    expect(resumed).toContain('the number is 4217');
+  });
+
+  it('(c) the model asks the user a question (request_user_input): the run goes to question_pending with it', { timeout: WINDOW_MS }, async () => {
+    model.script('codex-c', [{ kind: 'question', question: 'Which dataset should I use?' }]);
+    const runId = await dispatched(gate, await prepared(gate, 'codex-c'));
+    // Seconds alone; with every scenario of both agent files at once, the agent's start alone has taken 19 s.
+    const asked = await receiver.waitFor(runId, 'question_pending', 60_000);
+    expect(asked.body.question).toContain('Which dataset should I use?');
+  });
+
+  it('(d) past its token budget the agent is stopped (SIGINT first), and the run ends in gate_error with the budget reason', { timeout: WINDOW_MS }, async () => {
+    // Codex reports usage in its stream only when the turn completes: the launcher reads the session's rollout file,
+    // which counts every answer, so the stop comes in the middle of the turn.
+    model.script('codex-d', [
+      { kind: 'command', cmd: 'echo one', usage: 3_000 },
+      ...[2, 3, 4].map((n) => ({ kind: 'command' as const, cmd: `echo ${n}`, delayMs: 3_000 })),
+      { kind: 'message', text: 'All steps done.' },
+    ]);
+    const runId = await dispatched(gate, { ...(await prepared(gate, 'codex-d')), token_budget: 2_000 });
+    const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
+    expect(failed.body.reason).toMatch(/^token budget exceeded: the agent spent \d+ tokens of its budget of 2000, and the gate stopped it$/);
+    expect(failed.body.cause).toMatchObject({ kind: 'token_budget' });
+    // The SIGINT reached the tool itself in its sandbox, which ended on it (bwrap, signalled, would have died of it).
+    expect(await sessionRecord(gate, 'codex-d')).toMatchObject({ token_budget: 2_000, stopped_over_budget: true, signal: null });
+    expect(model.requestsOf('codex-d').length).toBeLessThan(5);
+  });
+
+  it('(g) an answer past the budget that asks for a 15 s command: the agent is stopped within 2 s of it, before any further model request', { timeout: WINDOW_MS }, async () => {
+    model.script('codex-g', [{ kind: 'command', cmd: 'sleep 15', usage: 50_500 }, { kind: 'message', text: 'Slept.' }]);
+    const runId = await dispatched(gate, { ...(await prepared(gate, 'codex-g')), token_budget: 2_000 });
+    const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
+    expect(failed.body.reason).toBe('token budget exceeded: the agent spent 50510 tokens of its budget of 2000, and the gate stopped it');
+    const record = await sessionRecord(gate, 'codex-g');
+    expect(record).toMatchObject({ stopped_over_budget: true, signal: null, token_usage: { total_tokens: 50_510 } });
+    // The scripted server answers a request at once: the stop is timed from the only request it got.
+    const requests = model.requestsOf('codex-g');
+    expect(requests).toHaveLength(1);
+    expect(Date.parse(record.ended_at) - requests[0]!.at).toBeLessThan(2_000);
+  });
+
+  it('(e) the model server is down: the agent exits non-zero and the run ends in gate_error within seconds', { timeout: WINDOW_MS }, async () => {
+    const started = Date.now();
+    const runId = await dispatched(gateWithoutModel, await prepared(gateWithoutModel, 'codex-e'));
+    // Alone this takes about 4 s; on two cores shared with three other test files it has taken 32 s. A minute still
+    // tells the agent's exit apart from any path by a timeout (a quiet window or the wait after idle: 2 min and more),
+    // and the reason below names the exit.
+    const failed = await receiver.waitFor(runId, 'gate_error', 60_000);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(failed.body.reason).toMatch(/the agent exited with status 1/);
+    // The model's error, without a status: nothing answered.
+    expect(failed.body.cause).toMatchObject({ kind: 'model_error', exit_code: 1, message: expect.any(String) });
+    expect(failed.body.cause?.model_status).toBeUndefined();
+    expect(await sessionRecord(gateWithoutModel, 'codex-e')).toMatchObject({ exit_code: 1, last_error: expect.stringMatching(/connect|error sending request/i) });
+  });
+
+  it('(f) a process the agent leaves running ends with the tool (its sandbox has a pid namespace of its own): nothing is left to reap', { timeout: WINDOW_MS + 30_000 }, async () => {
+    model.script('codex-f', [
+      { kind: 'command', cmd: `${WRITE_EVIDENCE} && ${leaveLingeringProcess('rcp-linger-marker-codex-f')}` },
+      { kind: 'message', text: 'Left a helper running.' },
+    ]);
+    // Codex's workspace-write sandbox ends every process a command leaves behind (measured): danger-full-access does
+    // not, so that is the sandbox this scenario runs in; the gate's sandbox ends it with the tool.
+    const runId = await dispatched(gate, { ...(await prepared(gate, 'codex-f')), sandbox: 'danger-full-access' });
+    await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(await readFile(join(gate.fixture.projectRoot, 'codex-f', 'run_notes.md'), 'utf8')).toContain('Run notes');
+    expect(spawnSync('pgrep', ['-f', 'rcp-linger-marker-codex-f']).status).toBe(1);
+    expect((await gate.client.runView(runId))?.reaped ?? []).toEqual([]);
+  });
+
+  it('refuses a sandbox Codex does not have with 422, starting nothing', async () => {
+    const body = await prepared(gate, 'codex-bad-sandbox');
+    const answer = await gate.client.dispatch({ ...body, sandbox: 'acceptEdits' });
+    expect(answer.status).toBe(422);
+    expect(answer.body.detail).toMatch(/read-only, workspace-write, danger-full-access/);
+  });
+
+  it('refuses a resume of a project that has no recorded session with 409', async () => {
+    const body = await prepared(gate, 'codex-no-session');
+    const answer = await gate.client.dispatch({ ...body, mode: 'resume' });
+    expect(answer.status).toBe(409);
+    expect(answer.body.detail).toMatch(/no recorded codex session/);
+  });
+});
