@@ -14,7 +14,7 @@ WORKDIR /app
 ENV RCP_CACHE_DIR=/bundle-cache
 COPY --from=deps /app/node_modules ./node_modules
 COPY . .
-RUN node --input-type=module -e "await (await import('./bin/runtime/workflow-bundle.ts')).loadWorkflowBundle(console.log)"
+RUN node --input-type=module -e "await (await import('./platform/temporal/workflow-bundle.ts')).loadWorkflowBundle(console.log)"
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production

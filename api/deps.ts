@@ -59,5 +59,3 @@ export interface AppDeps {
   /** This process's Prometheus registry (GET /metrics); the callback and dispatch routes count their outcomes in it. */
   metrics: ServiceMetrics;
 }
-
-export const SERVICE_NAME = 'research-control-plane';

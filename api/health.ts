@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { AgentIsolationSchema } from '../worker-gate/contract/agent-isolation.ts';
 import { RunCgroupsStatusSchema } from '../worker-gate/contract/gate-endpoints.ts';
 import { errorResponses } from '../platform/http/responses.ts';
-import { SERVICE_NAME, type AppDeps, type TemporalHealth } from './deps.ts';
+import { SERVICE_NAME } from '../platform/service-name.ts';
+import type { AppDeps, TemporalHealth } from './deps.ts';
 
 const CHECK_TIMEOUT_MS = 3000;
 

@@ -5,7 +5,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, type ZodTypeProvider } 
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { errorAnswerDescription, ErrorBodySchema, errorResponses, foreignObject, type ErrorStatus } from '../platform/http/responses.ts';
 import { SAFE_METHODS, type AuthKind } from './auth.ts';
-import { SERVICE_NAME } from './deps.ts';
+import { SERVICE_NAME } from '../platform/service-name.ts';
 import { operationIdOf } from './operation-ids.ts';
 
 const OPENAPI_PATH = '/control/api/openapi.json';

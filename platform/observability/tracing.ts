@@ -3,7 +3,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
-import { SERVICE_NAME } from '../../api/deps.ts';
+import { SERVICE_NAME } from '../service-name.ts';
 
 /**
  * OpenTelemetry tracing of workflows and activities (docs/http.md#request-ids, tracing), on when an OTLP endpoint is

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The layer rules `npm run lint` enforces (docs/architecture.md#layout): the project keeps them, and a miniature tree that breaks
+ * The layer rules `npm run lint` enforces (docs/architecture.md#the-rules): the project keeps them, and a miniature tree that breaks
  * each one (test/fixtures/layers) is caught, directly and through chains of imports.
  */
 
@@ -12,7 +12,7 @@ const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('../fixtures/layers/', import.meta.url));
 const DEPCRUISE = `${REPO}node_modules/dependency-cruiser/bin/dependency-cruise.mjs`;
-const PROJECT_FOLDERS = ['api-client', 'cli', 'api', 'http', 'files', 'services', 'clients', 'contracts', 'activities', 'workflows', 'worker-gate', 'domain', 'store', 'config', 'bin'];
+const PROJECT_FOLDERS = ['api', 'platform', 'capabilities', 'activities', 'workflows', 'worker-gate', 'bin', 'api-client', 'cli'];
 
 interface Violation {
   from: string;
@@ -40,22 +40,32 @@ describe('layer rules', () => {
     expect(await violations('.dependency-cruiser-runtime.cjs', REPO, ['workflows'])).toEqual([]);
   });
 
-  it('catch layers reaching upwards, directly or through a chain of imports', async () => {
-    const found = await violations('.dependency-cruiser.cjs', FIXTURE, ['api-client', 'api', 'http', 'store', 'worker-gate', 'domain', 'activities']);
+  it('catch rooms and layers reaching where they may not, directly or through a chain of imports', async () => {
+    const found = await violations('.dependency-cruiser.cjs', FIXTURE, ['api-client', 'api', 'capabilities', 'platform', 'worker-gate', 'workflows', 'activities', 'bin']);
     expect(found).toEqual(
       [
-        'api-client-stands-alone: api-client/client.ts -> http/helper.ts',
-        'domain-is-pure: domain/leaky.ts -> fs',
-        'gate-stands-alone: worker-gate/gate.ts -> api/route.ts',
-        'gate-stands-alone: worker-gate/gate.ts -> store/ledger.ts',
-        'http-primitives-stand-alone: http/helper.ts -> api/route.ts',
-        'http-primitives-stand-alone: http/helper.ts -> store/ledger.ts',
-        'store-below-services: store/ledger.ts -> api/route.ts',
+        'api-client-stands-alone: api-client/client.ts -> platform/http/helper.ts',
+        'api-plumbing-reaches-no-ledger: api/answers.ts -> capabilities/alpha/store/ledger.ts',
+        'domain-is-pure: capabilities/alpha/domain/leaky.ts -> fs',
+        'gate-stands-alone: worker-gate/gate.ts -> api/answers.ts',
+        'gate-stands-alone: worker-gate/gate.ts -> capabilities/alpha/domain/rule.ts',
+        'gate-stands-alone: worker-gate/gate.ts -> capabilities/alpha/store/ledger.ts',
+        'gate-stands-alone: worker-gate/gate.ts -> capabilities/beta/beta-service.ts',
+        'only-the-composition-root-composes: api/uses-root.ts -> bin/root.ts',
+        'platform-is-the-floor: platform/http/helper.ts -> api/answers.ts',
+        'platform-is-the-floor: platform/http/helper.ts -> capabilities/alpha/domain/rule.ts',
+        'platform-is-the-floor: platform/http/helper.ts -> capabilities/alpha/store/ledger.ts',
+        'platform-is-the-floor: platform/http/helper.ts -> capabilities/beta/beta-service.ts',
+        'rooms-below-the-layers: capabilities/beta/beta-service.ts -> api/answers.ts',
+        // api/alpha/ reads its own room's ledger: allowed; beta reaches into alpha's: not.
+        'rooms-meet-through-their-surface: capabilities/beta/beta-service.ts -> capabilities/alpha/store/ledger.ts',
+        'rooms-start-workflows-not-activities: capabilities/alpha/alpha-service.ts -> activities/record.ts',
+        'routes-are-adapters: api/uses-root.ts -> bin/root.ts',
       ].sort(),
     );
   });
 
-  it('keep workflows to the SDK, domain/ and type imports of activities', async () => {
+  it('keep workflows to the SDK, the rooms\' domain/ and type imports of activities', async () => {
     const found = await violations('.dependency-cruiser-runtime.cjs', FIXTURE, ['workflows']);
     expect(found).toEqual(
       [
@@ -65,6 +75,7 @@ describe('layer rules', () => {
         'workflows-are-deterministic: workflows/bad.ts -> @temporalio/client',
         'workflows-are-deterministic: workflows/bad.ts -> pg',
         'workflows-are-deterministic: workflows/indirect.ts -> fs',
+        'workflows-are-deterministic: workflows/private-ledger.ts -> capabilities/alpha/store/ledger.ts',
       ].sort(),
     );
   });

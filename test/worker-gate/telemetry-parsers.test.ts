@@ -13,7 +13,7 @@ import {
 } from '../../worker-gate/telemetry/proc-parsers.ts';
 import { FIRST_CPU_READING_NOTE, NO_GPU_TOOL_NOTE, TelemetrySampler } from '../../worker-gate/telemetry/sampler.ts';
 
-const FIXTURES = join(import.meta.dirname, 'fixtures', 'telemetry');
+const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'telemetry');
 const fixture = (name: string): string => readFileSync(join(FIXTURES, name), 'utf8');
 
 const tmpDirs: string[] = [];
