@@ -1,9 +1,11 @@
-import { spawn } from 'node:child_process';
 import { lstatSync, realpathSync } from 'node:fs';
 import { lstat, mkdir, readdir, rmdir } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, posix, relative, resolve } from 'node:path';
 import { EVIDENCE_CAPS } from '../../worker-gate/contract/evidence-caps.ts';
 import { isStrictlyInside, PinnedDir, reachableInside } from '../../platform/files/pinned-dir.ts';
+import { runBounded, type CommandOutcome } from './bounded-command.ts';
+import { CONTROL_CHARS, describeTarget, knownHostsOption, parseSshHost } from './evidence-ssh-host.ts';
+import { capCounter, COPY_OUT_FORMAT, copiedEntry, judgeOutcome, listedEntry } from './rsync-evidence-output.ts';
 
 /**
  * Copies a run's paper evidence from a worker machine into the control plane's copy of the project, with rsync over
@@ -60,76 +62,8 @@ export const EVIDENCE_FILTERS: readonly string[] = [
   '--exclude=*',
 ];
 
-const STDERR_TAIL_CHARS = 500;
 /** The descriptor rsync finds the pinned destination parent on. */
 const PINNED_FD = 3;
-/** After timeout_ms the process group gets SIGTERM, and SIGKILL this long after if it is still there. */
-const KILL_GRACE_MS = 500;
-
-// rsync exit codes: 23 partial transfer due to error, 24 some source files vanished. Both mean it connected.
-const PARTIAL_TRANSFER = new Set([23, 24]);
-
-interface SshTarget {
-  user: string | undefined;
-  host: string;
-  port: number | undefined;
-}
-
-const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
-const USER = /^[A-Za-z0-9._][A-Za-z0-9._-]*$/;
-// A DNS name, an IPv4 address, or an ssh-config alias; never starting with '-' (ssh would read an option).
-const HOST = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
-const IPV6 = /^[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?$/;
-
-function parsePort(text: string): number | undefined {
-  if (!/^\d{1,5}$/.test(text)) return undefined;
-  const port = Number(text);
-  return port >= 1 && port <= 65535 ? port : undefined;
-}
-
-/** Parses ssh_host; a string naming an error when it is not one of the accepted forms. */
-export function parseSshHost(text: string): SshTarget | string {
-  let rest = text.trim();
-  if (rest === '' || CONTROL_CHARS.test(rest) || /\s/.test(rest)) return 'ssh_host is empty or holds whitespace';
-  if (rest.startsWith('ssh://')) rest = rest.slice('ssh://'.length).replace(/\/$/, '');
-  let user: string | undefined;
-  const at = rest.lastIndexOf('@');
-  if (at >= 0) {
-    user = rest.slice(0, at);
-    rest = rest.slice(at + 1);
-    // Not echoed: a 'user:password@' here would otherwise land in logs.
-    if (!USER.test(user)) return 'ssh_host has an unusable user name (letters, digits, ".", "_" and "-" only)';
-  }
-  let host = rest;
-  let port: number | undefined;
-  const bracketed = /^\[([^\]]+)\](?::(.*))?$/.exec(rest);
-  if (bracketed) {
-    host = bracketed[1] ?? '';
-    if (!IPV6.test(host)) return `ssh_host has an unusable address: ${JSON.stringify(host)}`;
-    if (bracketed[2] !== undefined) {
-      port = parsePort(bracketed[2]);
-      if (port === undefined) return `ssh_host has an unusable port: ${JSON.stringify(bracketed[2])}`;
-    }
-    return { user, host, port };
-  }
-  const colons = rest.split(':').length - 1;
-  if (colons === 1) {
-    const [name, portText] = rest.split(':') as [string, string];
-    host = name;
-    port = parsePort(portText);
-    if (port === undefined) return `ssh_host has an unusable port: ${JSON.stringify(portText)}`;
-  } else if (colons > 1) {
-    if (!IPV6.test(rest)) return `ssh_host has an unusable address: ${JSON.stringify(rest)}`;
-    return { user, host: rest, port: undefined };
-  }
-  if (!HOST.test(host)) return `ssh_host has an unusable host name: ${JSON.stringify(host)}`;
-  return { user, host, port };
-}
-
-const describeTarget = (target: SshTarget) => {
-  const host = target.host.includes(':') ? `[${target.host}]` : target.host;
-  return `${target.user ? `${target.user}@` : ''}${host}${target.port ? `:${target.port}` : ''}`;
-};
 
 /** A project_dir is relative, has no '.' or '..' segments and no control characters. */
 function projectDirProblem(projectDir: string): string | undefined {
@@ -163,16 +97,6 @@ const realRoot = (projectRoot: string) => {
 const shellQuote = (arg: string) => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`);
 
 /**
- * One argument of rsync's `-e` string. rsync splits that string on spaces, honouring single quotes; ssh reads
- * UserKnownHostsFile as a space-separated list with %-tokens, hence the double quotes and '%%' inside.
- */
-function knownHostsOption(file: string): string | undefined {
-  if (CONTROL_CHARS.test(file) || /['"\\]/.test(file)) return undefined;
-  const value = file.replace(/%/g, '%%');
-  return /\s/.test(value) ? `'UserKnownHostsFile="${value}"'` : `UserKnownHostsFile=${value}`;
-}
-
-/**
  * Evidence files under `dir` (regular files only; links are not followed), relative and sorted, with their bytes in
  * all; `over` when they pass EVIDENCE_CAPS (the walk stops at the cap on entries, whatever the tree holds).
  */
@@ -204,144 +128,6 @@ async function listEvidence(dir: string): Promise<{ files: string[]; over: boole
   const over = entriesLeft < 0 || found.length > EVIDENCE_CAPS.maxFiles || bytes > EVIDENCE_CAPS.maxTotalBytes;
   return { files: found.sort(), over };
 }
-
-interface Outcome {
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
-  timedOut: boolean;
-  /** Stopped by onStdoutLine. */
-  stopped: boolean;
-  stderr: string;
-  spawnError: string | null;
-}
-
-interface RunOptions {
-  /** Handed to the child as its descriptor 3 (the pinned destination parent). */
-  pinnedFd?: number;
-  /** Each line of stdout; answering false stops the command (its whole group is killed). */
-  onStdoutLine?: (line: string) => boolean;
-}
-
-/** The longest stdout line kept while waiting for its end: rsync's list lines are a path plus ~50 bytes. */
-const MAX_STDOUT_LINE = 16 * 1024;
-
-/** Runs `program` in its own process group; after timeoutMs the whole group is killed. */
-function runBounded(program: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number, options: RunOptions = {}): Promise<Outcome> {
-  return new Promise((resolveOutcome) => {
-    let stderr = '';
-    let timedOut = false;
-    let stopped = false;
-    let spawnError: string | null = null;
-    let signal: NodeJS.Signals | null = null;
-    let settled = false;
-    const stdio: ('ignore' | 'pipe' | number)[] = ['ignore', options.onStdoutLine ? 'pipe' : 'ignore', 'pipe'];
-    if (options.pinnedFd !== undefined) stdio.push(options.pinnedFd);
-    const child = spawn(program, args, { env, detached: true, stdio });
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4 * STDERR_TAIL_CHARS)));
-    const signalGroup = (signal: NodeJS.Signals) => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, signal);
-      } catch {
-        // The group is gone already.
-      }
-    };
-    const timers: NodeJS.Timeout[] = [];
-    const onLine = options.onStdoutLine;
-    if (onLine && child.stdout) {
-      let pending = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        if (stopped) return;
-        const lines = (pending + chunk).split('\n');
-        pending = lines.pop() ?? '';
-        if (pending.length > MAX_STDOUT_LINE || !lines.every((line) => onLine(line))) {
-          stopped = true;
-          // SIGTERM first: rsync then removes the temporary file of the transfer it was in.
-          signalGroup('SIGTERM');
-          timers.push(setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS));
-        }
-      });
-    }
-    const finish = (exitCode: number | null) => {
-      if (settled) return;
-      settled = true;
-      timers.forEach(clearTimeout);
-      // After a timeout or a stop, nothing rsync started in its group (an ssh still closing) outlives the sync.
-      if (timedOut || stopped) signalGroup('SIGKILL');
-      resolveOutcome({ exitCode, signal, timedOut, stopped, stderr, spawnError });
-    };
-    timers.push(
-      setTimeout(() => {
-        timedOut = true;
-        signalGroup('SIGTERM');
-        timers.push(setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS));
-        // Should the pipes never close (a grandchild that left the group holding them), stop waiting anyway.
-        timers.push(setTimeout(() => finish(null), KILL_GRACE_MS + 1000));
-      }, Math.min(Math.max(1, timeoutMs), 2_147_483_647)),
-    );
-    child.once('error', (error) => {
-      spawnError = `${program} could not be started: ${error.message}`;
-      finish(null);
-    });
-    child.once('close', (code, closedBy) => {
-      signal = closedBy;
-      finish(timedOut ? null : code);
-    });
-  });
-}
-
-// One line of `rsync --list-only --no-human-readable`: mode, size, date, time, name (non-printables escaped as \#ooo).
-const LIST_LINE = /^([-dlpscb])[-rwxsStT]{9}\S*\s+(\d+)\s+\d{4}\/\d{2}\/\d{2}\s+\d{2}:\d{2}:\d{2}\s(.+)$/;
-// One line of the copy's `--out-format='%i %l %n'` with `-ii` (unchanged files too): the item's change summary (its
-// second character its kind, 'f' for a file), its size, its name.
-const ITEMIZED_LINE = /^[.<>ch*][fdLDS]\S*\s+(\d+)\s/;
-const COPY_OUT_FORMAT = '%i %l %n';
-
-interface EvidenceCount {
-  files: number;
-  bytes: number;
-  /** Why the evidence is over EVIDENCE_CAPS; null while it is within them. */
-  over: string | null;
-}
-
-/**
- * Counts evidence against EVIDENCE_CAPS from rsync's output, one line at a time, as `parse` reads each line (null for
- * a line that names no entry). The line handler answers false once a cap is passed, which stops the command: a tree of
- * a million files costs no more than the cap, while listing as while copying.
- */
-function capCounter(parse: (line: string) => { isFile: boolean; size: number } | null): { onLine: (line: string) => boolean; count: EvidenceCount } {
-  const count: EvidenceCount = { files: 0, bytes: 0, over: null };
-  let entries = 0;
-  const onLine = (line: string) => {
-    const entry = parse(line);
-    if (!entry) return true;
-    if (++entries > EVIDENCE_CAPS.maxEntriesVisited) count.over = `more than ${EVIDENCE_CAPS.maxEntriesVisited} entries`;
-    else if (entry.isFile) {
-      count.files += 1;
-      count.bytes += entry.size;
-      if (entry.size > EVIDENCE_CAPS.maxFileBytes) count.over = `a file of ${entry.size} bytes (at most ${EVIDENCE_CAPS.maxFileBytes})`;
-      else if (count.files > EVIDENCE_CAPS.maxFiles) count.over = `more than ${EVIDENCE_CAPS.maxFiles} files`;
-      else if (count.bytes > EVIDENCE_CAPS.maxTotalBytes) count.over = `more than ${EVIDENCE_CAPS.maxTotalBytes} bytes`;
-    }
-    return count.over === null;
-  };
-  return { onLine, count };
-}
-
-const listedEntry = (line: string) => {
-  const parsed = LIST_LINE.exec(line);
-  return parsed ? { isFile: parsed[1] === '-', size: Number(parsed[2]) } : null;
-};
-
-const copiedEntry = (line: string) => {
-  const parsed = ITEMIZED_LINE.exec(line);
-  return parsed ? { isFile: line[1] === 'f', size: Number(parsed[1]) } : null;
-};
-
-const tail = (text: string) => {
-  const trimmed = text.trim();
-  return trimmed.length > STDERR_TAIL_CHARS ? `…${trimmed.slice(-STDERR_TAIL_CHARS)}` : trimmed;
-};
 
 /** Copies the evidence of `<remote_root>/<project_dir>` on ssh_host into `<project_root>/<project_dir>`. */
 export async function syncEvidence(
@@ -438,7 +224,7 @@ export async function syncEvidence(
   const env = { ...process.env, ...settings.env };
   const deadline = performance.now() + settings.timeout_ms;
   const timeLeft = () => Math.max(1, deadline - performance.now());
-  const judge = (outcome: Outcome) => judgeOutcome(outcome, settings.timeout_ms, `${remoteDir} does not exist on ${describeTarget(parsed)}`, describeTarget(parsed));
+  const judge = (outcome: CommandOutcome) => judgeOutcome(outcome, settings.timeout_ms, `${remoteDir} does not exist on ${describeTarget(parsed)}`, describeTarget(parsed));
 
   // The remote evidence is counted first: over its caps, nothing is copied and it counts as missing.
   const listingCount = capCounter(listedEntry);
@@ -492,23 +278,4 @@ export async function syncEvidence(
     error = `the evidence is over its cap (${EVIDENCE_CAPS.maxFiles} files, ${EVIDENCE_CAPS.maxTotalBytes} bytes, ${EVIDENCE_CAPS.maxFileBytes} bytes a file): it counts as missing`;
   }
   return report({ ok, over_cap: overCap, command: shown(args), exit_code: outcome.exitCode, timed_out: outcome.timedOut, copied: copied.files, error });
-}
-
-/** Whether a finished rsync counts as a sync, and if not, why (a reason, or the tail of rsync's and ssh's stderr). */
-function judgeOutcome(outcome: Outcome, timeoutMs: number, missingDirMessage: string, target: string): { ok: boolean; error: string | null } {
-  const stderrTail = tail(outcome.stderr);
-  if (outcome.spawnError) return { ok: false, error: outcome.spawnError };
-  if (outcome.timedOut) return { ok: false, error: `timed out after ${timeoutMs} ms${stderrTail ? `: ${stderrTail}` : ''}` };
-  if (outcome.exitCode === 0) return { ok: true, error: null };
-  if (outcome.exitCode !== null && PARTIAL_TRANSFER.has(outcome.exitCode)) {
-    // Connected, but something could not be read. A missing project directory is a misconfiguration, not a
-    // project without results: rsync says `change_dir "<dir>" failed` for it.
-    const missingDir = /change_dir .* failed: No such file or directory/.test(outcome.stderr);
-    return missingDir ? { ok: false, error: `remote project directory ${missingDirMessage}` } : { ok: true, error: stderrTail || null };
-  }
-  const error = stderrTail || (outcome.signal ? `rsync was killed by ${outcome.signal}` : `rsync exited with code ${outcome.exitCode}`);
-  if (outcome.exitCode === 255 || outcome.exitCode === 12 || outcome.exitCode === 5) {
-    return { ok: false, error: `could not connect to ${target} over ssh (rsync exit ${outcome.exitCode}): ${error}` };
-  }
-  return { ok: false, error };
 }

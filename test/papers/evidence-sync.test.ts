@@ -5,7 +5,8 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseSshHost, syncEvidence, type EvidenceSyncSettings } from '../../capabilities/papers/evidence-sync.ts';
+import { syncEvidence, type EvidenceSyncSettings } from '../../capabilities/papers/evidence-sync.ts';
+import { parseSshHost } from '../../capabilities/papers/evidence-ssh-host.ts';
 import { startSshd, type TestSshd } from '../support/sshd.ts';
 
 /**
