@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../../../worker-gate/contract/gate-names.ts';
+import { WorkloadClassSchema, doc, httpUrl, nonEmptyText, optionalHttpUrl, optionalToken, text, token } from './field-kinds.ts';
+
+export const WORKER_TARGET_ROLES = ['gpu_worker', 'cpu_worker'] as const;
+export const WORKER_TARGET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+export const WorkerTargetSchema = z.strictObject({
+  wake_gate_url: httpUrl(),
+  bearer_token: token().meta({ secret: true }),
+  role: z.enum(WORKER_TARGET_ROLES),
+  min_memory_available_mib: z.number().int().min(0).optional(),
+});
+
+const WorkerTargetNameSchema = z
+  .string()
+  .regex(
+    WORKER_TARGET_NAME_PATTERN,
+    'is not a valid worker target name (letters, digits, "_", "." and "-", starting with a letter or digit)',
+  );
+
+export type WorkerTarget = z.output<typeof WorkerTargetSchema>;
+
+/** The runs room's fields: completion callbacks, live dispatch, the worker gates and targets a run goes to, the agent settings dispatch-next may override. */
+export const runsFields = {
+  completion_callback_url: doc(httpUrl(), {
+    perReplica: true,
+    description:
+      'URL that completion callbacks are posted to. Where roles holds both control_plane and worker_gate and it is left out, it is this process\'s own: http://<listen_host>:<listen_port>/control/api/worker-callback (loopback for a wildcard listen_host).',
+  }),
+  completion_callback_token: doc(token(), {
+    description: 'Bearer token sent with completion callbacks.',
+    secret: true,
+  }),
+  project_root: doc(nonEmptyText(), {
+    perReplica: true,
+    description: 'Directory under which project workspaces live. Relative paths resolve against the config file directory.',
+  }),
+  live_dispatch_enabled: doc(z.boolean().default(false), {
+    description: 'Allow live (non-dry-run) dispatch; when false live dispatch answers 501.',
+  }),
+  worker_wake_gate_url: doc(optionalHttpUrl(), {
+    description:
+      'Base URL of the default worker gate. Where roles holds both control_plane and worker_gate and it is left out, it is this process\'s own gate: http://<listen_host>:<listen_port>.',
+  }),
+  worker_wake_gate_bearer_token: doc(optionalToken(), {
+    description: 'Bearer token for the default worker gate; with the worker_gate role, also the token of this process\'s own gate routes (required then).',
+    secret: true,
+  }),
+  agent_model: doc(text().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).default(''), {
+    description: "Model the agent is started with (MODEL in the dispatch script's environment); '' leaves the agent's own default. dispatch-next may override it.",
+  }),
+  agent_reasoning_effort: doc(z.enum(REASONING_EFFORTS).default('medium'), {
+    description: 'Reasoning effort the agent is started with (REASONING_EFFORT); dispatch-next may override it.',
+  }),
+  agent_sandbox: doc(text().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).default(''), {
+    description: "Sandbox the agent is started in (SANDBOX); '' leaves the agent's own default. dispatch-next may override it.",
+  }),
+  agent_token_budget_multiple: doc(z.number().min(0).max(1000).default(2), {
+    description:
+      "A run's token budget: its research candidate's expected_token_budget times this. Past it, the worker gate's launcher stops a real agent (SIGINT, then SIGTERM and SIGKILL) and the run ends in gate_error; 0 sets no budget. A run without a candidate, or whose candidate names no budget, has none.",
+  }),
+  default_workload_class: doc(WorkloadClassSchema.default('inference_eval'), {
+    description: 'Workload class used when an item names none.',
+  }),
+  completion_callback_timeout_sec: doc(z.number().positive().default(120), {
+    description: 'Timeout of one completion callback attempt.',
+  }),
+  worker_targets: doc(z.record(WorkerTargetNameSchema, WorkerTargetSchema).default({}), {
+    description: 'Named worker machines the control plane may dispatch to.',
+  }),
+  workload_machine_targets: doc(z.partialRecord(WorkloadClassSchema, text().meta({ title: 'worker target name' })).default({}), {
+    description: 'Workload class → worker target name; every name must be defined in worker_targets.',
+  }),
+};
