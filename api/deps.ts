@@ -10,6 +10,7 @@ import type { PaperSettings } from '../capabilities/papers/paper-settings.ts';
 import type { ProviderBatchSettings } from '../capabilities/research/provider-batch.ts';
 import type { ClusterConfigView } from '../platform/cluster/replicas.ts';
 import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
+import type { ResearchFacility } from '../capabilities/research/research-facility.ts';
 import type { Store } from '../platform/store/store.ts';
 import type { ServiceMetrics } from '../platform/http/metrics.ts';
 
@@ -22,7 +23,10 @@ export interface TemporalHealth {
   error?: string;
 }
 
-/** What the control plane's routes need from the rest of the process; tests supply their own. */
+/**
+ * What the control plane's routes need: the services the composition root (bin/compose.ts) built once, and what the
+ * serving process adds. Routes take them as given and build none.
+ */
 export interface AppDeps {
   store: Store;
   controlApiToken: string;
@@ -52,6 +56,8 @@ export interface AppDeps {
   alerts: AlertSettings;
   /** Starts research-cycle workflows and waits for their reports. */
   cycles: CycleLauncher;
+  /** The Research Facility: intake, planning and promotion into the queue. */
+  facility: ResearchFacility;
   /** The research provider (research_provider_* and RESEARCH_PROVIDER_API_KEY) and its budget limits. */
   researchProvider: ProviderBatchSettings;
   /** legacy_notes_api_enabled: serve GET /control/api/intake/legacy-notes. */

@@ -17,7 +17,7 @@ import { AGENT_DEFAULTS, NO_ROUTING } from '../capabilities/runs/dispatch-settin
 import { generateProviderBatch, type ProviderBatchSettings } from '../capabilities/research/provider-batch.ts';
 import { runQueueCheck } from '../capabilities/automation/queue-alerts.ts';
 import { pumpFollowup, pumpGate, pumpPlanPaperDraft, pumpSelectDispatch, type PumpDeps } from '../capabilities/automation/queue-pump.ts';
-import { createResearchFacility } from '../capabilities/research/research-facility.ts';
+import { composeServices } from '../bin/compose.ts';
 import { ServiceSecrets } from '../platform/config/service-secrets.ts';
 import { openStore } from '../platform/store/open-store.ts';
 import { log, loadNow, ms, timeEach, type Stats } from './figures.ts';
@@ -86,13 +86,30 @@ async function main(): Promise<void> {
   const store = await openStore({ backend: 'pg', pgDatabaseUrl: benchDatabaseUrl(DATABASE) });
   const provider = await startProvider();
   try {
-    const facility = createResearchFacility(store, { defaultWorkloadClass: 'unknown' });
-    const settings: ProviderBatchSettings = {
+    const researchProvider: ProviderBatchSettings = {
       provider: { base_url: `${provider.origin}/v1`, model: 'bench-model', quota_url: `${provider.origin}/quota`, api_key: 'bench-key-0123456789', timeout_ms: 10_000 },
       missing: [],
       limits: { minRemainingCredits: 5, requestReserve: 10 },
     };
-    const deps = { store, facility, settings };
+    const unreachable = () => Promise.reject(new Error('the bench has no Temporal connection'));
+    const services = composeServices({
+      store,
+      settings: {
+        defaultWorkloadClass: 'unknown',
+        dispatch: { liveDispatchEnabled: true, routing: NO_ROUTING, completionCallbackToken: 'bench-callback-token-0123', dispatchTimeoutSec: 30, maxWaitAfterIdleSec: 60, agent: AGENT_DEFAULTS },
+        papers: { stateDir: '/tmp', projectRoot: '/tmp', writer: { provider: 'deterministic', hosted: null, fallback: true }, evidenceSync: null, secrets: ServiceSecrets.none },
+        researchProvider,
+        alerts: { hangAfterSec: 3600, cooldownSec: 1800, push: null, webhook: null },
+        core: { mode: 'shadow', enforceEnabled: false },
+        pump: { enabled: true, followupLaunch: true, paperDraft: true },
+      },
+      launchers: {
+        runs: { startRun: unreachable, deliverCallback: unreachable, cancelRun: unreachable, workflowUiUrl: () => null },
+        papers: { startStep: unreachable, stepResult: unreachable, runRewriteBatch: unreachable, runDraftNext: unreachable, stepWorkflowStatus: unreachable },
+        cycles: { startCycle: unreachable, cycleProgress: unreachable },
+      },
+    });
+    const deps = { store, facility: services.facility, settings: researchProvider };
 
     log(`(1) ${BATCHES} live provider batches of 2 candidates, and ${BATCHES} dry runs`);
     let key = 0;
@@ -114,19 +131,7 @@ async function main(): Promise<void> {
     );
     await store.query('ANALYZE');
 
-    const noWorkers = { liveDispatchEnabled: true, routing: NO_ROUTING, completionCallbackToken: 'bench-callback-token-0123', dispatchTimeoutSec: 30, maxWaitAfterIdleSec: 60, agent: AGENT_DEFAULTS };
-    const unreachable = () => Promise.reject(new Error('the bench has no Temporal connection'));
-    const pump: PumpDeps = {
-      store,
-      dispatch: noWorkers,
-      runs: { startRun: unreachable, deliverCallback: unreachable, cancelRun: unreachable, workflowUiUrl: () => null },
-      facility,
-      papers: {
-        settings: { stateDir: '/tmp', projectRoot: '/tmp', writer: { provider: 'deterministic', hosted: null, fallback: true }, evidenceSync: null, secrets: ServiceSecrets.none },
-        launcher: { startStep: unreachable, stepResult: unreachable, runRewriteBatch: unreachable, runDraftNext: unreachable, stepWorkflowStatus: unreachable },
-      },
-      pump: { enabled: true, followupLaunch: true, paperDraft: true },
-    };
+    const pump: PumpDeps = services;
     log(`(2) ${TICKS} idle pump ticks`);
     let tick = 0;
     const ticks = await timeEach(TICKS, async () => {
@@ -138,8 +143,7 @@ async function main(): Promise<void> {
     });
 
     log(`(3) ${CHECKS} dry queue checks (100 findings)`);
-    const alerts = { hangAfterSec: 3600, cooldownSec: 1800, push: null, webhook: null };
-    const checks = await timeEach(CHECKS, () => runQueueCheck({ store, dispatch: noWorkers, alerts }, { dry_run: true, force_notify: false, trigger: 'api' }));
+    const checks = await timeEach(CHECKS, () => runQueueCheck(services, { dry_run: true, force_notify: false, trigger: 'api' }));
 
     console.log(
       percentileTable([

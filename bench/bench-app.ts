@@ -2,6 +2,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import pino from 'pino';
 import { createServer } from '../api/create-server.ts';
+import { composeServices, routeDeps } from '../bin/compose.ts';
 import { createLogger } from '../platform/observability/logger.ts';
 import { SECRET_FIELDS } from '../platform/config/schema.ts';
 import { ServiceMetrics } from '../platform/http/metrics.ts';
@@ -28,33 +29,32 @@ export async function startBenchApp(
   options: { dispatch?: DispatchSettings; stateDir?: string; projectRoot?: string; researchProvider?: ProviderBatchSettings } = {},
 ): Promise<void> {
   const logger = createLogger({ level: 'info', secretConfigFields: SECRET_FIELDS, destination: pino.destination('/dev/null') });
-  const app = await createServer(
-    {
-      store,
-      controlApiToken: token,
-      sessionCookieSecure: false,
-      dbPath: store.location,
+  const services = composeServices({
+    store,
+    settings: {
       defaultWorkloadClass: 'inference_eval',
       dispatch: options.dispatch ?? { liveDispatchEnabled: false, routing: NO_ROUTING, completionCallbackToken: token, dispatchTimeoutSec: 30, maxWaitAfterIdleSec: 60, agent: AGENT_DEFAULTS },
-      runs: { startRun: noTemporal, deliverCallback: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
       papers: {
-        settings: {
-          stateDir: options.stateDir ?? tmpdir(),
-          projectRoot: options.projectRoot ?? tmpdir(),
-          writer: { provider: 'deterministic', hosted: null, fallback: true },
-          evidenceSync: null,
-          // As a config gives them: the draft-next dry run searches the evidence for the service's token.
-          secrets: ServiceSecrets.of([{ name: 'control_api_bearer_token', value: token }]),
-        },
-        launcher: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal, runDraftNext: noTemporal, stepWorkflowStatus: noTemporal },
+        stateDir: options.stateDir ?? tmpdir(),
+        projectRoot: options.projectRoot ?? tmpdir(),
+        writer: { provider: 'deterministic', hosted: null, fallback: true },
+        evidenceSync: null,
+        // As a config gives them: the draft-next dry run searches the evidence for the service's token.
+        secrets: ServiceSecrets.of([{ name: 'control_api_bearer_token', value: token }]),
       },
-      metrics: new ServiceMetrics(),
-      core: { mode: 'shadow', enforceEnabled: false },
-      legacyNotesApiEnabled: false,
-      cycles: { startCycle: noTemporal, cycleProgress: noTemporal },
-      alerts: { hangAfterSec: 3600, cooldownSec: 1800, push: null, webhook: null },
       researchProvider: options.researchProvider ?? { provider: null, missing: ['research_provider_base_url'], limits: { minRemainingCredits: 5, requestReserve: 10 } },
+      alerts: { hangAfterSec: 3600, cooldownSec: 1800, push: null, webhook: null },
+      core: { mode: 'shadow', enforceEnabled: false },
+      pump: { enabled: false, followupLaunch: false, paperDraft: false },
     },
+    launchers: {
+      runs: { startRun: noTemporal, deliverCallback: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
+      papers: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal, runDraftNext: noTemporal, stepWorkflowStatus: noTemporal },
+      cycles: { startCycle: noTemporal, cycleProgress: noTemporal },
+    },
+  });
+  const app = await createServer(
+    routeDeps(services, { controlApiToken: token, sessionCookieSecure: false, dbPath: store.location, metrics: new ServiceMetrics(), legacyNotesApiEnabled: false }),
     logger,
   );
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -2,11 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { WorkerGateRole } from '../api/app.ts';
 import { createServer } from '../api/create-server.ts';
-import { dispatchSettingsFrom } from '../capabilities/runs/dispatch-settings.ts';
-import { paperSettingsFrom } from '../capabilities/papers/paper-settings.ts';
-import { providerBatchSettingsFrom } from '../capabilities/research/provider-batch.ts';
-import { createResearchFacility } from '../capabilities/research/research-facility.ts';
-import { alertSettingsFrom } from '../capabilities/automation/queue-alerts.ts';
 import type { Config } from '../platform/config/schema.ts';
 import { openStore } from '../platform/store/open-store.ts';
 import type { Store } from '../platform/store/store.ts';
@@ -16,6 +11,7 @@ import { routeObservabilityFrom } from '../platform/observability/route-observab
 import { ServiceMetrics } from '../platform/http/metrics.ts';
 import { planTemporalConnection } from '../platform/temporal/temporal-connection.ts';
 import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
+import { composeServices, routeDeps, serviceSettingsFrom, temporalLaunchers } from './compose.ts';
 import { browsableHost } from '../platform/http/browsable-host.ts';
 import { configFingerprint } from '../platform/config/fingerprint.ts';
 import { ReplicaRegistry } from '../platform/cluster/replicas.ts';
@@ -66,18 +62,16 @@ async function startControlPlaneParts(
   };
   try {
     progress(`opening the ${config.control_plane_store_backend} store`);
-    store = await openStore({
+    const opened = await openStore({
       backend: config.control_plane_store_backend,
       pgDatabaseUrl: config.pg_database_url,
       stateDir: config.state_dir,
       onProgress: progress,
     });
+    store = opened;
     const trace = operationalTraceFrom(config);
-    const dispatch = dispatchSettingsFrom(config, trace);
-    const papers = paperSettingsFrom(config);
-    const researchProvider = providerBatchSettingsFrom(config);
-    const alerts = alertSettingsFrom(config);
-    const facility = createResearchFacility(store, { defaultWorkloadClass: config.default_workload_class });
+    const settings = serviceSettingsFrom(config, trace);
+    const { dispatch, alerts } = settings;
     const metrics = new ServiceMetrics();
     const fingerprint = configFingerprint(config);
     metrics.gaugeReadAtScrape('rcp_config_info', 'This replica\'s config fingerprint (every field but the per-replica ones); replicas of one cluster should share one', ['fingerprint'], () => [
@@ -109,20 +103,8 @@ async function startControlPlaneParts(
         stateDir: config.state_dir,
       },
       {
-        store,
-        settings: dispatch,
-        papers,
-        automation: {
-          facility,
-          researchProvider,
-          pump: {
-            enabled: config.queue_pump_enabled,
-            followupLaunch: config.queue_pump_followup_launch_enabled,
-            paperDraft: config.queue_pump_paper_draft_enabled,
-          },
-          alerts,
-          schedules,
-        },
+        compose: (client, where) => composeServices({ store: opened, settings, launchers: temporalLaunchers(client, where) }),
+        schedules,
         logger,
         onProgress: progress,
       },
@@ -132,25 +114,16 @@ async function startControlPlaneParts(
     registerScheduleMetrics(metrics, config.temporal_task_queue, scheduleIntervals(schedules), () => lastCompletedTicks(client, schedules));
     if (!options.serveHttp) return { temporalAddress: temporal.address, stop };
     app = await createServer(
-      {
-        store,
+      routeDeps(temporal.services, {
         controlApiToken: config.control_api_bearer_token,
         sessionCookieSecure: config.session_cookie_secure,
         temporalHealth: temporal.health,
-        dbPath: store.location,
-        defaultWorkloadClass: config.default_workload_class,
-        dispatch,
-        runs: temporal.launchers.runs,
-        papers: { settings: papers, launcher: temporal.launchers.papers },
+        dbPath: opened.location,
         metrics,
-        core: { mode: config.core_mode, enforceEnabled: config.core_enforce_enabled },
         legacyNotesApiEnabled: config.legacy_notes_api_enabled,
-        researchProvider,
-        alerts,
-        cycles: temporal.launchers.cycles,
         ...(workerGate ? { workerGateReady: () => workerGate.gate.isReady(), workerGateIsolation: () => workerGate.gate.agentIsolation(), workerGateRunCgroups: () => workerGate.gate.runCgroups() } : {}),
         ...(replicas ? { clusterConfig: () => replicas!.view() } : {}),
-      },
+      }),
       logger,
       {
         allowedHosts: config.allowed_hosts,

@@ -11,22 +11,14 @@ import { SEARCH_ATTRIBUTES } from '../workflows/runs/run-messages.ts';
 import { requestIdActivityInterceptor } from '../activities/request-id.ts';
 import { requestIdClientInterceptor } from '../platform/temporal/request-id-header.ts';
 import type { TemporalHealth } from '../api/deps.ts';
-import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
-import type { PaperSettings } from '../capabilities/papers/paper-settings.ts';
-import type { Store } from '../platform/store/store.ts';
-import type { AutomationDeps } from '../activities/index.ts';
 import { ensureSchedules, type ControlPlaneSchedules } from '../capabilities/automation/schedules.ts';
-import { temporalRunLauncher } from '../capabilities/runs/run-workflows.ts';
-import { temporalPaperLauncher } from '../capabilities/papers/paper-workflows.ts';
-import { temporalCycleLauncher } from '../capabilities/automation/cycle-workflows.ts';
-import type { CycleLauncher } from '../capabilities/automation/cycle-launcher.ts';
-import type { PaperLauncher } from '../capabilities/papers/paper-launcher.ts';
-import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
 import { locateTemporalCli, temporalCliInstallHint } from '../platform/temporal/temporal-cli.ts';
 import { ensureSearchAttributes, howToAdd, SearchAttributesRefusedError } from './search-attributes.ts';
 import { connectionFailure, type TemporalConnectionPlan } from '../platform/temporal/temporal-connection.ts';
 import { freePort, startTemporalDevServer, type TemporalDevServer } from '../platform/temporal/temporal-dev-server.ts';
 import { loadWorkflowBundle } from '../platform/temporal/workflow-bundle.ts';
+import type { RunLauncherSettings } from '../capabilities/runs/run-workflows.ts';
+import { activityDeps, type Services } from './compose.ts';
 
 const INSTALL_SCRIPT = fileURLToPath(new URL('../scripts/install-temporal-cli.sh', import.meta.url));
 const WORKER_SHUTDOWN_GRACE = '10s';
@@ -60,10 +52,10 @@ export interface TemporalRuntime {
   uiUrl?: string;
   client: Client;
   /**
-   * The one run, paper and cycle launcher of this process, on its task queue: the activities start and await workflows
-   * with them, and the HTTP routes are given the same ones.
+   * The services composed on this runtime's client (with the one run, paper and cycle launcher of this process, on its
+   * task queue): the activities run on them, and the HTTP routes are given the same ones.
    */
-  launchers: { runs: RunLauncher; papers: PaperLauncher; cycles: CycleLauncher };
+  services: Services;
   /** The SDK core's Prometheus exporter (loopback only), appended to GET /metrics. */
   metricsUrl: string;
   health(): Promise<TemporalHealth>;
@@ -196,11 +188,9 @@ export function createPaperActivityWorker(
 export async function startTemporalRuntime(
   settings: TemporalSettings,
   deps: {
-    store: Store;
-    settings: DispatchSettings;
-    papers: PaperSettings;
-    /** What the automation activities need beyond the store, dispatch and paper settings, and the queue pump's schedule. */
-    automation: Pick<AutomationDeps, 'facility' | 'researchProvider' | 'pump' | 'alerts'> & { schedules: ControlPlaneSchedules };
+    /** The composition root, given the client and where its workflows run once connected: the process's services. */
+    compose: (client: Client, where: RunLauncherSettings) => Services;
+    schedules: ControlPlaneSchedules;
     logger: Logger;
     onProgress?: (message: string) => void;
   },
@@ -238,21 +228,10 @@ export async function startTemporalRuntime(
     if (tracing) cleanups.push(() => tracing.shutdown());
     const plugins = tracing ? { plugins: [tracing.plugin] } : {};
     const client = new Client({ connection, namespace, interceptors: { workflow: [requestIdClientInterceptor] }, ...plugins });
-    const { schedules, ...automationSettings } = deps.automation;
-    const launchers = {
-      runs: temporalRunLauncher(client, { taskQueue: settings.taskQueue, namespace, uiUrl: devServer?.uiUrl }),
-      papers: temporalPaperLauncher(client, { taskQueue: settings.taskQueue }),
-      cycles: temporalCycleLauncher(client, { taskQueue: settings.taskQueue }),
-    };
-    const automation: AutomationDeps = {
-      store: deps.store,
-      dispatch: deps.settings,
-      ...automationSettings,
-      runs: launchers.runs,
-      papers: { settings: deps.papers, launcher: launchers.papers },
-    };
+    const { schedules } = deps;
+    const services = deps.compose(client, { taskQueue: settings.taskQueue, namespace, uiUrl: devServer?.uiUrl });
     // Each worker registers only the activities its task queue is given: the paper file steps on theirs, the rest here.
-    const queues = activitiesByQueue(createActivities({ store: deps.store, settings: deps.settings, papers: deps.papers, automation }));
+    const queues = activitiesByQueue(createActivities(activityDeps(services)));
     const worker = await Worker.create({
       connection,
       namespace,
@@ -282,7 +261,7 @@ export async function startTemporalRuntime(
       namespace,
       ...(devServer?.uiUrl ? { uiUrl: devServer.uiUrl } : {}),
       client,
-      launchers,
+      services,
       metricsUrl,
       async health() {
         let error: string | undefined;

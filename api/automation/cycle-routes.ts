@@ -5,7 +5,6 @@ import { CYCLE_POLICY_DEFAULTS as D, CYCLE_STEP_MAX } from '../../capabilities/a
 import { JsonValueSchema } from '../../platform/http/json-value.ts';
 import { errorResponses } from '../../platform/http/responses.ts';
 import { CYCLE_STAGES } from '../../capabilities/automation/domain/cycle-policy.ts';
-import { createResearchFacility } from '../../capabilities/research/research-facility.ts';
 import { getCycle, runCycle } from '../../capabilities/automation/research-cycle.ts';
 import { LIVE_CALL_NEEDS_KEY, requestedBy } from '../command-fields.ts';
 import type { AppDeps } from '../deps.ts';
@@ -52,12 +51,12 @@ const RunCycleAnswer = z.object({
     .describe('One entry per stage, in order'),
 });
 
-export async function researchCycleRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function researchCycleRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dispatch' | 'facility' | 'researchProvider' | 'papers' | 'cycles'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const cycleDeps = {
     store: deps.store,
     dispatch: deps.dispatch,
-    facility: createResearchFacility(deps.store, { defaultWorkloadClass: deps.defaultWorkloadClass }),
+    facility: deps.facility,
     researchProvider: deps.researchProvider,
     papers: deps.papers,
     cycles: deps.cycles,

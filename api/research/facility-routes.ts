@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createResearchFacility, type BatchResult, type ResearchFacility } from '../../capabilities/research/research-facility.ts';
+import type { BatchResult, ResearchFacility } from '../../capabilities/research/research-facility.ts';
 import {
   ADMISSION_DECISIONS,
   CandidateProposalSchema,
@@ -125,9 +125,9 @@ const tags = ['research'];
 const config = { auth: 'control' } as const;
 const command = errorResponses(401, 403, 409, 422, 501);
 
-export async function researchRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function researchRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'facility'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
-  const facility = createResearchFacility(deps.store, { defaultWorkloadClass: deps.defaultWorkloadClass });
+  const { facility } = deps;
 
   const overview = { tags, summary: 'Ledger counts and the latest admission decisions', response: { 200: FacilityAnswer, ...errorResponses(401) } };
   app.get('/control/api/research/facility', { config, schema: overview }, async () => {

@@ -5,7 +5,6 @@ import { errorResponses, type Assert, type Documents } from '../../platform/http
 import { WORKLOAD_CLASSES } from '../../worker-gate/contract/workload.ts';
 import { CandidateResultSchema } from '../answers.ts';
 import { launchNextFollowup, type FollowupAnswer } from '../../capabilities/research/followups.ts';
-import { createResearchFacility } from '../../capabilities/research/research-facility.ts';
 import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from '../command-fields.ts';
 import type { AppDeps } from '../deps.ts';
 
@@ -42,9 +41,9 @@ const LaunchAnswer = z.object({
 });
 export type LaunchDocumented = Assert<Documents<typeof LaunchAnswer, FollowupAnswer>>;
 
-export async function followupRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function followupRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'facility'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
-  const facility = createResearchFacility(deps.store, { defaultWorkloadClass: deps.defaultWorkloadClass });
+  const { facility } = deps;
   const schema = {
     tags: ['research'],
     summary: 'Plan (and queue, when admitted) one follow-up of the next negative or inconclusive run without a paper; dry_run defaults to true',

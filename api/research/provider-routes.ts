@@ -6,7 +6,6 @@ import { PROVIDER_OUTCOMES } from '../../capabilities/research/domain/provider-b
 import { ADMISSION_DECISIONS } from '../../capabilities/research/domain/research-candidate.ts';
 import { CandidateResultSchema } from '../answers.ts';
 import { generateProviderBatch, providerBudget, type ProviderBatchAnswer as ProviderBatchAnswerType } from '../../capabilities/research/provider-batch.ts';
-import { createResearchFacility } from '../../capabilities/research/research-facility.ts';
 import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from '../command-fields.ts';
 import type { AppDeps } from '../deps.ts';
 
@@ -65,9 +64,9 @@ export type ProviderBatchDocumented = Assert<Documents<typeof ProviderBatchAnswe
 const tags = ['research'];
 const config = { auth: 'control' } as const;
 
-export async function researchProviderRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function researchProviderRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'facility' | 'researchProvider'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
-  const facility = createResearchFacility(deps.store, { defaultWorkloadClass: deps.defaultWorkloadClass });
+  const { facility } = deps;
   const providerDeps = { store: deps.store, facility, settings: deps.researchProvider };
 
   const budget = { tags, summary: "The research provider's quota judged against the configured reserve", response: { 200: ProviderBudgetAnswer, ...errorResponses(401) } };

@@ -18,6 +18,7 @@ import { openStore } from '../../platform/store/open-store.ts';
 import type { Store } from '../../platform/store/store.ts';
 import { createTestDatabase } from './database.ts';
 import { ServiceMetrics } from '../../platform/http/metrics.ts';
+import { composeServices, routeDeps, type Launchers, type ServiceSettings } from '../../bin/compose.ts';
 
 export const TEST_TOKEN = 'test-control-token-0123456789abcdef';
 export const TEST_GATE_TOKEN = 'test-gate-token-0123456789abcdef';
@@ -78,26 +79,43 @@ export const NO_RESEARCH_PROVIDER: ProviderBatchSettings = {
   limits: { minRemainingCredits: 5, requestReserve: 10 },
 };
 
-/** The deps of the HTTP layer alone on `store`: no workers, no Temporal. */
-export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): AppDeps {
+/** Workflow clients in tests of the HTTP layer alone: every call fails as an unreachable Temporal would. */
+export const UNREACHABLE_LAUNCHERS: Launchers = {
+  runs: UNREACHABLE_TEMPORAL,
+  papers: UNREACHABLE_PAPER_WORKFLOWS,
+  cycles: {
+    startCycle: () => Promise.reject(new CycleNotStartedError('this test app has no Temporal connection')),
+    cycleProgress: () => Promise.reject(new Error('this test app has no Temporal connection')),
+  },
+};
+
+/** The settings a test install's config would give: no workers, no provider, no alert channels. */
+export function testServiceSettings(): ServiceSettings {
   return {
-    store,
-    controlApiToken: TEST_TOKEN,
-    sessionCookieSecure: false,
-    dbPath: store.location,
     defaultWorkloadClass: 'inference_eval',
     dispatch: NO_WORKERS,
-    runs: UNREACHABLE_TEMPORAL,
-    papers: { settings: deterministicPaperSettings(), launcher: UNREACHABLE_PAPER_WORKFLOWS },
-    metrics: new ServiceMetrics(),
-    core: { mode: 'shadow', enforceEnabled: false },
-    legacyNotesApiEnabled: false,
+    papers: deterministicPaperSettings(),
     researchProvider: NO_RESEARCH_PROVIDER,
     alerts: { hangAfterSec: 3600, cooldownSec: 1800, push: null, webhook: null },
-    cycles: {
-      startCycle: () => Promise.reject(new CycleNotStartedError('this test app has no Temporal connection')),
-      cycleProgress: () => Promise.reject(new Error('this test app has no Temporal connection')),
-    },
+    core: { mode: 'shadow', enforceEnabled: false },
+    pump: { enabled: false, followupLaunch: false, paperDraft: false },
+  };
+}
+
+/**
+ * The deps of the HTTP layer alone on `store`, from the composition root: no workers, no Temporal. A service in
+ * `overrides` replaces the root's; the rest (the Research Facility among them) are built on the overridden ones.
+ */
+export function httpOnlyDeps(store: Store, overrides: Partial<AppDeps> = {}): AppDeps {
+  const services = composeServices({ store, settings: testServiceSettings(), launchers: UNREACHABLE_LAUNCHERS }, overrides);
+  return {
+    ...routeDeps(services, {
+      controlApiToken: TEST_TOKEN,
+      sessionCookieSecure: false,
+      dbPath: store.location,
+      metrics: new ServiceMetrics(),
+      legacyNotesApiEnabled: false,
+    }),
     ...overrides,
   };
 }
