@@ -1,16 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import { dispatchRouteOf, resolveLane } from './domain/worker-lanes.ts';
+import { dispatchRouteOf } from './domain/worker-lanes.ts';
 import { runIdFor } from './domain/run-state.ts';
-import { busyLanes, countActiveItems, nextDispatchCandidate, queuedItemRoutes } from './dispatch-candidates.ts';
+import { countActiveItems, nextDispatchCandidate } from './dispatch-candidates.ts';
+import { answerStarted, candidateView, type AnswerWith, type CandidateView, type ChosenRun, type DispatchAnswer } from './dispatch-answer.ts';
+import { keepLeased, leaseCandidate, unavailableLanes } from './dispatch-lanes.ts';
+import { noopReason } from './dispatch-noop-reason.ts';
 import { readFlags } from './queue-flags.ts';
-import { leasedLanes, releaseLaneLease, renewLaneLease, takeLaneLease } from './store/lane-leases.ts';
-import { lanesMissingOnSomeReplica } from '../../platform/cluster/replica-ledger.ts';
-import { REPLICA_LOST_AFTER_MS } from '../../platform/cluster/replicas.ts';
-import type { QueueItemRow } from './queue-items.ts';
+import { releaseLaneLease } from './store/lane-leases.ts';
 import { getRun } from './run-ledger.ts';
 import { claimKey, completeKey, notePending, releaseAbandonedClaim, releaseKey, type KeyClaim } from '../../platform/store/idempotency-keys.ts';
 import type { Store } from '../../platform/store/store.ts';
-import type { PreflightResult } from './domain/preflight-checks.ts';
 import type { AgentSettings, RunTimings, RunWorkflowInput } from '../../workflows/runs/run-messages.ts';
 import { CommandRefusedError, replayAnswer, type KeptRefusal } from '../../platform/command-errors.ts';
 import type { AgentDefaults, DispatchSettings } from './dispatch-settings.ts';
@@ -56,37 +54,8 @@ export function runTimingsFrom(settings: DispatchSettings): RunTimings {
   };
 }
 
-/**
- * A lane lease lasts this long and is renewed every LEASE_RENEW_MS while its call waits for the outcome, so the lease of
- * a call whose process died lapses within seconds and another replica can dispatch to the lane again.
- */
-export const LANE_LEASE_TTL_MS = 10_000;
-const LEASE_RENEW_MS = 3_000;
-
-/** Keeps `holder`'s lease on `lane` from lapsing until the returned function is called. */
-function keepLeased(store: Store, lane: string, holder: string): () => void {
-  const timer = setInterval(() => {
-    // A renewal that fails (the store briefly unreachable) is tried again at the next tick, within the lease's life.
-    renewLaneLease(store, lane, holder, LANE_LEASE_TTL_MS).catch(() => undefined);
-  }, LEASE_RENEW_MS);
-  return () => clearInterval(timer);
-}
-
 /** How long the HTTP call waits for the run workflow's dispatch outcome: preflight plus two gate calls. */
 const outcomeWaitMs = (settings: DispatchSettings) => (2 * (settings.dispatchTimeoutSec + GATE_CALL_SLACK_SEC) + 15) * 1000;
-
-type CandidateView = ReturnType<typeof candidateView>;
-const candidateView = (item: QueueItemRow) => ({
-  project_id: item.project_id,
-  project_name: item.project_name,
-  status: item.status,
-  dispatch_priority: item.dispatch_priority,
-  selection_rank: item.selection_rank,
-  machine_target: item.machine_target,
-  workload_class: item.workload_class,
-  dispatch_failures: item.dispatch_failures,
-  updated_at: item.updated_at,
-});
 
 /**
  * run_id has one-second resolution: after an attempt that ended within the same second (a failed dispatch), the next
@@ -97,105 +66,6 @@ async function freshRunId(store: Store, projectId: string): Promise<string> {
   while (await getRun(store, runIdFor(projectId, new Date(at)))) at += 1000;
   return runIdFor(projectId, new Date(at));
 }
-
-type Candidate = NonNullable<Awaited<ReturnType<typeof nextDispatchCandidate>>>;
-
-/**
- * Lanes no call may dispatch to now: those another call holds a lease on, and those some live control-plane replica
- * has not configured (a worker target being added one replica at a time): any replica's worker may run the run's
- * activities, so a lane must be known to all of them first. `notEverywhere` names the latter, for the answer.
- */
-async function unavailableLanes(store: Store, settings: DispatchSettings): Promise<{ all: Set<string>; notEverywhere: Set<string> }> {
-  const [leased, notEverywhere] = await Promise.all([leasedLanes(store), lanesMissingOnSomeReplica(store, [...settings.routing.targets.keys()], REPLICA_LOST_AFTER_MS)]);
-  return { all: new Set([...leased, ...notEverywhere]), notEverywhere };
-}
-
-const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
-
-/**
- * Why nothing was dispatched (docs/runs.md#runs, noop): an empty queue, items waiting for review, items no lane takes
- * (naming the lane they lack), each lane the queued items wait for and why it is not idle, and live dispatch off.
- */
-async function noopReason(store: Store, settings: DispatchSettings, unavailable: { all: Set<string>; notEverywhere: Set<string> }): Promise<string> {
-  const liveOff = settings.liveDispatchEnabled ? [] : ['live dispatch is off (live_dispatch_enabled is false)'];
-  if (settings.routing.targets.size === 0) return ['no worker target is configured (set worker_wake_gate_url or worker_targets)', ...liveOff].join('; ');
-  const [routes, busy] = await Promise.all([queuedItemRoutes(store), busyLanes(store)]);
-  const reasons: string[] = [];
-  const eligible = routes.filter((route) => !route.manual_review_required);
-  const inReview = routes.filter((route) => route.manual_review_required).reduce((sum, route) => sum + route.count, 0);
-  if (routes.length === 0) reasons.push('the queue holds no queued item (promote a candidate to queue one)');
-  if (inReview > 0) reasons.push(`${plural(inReview, 'queued item waits', 'queued items wait')} for manual review`);
-  const laneless = new Map<string, number>();
-  const waiting = new Map<string, number>();
-  for (const route of eligible) {
-    const lane = resolveLane(route, settings.routing);
-    const [map, key] = lane.ok ? [waiting, lane.target.name] : [laneless, lane.reason];
-    map.set(key, (map.get(key) ?? 0) + route.count);
-  }
-  for (const [reason, count] of laneless) reasons.push(`${plural(count, 'queued item has', 'queued items have')} no lane: ${reason}`);
-  for (const [lane, count] of waiting) {
-    const why = busy.has(lane)
-      ? ', which is busy with a run'
-      : unavailable.notEverywhere.has(lane)
-        ? `: not every control-plane replica has configured ${lane} yet`
-        : ', which another dispatch call holds';
-    reasons.push(`${plural(count, 'queued item waits', 'queued items wait')} for lane ${lane}${why}`);
-  }
-  return `no queued item is eligible on an idle lane: ${[...reasons, ...liveOff].join('; ')}`;
-}
-
-/**
- * The candidate of a live call, with its lane leased to this call (capabilities/runs/store/lane-leases.ts). A lane another call holds
- * is passed over for the next idle one. Once leased, the lane's first item is read again: the one seen before the
- * lease may have been dispatched (and even finished) by the call that held the lane meanwhile. Null when no idle lane
- * has an item.
- */
-async function leaseCandidate(deps: DispatchDeps, first: Candidate | null): Promise<{ next: Candidate; holder: string } | null> {
-  const { store, settings } = deps;
-  const lanes = [...settings.routing.targets.keys()];
-  const holder = randomUUID();
-  const skip = new Set<string>();
-  let seen = first;
-  for (let tries = 0; seen && tries <= lanes.length; tries += 1) {
-    const lane = seen.lane;
-    if (await takeLaneLease(store, lane, holder, LANE_LEASE_TTL_MS)) {
-      const fresh = await nextDispatchCandidate(store, settings.routing, new Set(lanes.filter((other) => other !== lane)));
-      if (fresh) return { next: fresh, holder };
-      await releaseLaneLease(store, lane, holder);
-    }
-    skip.add(lane);
-    seen = await nextDispatchCandidate(store, settings.routing, new Set([...skip, ...(await unavailableLanes(store, settings)).all]));
-  }
-  return null;
-}
-
-/** What a dispatch-next call did: dispatched (or would have), or why not. */
-export const DISPATCH_ACTIONS = ['dry_run_dispatch', 'live_dispatch', 'dispatch_blocked', 'paused', 'noop'] as const;
-export type DispatchAction = (typeof DISPATCH_ACTIONS)[number];
-
-/** What an action carries besides its reason: the candidate, its route and run, and the gate's answers. */
-interface DispatchAnswerParts {
-  candidate?: CandidateView | null;
-  dispatch_route?: ReturnType<typeof dispatchRouteOf> | null;
-  run_id?: string;
-  workflow_id?: string;
-  agent?: AgentSettings;
-  preflight?: PreflightResult;
-  prepare?: Record<string, unknown>;
-  dispatch?: Record<string, unknown>;
-}
-
-/** A dispatch-next answer: the action and its reason, with what the action carries. */
-export interface DispatchAnswer extends DispatchAnswerParts {
-  ok: boolean;
-  action: DispatchAction;
-  reason: string;
-  dry_run: boolean;
-  live_dispatch_enabled: boolean;
-  active_count: number;
-}
-
-type AnswerWith = (action: DispatchAction, reason: string, parts?: DispatchAnswerParts) => DispatchAnswer;
 
 /** The answer builder of one call: every answer carries the call's dry_run and the active count it saw. */
 async function answering(deps: DispatchDeps, body: DispatchNextRequest): Promise<{ answer: AnswerWith; flags: Awaited<ReturnType<typeof readFlags>> }> {
@@ -210,13 +80,6 @@ async function answering(deps: DispatchDeps, body: DispatchNextRequest): Promise
     ...parts,
   });
   return { answer, flags };
-}
-
-/** What a live call has decided once it has a run to start: noted under its idempotency key before the start. */
-interface ChosenRun {
-  run: RunWorkflowInput;
-  candidate: CandidateView;
-  dispatch_route: ReturnType<typeof dispatchRouteOf>;
 }
 
 /** Dispatch-next: a dry run, or a live dispatch answered once the worker accepted the run or the attempt failed. */
@@ -279,40 +142,6 @@ async function dispatchOnce(deps: DispatchDeps, body: DispatchNextRequest, befor
     await releaseLaneLease(deps.store, target.name, holder);
   }
   return answerStarted(answer, chosen, started);
-}
-
-/** The answer to a run's start: its dispatch outcome, or the refusal an HTTP caller gets for it. */
-function answerStarted(answer: AnswerWith, chosen: ChosenRun, started: StartedRun): DispatchAnswer {
-  const { run, candidate, dispatch_route } = chosen;
-  if (!started.started) return answer('dispatch_blocked', `claim lost: ${started.reason}`, { candidate, dispatch_route });
-  const outcome = started.outcome;
-  const ids = { run_id: run.run_id, workflow_id: started.workflow_id };
-  if (outcome === null) {
-    throw new CommandRefusedError(504, { message: 'the run workflow did not report the worker\'s answer in time; it goes on, follow it by run_id', ...ids });
-  }
-  switch (outcome.action) {
-    case 'live_dispatch':
-      return answer('live_dispatch', `dispatched ${candidate.project_id} to ${dispatch_route.machine_target}`, {
-        ...ids,
-        candidate,
-        dispatch_route,
-        agent: run.agent,
-        prepare: outcome.prepare,
-        dispatch: outcome.dispatch,
-      });
-    case 'dispatch_blocked':
-      return answer('dispatch_blocked', outcome.reason, { ...ids, candidate, dispatch_route, ...(outcome.preflight ? { preflight: outcome.preflight } : {}) });
-    case 'dispatch_failed':
-      throw new CommandRefusedError(502, {
-        message: `${outcome.stage} failed: ${outcome.reason}`,
-        stage: outcome.stage,
-        status: outcome.status,
-        queue_status: outcome.queue_status,
-        ...ids,
-      });
-    case 'canceled':
-      throw new CommandRefusedError(409, { message: outcome.reason, ...ids });
-  }
 }
 
 const DISPATCH_KEY_SCOPE = 'dispatch-next';

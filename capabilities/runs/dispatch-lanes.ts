@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import { lanesMissingOnSomeReplica } from '../../platform/cluster/replica-ledger.ts';
+import { REPLICA_LOST_AFTER_MS } from '../../platform/cluster/replicas.ts';
+import type { Store } from '../../platform/store/store.ts';
+import { nextDispatchCandidate } from './dispatch-candidates.ts';
+import type { DispatchSettings } from './dispatch-settings.ts';
+import { leasedLanes, releaseLaneLease, renewLaneLease, takeLaneLease } from './store/lane-leases.ts';
+
+/**
+ * The lanes a dispatch-next call may dispatch to: those no other call holds and every replica knows, and the lease a
+ * live call takes on its lane for as long as it waits for the run's outcome.
+ */
+
+/**
+ * A lane lease lasts this long and is renewed every LEASE_RENEW_MS while its call waits for the outcome, so the lease of
+ * a call whose process died lapses within seconds and another replica can dispatch to the lane again.
+ */
+export const LANE_LEASE_TTL_MS = 10_000;
+const LEASE_RENEW_MS = 3_000;
+
+/** Keeps `holder`'s lease on `lane` from lapsing until the returned function is called. */
+export function keepLeased(store: Store, lane: string, holder: string): () => void {
+  const timer = setInterval(() => {
+    // A renewal that fails (the store briefly unreachable) is tried again at the next tick, within the lease's life.
+    renewLaneLease(store, lane, holder, LANE_LEASE_TTL_MS).catch(() => undefined);
+  }, LEASE_RENEW_MS);
+  return () => clearInterval(timer);
+}
+
+export type Candidate = NonNullable<Awaited<ReturnType<typeof nextDispatchCandidate>>>;
+
+/**
+ * Lanes no call may dispatch to now: those another call holds a lease on, and those some live control-plane replica
+ * has not configured (a worker target being added one replica at a time): any replica's worker may run the run's
+ * activities, so a lane must be known to all of them first. `notEverywhere` names the latter, for the answer.
+ */
+export async function unavailableLanes(store: Store, settings: DispatchSettings): Promise<{ all: Set<string>; notEverywhere: Set<string> }> {
+  const [leased, notEverywhere] = await Promise.all([leasedLanes(store), lanesMissingOnSomeReplica(store, [...settings.routing.targets.keys()], REPLICA_LOST_AFTER_MS)]);
+  return { all: new Set([...leased, ...notEverywhere]), notEverywhere };
+}
+
+/**
+ * The candidate of a live call, with its lane leased to this call (capabilities/runs/store/lane-leases.ts). A lane another call holds
+ * is passed over for the next idle one. Once leased, the lane's first item is read again: the one seen before the
+ * lease may have been dispatched (and even finished) by the call that held the lane meanwhile. Null when no idle lane
+ * has an item.
+ */
+export async function leaseCandidate(deps: { store: Store; settings: DispatchSettings }, first: Candidate | null): Promise<{ next: Candidate; holder: string } | null> {
+  const { store, settings } = deps;
+  const lanes = [...settings.routing.targets.keys()];
+  const holder = randomUUID();
+  const skip = new Set<string>();
+  let seen = first;
+  for (let tries = 0; seen && tries <= lanes.length; tries += 1) {
+    const lane = seen.lane;
+    if (await takeLaneLease(store, lane, holder, LANE_LEASE_TTL_MS)) {
+      const fresh = await nextDispatchCandidate(store, settings.routing, new Set(lanes.filter((other) => other !== lane)));
+      if (fresh) return { next: fresh, holder };
+      await releaseLaneLease(store, lane, holder);
+    }
+    skip.add(lane);
+    seen = await nextDispatchCandidate(store, settings.routing, new Set([...skip, ...(await unavailableLanes(store, settings)).all]));
+  }
+  return null;
+}

@@ -1,0 +1,38 @@
+import type { Store } from '../../platform/store/store.ts';
+import { busyLanes, queuedItemRoutes } from './dispatch-candidates.ts';
+import type { DispatchSettings } from './dispatch-settings.ts';
+import { resolveLane } from './domain/worker-lanes.ts';
+
+const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
+
+/**
+ * Why nothing was dispatched (docs/runs.md#runs, noop): an empty queue, items waiting for review, items no lane takes
+ * (naming the lane they lack), each lane the queued items wait for and why it is not idle, and live dispatch off.
+ */
+export async function noopReason(store: Store, settings: DispatchSettings, unavailable: { all: Set<string>; notEverywhere: Set<string> }): Promise<string> {
+  const liveOff = settings.liveDispatchEnabled ? [] : ['live dispatch is off (live_dispatch_enabled is false)'];
+  if (settings.routing.targets.size === 0) return ['no worker target is configured (set worker_wake_gate_url or worker_targets)', ...liveOff].join('; ');
+  const [routes, busy] = await Promise.all([queuedItemRoutes(store), busyLanes(store)]);
+  const reasons: string[] = [];
+  const eligible = routes.filter((route) => !route.manual_review_required);
+  const inReview = routes.filter((route) => route.manual_review_required).reduce((sum, route) => sum + route.count, 0);
+  if (routes.length === 0) reasons.push('the queue holds no queued item (promote a candidate to queue one)');
+  if (inReview > 0) reasons.push(`${plural(inReview, 'queued item waits', 'queued items wait')} for manual review`);
+  const laneless = new Map<string, number>();
+  const waiting = new Map<string, number>();
+  for (const route of eligible) {
+    const lane = resolveLane(route, settings.routing);
+    const [map, key] = lane.ok ? [waiting, lane.target.name] : [laneless, lane.reason];
+    map.set(key, (map.get(key) ?? 0) + route.count);
+  }
+  for (const [reason, count] of laneless) reasons.push(`${plural(count, 'queued item has', 'queued items have')} no lane: ${reason}`);
+  for (const [lane, count] of waiting) {
+    const why = busy.has(lane)
+      ? ', which is busy with a run'
+      : unavailable.notEverywhere.has(lane)
+        ? `: not every control-plane replica has configured ${lane} yet`
+        : ', which another dispatch call holds';
+    reasons.push(`${plural(count, 'queued item waits', 'queued items wait')} for lane ${lane}${why}`);
+  }
+  return `no queued item is eligible on an idle lane: ${[...reasons, ...liveOff].join('; ')}`;
+}
