@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import type { DispatchRequest, PrepareProjectRequest } from './contract/gate-endpoints.ts';
 import type { TelemetrySample } from './contract/gate-names.ts';
 import {
-  activeRunIn,
   markCancelled,
   markDispatched,
   recordDispatchScript,
@@ -12,6 +11,7 @@ import {
   startingRun,
   type GateRun,
 } from './domain/gate-run.ts';
+import { activeRunIn } from './domain/gate-run-lookup.ts';
 import type { WorkloadClass } from './contract/workload.ts';
 import { PinnedDir, UnsafePathError } from '../platform/files/pinned-dir.ts';
 import { HttpError } from '../platform/http/errors.ts';

@@ -6,22 +6,23 @@ import type { ControlPlaneEvent } from './contract/gate-endpoints.ts';
 import { RUN_OVER_GATE_STATES, type TelemetrySample } from './contract/gate-names.ts';
 import { isAwaitingQuietWindow } from './domain/gate-lifecycle.ts';
 import {
-  acceptsAgentEvents,
   adoptRoot,
   applyRunEvent,
-  detectSilentExit,
-  detectStall,
-  findRunForEvent,
-  isWatched,
-  observeProcesses,
   recordCallback,
   recordProgress,
   recordReaped,
-  settleQuietWindow,
   type CallbackIntent,
   type GateRun,
   type Transition,
 } from './domain/gate-run.ts';
+import { acceptsAgentEvents, findRunForEvent } from './domain/gate-run-lookup.ts';
+import {
+  detectSilentExit,
+  detectStall,
+  isWatched,
+  observeProcesses,
+  settleQuietWindow,
+} from './domain/gate-run-watch.ts';
 import { evaluateQuietWindow, toWindowSample } from './domain/quiet-window.ts';
 import { showsWork, type RunCpuUsage } from './domain/run-machine-share.ts';
 import { quietWindowWait } from './domain/quiet-window-wait.ts';

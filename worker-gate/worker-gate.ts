@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from './contract/gate-endpoints.ts';
 import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES } from './contract/gate-names.ts';
-import { acceptsAgentEvents } from './domain/gate-run.ts';
+import { acceptsAgentEvents } from './domain/gate-run-lookup.ts';
 import { sha256Hex, tokensMatch } from '../platform/http/tokens.ts';
 import { CallbackOutbox } from './callback-outbox.ts';
 import { dashboardBody } from './dashboard.ts';

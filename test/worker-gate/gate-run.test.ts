@@ -1,22 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import {
-  activeRunIn,
   adoptRoot,
   applyRunEvent,
-  detectSilentExit,
-  findRunForEvent,
-  isWatched,
   markCancelled,
   markDispatched,
   markDispatchInterrupted,
-  observeProcesses,
   recordCallback,
   recordCancelStops,
   recordReaped,
-  settleQuietWindow,
   startingRun,
   type GateRun,
 } from '../../worker-gate/domain/gate-run.ts';
+import { activeRunIn, findRunForEvent } from '../../worker-gate/domain/gate-run-lookup.ts';
+import {
+  detectSilentExit,
+  isWatched,
+  observeProcesses,
+  settleQuietWindow,
+} from '../../worker-gate/domain/gate-run-watch.ts';
 import type { QuietWindowMetrics, QuietWindowVerdict } from '../../worker-gate/domain/quiet-window.ts';
 
 const at = (second: number) => new Date(Date.UTC(2026, 10, 22, 12, 0, second)).toISOString();

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RunCauseSchema, WorkerCallbackSchema } from '../../worker-gate/contract/callback-body.ts';
-import { applyRunEvent, detectStall, startingRun, type GateRun } from '../../worker-gate/domain/gate-run.ts';
+import { applyRunEvent, startingRun, type GateRun } from '../../worker-gate/domain/gate-run.ts';
+import { detectStall } from '../../worker-gate/domain/gate-run-watch.ts';
 import { exitStatusCause, modelStatusOf, toolEndCause } from '../../worker-gate/contract/run-cause.ts';
 import { buildCallbackPayload } from '../../worker-gate/callback-payload.ts';
 
