@@ -11,6 +11,11 @@ import type { ProviderBatchSettings } from '../capabilities/research/provider-ba
 import type { ClusterConfigView } from '../platform/cluster/replicas.ts';
 import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
 import type { ResearchFacility } from '../capabilities/research/research-facility.ts';
+import type { QueueOperator } from '../capabilities/queue/queue-operator.ts';
+import type { PaperReviews } from '../capabilities/papers/paper-reviews.ts';
+import type { PaperDrafting } from '../capabilities/papers/paper-drafting.ts';
+import type { PaperPackages } from '../capabilities/papers/paper-packages.ts';
+import type { Core } from '../capabilities/core/core-ingest.ts';
 import type { Store } from '../platform/store/store.ts';
 import type { ServiceMetrics } from '../platform/http/metrics.ts';
 
@@ -52,6 +57,16 @@ export interface AppDeps {
   papers: { settings: PaperSettings; launcher: PaperLauncher };
   /** Core (/svc-core): core_mode and core_enforce_enabled. */
   core: CoreSettings;
+  /** Core's snapshots and health, on these settings. */
+  coreSnapshots: Core;
+  /** The operator's queue commands: pause, resume, park, requeue. */
+  queueOperator: QueueOperator;
+  /** Paper reviews: claim, verdicts, finalization. */
+  paperReviews: PaperReviews;
+  /** Paper drafting on the paper settings and launcher. */
+  paperDrafting: PaperDrafting;
+  /** Paper packages on the paper settings. */
+  paperPackages: PaperPackages;
   /** Queue alerts: hang and cooldown limits, and the push and webhook channels that are on. */
   alerts: AlertSettings;
   /** Starts research-cycle workflows and waits for their reports. */

@@ -2,7 +2,11 @@ import type { Client } from '@temporalio/client';
 import type { AppDeps } from '../api/deps.ts';
 import type { createActivities } from '../activities/index.ts';
 import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
-import type { CoreSettings } from '../capabilities/core/core-ingest.ts';
+import { createCore, type Core, type CoreSettings } from '../capabilities/core/core-ingest.ts';
+import { createQueueOperator, type QueueOperator } from '../capabilities/queue/queue-operator.ts';
+import { createPaperDrafting, type PaperDrafting } from '../capabilities/papers/paper-drafting.ts';
+import { createPaperPackages, type PaperPackages } from '../capabilities/papers/paper-packages.ts';
+import { createPaperReviews, type PaperReviews } from '../capabilities/papers/paper-reviews.ts';
 import type { CycleLauncher } from '../capabilities/automation/cycle-launcher.ts';
 import { temporalCycleLauncher } from '../capabilities/automation/cycle-workflows.ts';
 import { alertSettingsFrom, type AlertSettings } from '../capabilities/automation/queue-alerts.ts';
@@ -80,6 +84,11 @@ export interface Services {
   alerts: AlertSettings;
   core: CoreSettings;
   pump: PumpDeps['pump'];
+  coreSnapshots: Core;
+  queueOperator: QueueOperator;
+  paperReviews: PaperReviews;
+  paperDrafting: PaperDrafting;
+  paperPackages: PaperPackages;
 }
 
 /**
@@ -90,18 +99,25 @@ export function composeServices(parts: { store: Store; settings: ServiceSettings
   const { settings, launchers } = parts;
   const store = overrides.store ?? parts.store;
   const defaultWorkloadClass = overrides.defaultWorkloadClass ?? settings.defaultWorkloadClass;
+  const papers = overrides.papers ?? { settings: settings.papers, launcher: launchers.papers };
+  const core = overrides.core ?? settings.core;
   return {
     store,
     defaultWorkloadClass,
     dispatch: overrides.dispatch ?? settings.dispatch,
     runs: overrides.runs ?? launchers.runs,
-    papers: overrides.papers ?? { settings: settings.papers, launcher: launchers.papers },
+    papers,
     cycles: overrides.cycles ?? launchers.cycles,
     facility: overrides.facility ?? createResearchFacility(store, { defaultWorkloadClass }),
     researchProvider: overrides.researchProvider ?? settings.researchProvider,
     alerts: overrides.alerts ?? settings.alerts,
-    core: overrides.core ?? settings.core,
+    core,
     pump: overrides.pump ?? settings.pump,
+    coreSnapshots: overrides.coreSnapshots ?? createCore(store, core),
+    queueOperator: overrides.queueOperator ?? createQueueOperator(store),
+    paperReviews: overrides.paperReviews ?? createPaperReviews(store),
+    paperDrafting: overrides.paperDrafting ?? createPaperDrafting({ store, ...papers }),
+    paperPackages: overrides.paperPackages ?? createPaperPackages(store, papers.settings),
   };
 }
 

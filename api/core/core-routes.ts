@@ -9,7 +9,6 @@ import { countsOf, errorResponses, type Assert, type Documents } from '../../pla
 import { HttpError } from '../../platform/http/errors.ts';
 import { withinJsonBounds } from '../../platform/http/json-bounds.ts';
 import { queryText } from '../../platform/http/validation.ts';
-import { createCore } from '../../capabilities/core/core-ingest.ts';
 import { readLegacyNotes } from '../../capabilities/core/legacy-notes.ts';
 import { PROJECT_ID_PATTERN } from '../../capabilities/runs/projects.ts';
 import { AuditEventSchema } from '../answers.ts';
@@ -143,9 +142,9 @@ const tags = ['core'];
 const config = { auth: 'control' } as const;
 
 /** Core, under `/svc-core` (docs/core.md#core). */
-export async function coreRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function coreRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'coreSnapshots' | 'dbPath' | 'legacyNotesApiEnabled'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
-  const core = createCore(deps.store, deps.core);
+  const core = deps.coreSnapshots;
 
   app.get(
     '/svc-core/health',

@@ -5,8 +5,7 @@ import { PAPER_STATUSES, REVIEW_STATUSES } from '../../capabilities/papers/domai
 import { errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
 import { PaperSchema, PaperWithChecklistSchema } from '../answers.ts';
 import { CommandRefusedError } from '../../platform/command-errors.ts';
-import { createPaperDrafting, type PaperDrafting } from '../../capabilities/papers/paper-drafting.ts';
-import { createPaperPackages } from '../../capabilities/papers/paper-packages.ts';
+import type { PaperDrafting } from '../../capabilities/papers/paper-drafting.ts';
 import { idempotencyKey, requestedBy } from '../command-fields.ts';
 import type { AppDeps } from '../deps.ts';
 import { REVIEW_MOUNTS } from './paper-routes.ts';
@@ -162,10 +161,9 @@ const PackageAnswer = z.union([
   z.object({ ok: z.literal(true), dry_run: z.literal(false), paper_id: z.string(), package_dir: z.string(), manifest: ManifestSchema, manifest_sha256: z.string(), paper: PaperWithChecklistSchema }),
 ]);
 
-export async function paperDraftingRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function paperDraftingRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'paperDrafting' | 'paperPackages' | 'metrics'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
-  const drafting = createPaperDrafting({ store: deps.store, settings: deps.papers.settings, launcher: deps.papers.launcher });
-  const packages = createPaperPackages(deps.store, deps.papers.settings);
+  const { paperDrafting: drafting, paperPackages: packages } = deps;
   const config = { auth: 'control' } as const;
 
   /** Counts each answer by command and outcome (an action, `replied`, or the refusal's status). */

@@ -5,7 +5,6 @@ import { CHECKLIST_ITEM_IDS, CHECKLIST_STATUSES, CHECKLIST_STATUSES_NEEDING_A_NO
 import { HttpError } from '../../platform/http/errors.ts';
 import { errorResponses, pageBody } from '../../platform/http/responses.ts';
 import { pageOf, queryBool, queryInt, queryOptional, querySort, queryText } from '../../platform/http/validation.ts';
-import { createPaperReviews } from '../../capabilities/papers/paper-reviews.ts';
 import { listPapers, PAPER_SORT_COLUMNS, type PaperRow } from '../../capabilities/papers/paper-ledger.ts';
 import { ChecklistItemSchema, CorpusImportSchema, PaperSchema, PaperWithChecklistSchema, ReviewHistorySchema } from '../answers.ts';
 import { idempotencyKey, noteNeededFor, requestedBy } from '../command-fields.ts';
@@ -92,9 +91,9 @@ function reviewRow(paper: PaperRow, includeReasons: boolean) {
 const NEXT_DEFAULT_PAPER_STATUS = 'publication_draft';
 const NEXT_EXCLUDED: readonly ReviewStatus[] = ['finalized', 'rejected'];
 
-export async function paperRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function paperRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'paperReviews'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
-  const reviews = createPaperReviews(deps.store);
+  const reviews = deps.paperReviews;
   const config = { auth: 'control' } as const;
   const command = errorResponses(400, 401, 403, 404, 409, 422);
 

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createQueueOperator } from '../../capabilities/queue/queue-operator.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses } from '../../platform/http/responses.ts';
 import { FlagsSchema, QueueItemSchema } from '../answers.ts';
@@ -35,9 +34,9 @@ const QueueItemAnswer = z.object({ ok: z.literal(true), changed: z.boolean(), qu
 const tags = ['operator'];
 const config = { auth: 'control' } as const;
 
-export async function operatorRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function operatorRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'queueOperator'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
-  const operator = createQueueOperator(deps.store);
+  const operator = deps.queueOperator;
   const flagsCommand = { 200: FlagsAnswer, ...errorResponses(401, 403, 422, 501) };
   const itemCommand = { 200: QueueItemAnswer, ...errorResponses(401, 403, 404, 409, 422, 501) };
 

@@ -42,6 +42,9 @@ export const UNNAMED_SOURCE = 'unnamed';
 /** How many live items outside the snapshot compare names. */
 const OUTSIDE_SAMPLE = 5;
 
+/** Core's snapshots and health on one store, as the composition root builds it once. */
+export type Core = ReturnType<typeof createCore>;
+
 export function createCore(store: Store, settings: CoreSettings) {
   async function record(tx: Queryable, body: SnapshotRequest, mode: Exclude<CoreMode, 'off'>, requestId: string) {
     const queueRows = body.queue_rows ?? [];
