@@ -3,8 +3,7 @@ import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RegisteredRoute } from '../../api/create-server.ts';
-import { temporalRunLauncher } from '../../capabilities/runs/run-workflows.ts';
-import { temporalCycleLauncher } from '../../capabilities/automation/cycle-workflows.ts';
+import { temporalLaunchers } from '../../bin/compose.ts';
 import type { Queryable } from '../../platform/store/store.ts';
 import { NO_WORKERS, startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from '../support/app.ts';
 
@@ -35,8 +34,7 @@ let operations: Record<string, Record<string, Operation>>;
 beforeAll(async () => {
   connection = await Connection.connect({ address: inject('temporalAddress') });
   const client = new Client({ connection });
-  const runs = temporalRunLauncher(client, { taskQueue: 'route-fuzz', namespace: 'default' });
-  const cycles = temporalCycleLauncher(client, { taskQueue: 'route-fuzz' });
+  const { runs, cycles } = temporalLaunchers(client, { taskQueue: 'route-fuzz', namespace: 'default' });
   // Live dispatch on (with no worker targets a live call finds no candidate), so no route answers its 501 "disabled".
   t = await startTestApp({ runs, cycles, dispatch: { ...NO_WORKERS, liveDispatchEnabled: true } }, { workerGate: true, logLevel: 'warn' });
   const document = await t.app.inject({ method: 'GET', url: '/control/api/openapi.json', headers: t.auth });

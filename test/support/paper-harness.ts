@@ -9,7 +9,7 @@ import { createActivities } from '../../activities/index.ts';
 import { createPaperActivityWorker, WORKFLOWS_ON_MAIN_THREAD } from '../../bin/temporal-runtime.ts';
 import { ensureSearchAttributes } from '../../bin/search-attributes.ts';
 import { loadWorkflowBundle } from '../../platform/temporal/workflow-bundle.ts';
-import { temporalPaperLauncher } from '../../capabilities/papers/paper-workflows.ts';
+import { temporalLaunchers } from '../../bin/compose.ts';
 import { paperIdFor } from '../../capabilities/papers/domain/paper-status.ts';
 import type { PaperSettings } from '../../capabilities/papers/paper-settings.ts';
 import { ServiceSecrets } from '../../platform/config/service-secrets.ts';
@@ -67,7 +67,7 @@ export async function startPaperHarness(configure: (dirs: { stateDir: string; pr
   // As the control plane's start does: paper workflows carry the project_id search attribute.
   await ensureSearchAttributes(clientConnection, 'default');
   const client = new Client({ connection: clientConnection });
-  const t = await startTestApp({ dispatch: NO_WORKERS, papers: { settings, launcher: temporalPaperLauncher(client, { taskQueue }) } });
+  const t = await startTestApp({ dispatch: NO_WORKERS, papers: { settings, launcher: temporalLaunchers(client, { taskQueue, namespace: 'default' }).papers } });
   const workerConnection = await NativeConnection.connect({ address });
   const activities = createActivities({ store: t.store, settings: NO_WORKERS, papers: settings });
   const worker = await Worker.create({
