@@ -3,7 +3,8 @@
 import { api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { compactJson, when } from './format.js';
-import { card, CursorPager, fillPage, filterBar, link } from './ui.js';
+import { card, CursorPager, fillPage, link } from './ui.js';
+import { filterBar } from './ui-forms.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 

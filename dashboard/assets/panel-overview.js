@@ -3,7 +3,8 @@
 import { api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { count, words } from './format.js';
-import { age, badge, card, empty, externalLink, facts, fill, link, runCommand, table } from './ui.js';
+import { age, badge, card, empty, externalLink, facts, fill, link, table } from './ui.js';
+import { runCommand } from './ui-commands.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 

@@ -3,7 +3,9 @@
 import { ACTOR, api, newKey, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { compactJson, count, when, words } from './format.js';
-import { age, badge, card, CursorPager, DryRunCommand, empty, facts, field, fill, fillPage, filterBar, link, runCommand, select, table } from './ui.js';
+import { age, badge, card, CursorPager, empty, facts, fill, fillPage, link, table } from './ui.js';
+import { DryRunCommand, runCommand } from './ui-commands.js';
+import { field, filterBar, select } from './ui-forms.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 

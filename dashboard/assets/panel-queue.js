@@ -3,7 +3,9 @@
 import { ACTOR, api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { count, words } from './format.js';
-import { age, badge, card, CursorPager, DryRunCommand, facts, field, fill, fillPage, filterBar, labelTabPanel, link, runCommand, table, tabs, uniqueId } from './ui.js';
+import { age, badge, card, CursorPager, facts, fill, fillPage, labelTabPanel, link, table, tabs, uniqueId } from './ui.js';
+import { DryRunCommand, runCommand } from './ui-commands.js';
+import { field, filterBar } from './ui-forms.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 

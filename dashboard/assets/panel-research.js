@@ -6,7 +6,9 @@
 import { ACTOR, api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { count, decimal, percent, words } from './format.js';
-import { age, badge, card, DryRunCommand, externalLink, facts, field, fill, filterBar, link, table } from './ui.js';
+import { age, badge, card, externalLink, facts, fill, link, table } from './ui.js';
+import { DryRunCommand } from './ui-commands.js';
+import { field, filterBar } from './ui-forms.js';
 
 /** How often a running cycle is asked where it is. */
 const CYCLE_FOLLOW_MS = 1000;

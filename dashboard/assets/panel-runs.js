@@ -3,7 +3,9 @@
 import { ACTOR, api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { compactJson, count, duration, when, words } from './format.js';
-import { age, badge, card, confirmCommand, CursorPager, empty, externalLink, facts, fill, fillPage, filterBar, jsonDetails, link, table } from './ui.js';
+import { age, badge, card, CursorPager, empty, externalLink, facts, fill, fillPage, jsonDetails, link, table } from './ui.js';
+import { confirmCommand } from './ui-commands.js';
+import { filterBar } from './ui-forms.js';
 
 /** The agent's token usage as the worker reported it: the total, and on the detail its input and output. */
 function tokens(usage, { detailed = false } = {}) {
