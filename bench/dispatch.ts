@@ -15,26 +15,26 @@
  *   bench/knobs.ts)
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import pino from 'pino';
 import { startControlPlane, type RunningControlPlane } from '../bin/control-plane-process.ts';
 import { locateTemporalCli, temporalCliInstallHint } from '../platform/temporal/temporal-cli.ts';
 import { freePort, startTemporalDevServer, type TemporalDevServer } from '../platform/temporal/temporal-dev-server.ts';
-import { ConfigFileSchema, type Config } from '../platform/config/schema.ts';
+import type { Config } from '../platform/config/schema.ts';
 import { workerRoutingFrom } from '../capabilities/runs/domain/worker-lanes.ts';
 import { nextDispatchCandidate } from '../capabilities/runs/dispatch-candidates.ts';
 import { openStore } from '../platform/store/open-store.ts';
 import type { Store } from '../platform/store/store.ts';
-import { loadNow, log, ms, stats, type Stats } from './figures.ts';
+import { benchBareWorkflows, type Baseline } from './bare-workflow-baseline.ts';
+import { benchConfig, CALLBACK_TOKEN, CONTROL_QUEUE, controlApi, DATABASE, GATE_TOKEN, laneName, seedItems } from './dispatch-bench-setup.ts';
+import { printReport, type DryRunScenario, type FullPath, type LiveLatency } from './dispatch-report.ts';
+import { loadNow, log, ms, stats } from './figures.ts';
 import { knob, QUICK } from './knobs.ts';
-import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase } from './support.ts';
+import { benchDatabaseUrl, dropDatabase, recreateDatabase } from './support.ts';
 import { epochMs, InstantGate } from './support/instant-gate.ts';
 import { HeldWriter, measureUnderWriterLoad, seedDraftCandidates, type WriterLoadFigures } from './support/writer-load.ts';
-import { goSignal, readyQuery, type bareSignalWorkflow, type bareWorkflow } from './workflows/bare.ts';
 
 const QUEUED_ROWS = knob('BENCH_QUEUED_ROWS', 100_000, 2_000);
 const DRY_RUNS = knob('BENCH_DRY_RUNS', 2000, 100);
@@ -49,114 +49,17 @@ const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'error';
 const WARMUP = QUICK ? 2 : 10;
 const FULL_PATH_DEADLINE_MS = 300_000;
 
-const CONTROL_TOKEN = 'bench-control-token-0123456789abcdef';
-const GATE_TOKEN = 'bench-gate-token-0123456789abcdef';
-const CALLBACK_TOKEN = 'bench-callback-token-0123456789abcd';
-const DATABASE = `rcp_bench_dispatch_${process.pid}`;
-const CONTROL_QUEUE = `bench-control-plane-${process.pid}`;
-const BARE_QUEUE = `bench-bare-${process.pid}`;
-const BARE_WORKFLOWS = fileURLToPath(new URL('./workflows/bare.ts', import.meta.url));
 
-const laneName = (index: number) => `lane-${String(index).padStart(2, '0')}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const loadStart = loadNow();
 
 // ---------------------------------------------------------------------------------------------------------------
-// Figures
-
-const ratio = (value: number, baseline: number) => (baseline > 0 ? `${(value / baseline).toFixed(2)}x` : '-');
-
-// ---------------------------------------------------------------------------------------------------------------
-// Database and control plane
-
-
-function benchConfig(dir: string, port: number, gate: InstantGate, temporalAddress: string, writerUrl: string): Config {
-  const targets = Object.fromEntries(
-    Array.from({ length: LANES }, (_, index) => [laneName(index), { wake_gate_url: gate.laneUrl(laneName(index)), bearer_token: GATE_TOKEN, role: 'gpu_worker' }]),
-  );
-  const parsed = ConfigFileSchema.parse({
-    roles: ['control_plane'],
-    control_api_bearer_token: CONTROL_TOKEN,
-    completion_callback_url: `http://127.0.0.1:${port}/control/api/worker-callback`,
-    completion_callback_token: CALLBACK_TOKEN,
-    state_dir: join(dir, 'state'),
-    project_root: join(dir, 'projects'),
-    dispatch_script_path: join(dir, 'unused-dispatch.sh'),
-    listen_host: '127.0.0.1',
-    listen_port: port,
-    control_plane_store_backend: 'pg',
-    pg_database_url: benchDatabaseUrl(DATABASE),
-    temporal_address: temporalAddress,
-    temporal_task_queue: CONTROL_QUEUE,
-    live_dispatch_enabled: true,
-    dispatch_timeout_sec: 30,
-    max_wait_after_idle_sec: 600,
-    default_workload_class: 'unknown',
-    worker_targets: targets,
-    paper_writer_provider: 'openai_compatible',
-    paper_writer_base_url: writerUrl,
-    paper_writer_model: 'bench-writer',
-    paper_writer_timeout_sec: 600,
-  });
-  return { ...parsed, research_provider_api_key: undefined };
-}
-
-interface ApiAnswer {
-  status: number;
-  body: Record<string, unknown>;
-}
-
-function controlApi(baseUrl: string) {
-  return async (path: string, body: unknown): Promise<ApiAnswer> => {
-    const response = await fetch(`${baseUrl}${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${CONTROL_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
-  };
-}
-
-/**
- * Projects and their queue rows in two statements. In order (the runs of (b) and (c)), item i goes to lane i % LANES
- * and sorts before item i + 1. Spread (the long queue of (a)): priorities 0-99 and ranks 0-999 scattered over the
- * rows, each priority on every lane, as a long real queue has them.
- */
-async function seedItems(store: Store, prefix: string, count: number, options: { spreadPriorities: boolean }): Promise<void> {
-  const lane = options.spreadPriorities ? `'lane-' || lpad(((n / 100) % $3)::text, 2, '0')` : `'lane-' || lpad((n % $3)::text, 2, '0')`;
-  const order = options.spreadPriorities ? 'n % 100, (n * 7919) % 1000' : '10, n';
-  await store.query(
-    `INSERT INTO projects (project_id, project_name, project_dir, workload_class, machine_target)
-     SELECT $1 || lpad(n::text, 6, '0'), 'Bench project ' || n, 'bench/' || $1 || n, 'unknown', ${lane}
-       FROM generate_series(0, $2::int - 1) AS n`,
-    [prefix, count, LANES],
-  );
-  await store.query(
-    `INSERT INTO queue_items (project_id, project_name, dispatch_priority, selection_rank, machine_target, workload_class)
-     SELECT $1 || lpad(n::text, 6, '0'), 'Bench project ' || n, ${order}, ${lane}, 'unknown'
-       FROM generate_series(0, $2::int - 1) AS n`,
-    [prefix, count, LANES],
-  );
-  await store.query('ANALYZE projects');
-  await store.query('ANALYZE queue_items');
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // (a) dry-run dispatch-next over a long queue
-
-interface DryRunScenario {
-  name: string;
-  busyLanes: number;
-  http: Stats;
-  sql: Stats;
-  action: string;
-}
 
 async function benchDryRun(store: Store, api: ReturnType<typeof controlApi>, config: Config): Promise<DryRunScenario[]> {
   log(`(a) seeding ${QUEUED_ROWS} queued rows over ${LANES} lanes`);
   const seedStart = performance.now();
-  await seedItems(store, 'seed-', QUEUED_ROWS, { spreadPriorities: true });
+  await seedItems(store, 'seed-', QUEUED_ROWS, { spreadPriorities: true, lanes: LANES });
   log(`(a) seeded in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
   const routing = workerRoutingFrom(config);
   const scenarios: DryRunScenario[] = [];
@@ -204,12 +107,6 @@ async function benchDryRun(store: Store, api: ReturnType<typeof controlApi>, con
 // ---------------------------------------------------------------------------------------------------------------
 // (b) live dispatch and callback latency, beside bare workflows
 
-interface LiveLatency {
-  dispatch: Stats;
-  callback: Stats;
-  stages: Record<string, Stats>;
-}
-
 async function transitionTimes(store: Store, runId: string): Promise<Map<string, number>> {
   const result = await store.query<{ transition: string; at: number }>(
     `SELECT transition, extract(epoch FROM created_at) * 1000 AS at FROM run_transitions WHERE run_id = $1`,
@@ -231,7 +128,7 @@ async function waitForTransition(store: Store, runId: string, transition: string
 async function benchLiveLatency(store: Store, api: ReturnType<typeof controlApi>, gate: InstantGate): Promise<LiveLatency> {
   gate.setAutoFinish(false);
   const total = WARMUP + LIVE_RUNS;
-  await seedItems(store, 'live-', total, { spreadPriorities: false });
+  await seedItems(store, 'live-', total, { spreadPriorities: false, lanes: LANES });
   const dispatch: number[] = [];
   const callback: number[] = [];
   const stageSamples: Record<string, number[]> = {
@@ -274,93 +171,13 @@ async function benchLiveLatency(store: Store, api: ReturnType<typeof controlApi>
   };
 }
 
-interface Baseline {
-  startToResult: Stats;
-  signalToResult: Stats;
-  stop(): Promise<void>;
-}
-
-async function benchBareWorkflows(address: string): Promise<Baseline> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: BARE_WORKFLOWS, logger: quietLogger });
-  const workerConnection = await NativeConnection.connect({ address });
-  const worker = await Worker.create({
-    connection: workerConnection,
-    namespace: 'default',
-    taskQueue: BARE_QUEUE,
-    workflowBundle: { code },
-    activities: { touch: async (input: string) => input },
-  });
-  const running = worker.run();
-  const connection = await Connection.connect({ address });
-  const client = new Client({ connection, namespace: 'default' });
-  const stop = async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    await running.catch(() => undefined);
-    await connection.close();
-    await workerConnection.close();
-  };
-  try {
-    const startToResult: number[] = [];
-    const signalToResult: number[] = [];
-    for (let i = 0; i < WARMUP + LIVE_RUNS; i++) {
-      const started = performance.now();
-      await client.workflow.execute<typeof bareWorkflow>('bareWorkflow', { taskQueue: BARE_QUEUE, workflowId: `bare-${process.pid}-${i}`, args: ['x'] });
-      const elapsed = performance.now() - started;
-      if (i >= WARMUP) startToResult.push(elapsed);
-    }
-    for (let i = 0; i < WARMUP + LIVE_RUNS; i++) {
-      const handle = await client.workflow.start<typeof bareSignalWorkflow>('bareSignalWorkflow', {
-        taskQueue: BARE_QUEUE,
-        workflowId: `bare-signal-${process.pid}-${i}`,
-        args: ['x'],
-      });
-      // The query answers once the first workflow task ran, so the signal meets a waiting workflow.
-      await handle.query(readyQuery);
-      const started = performance.now();
-      await handle.signal(goSignal);
-      await handle.result();
-      const elapsed = performance.now() - started;
-      if (i >= WARMUP) signalToResult.push(elapsed);
-    }
-    return { startToResult: stats(startToResult), signalToResult: stats(signalToResult), stop };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
-}
-
-const quietLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: (message: string, meta?: Record<string, unknown>) => console.error(message, meta ?? ''),
-};
-
 // ---------------------------------------------------------------------------------------------------------------
 // (c) many runs over many lanes through the full path
-
-interface FullPath {
-  runs: number;
-  completed: number;
-  lost: number;
-  doubled: number;
-  doubledDetail: string;
-  laneOverlaps: number;
-  elapsedMs: number;
-  runsPerMin: number;
-  answers: Record<string, number>;
-  liveAnswer: Stats;
-  statuses: string;
-  callbacksIgnored: number;
-  callbackErrors: number;
-}
 
 async function benchFullPath(store: Store, api: ReturnType<typeof controlApi>, gate: InstantGate): Promise<FullPath> {
   gate.setAutoFinish(true);
   const prefix = 'full-';
-  await seedItems(store, prefix, FULL_RUNS, { spreadPriorities: false });
+  await seedItems(store, prefix, FULL_RUNS, { spreadPriorities: false, lanes: LANES });
   const countCompleted = async () =>
     Number((await store.query<{ n: number }>(`SELECT count(*) AS n FROM queue_items WHERE project_id LIKE 'full-%' AND status = 'completed'`)).rows[0]!.n);
 
@@ -477,7 +294,7 @@ async function main(): Promise<void> {
     let config: Config;
     // The port must be in the config before the server binds it; one found free can be taken meanwhile: pick again.
     for (let attempt = 1; ; attempt++) {
-      config = benchConfig(dir, await freePort(), gate, temporal.address, writer.url);
+      config = benchConfig(dir, await freePort(), gate, temporal.address, writer.url, LANES);
       gate.callbackUrl = config.completion_callback_url;
       try {
         controlPlane = await startControlPlane(config, pino({ level: LOG_LEVEL }));
@@ -496,7 +313,7 @@ async function main(): Promise<void> {
     log(`(b) ${LIVE_RUNS} live runs one after another (plus ${WARMUP} warm-up)`);
     const live = await benchLiveLatency(store, api, gate);
     log('(b) bare workflows with one activity on the same Temporal server');
-    baseline = await benchBareWorkflows(temporal.address);
+    baseline = await benchBareWorkflows(temporal.address, { warmup: WARMUP, measured: LIVE_RUNS });
 
     const full = await benchFullPath(store, api, gate);
 
@@ -504,7 +321,7 @@ async function main(): Promise<void> {
     const loadConnection = await Connection.connect({ address: temporal.address });
     const load = await benchWriterLoad(store, api, gate, writer, config, new Client({ connection: loadConnection })).finally(() => loadConnection.close());
 
-    printReport(dry, live, baseline, full, load, config.paper_activity_slots, performance.now() - benchStart);
+    printReport(dry, live, baseline, full, load, config.paper_activity_slots, performance.now() - benchStart, { lanes: LANES, callers: CALLERS, queuedRows: QUEUED_ROWS, loadStart });
   } finally {
     await controlPlane?.stop().catch((error: unknown) => console.error('control plane stop:', error));
     await baseline?.stop().catch(() => undefined);
@@ -522,7 +339,7 @@ async function main(): Promise<void> {
 
 async function benchWriterLoad(store: Store, api: ReturnType<typeof controlApi>, gate: InstantGate, writer: HeldWriter, config: Config, temporal: Client): Promise<WriterLoadFigures> {
   gate.setAutoFinish(true);
-  await seedItems(store, 'load-', 2 * LOAD_CALLS, { spreadPriorities: false });
+  await seedItems(store, 'load-', 2 * LOAD_CALLS, { spreadPriorities: false, lanes: LANES });
   await seedDraftCandidates(store, config.project_root, DRAFTS);
   const dispatchOnce = async () => {
     const sentAt = epochMs();
@@ -543,105 +360,6 @@ async function benchWriterLoad(store: Store, api: ReturnType<typeof controlApi>,
     // Each draft-next drafts its own candidate; the paper worker runs paper_activity_slots of their writer calls.
     writerCallsExpected: Math.min(DRAFTS, config.paper_activity_slots),
   });
-}
-
-function printReport(dry: DryRunScenario[], live: LiveLatency, baseline: Baseline, full: FullPath, load: WriterLoadFigures, paperSlots: number, totalMs: number): void {
-  console.log(`\ndispatch bench: node ${process.version}, ${availableParallelism()} CPUs, load average ${loadStart} at the start and ${loadNow()} at the end`);
-  console.log(`${LANES} lanes; the control plane runs in this process on a local headless Temporal dev server and Postgres`);
-  console.log('The agent finishes at once (bench/support/instant-gate.ts): a real gate reports readiness only after a quiet');
-  console.log('window of at least 30 s, so these figures are the control plane and Temporal, not the agent or the gate.\n');
-
-  console.log(`(a) dry-run POST /control/dispatch-next, force_preflight false, ${QUEUED_ROWS} queued rows over ${LANES} lanes`);
-  console.log(
-    percentileTable(
-      dry.map((scenario) => ({
-        lanes: scenario.name,
-        answer: scenario.action,
-        calls: scenario.http.n,
-        'p50 ms': ms(scenario.http.p50),
-        'p99 ms': ms(scenario.http.p99),
-        'mean ms': ms(scenario.http.mean),
-        'max ms': ms(scenario.http.max),
-        'query alone p50/p99 ms': `${ms(scenario.sql.p50)} / ${ms(scenario.sql.p99)}`,
-        'p99 <= 20 ms': scenario.http.p99 <= 20 ? 'yes' : 'no',
-      })),
-    ),
-  );
-
-  console.log(`\n(b) live runs one at a time (${live.dispatch.n} measured) beside bare workflows with one activity (${baseline.startToResult.n} each)`);
-  console.log(
-    percentileTable([
-      row('dispatch-next live → worker accepted (HTTP round trip)', live.dispatch),
-      row('  baseline: bare workflow start → result', baseline.startToResult),
-      { measure: '  ratio', 'p50 ms': ratio(live.dispatch.p50, baseline.startToResult.p50), 'p99 ms': ratio(live.dispatch.p99, baseline.startToResult.p99), 'mean ms': '', 'max ms': '' },
-      row('finishing callback posted → queue item completed', live.callback),
-      row('  baseline: bare workflow signal → result', baseline.signalToResult),
-      { measure: '  ratio', 'p50 ms': ratio(live.callback.p50, baseline.signalToResult.p50), 'p99 ms': ratio(live.callback.p99, baseline.signalToResult.p99), 'mean ms': '', 'max ms': '' },
-    ]),
-  );
-  console.log('\n    stages (run_transitions.created_at):');
-  console.log(
-    percentileTable(Object.entries(live.stages).map(([name, figures]) => row(`    ${name}`, figures)))
-      .split('\n')
-      .map((line) => `    ${line}`)
-      .join('\n'),
-  );
-
-  console.log(`\n(c) ${full.runs} runs over ${LANES} lanes, ${CALLERS} parallel callers of live dispatch-next, agent finishing at once`);
-  console.log(`    completed ${full.completed} in ${(full.elapsedMs / 1000).toFixed(1)} s; queue rows: ${full.statuses}`);
-  console.log(`    dispatch-next answers: ${Object.entries(full.answers).map(([action, n]) => `${action} ${n}`).join(', ')}`);
-  console.log(`    live_dispatch answer under contention: p50 ${ms(full.liveAnswer.p50)} ms, p99 ${ms(full.liveAnswer.p99)} ms`);
-  console.log(`    doubled check: ${full.doubledDetail}; overlapping runs on one lane ${full.laneOverlaps}`);
-  console.log(`    callbacks ignored ${full.callbacksIgnored}, callbacks not accepted ${full.callbackErrors}`);
-
-  console.log(`\n(d) live dispatch answers, idle and with ${load.drafts} draft-next calls under way (${load.writerCallsHeld} writer calls held, ${paperSlots} paper slots)`);
-  console.log(
-    percentileTable([
-      row('dispatch-next live, idle', load.idle),
-      row(`dispatch-next live, ${load.drafts} drafts in flight`, load.loaded),
-      { measure: '  ratio', 'p50 ms': ratio(load.loaded.p50, load.idle.p50), 'p99 ms': ratio(load.loaded.p99, load.idle.p99), 'mean ms': '', 'max ms': '' },
-    ]),
-  );
-
-  const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
-  const idle = dry[0]!;
-  const worstDry = dry.reduce((worst, scenario) => (scenario.http.p99 > worst.http.p99 ? scenario : worst), idle);
-  console.log('\nsummary');
-  const lostClaimsPerRun = (full.answers['dispatch_blocked (claim lost)'] ?? 0) / Math.max(1, full.completed);
-  console.log(
-    percentileTable([
-      { measure: `(a) dry-run dispatch-next p50 / p99, ${idle.name}`, value: `${ms(idle.http.p50)} / ${ms(idle.http.p99)} ms`, target: 'p99 <= 20 ms', met: yes(idle.http.p99 <= 20) },
-      { measure: `(a) dry-run dispatch-next p50 / p99, worst: ${worstDry.name}`, value: `${ms(worstDry.http.p50)} / ${ms(worstDry.http.p99)} ms`, target: 'p99 <= 20 ms', met: yes(worstDry.http.p99 <= 20) },
-      {
-        measure: '(b) dispatch → worker accepted p50 / p99 (bare start → result)',
-        value: `${ms(live.dispatch.p50)} / ${ms(live.dispatch.p99)} ms (${ms(baseline.startToResult.p50)} / ${ms(baseline.startToResult.p99)}) = ${ratio(live.dispatch.p50, baseline.startToResult.p50)} / ${ratio(live.dispatch.p99, baseline.startToResult.p99)}`,
-        target: '<= 2x',
-        met: yes(live.dispatch.p50 <= 2 * baseline.startToResult.p50 && live.dispatch.p99 <= 2 * baseline.startToResult.p99),
-      },
-      {
-        measure: '(b) callback → completed p50 / p99 (bare signal → result)',
-        value: `${ms(live.callback.p50)} / ${ms(live.callback.p99)} ms (${ms(baseline.signalToResult.p50)} / ${ms(baseline.signalToResult.p99)}) = ${ratio(live.callback.p50, baseline.signalToResult.p50)} / ${ratio(live.callback.p99, baseline.signalToResult.p99)}`,
-        target: '<= 2x',
-        met: yes(live.callback.p50 <= 2 * baseline.signalToResult.p50 && live.callback.p99 <= 2 * baseline.signalToResult.p99),
-      },
-      { measure: `(c) runs/min (${full.completed} of ${full.runs} over ${LANES} lanes)`, value: full.runsPerMin.toFixed(0), target: '>= 600', met: yes(full.runsPerMin >= 600) },
-      { measure: '(c) lost claim attempts per run', value: lostClaimsPerRun.toFixed(2), target: '<= 2', met: yes(lostClaimsPerRun <= 2) },
-      { measure: `(c) live_dispatch answer p50 under ${CALLERS} callers`, value: `${ms(full.liveAnswer.p50)} ms`, target: '<= 300 ms', met: yes(full.liveAnswer.p50 <= 300) },
-      { measure: '(c) lost', value: String(full.lost), target: '0', met: yes(full.lost === 0) },
-      { measure: '(c) doubled', value: String(full.doubled), target: '0', met: yes(full.doubled === 0) },
-      {
-        measure: `(d) live dispatch p99 with ${load.drafts} drafts in flight / idle`,
-        value: `${ms(load.loaded.p99)} / ${ms(load.idle.p99)} ms = ${ratio(load.loaded.p99, load.idle.p99)}`,
-        target: '<= 1.2x',
-        met: yes(load.loaded.p99 <= 1.2 * load.idle.p99),
-      },
-    ]),
-  );
-  console.log(`\nwhole bench ${(totalMs / 1000).toFixed(0)} s`);
-}
-
-function row(measure: string, figures: Stats): Record<string, string> {
-  return { measure, 'p50 ms': ms(figures.p50), 'p99 ms': ms(figures.p99), 'mean ms': ms(figures.mean), 'max ms': ms(figures.max) };
 }
 
 let exitCode = 0;
