@@ -12,20 +12,20 @@
  *   BENCH_DRAFT_CALLS=2000 BENCH_DRAFTS=2000 (BENCH_QUICK=1: small counts, seconds; bench/knobs.ts); BENCH_EXPLAIN=1 prints the candidate query's plan even when (2) meets its target.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { automatedChecklistPassed, judgeDraft } from '../capabilities/papers/domain/paper-checklist.ts';
-import { deterministicDraft, resultValues, type DraftEvidence } from '../capabilities/papers/domain/paper-draft.ts';
 import { DRAFT_NEXT_CANDIDATES } from '../capabilities/papers/paper-drafting.ts';
-import { draftEvidenceOf, readEvidence } from '../capabilities/papers/paper-evidence.ts';
+import { readEvidence } from '../capabilities/papers/paper-evidence.ts';
 import { ServiceSecrets } from '../platform/config/service-secrets.ts';
 import { openStore } from '../platform/store/open-store.ts';
 import { listDraftCandidates } from '../capabilities/papers/store/draft-ledger.ts';
 import type { Store } from '../platform/store/store.ts';
 import { loadNow, loadSideBySide, log, ms, stopBenchServer, timeEach, warmUp, yes, type LoadFigures, type Stats } from './figures.ts';
 import { knob } from './knobs.ts';
+import { writeProjectFiles } from './paper-bench-evidence.ts';
+import { benchDraft, type DraftFigures } from './paper-draft-bench.ts';
 import { benchDatabaseUrl, dropDatabase, percentileTable, recreateDatabase, startBenchServer } from './support.ts';
 
 const PAPER_COUNT = knob('BENCH_PAPERS', 10_000, 200);
@@ -110,73 +110,6 @@ async function seed(store: Store): Promise<void> {
        CROSS JOIN LATERAL (SELECT ((r.seq * 2654435761) % 141)::int - 50 AS score) AS s`,
   );
   for (const table of ['projects', 'runs', 'papers']) await store.query(`VACUUM ANALYZE ${table}`);
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Evidence files
-
-/** A realistic evidence set: a few KB of notes, a decision file, and three results files holding 50 numbers. */
-function evidenceFiles(projectName: string): { notes: string; decision: unknown; results: { path: string; data: unknown }[] } {
-  const notes = [
-    `# ${projectName}`,
-    '',
-    '## Goal',
-    '',
-    'Test whether block-sparse attention with a learned router keeps quality at 4k context while cutting attention FLOPs',
-    'by half, on a 124M-parameter decoder trained from scratch on the same token budget as the dense baseline.',
-    '',
-    '## Setup',
-    '',
-    ...Array.from({ length: 12 }, (_, i) =>
-      `- Step ${i + 1}: trained for 2000 steps at lr 3e-4 with warmup 200, batch 64, seq 4096; router temperature ${(0.5 + i * 0.1).toFixed(1)}; evaluated on the held-out split every 250 steps and logged to results/.`,
-    ),
-    '',
-    '## Observations',
-    '',
-    ...Array.from({ length: 10 }, (_, i) =>
-      `Run ${i + 1} converged smoothly; validation loss tracked the dense baseline within noise after step ${800 + i * 50}, and throughput stayed between ${1.7 + i * 0.02} and ${1.9 + i * 0.02} times the dense model. No divergence, no NaNs; gradient norms stayed under 1.0 after warmup.`,
-    ),
-    '',
-    '## Next',
-    '',
-    'Repeat at 350M parameters and 8k context; compare against a fixed local-window baseline with the same FLOPs.',
-    '',
-  ].join('\n');
-  const main = {
-    model: { params_m: 124, layers: 12, heads: 12, context: 4096 },
-    dense: { val_loss: 3.2871, val_ppl: 26.77, tokens_per_s: 41230.5, attn_gflops: 18.4, peak_mem_gb: 21.3, wall_h: 3.92 },
-    sparse: { val_loss: 3.2914, val_ppl: 26.88, tokens_per_s: 74112.25, attn_gflops: 9.1, peak_mem_gb: 14.85, wall_h: 2.21 },
-    delta: { val_loss: 0.0043, speedup: 1.7975, flops_ratio: 0.4946, mem_ratio: 0.6972 },
-    steps: 2000,
-    seed: 17,
-  };
-  const ablation = {
-    router_temperature: [0.5, 0.7, 0.9, 1.1, 1.3].map((t, i) => ({ t, val_loss: 3.301 - i * 0.0031, density: 0.41 + i * 0.02 })),
-    block_size: { b32: 3.2931, b64: 3.2914, b128: 3.2968 },
-  };
-  const seeds = { seeds: [11, 17, 23, 42, 99].map((seed, i) => ({ seed, val_loss: 3.289 + i * 0.0011 })) };
-  return {
-    notes,
-    decision: { decision: 'finalize_positive', summary: 'Block-sparse attention matched dense quality within 0.13% loss at 1.8x throughput.' },
-    results: [
-      { path: 'results/main/metrics.json', data: main },
-      { path: 'results/ablation/router.json', data: ablation },
-      { path: 'results/seeds/runs.json', data: seeds },
-    ],
-  };
-}
-
-async function writeProjectFiles(projectRoot: string, projectDir: string, projectName: string, which: 'complete' | 'notes_only'): Promise<void> {
-  const files = evidenceFiles(projectName);
-  const put = async (rel: string, text: string) => {
-    const path = join(projectRoot, projectDir, rel);
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, text);
-  };
-  await put('run_notes.md', files.notes);
-  if (which === 'notes_only') return;
-  await put('.research/decision.json', `${JSON.stringify(files.decision, null, 2)}\n`);
-  for (const result of files.results) await put(result.path, `${JSON.stringify(result.data, null, 2)}\n`);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -318,56 +251,6 @@ async function benchDraftNext(store: Store, port: number, projectRoot: string): 
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// (3) the deterministic draft and its checklist
-
-interface DraftFigures {
-  draft: Stats;
-  judge: Stats;
-  notesBytes: number;
-  resultFiles: number;
-  numbers: number;
-  markdownBytes: number;
-  passed: boolean;
-  failed: string[];
-}
-
-async function benchDraft(projectRoot: string): Promise<DraftFigures> {
-  const projectDir = 'bench/draft-subject';
-  await writeProjectFiles(projectRoot, projectDir, 'Bench project draft subject: sparse attention at small scale', 'complete');
-  const read = await readEvidence(projectRoot, projectDir, { secrets: ServiceSecrets.none });
-  if (!read.complete) throw new Error(`the draft subject's evidence is incomplete: ${read.missing.join('; ')}`);
-  const evidence: DraftEvidence = draftEvidenceOf(read, {
-    project_id: 'bench-draft-subject',
-    project_name: 'Bench project draft subject: sparse attention at small scale',
-    run_id: 'bench-draft-subject-20250601T120000Z',
-    finished_at: '2025-06-01T12:42:00.000Z',
-    decision: 'finalize_positive',
-    decision_summary: null,
-  });
-  const draft = deterministicDraft(evidence);
-  const review = () => judgeDraft({ markdown: draft.markdown, title: draft.title, abstract: draft.abstract, results: resultValues(evidence.results) });
-  const judgements = review();
-  const warmup = Math.min(200, DRAFTS);
-  for (let i = 0; i < warmup; i++) {
-    deterministicDraft(evidence);
-    review();
-  }
-  log(`(3) deterministicDraft and judgeDraft: ${DRAFTS} calls each`);
-  const drafted = await timeEach(DRAFTS, () => deterministicDraft(evidence));
-  const judged = await timeEach(DRAFTS, review);
-  return {
-    draft: drafted,
-    judge: judged,
-    notesBytes: Buffer.byteLength(evidence.run_notes),
-    resultFiles: evidence.results.length,
-    numbers: resultValues(evidence.results).length,
-    markdownBytes: Buffer.byteLength(draft.markdown),
-    passed: automatedChecklistPassed(judgements),
-    failed: judgements.filter((j) => j.status === 'fail').map((j) => `${j.item_id}: ${j.note}`),
-  };
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const benchStart = performance.now();
@@ -400,7 +283,7 @@ async function main(): Promise<void> {
     await stopBenchServer(fastify);
     fastify = undefined;
 
-    const draft = await benchDraft(projectRoot);
+    const draft = await benchDraft(projectRoot, DRAFTS);
     printReport(lists, draftNext, draft, performance.now() - benchStart);
   } finally {
     await stopBenchServer(fastify);
