@@ -51,14 +51,14 @@ const RunCycleAnswer = z.object({
     .describe('One entry per stage, in order'),
 });
 
-export async function researchCycleRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dispatch' | 'facility' | 'researchProvider' | 'papers' | 'cycles'>): Promise<void> {
+export async function researchCycleRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dispatch' | 'facility' | 'researchProvider' | 'paperDrafting' | 'cycles'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const cycleDeps = {
     store: deps.store,
     dispatch: deps.dispatch,
     facility: deps.facility,
     researchProvider: deps.researchProvider,
-    papers: deps.papers,
+    paperDrafting: deps.paperDrafting,
     cycles: deps.cycles,
   };
   const schema = {

@@ -7,7 +7,7 @@ import { CommandRefusedError, refusalMessage } from '../../platform/command-erro
 import { dispatchNext, selectDispatch, type DispatchSelection } from '../runs/dispatch.ts';
 import type { DispatchSettings } from '../runs/dispatch-settings.ts';
 import { launchNextFollowup } from '../research/followups.ts';
-import { createPaperDrafting, selectDraftCandidates } from '../papers/paper-drafting.ts';
+import { selectDraftCandidates, type PaperDrafting } from '../papers/paper-drafting.ts';
 import { draftNextNoopReason } from '../papers/domain/paper-steps.ts';
 import type { DraftNextInput } from '../../workflows/papers/paper-messages.ts';
 import type { PaperLauncher } from '../papers/paper-launcher.ts';
@@ -30,6 +30,8 @@ export interface PumpDeps {
   runs: RunLauncher;
   facility: ResearchFacility;
   papers: { settings: PaperSettings; launcher: PaperLauncher };
+  /** Drafting papers, as the composition root built it. */
+  paperDrafting: PaperDrafting;
   /** queue_pump_enabled, queue_pump_followup_launch_enabled and queue_pump_paper_draft_enabled of this process. */
   pump: { enabled: boolean; followupLaunch: boolean; paperDraft: boolean };
 }
@@ -149,7 +151,7 @@ export async function pumpPaperDraft(deps: PumpDeps, tickId: string): Promise<Pu
   if (!deps.pump.paperDraft) return { step: 'paper_draft', action: 'skipped', reason: 'queue_pump_paper_draft_enabled is false' };
   let step: PumpStep;
   try {
-    const drafting = createPaperDrafting({ store: deps.store, settings: deps.papers.settings, launcher: deps.papers.launcher });
+    const drafting = deps.paperDrafting;
     const answer = (await drafting.draftNext({ dry_run: false, requested_by: QUEUE_PUMP_ACTOR, force: false })) as Record<string, unknown> & { action: string };
     step = { step: 'paper_draft', action: answer.action, reason: typeof answer.reason === 'string' ? answer.reason : answer.action, ...(typeof answer.paper_id === 'string' ? { paper_id: answer.paper_id } : {}) };
   } catch (error) {

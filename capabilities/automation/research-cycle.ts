@@ -10,9 +10,7 @@ import type { Store } from '../../platform/store/store.ts';
 import { CommandRefusedError, keptRefusalError, refusalMessage } from '../../platform/command-errors.ts';
 import { selectDispatch } from '../runs/dispatch.ts';
 import type { DispatchSettings } from '../runs/dispatch-settings.ts';
-import { createPaperDrafting } from '../papers/paper-drafting.ts';
-import type { PaperLauncher } from '../papers/paper-launcher.ts';
-import type { PaperSettings } from '../papers/paper-settings.ts';
+import type { PaperDrafting } from '../papers/paper-drafting.ts';
 import { generateProviderBatch, providerBudget, type ProviderBatchSettings } from '../research/provider-batch.ts';
 import type { ResearchFacility } from '../research/research-facility.ts';
 
@@ -27,7 +25,8 @@ export interface CycleDeps {
   dispatch: DispatchSettings;
   facility: ResearchFacility;
   researchProvider: ProviderBatchSettings;
-  papers: { settings: PaperSettings; launcher: PaperLauncher };
+  /** Drafting papers, as the composition root built it. */
+  paperDrafting: PaperDrafting;
 }
 
 export interface StageRequest {
@@ -119,7 +118,7 @@ export async function dispatchDryRunStage(deps: CycleDeps, policy: CyclePolicy, 
 export async function paperDraftStage(deps: CycleDeps, policy: CyclePolicy, request: StageRequest): Promise<CycleStage> {
   if (policy.max_paper_drafts_per_run === 0) return skippedStage('paper_draft', 'max_paper_drafts_per_run');
   try {
-    const drafting = createPaperDrafting({ store: deps.store, settings: deps.papers.settings, launcher: deps.papers.launcher });
+    const drafting = deps.paperDrafting;
     const answer = await drafting.draftNext({ dry_run: request.dry_run, requested_by: request.requested_by, force: false });
     const paperId = 'paper_id' in answer ? answer.paper_id : null;
     const reason = 'reason' in answer ? answer.reason : paperId ? `${answer.action} paper ${paperId}` : answer.action;
@@ -132,7 +131,7 @@ export async function paperDraftStage(deps: CycleDeps, policy: CyclePolicy, requ
 export async function publicationRewriteStage(deps: CycleDeps, policy: CyclePolicy, request: StageRequest): Promise<CycleStage> {
   if (policy.max_publication_rewrites_per_run === 0) return skippedStage('publication_rewrite', 'max_publication_rewrites_per_run');
   try {
-    const drafting = createPaperDrafting({ store: deps.store, settings: deps.papers.settings, launcher: deps.papers.launcher });
+    const drafting = deps.paperDrafting;
     const answer = await drafting.rewriteBatch({
       limit: policy.max_publication_rewrites_per_run,
       dry_run: request.dry_run,
