@@ -94,7 +94,12 @@ const BUDGET_STOP_GRACE_MS = 10_000;
  * Stops the tool once it has spent more than its budget: SIGINT first, so that it ends its session (and fires its end
  * hook), then SIGTERM and SIGKILL if it is still there. Answers whether it stopped the tool.
  */
-function budgetGuard(child: ChildProcess, budget: number | undefined, toolPid: () => number | null): { check(usage: TokenUsage | null): void; exceeded(): boolean } {
+function budgetGuard(
+  child: ChildProcess,
+  budget: number | undefined,
+  toolPid: () => number | null,
+): { check(usage: TokenUsage | null): void; exceeded(): boolean; stoppedAt(): string | null } {
+  let stoppedAt: string | null = null;
   let stopping = false;
   // SIGINT and SIGTERM go to the tool itself: bwrap, the runner's child, dies of them at once and takes the tool along.
   const signalTool = (signal: NodeJS.Signals) => {
@@ -110,6 +115,7 @@ function budgetGuard(child: ChildProcess, budget: number | undefined, toolPid: (
     check(usage) {
       if (stopping || budget === undefined || usage === null || usage.total_tokens <= budget) return;
       stopping = true;
+      stoppedAt = new Date().toISOString();
       log(`token budget exceeded: ${usage.total_tokens} tokens spent of ${budget}; stopping the agent (SIGINT, then SIGTERM and SIGKILL)`);
       signalTool('SIGINT');
       const escalate = (signal: NodeJS.Signals, afterMs: number) =>
@@ -118,6 +124,7 @@ function budgetGuard(child: ChildProcess, budget: number | undefined, toolPid: (
       escalate('SIGKILL', 2 * BUDGET_STOP_GRACE_MS);
     },
     exceeded: () => stopping,
+    stoppedAt: () => stoppedAt,
   };
 }
 
@@ -233,6 +240,7 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     token_usage: spent(),
     token_budget: launcherEnv.TOKEN_BUDGET ?? null,
     stopped_over_budget: budget.exceeded(),
+    budget_stopped_at: budget.stoppedAt(),
     started_at: startedAt,
     ended_at: new Date().toISOString(),
   };

@@ -57,6 +57,11 @@ export const AgentSessionRecordSchema = z.object({
   /** The run's token budget, and whether the launcher stopped the agent past it (absent in records written before budgets). */
   token_budget: z.number().int().min(1).nullable().optional(),
   stopped_over_budget: z.boolean().optional(),
+  /**
+   * When the launcher sent its first stop signal to an agent past its budget: the gate's own latency, apart from the
+   * time the tool then takes to end its session (`ended_at`), which a loaded machine stretches.
+   */
+  budget_stopped_at: z.string().nullable().optional(),
   started_at: z.string(),
   ended_at: z.string(),
 });
