@@ -1,4 +1,3 @@
-import type { Client } from '@temporalio/client';
 import type { AppDeps } from '../api/deps.ts';
 import type { createActivities } from '../activities/index.ts';
 import type { WorkloadClass } from '../worker-gate/contract/workload.ts';
@@ -8,17 +7,14 @@ import { createPaperDrafting, type PaperDrafting } from '../capabilities/papers/
 import { createPaperPackages, type PaperPackages } from '../capabilities/papers/paper-packages.ts';
 import { createPaperReviews, type PaperReviews } from '../capabilities/papers/paper-reviews.ts';
 import type { CycleLauncher } from '../capabilities/automation/cycle-launcher.ts';
-import { temporalCycleLauncher } from '../capabilities/automation/cycle-workflows.ts';
 import { alertSettingsFrom, type AlertSettings } from '../capabilities/automation/queue-alerts.ts';
 import type { PumpDeps } from '../capabilities/automation/queue-pump.ts';
 import type { PaperLauncher } from '../capabilities/papers/paper-launcher.ts';
 import { paperSettingsFrom, type PaperSettings } from '../capabilities/papers/paper-settings.ts';
-import { temporalPaperLauncher } from '../capabilities/papers/paper-workflows.ts';
 import { providerBatchSettingsFrom, type ProviderBatchSettings } from '../capabilities/research/provider-batch.ts';
 import { createResearchFacility, type ResearchFacility } from '../capabilities/research/research-facility.ts';
 import { dispatchSettingsFrom, type DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import type { RunLauncher } from '../capabilities/runs/run-launcher.ts';
-import { temporalRunLauncher, type RunLauncherSettings } from '../capabilities/runs/run-workflows.ts';
 import type { Config } from '../platform/config/schema.ts';
 import type { OperationalTrace } from '../platform/observability/operational-trace.ts';
 import type { Store } from '../platform/store/store.ts';
@@ -57,15 +53,6 @@ export interface Launchers {
   runs: RunLauncher;
   papers: PaperLauncher;
   cycles: CycleLauncher;
-}
-
-/** The launchers on one Temporal client and task queue; the run launcher links each run to the Temporal UI when one is known. */
-export function temporalLaunchers(client: Client, where: RunLauncherSettings): Launchers {
-  return {
-    runs: temporalRunLauncher(client, where),
-    papers: temporalPaperLauncher(client, { taskQueue: where.taskQueue }),
-    cycles: temporalCycleLauncher(client, { taskQueue: where.taskQueue }),
-  };
 }
 
 /**

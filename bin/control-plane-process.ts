@@ -11,7 +11,8 @@ import { routeObservabilityFrom } from '../platform/observability/route-observab
 import { ServiceMetrics } from '../platform/http/metrics.ts';
 import { planTemporalConnection } from '../platform/temporal/temporal-connection.ts';
 import { startTemporalRuntime, type TemporalRuntime } from './temporal-runtime.ts';
-import { composeServices, routeDeps, serviceSettingsFrom, temporalLaunchers } from './compose.ts';
+import { composeServices, routeDeps, serviceSettingsFrom } from './compose.ts';
+import { temporalLaunchers } from './temporal-launchers.ts';
 import { browsableHost } from '../platform/http/browsable-host.ts';
 import { configFingerprint } from '../platform/config/fingerprint.ts';
 import { ReplicaRegistry } from '../platform/cluster/replicas.ts';

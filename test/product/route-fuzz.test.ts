@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RegisteredRoute } from '../../api/create-server.ts';
-import { temporalLaunchers } from '../../bin/compose.ts';
+import { temporalLaunchers } from '../../bin/temporal-launchers.ts';
 import type { Queryable } from '../../platform/store/store.ts';
 import { NO_WORKERS, startTestApp, TEST_GATE_TOKEN, TEST_TOKEN, type TestApp } from '../support/app.ts';
 

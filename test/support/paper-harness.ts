@@ -9,7 +9,7 @@ import { createActivities } from '../../activities/index.ts';
 import { createPaperActivityWorker, WORKFLOWS_ON_MAIN_THREAD } from '../../bin/temporal-runtime.ts';
 import { ensureSearchAttributes } from '../../bin/search-attributes.ts';
 import { loadWorkflowBundle } from '../../platform/temporal/workflow-bundle.ts';
-import { temporalLaunchers } from '../../bin/compose.ts';
+import { temporalLaunchers } from '../../bin/temporal-launchers.ts';
 import { paperIdFor } from '../../capabilities/papers/domain/paper-status.ts';
 import type { PaperSettings } from '../../capabilities/papers/paper-settings.ts';
 import { ServiceSecrets } from '../../platform/config/service-secrets.ts';
