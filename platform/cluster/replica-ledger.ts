@@ -1,6 +1,6 @@
 import type { Queryable } from '../store/store.ts';
 
-/** A control-plane replica as it last reported itself (platform/store/migrations/0015_control_plane_replicas.sql). */
+/** A control-plane replica as it last reported itself (store/migrations/0015_control_plane_replicas.sql). */
 export interface ReplicaRow {
   replica_id: string;
   config_fingerprint: string;

@@ -10,7 +10,7 @@ export interface Migration {
   checksum: string;
 }
 
-const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../store/migrations/', import.meta.url));
 const FILE_PATTERN = /^(\d{4})_([a-z0-9_]+)\.sql$/;
 // Any fixed number: serializes concurrent start-ups against one database.
 const MIGRATION_LOCK_ID = 727_274_001;

@@ -19,14 +19,14 @@ describe('committed migrations', () => {
     for (const [file, checksum] of Object.entries(manifest)) {
       expect(
         current.get(file),
-        `platform/store/migrations/${file} changed or disappeared after it was committed, so databases that applied it refuse ` +
+        `store/migrations/${file} changed or disappeared after it was committed, so databases that applied it refuse ` +
           'to start. Restore its text and put the change in a new migration.',
       ).toBe(checksum);
     }
     for (const file of current.keys()) {
       expect(
         file in manifest,
-        `platform/store/migrations/${file} is new: add its sha256 to test/fixtures/migrations/checksums.json, which freezes it`,
+        `store/migrations/${file} is new: add its sha256 to test/fixtures/migrations/checksums.json, which freezes it`,
       ).toBe(true);
     }
   });

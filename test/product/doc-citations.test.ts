@@ -15,7 +15,7 @@ import { anchorsOf, bareReadmeCitations, brokenCitations, citationsIn, headingSl
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 // Applied migrations are checksummed and append-only: their comments keep the old form (the word README and a quoted
 // heading), and the heading each names must still be one of the documentation's.
-const FROZEN = /^platform\/store\/migrations\//;
+const FROZEN = /^store\/migrations\//;
 
 function repositoryTextFiles(): { file: string; text: string }[] {
   const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' });
