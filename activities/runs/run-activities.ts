@@ -3,9 +3,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { DispatchSettings } from '../../capabilities/runs/dispatch-settings.ts';
 import type { WorkerTarget } from '../../capabilities/runs/domain/worker-lanes.ts';
 import type { PreflightResult } from '../../capabilities/runs/domain/preflight-checks.ts';
-import { buildRunPrompt, promptFileFor, type RunPromptContract } from '../../capabilities/runs/domain/run-prompt.ts';
-import { getProject } from '../../capabilities/runs/projects.ts';
-import { getCandidate } from '../../capabilities/research/research-candidates.ts';
+import { buildRunPrompt, promptFileFor } from '../../capabilities/runs/domain/run-prompt.ts';
+import { getProject, getProjectRunBrief, type ProjectRunBrief } from '../../capabilities/runs/projects.ts';
 import { applyRunTransition, claimQueueItem, getRun, LaneBusyError, UnknownRunError, type RunRow, type TransitionRequest } from '../../capabilities/runs/run-ledger.ts';
 import { StoreReadOnlyError, type Store } from '../../platform/store/store.ts';
 import type { AgentSettings } from '../../workflows/runs/run-messages.ts';
@@ -112,17 +111,14 @@ export function createRunActivities(deps: RunActivityDeps) {
     };
   };
 
-  const contractOf = async (candidateId: string | null): Promise<RunPromptContract | null> => {
-    if (!candidateId) return null;
-    const candidate = await getCandidate(store, candidateId);
-    return candidate ?? null;
-  };
+  const runBriefOf = async (projectId: string): Promise<ProjectRunBrief> =>
+    (await getProjectRunBrief(store, projectId)) ?? { research_contract: null, expected_token_budget: null };
 
-  /** The run's token budget: its candidate's expected_token_budget times agent_token_budget_multiple, or none. */
-  const tokenBudgetOf = async (candidateId: string | null): Promise<number | undefined> => {
+  /** The run's token budget: its project's expected_token_budget times agent_token_budget_multiple, or none. */
+  const tokenBudgetOf = async (projectId: string): Promise<number | undefined> => {
     const multiple = settings.tokenBudgetMultiple ?? 0;
-    if (!candidateId || multiple <= 0) return undefined;
-    const expected = (await getCandidate(store, candidateId))?.expected_token_budget;
+    if (multiple <= 0) return undefined;
+    const expected = (await runBriefOf(projectId)).expected_token_budget;
     return expected ? Math.ceil(expected * multiple) : undefined;
   };
 
@@ -153,7 +149,7 @@ export function createRunActivities(deps: RunActivityDeps) {
         run_id: run.run_id,
         project_id: project.project_id,
         project_name: project.project_name,
-        contract: await contractOf(project.candidate_id),
+        contract: (await runBriefOf(project.project_id)).research_contract,
       });
       // overwrite: the prompt file is per run, so a retried prepare rewrites identical content.
       const body = { ...fields, prompt_text: promptText, overwrite: true };
@@ -168,7 +164,7 @@ export function createRunActivities(deps: RunActivityDeps) {
       const run = await requireRun(input.run_id);
       const { project, fields } = await gateRunFields(run);
       const { workload_class, machine_target, ...rest } = fields;
-      const tokenBudget = await tokenBudgetOf(project.candidate_id);
+      const tokenBudget = await tokenBudgetOf(project.project_id);
       const body = { ...rest, ...input.agent, workload_class, machine_target, ...(tokenBudget === undefined ? {} : { token_budget: tokenBudget }) };
       try {
         return await heartbeating(() => gateClientOf(run, input).dispatch(body));

@@ -25,6 +25,7 @@ import { recordLineage, type LineageKind, type LineageLink } from './research-li
 import { getSourcesByIds, insertSource, listSources } from './store/research-sources.ts';
 import type { Queryable, Store } from '../../platform/store/store.ts';
 import { isInFlight } from '../runs/domain/queue-status.ts';
+import { researchContractOf } from '../runs/domain/run-prompt.ts';
 import { CommandRefusedError } from '../../platform/command-errors.ts';
 
 /** The Research Facility's commands: plan and record candidates, build the smoke batch, promote into the queue. */
@@ -280,7 +281,11 @@ export function createResearchFacility(store: Store, options: ResearchFacilityOp
     const rows = await promotionPlan(tx, candidateId, true);
     for (const link of rows.lineage) await recordLineage(tx, link);
     await insertIdea(tx, rows.idea);
-    await insertProject(tx, rows.project);
+    await insertProject(tx, {
+      ...rows.project,
+      research_contract: researchContractOf(rows.candidate),
+      expected_token_budget: rows.candidate.expected_token_budget,
+    });
     await insertQueueItem(tx, rows.queue_item);
     await markCandidateQueueAdmitted(tx, rows.candidate.candidate_id);
     await appendAuditEvent(tx, {

@@ -1,5 +1,6 @@
 import type { WorkloadClass } from '../../worker-gate/contract/workload.ts';
 import type { Queryable } from '../../platform/store/store.ts';
+import type { RunPromptContract } from './domain/run-prompt.ts';
 
 /** The projects ledger: one row per project promotion created; its directory lives under project_root. */
 
@@ -17,6 +18,10 @@ export interface ProjectInsert {
   /** Defaults to "unknown". */
   workload_class?: WorkloadClass;
   machine_target?: string | null;
+  /** What a run of this project is asked to establish; copied from its candidate at promotion, else none. */
+  research_contract?: RunPromptContract | null;
+  /** The candidate's expected token budget, which a run's budget multiplies (docs/runs.md#research-contract). */
+  expected_token_budget?: number | null;
 }
 
 export interface ProjectRow {
@@ -36,8 +41,9 @@ const PROJECT_COLUMNS =
 
 export async function insertProject(tx: Queryable, project: ProjectInsert): Promise<ProjectRow> {
   const result = await tx.query<ProjectRow>(
-    `INSERT INTO projects (project_id, project_name, project_dir, idea_id, candidate_id, workload_class, machine_target)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${PROJECT_COLUMNS}`,
+    `INSERT INTO projects (project_id, project_name, project_dir, idea_id, candidate_id, workload_class, machine_target,
+       research_contract, expected_token_budget)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${PROJECT_COLUMNS}`,
     [
       project.project_id,
       project.project_name,
@@ -46,6 +52,8 @@ export async function insertProject(tx: Queryable, project: ProjectInsert): Prom
       project.candidate_id ?? null,
       project.workload_class ?? 'unknown',
       project.machine_target ?? null,
+      project.research_contract ? JSON.stringify(project.research_contract) : null,
+      project.expected_token_budget ?? null,
     ],
   );
   return result.rows[0]!;
@@ -53,5 +61,19 @@ export async function insertProject(tx: Queryable, project: ProjectInsert): Prom
 
 export async function getProject(q: Queryable, projectId: string): Promise<ProjectRow | undefined> {
   const result = await q.query<ProjectRow>(`SELECT ${PROJECT_COLUMNS} FROM projects WHERE project_id = $1`, [projectId]);
+  return result.rows[0];
+}
+
+/** What a run's prompt and token budget take from its project (docs/runs.md#research-contract). */
+export interface ProjectRunBrief {
+  research_contract: RunPromptContract | null;
+  expected_token_budget: number | null;
+}
+
+export async function getProjectRunBrief(q: Queryable, projectId: string): Promise<ProjectRunBrief | undefined> {
+  const result = await q.query<ProjectRunBrief>(
+    'SELECT research_contract, expected_token_budget FROM projects WHERE project_id = $1',
+    [projectId],
+  );
   return result.rows[0];
 }

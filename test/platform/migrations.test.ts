@@ -118,6 +118,38 @@ describe.each(EMPTY_ENGINES)('migration history on $name', (engine) => {
     expect(await migrate(store)).toEqual([]);
   });
 
+  it('0018 gives a project promoted before it its candidate\'s research contract and token budget', async () => {
+    const store = await emptyStore();
+    await migrate(store, current.filter((migration) => migration.version < 18));
+    await store.query(
+      `INSERT INTO research_candidates (candidate_id, batch_id, generation_mode, title, hypothesis, expected_artifacts, dedupe_key,
+         novelty, feasibility, score, decision, expected_token_budget)
+       VALUES ('cand-early', 'batch-early', 'manual_import', 'An early study', 'It holds', '["run_notes.md"]', 'early', 6, 7, 70, 'admitted', 1500)`,
+    );
+    await store.query(`INSERT INTO projects (project_id, project_name, project_dir, candidate_id) VALUES ('early', 'Early', 'early', 'cand-early')`);
+    await store.query(`INSERT INTO projects (project_id, project_name, project_dir) VALUES ('by-hand', 'By hand', 'by-hand')`);
+
+    expect(await migrate(store)).toEqual(current.filter((migration) => migration.version >= 18).map((m) => m.version));
+    const rows = await store.query('SELECT project_id, research_contract, expected_token_budget FROM projects ORDER BY project_id');
+    expect(rows.rows).toEqual([
+      { project_id: 'by-hand', research_contract: null, expected_token_budget: null },
+      {
+        project_id: 'early',
+        research_contract: {
+          title: 'An early study',
+          hypothesis: 'It holds',
+          mechanism: null,
+          baseline_to_beat: null,
+          success_threshold: null,
+          kill_condition: null,
+          expected_artifacts: ['run_notes.md'],
+          required_evidence: [],
+        },
+        expected_token_budget: 1500,
+      },
+    ]);
+  });
+
   it('accepts the superseded 0003 checksum for 0003 only', async () => {
     const store = await emptyStore();
     const edited = await historical('0003_runs.edited.sql');

@@ -547,13 +547,10 @@ describe('live dispatch', () => {
     expect(rows.rows.filter((row) => row.request_id !== requestId)).toEqual([]);
   });
 
-  it("hands the gate the run's token budget: its candidate's expected_token_budget times agent_token_budget_multiple (2)", { timeout: 60_000 }, async () => {
+  it("hands the gate the run's token budget: its project's expected_token_budget times agent_token_budget_multiple (2)", { timeout: 60_000 }, async () => {
     await seed('budget-one', 'budget', { scenario: 'question' });
-    await store.query(
-      `INSERT INTO research_candidates (candidate_id, batch_id, generation_mode, title, dedupe_key, novelty, feasibility, score, decision, expected_token_budget)
-       VALUES ('cand-budget-one', 'batch-budget', 'manual_import', 'A budgeted study', 'test:budget-one', 6, 7, 70, 'admitted', 1500)`,
-    );
-    await store.query(`UPDATE projects SET candidate_id = 'cand-budget-one' WHERE project_id = 'budget-one'`);
+    // Promotion copies the candidate's budget onto its project (test/runs/run-e2e.test.ts promotes one).
+    await store.query(`UPDATE projects SET expected_token_budget = 1500 WHERE project_id = 'budget-one'`);
     const runId = await liveDispatch('budget-one');
     expect((await gateClient(gateFixture).runView(runId))?.token_budget).toBe(3000);
   });

@@ -1,8 +1,8 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../platform/store/store.ts';
-import { CALLBACK_TOKEN, dispatchCount, waitUntil, type GateFixture } from '../support/gate.ts';
+import { CALLBACK_TOKEN, dispatchCount, gateClient, waitUntil, type GateFixture } from '../support/gate.ts';
 import { fetchRunHistory, maybeSaveHistory, replayHistory } from '../support/histories.ts';
 import { tableCounts } from '../support/ledgers.ts';
 import { candidate } from '../support/research.ts';
@@ -124,6 +124,13 @@ describe('a queued item through the whole run path', () => {
       ['run.claimed', 'run.prepared', 'run.worker_accepted', 'run.session_started', 'run.wake_received', 'run.reconciling', 'run.completed'].sort(),
     );
     expect(await dispatchCount(gateFixture, runId)).toBe(1);
+    // The prompt states the candidate's research contract and the budget follows its expected_token_budget, both
+    // copied onto the project at promotion (docs/runs.md#research-contract).
+    const prompt = await readFile(join(gateFixture.projectRoot, project.project_dir, '.research', 'prompts', `${runId}.md`), 'utf8');
+    expect(prompt).toContain('# Run path run-path-full\n');
+    expect(prompt).toContain(`## Hypothesis\n${candidate().hypothesis}\n`);
+    expect(prompt).toContain(`## Required evidence\n- ${(candidate().required_evidence as string[])[0]}\n`);
+    expect((await gateClient(gateFixture).runView(runId))?.token_budget).toBe(2 * (candidate().expected_token_budget as number));
 
     const runDetail = (await api('GET', `/control/api/v1/runs/${runId}?event_limit=3`)).body;
     expect(runDetail).toMatchObject({

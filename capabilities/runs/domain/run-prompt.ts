@@ -14,6 +14,20 @@ export interface RunPromptContract {
   required_evidence: readonly string[];
 }
 
+/** The contract fields of a research candidate, as promotion copies them onto its project. */
+export function researchContractOf(candidate: RunPromptContract): RunPromptContract {
+  return {
+    title: candidate.title,
+    hypothesis: candidate.hypothesis,
+    mechanism: candidate.mechanism,
+    baseline_to_beat: candidate.baseline_to_beat,
+    success_threshold: candidate.success_threshold,
+    kill_condition: candidate.kill_condition,
+    expected_artifacts: candidate.expected_artifacts,
+    required_evidence: candidate.required_evidence,
+  };
+}
+
 export interface RunPromptInput {
   run_id: string;
   project_id: string;
