@@ -21,7 +21,7 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
   }
 }
 
-async function storeHealth(deps: AppDeps): Promise<{ ok: boolean; error?: string }> {
+async function storeHealth(deps: Pick<AppDeps, 'store'>): Promise<{ ok: boolean; error?: string }> {
   try {
     await withTimeout(deps.store.ping(), CHECK_TIMEOUT_MS, 'the store');
     return { ok: true };
@@ -30,7 +30,7 @@ async function storeHealth(deps: AppDeps): Promise<{ ok: boolean; error?: string
   }
 }
 
-async function temporalHealth(deps: AppDeps): Promise<TemporalHealth | undefined> {
+async function temporalHealth(deps: Pick<AppDeps, 'temporalHealth'>): Promise<TemporalHealth | undefined> {
   if (!deps.temporalHealth) return undefined;
   try {
     return await withTimeout(deps.temporalHealth(), CHECK_TIMEOUT_MS, 'Temporal');
@@ -83,7 +83,7 @@ const HealthSchema = z.object({
 
 const tags = ['health'];
 
-async function clusterConfig(deps: AppDeps) {
+async function clusterConfig(deps: Pick<AppDeps, 'clusterConfig'>) {
   if (!deps.clusterConfig) return undefined;
   try {
     return await withTimeout(deps.clusterConfig(), CHECK_TIMEOUT_MS, 'the replica registry');
@@ -92,7 +92,7 @@ async function clusterConfig(deps: AppDeps) {
   }
 }
 
-export async function healthRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function healthRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dbPath' | 'temporalHealth' | 'clusterConfig' | 'workerGateReady' | 'workerGateIsolation' | 'workerGateRunCgroups'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const liveness = { tags, summary: 'Liveness; 503 while the worker gate served here is starting', response: { 200: LivenessSchema, 503: LivenessSchema } };
   app.get('/healthz', { config: { auth: 'public' }, schema: liveness }, async (_request, reply) => {

@@ -31,7 +31,7 @@ const tags = ['session'];
 const SETS_SESSION_COOKIE = { 'Set-Cookie': { type: 'string', description: 'cp_session: HttpOnly, SameSite=Strict, Path=/control' } } as const;
 const CLEARS_SESSION_COOKIE = { 'Set-Cookie': { type: 'string', description: 'cp_session, expired' } } as const;
 
-export async function sessionRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function sessionRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'controlApiToken' | 'sessionCookieSecure'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const cookieOptions = {
     httpOnly: true,

@@ -24,7 +24,7 @@ const QueueCheckAnswer = z.object({
   check_id: z.number().int().optional().describe('Live: the check in the alerts ledger'),
 });
 
-export async function alertRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function alertRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dispatch' | 'alerts'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const schema = {
     tags: ['status'],

@@ -67,7 +67,7 @@ export async function auditEventsByCursor(reads: Queryable, filters: AuditEventF
   return v1Page({ items, next }, walk.order, walk.limit);
 }
 
-export async function eventRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function eventRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const paged = {
     tags,

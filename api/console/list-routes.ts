@@ -101,7 +101,7 @@ const tags = ['read models'];
 const config = { auth: 'control' } as const;
 const listErrors = errorResponses(401, 422, 503);
 
-export async function v1ListRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function v1ListRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dispatch' | 'papers'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const reads = deps.store.reads;
   const laneOf = (item: QueueItemRow): string | null => {

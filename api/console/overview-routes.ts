@@ -101,7 +101,7 @@ const ReadinessAnswer = z.object({
   checked_at: z.string(),
 });
 
-export async function v1OverviewRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function v1OverviewRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dispatch' | 'temporalHealth' | 'researchProvider'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   app.get(
     '/control/api/v1/overview',

@@ -15,7 +15,7 @@ const ProjectQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, 
 
 
 /** Project detail: the record, its queue row, runs, events and worker observations. */
-export async function projectRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function projectRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dispatch'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const routing = deps.dispatch.routing;
   const laneOf = (item: QueueItemRow): string | null => {

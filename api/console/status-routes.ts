@@ -100,7 +100,7 @@ export type QueueHealthDocumented = Assert<Documents<typeof QueueHealthSchema, A
 
 const tags = ['status'];
 
-export async function statusRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function statusRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dispatch' | 'alerts'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const status = { store: deps.store, settings: deps.dispatch };
   const snapshot = {

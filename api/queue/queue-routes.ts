@@ -19,7 +19,7 @@ const QueueQuery = z.strictObject({
 });
 
 /** Queue reads: one logical group, paged, filtered and sorted. */
-export async function queueRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function queueRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const schema = {
     tags: ['queues'],

@@ -68,7 +68,7 @@ export type LineageItemDocumented = Assert<Documents<typeof LineageItem, Awaited
 const tags = ['read models'];
 const config = { auth: 'control' } as const;
 
-export async function v1ResearchRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function v1ResearchRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   app.get(
     '/control/api/v1/research-quality',

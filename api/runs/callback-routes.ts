@@ -7,7 +7,7 @@ import { IdempotencyConflictError } from '../../platform/store/idempotency-keys.
 import type { AppDeps } from '../deps.ts';
 
 /** Completion callbacks from the worker gates, deduplicated by idempotency_key (docs/runs.md#runs). */
-export async function workerCallbackRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function workerCallbackRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'runs' | 'metrics'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const schema = {
     tags: ['runs'],

@@ -63,7 +63,7 @@ const DispatchNextAnswer = z.object({
   dispatch: foreignObject(`The gate's answer to /dispatch, on a live dispatch. ${GATE_ANSWER}`).optional(),
 });
 
-export async function dispatchRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function dispatchRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dispatch' | 'runs' | 'metrics'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const dispatch = { store: deps.store, settings: deps.dispatch, runs: deps.runs, log: instance.log };
   const schema = {

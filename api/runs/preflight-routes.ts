@@ -60,7 +60,7 @@ export const PreflightResultSchema = z.object({
   checks: z.array(PreflightCheckSchema),
 });
 
-export async function preflightRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function preflightRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'dispatch'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const schema = {
     tags: ['dispatch'],

@@ -60,7 +60,7 @@ const RunDetailAnswer = z.object({
 export type RunDetailDocumented = Assert<Documents<typeof RunDetailAnswer, Awaited<ReturnType<typeof runDetailWithWindow>>>>;
 
 /** The run's detail with its gate's quiet window while it is in flight. */
-async function runDetailWithWindow(deps: AppDeps, runId: string, eventLimit: number) {
+async function runDetailWithWindow(deps: Pick<AppDeps, 'store' | 'runs' | 'dispatch'>, runId: string, eventLimit: number) {
   const detail = await runDetail({ store: deps.store, runs: deps.runs }, runId, eventLimit);
   const windows = detail.finished ? new Map<string, QuietWindowView>() : await quietWindowsOf(deps, [{ run_id: runId, lane: detail.run.lane }]);
   return { ...detail, quiet_window: windows.get(runId) ?? null };
@@ -107,7 +107,7 @@ export type RunGateViewDocumented = Assert<Documents<typeof RunGateViewAnswer, A
 const tags = ['runs'];
 const config = { auth: 'control' } as const;
 
-export async function runRoutes(instance: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function runRoutes(instance: FastifyInstance, deps: Pick<AppDeps, 'store' | 'runs' | 'dispatch'>): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const runs = { store: deps.store, runs: deps.runs, dispatch: deps.dispatch };
 
