@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AlertFindingSchema } from '../answers.ts';
+import { AlertFindingSchema } from './alert-answers.ts';
 import { errorResponses } from '../../platform/http/responses.ts';
 import { runQueueCheck } from '../../capabilities/automation/queue-alerts.ts';
 import type { AppDeps } from '../deps.ts';

@@ -6,7 +6,7 @@ import type { Queryable } from '../../platform/store/store.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses, pageBody } from '../../platform/http/responses.ts';
 import { pageOf, queryInt, queryText } from '../../platform/http/validation.ts';
-import { AuditEventSchema } from '../answers.ts';
+import { AuditEventSchema } from '../audit-event-answer.ts';
 import { v1ListQuery, v1Page, v1PageBody, walkFrom } from '../v1-paging.ts';
 import { descending, type KeysetOrder } from '../../platform/store/keyset.ts';
 

@@ -14,18 +14,10 @@ import { PROJECT_ORDERS, readProjectDetail, walkProjects, type ProjectListRow } 
 import type { QueueItemRow } from '../../capabilities/runs/queue-items.ts';
 import { QUEUE_ORDERS, walkQueueItems } from '../../capabilities/queue/queue-reads.ts';
 import { RUN_ORDERS, walkRuns } from '../../capabilities/runs/run-reads.ts';
-import {
-  AuditEventSchema,
-  CorpusImportSchema,
-  FinalizationPackageSchema,
-  PaperSchema,
-  PaperWithChecklistSchema,
-  ProjectDetailAnswer,
-  ProjectSchema,
-  QueueItemSchema,
-  ReviewHistorySchema,
-  RunListRowSchema,
-} from '../answers.ts';
+import { AuditEventSchema } from '../audit-event-answer.ts';
+import { ProjectDetailAnswer, RunListRowSchema } from './console-answers.ts';
+import { CorpusImportSchema, FinalizationPackageSchema, PaperSchema, PaperWithChecklistSchema, ReviewHistorySchema } from '../papers/paper-answers.ts';
+import { ProjectSchema, QueueItemSchema } from '../runs/run-answers.ts';
 import type { AppDeps } from '../deps.ts';
 import { v1ListQuery, v1Page, v1PageBody, walkFrom } from '../v1-paging.ts';
 

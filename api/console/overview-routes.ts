@@ -13,7 +13,9 @@ import { readAutomationReadiness } from '../../capabilities/automation/automatio
 import { readLanesWithWindows } from '../../capabilities/runs/lanes.ts';
 import { QuietWindowViewSchema } from '../runs/run-routes.ts';
 import { readOverviewWithWaits } from '../../capabilities/console/overview.ts';
-import { AuditEventSchema, DispatchRouteSchema, PaperSchema, QueueItemSchema } from '../answers.ts';
+import { AuditEventSchema } from '../audit-event-answer.ts';
+import { PaperSchema } from '../papers/paper-answers.ts';
+import { DispatchRouteSchema, QueueItemSchema } from '../runs/run-answers.ts';
 import type { AppDeps } from '../deps.ts';
 
 const OverviewQuery = z.strictObject({

@@ -8,7 +8,7 @@ import type { AppDeps } from '../deps.ts';
 import { HttpError } from '../../platform/http/errors.ts';
 import { errorResponses } from '../../platform/http/responses.ts';
 import { queryInt } from '../../platform/http/validation.ts';
-import { ProjectDetailAnswer } from '../answers.ts';
+import { ProjectDetailAnswer } from './console-answers.ts';
 
 const ProjectParams = z.strictObject({ project_id: z.string().min(1).max(200) });
 const ProjectQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });

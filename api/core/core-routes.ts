@@ -11,7 +11,7 @@ import { withinJsonBounds } from '../../platform/http/json-bounds.ts';
 import { queryText } from '../../platform/http/validation.ts';
 import { readLegacyNotes } from '../../capabilities/core/legacy-notes.ts';
 import { PROJECT_ID_PATTERN } from '../../capabilities/runs/projects.ts';
-import { AuditEventSchema } from '../answers.ts';
+import { AuditEventSchema } from '../audit-event-answer.ts';
 import type { AppDeps } from '../deps.ts';
 
 /** Most rows of each kind one snapshot may carry, and the body size that allows (docs/core.md#core). */

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../../capabilities/papers/domain/paper-status.ts';
 import { errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
-import { PaperSchema, PaperWithChecklistSchema } from '../answers.ts';
+import { PaperSchema, PaperWithChecklistSchema } from './paper-answers.ts';
 import { CommandRefusedError } from '../../platform/command-errors.ts';
 import type { PaperDrafting } from '../../capabilities/papers/paper-drafting.ts';
 import { idempotencyKey, requestedBy } from '../command-fields.ts';

@@ -6,7 +6,7 @@ import { HttpError } from '../../platform/http/errors.ts';
 import { errorResponses, pageBody } from '../../platform/http/responses.ts';
 import { pageOf, queryBool, queryInt, queryOptional, querySort, queryText } from '../../platform/http/validation.ts';
 import { listPapers, PAPER_SORT_COLUMNS, type PaperRow } from '../../capabilities/papers/paper-ledger.ts';
-import { ChecklistItemSchema, CorpusImportSchema, PaperSchema, PaperWithChecklistSchema, ReviewHistorySchema } from '../answers.ts';
+import { ChecklistItemSchema, CorpusImportSchema, PaperSchema, PaperWithChecklistSchema, ReviewHistorySchema } from './paper-answers.ts';
 import { idempotencyKey, noteNeededFor, requestedBy } from '../command-fields.ts';
 import type { AppDeps } from '../deps.ts';
 

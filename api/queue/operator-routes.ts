@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses } from '../../platform/http/responses.ts';
-import { FlagsSchema, QueueItemSchema } from '../answers.ts';
+import { FlagsSchema, QueueItemSchema } from '../runs/run-answers.ts';
 
 /** Operator commands on the queue (docs/runs.md#runs); every change is audited in the same transaction. */
 

@@ -6,7 +6,7 @@ import { listQueueItems, QUEUE_SORT_COLUMNS } from '../../capabilities/queue/que
 import type { AppDeps } from '../deps.ts';
 import { errorResponses, pageBody } from '../../platform/http/responses.ts';
 import { pageOf, queryInt, queryOptional, querySort, queryText } from '../../platform/http/validation.ts';
-import { QueueItemSchema } from '../answers.ts';
+import { QueueItemSchema } from '../runs/run-answers.ts';
 
 const QueueParams = z.strictObject({ queue: z.enum(QUEUE_GROUPS) });
 

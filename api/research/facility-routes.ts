@@ -18,7 +18,8 @@ import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from '../command-fie
 import type { AppDeps } from '../deps.ts';
 import { HttpError } from '../../platform/http/errors.ts';
 import { countsOf, errorResponses, pageBody, type Assert, type Documents } from '../../platform/http/responses.ts';
-import { AdmissionSchema, CandidateResultSchema, CandidateSchema, LineageSchema, ProjectSchema, QueueItemSchema } from '../answers.ts';
+import { AdmissionSchema, CandidateResultSchema, CandidateSchema, LineageSchema } from './research-answers.ts';
+import { ProjectSchema, QueueItemSchema } from '../runs/run-answers.ts';
 import { pageOf, queryInt, queryOptional, queryText } from '../../platform/http/validation.ts';
 
 /** Research Facility endpoints (docs/research.md#research-facility-intake): reads of the intake ledgers, and the commands that write them. */

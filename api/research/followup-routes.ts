@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
 import { WORKLOAD_CLASSES } from '../../worker-gate/contract/workload.ts';
-import { CandidateResultSchema } from '../answers.ts';
+import { CandidateResultSchema } from './research-answers.ts';
 import { launchNextFollowup, type FollowupAnswer } from '../../capabilities/research/followups.ts';
 import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from '../command-fields.ts';
 import type { AppDeps } from '../deps.ts';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { countsOf, errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
 import { PROVIDER_OUTCOMES } from '../../capabilities/research/domain/provider-budget.ts';
 import { ADMISSION_DECISIONS } from '../../capabilities/research/domain/research-candidate.ts';
-import { CandidateResultSchema } from '../answers.ts';
+import { CandidateResultSchema } from './research-answers.ts';
 import { generateProviderBatch, providerBudget, type ProviderBatchAnswer as ProviderBatchAnswerType } from '../../capabilities/research/provider-batch.ts';
 import { idempotencyKey, LIVE_CALL_NEEDS_KEY, requestedBy } from '../command-fields.ts';
 import type { AppDeps } from '../deps.ts';

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ADMISSION_DECISIONS, GENERATION_MODES } from '../../capabilities/research/domain/research-candidate.ts';
 import { countsOf, errorResponses, type Assert, type Documents } from '../../platform/http/responses.ts';
-import { CandidateSchema } from '../answers.ts';
+import { CandidateSchema } from './research-answers.ts';
 import { queryText } from '../../platform/http/validation.ts';
 import { readResearchQuality } from '../../capabilities/research/research-quality.ts';
 import { readSourceLineage, SOURCE_LINEAGE_ORDERS } from '../../capabilities/research/source-lineage.ts';

@@ -6,7 +6,7 @@ import { dispatchNext } from '../../capabilities/runs/dispatch.ts';
 import { DISPATCH_ACTIONS } from '../../capabilities/runs/dispatch-answer.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses, foreignObject } from '../../platform/http/responses.ts';
-import { DispatchRouteSchema, GATE_ANSWER, QueueItemSchema } from '../answers.ts';
+import { DispatchRouteSchema, GATE_ANSWER, QueueItemSchema } from './run-answers.ts';
 import { PreflightResultSchema } from './preflight-routes.ts';
 import { idempotencyKey } from '../command-fields.ts';
 

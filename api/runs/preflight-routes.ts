@@ -7,7 +7,7 @@ import { PREFLIGHT_DEFAULTS } from '../../capabilities/runs/domain/preflight-che
 import type { AppDeps } from '../deps.ts';
 import { HttpError } from '../../platform/http/errors.ts';
 import { errorResponses } from '../../platform/http/responses.ts';
-import { PreflightCheckSchema } from '../answers.ts';
+import { PreflightCheckSchema } from './run-answers.ts';
 
 /** What a worker preflight checks and against which target; every field is optional. */
 const PreflightBody = z
