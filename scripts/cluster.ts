@@ -54,7 +54,9 @@ const log = (message: string) => print(`[cluster] ${message}`);
  * Ctrl-C (SIGINT), SIGTERM and a closed terminal (SIGHUP) all stop the cluster, from the moment this process starts:
  * a signal during the start stops the cluster as soon as it is up. The handlers stay for the whole run, so a second
  * signal during the stop is answered with a line and does not end this process half-way (which left the Temporal
- * server, the gates, their namespaces and the bridge behind).
+ * server, the gates, their namespaces and the bridge behind). For the same reason `npm run cluster` runs this file in
+ * one process (`node --import tsx`), not under the `tsx` command: that command relays a signal to its child and
+ * SIGKILLs the child when it has not acknowledged the signal within about 60 ms, which a busy machine exceeds.
  */
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 let stopRequested: NodeJS.Signals | undefined;
