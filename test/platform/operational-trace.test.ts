@@ -58,8 +58,10 @@ interface TraceLine {
   response: { bytes: number; truncated: boolean; text: string | null };
 }
 
+/** The trace's complete lines: a process appending a long line may have written only part of it when the file is read. */
 const readTrace = async (path: string) => {
-  const text = await readFile(path, 'utf8').catch(() => '');
+  const read = await readFile(path, 'utf8').catch(() => '');
+  const text = read.slice(0, read.lastIndexOf('\n') + 1);
   return { text, lines: text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as TraceLine) };
 };
 
