@@ -17,7 +17,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import { createNvidiaSmiProbe, type GpuReading } from '../worker-gate/telemetry/gpu.ts';
+import { COMPUTE_APPS_QUERY, createNvidiaSmiProbe, GPU_QUERY, type GpuReading } from '../worker-gate/telemetry/gpu.ts';
 import { runGpuUse } from '../worker-gate/domain/run-machine-share.ts';
 import { startGpuHolder } from './gpu-holder.ts';
 
@@ -68,8 +68,8 @@ function xmlGpus(xml: string): { uuid: string; totalMib: number }[] {
 }
 
 console.log(`nvidia-smi ${(await nvidiaSmi(['--version'])).split('\n').filter(Boolean).join('; ')}`);
-raw['gpus.csv'] = await nvidiaSmi(['--query-gpu=index,utilization.gpu,memory.used,memory.total,uuid', '--format=csv,noheader,nounits']);
-raw['compute-apps-before.csv'] = await nvidiaSmi(['--query-compute-apps=pid,used_memory,gpu_uuid', '--format=csv,noheader,nounits']);
+raw['gpus.csv'] = await nvidiaSmi(GPU_QUERY);
+raw['compute-apps-before.csv'] = await nvidiaSmi(COMPUTE_APPS_QUERY);
 
 // 1. Every GPU parses and agrees with the XML report.
 const first = await timedRead();
@@ -99,7 +99,7 @@ if (!target?.uuid) {
       const app = reading.computeApps.find((entry) => entry.pid === holder.pid);
       return app ? { reading, app } : undefined;
     });
-    raw['compute-apps-holding.csv'] = await nvidiaSmi(['--query-compute-apps=pid,used_memory,gpu_uuid', '--format=csv,noheader,nounits']);
+    raw['compute-apps-holding.csv'] = await nvidiaSmi(COMPUTE_APPS_QUERY);
     report(seen !== undefined, `the compute processes list our process (pid ${holder.pid})`, seen ? JSON.stringify(seen.app) : `they list ${raw['compute-apps-holding.csv'].trim() || 'none'}`);
     if (seen) {
       report(seen.app.gpu_uuid === target.uuid, `on GPU ${gpuIndex}'s uuid`, `${seen.app.gpu_uuid}`);
@@ -109,7 +109,7 @@ if (!target?.uuid) {
         const use = runGpuUse({ kind: 'read', reading }, new Set([holder.pid]));
         return (use.gpu_pct ?? 0) > 0 ? { reading, use } : undefined;
       });
-      raw['gpus-holding.csv'] = await nvidiaSmi(['--query-gpu=index,utilization.gpu,memory.used,memory.total,uuid', '--format=csv,noheader,nounits']);
+      raw['gpus-holding.csv'] = await nvidiaSmi(GPU_QUERY);
       report(busy !== undefined, "a run that owns the process is charged its GPU's utilisation", busy ? `${busy.use.gpu_pct} %` : 'the GPU read 0 % throughout');
       const owned = runGpuUse({ kind: 'read', reading: (busy ?? seen).reading }, new Set([holder.pid]));
       report((owned.vram_used_mib ?? 0) >= holderMib, 'and its memory', `${owned.vram_used_mib} MiB`);

@@ -151,8 +151,7 @@ export async function pumpPaperDraft(deps: PumpDeps, tickId: string): Promise<Pu
   if (!deps.pump.paperDraft) return { step: 'paper_draft', action: 'skipped', reason: 'queue_pump_paper_draft_enabled is false' };
   let step: PumpStep;
   try {
-    const drafting = deps.paperDrafting;
-    const answer = (await drafting.draftNext({ dry_run: false, requested_by: QUEUE_PUMP_ACTOR, force: false })) as Record<string, unknown> & { action: string };
+    const answer = (await deps.paperDrafting.draftNext({ dry_run: false, requested_by: QUEUE_PUMP_ACTOR, force: false })) as Record<string, unknown> & { action: string };
     step = { step: 'paper_draft', action: answer.action, reason: typeof answer.reason === 'string' ? answer.reason : answer.action, ...(typeof answer.paper_id === 'string' ? { paper_id: answer.paper_id } : {}) };
   } catch (error) {
     step = failure('paper_draft', error);

@@ -118,8 +118,7 @@ export async function dispatchDryRunStage(deps: CycleDeps, policy: CyclePolicy, 
 export async function paperDraftStage(deps: CycleDeps, policy: CyclePolicy, request: StageRequest): Promise<CycleStage> {
   if (policy.max_paper_drafts_per_run === 0) return skippedStage('paper_draft', 'max_paper_drafts_per_run');
   try {
-    const drafting = deps.paperDrafting;
-    const answer = await drafting.draftNext({ dry_run: request.dry_run, requested_by: request.requested_by, force: false });
+    const answer = await deps.paperDrafting.draftNext({ dry_run: request.dry_run, requested_by: request.requested_by, force: false });
     const paperId = 'paper_id' in answer ? answer.paper_id : null;
     const reason = 'reason' in answer ? answer.reason : paperId ? `${answer.action} paper ${paperId}` : answer.action;
     return { name: 'paper_draft', action: answer.action, reason, ...(paperId ? { paper_id: paperId } : {}) };
@@ -131,8 +130,7 @@ export async function paperDraftStage(deps: CycleDeps, policy: CyclePolicy, requ
 export async function publicationRewriteStage(deps: CycleDeps, policy: CyclePolicy, request: StageRequest): Promise<CycleStage> {
   if (policy.max_publication_rewrites_per_run === 0) return skippedStage('publication_rewrite', 'max_publication_rewrites_per_run');
   try {
-    const drafting = deps.paperDrafting;
-    const answer = await drafting.rewriteBatch({
+    const answer = await deps.paperDrafting.rewriteBatch({
       limit: policy.max_publication_rewrites_per_run,
       dry_run: request.dry_run,
       requested_by: request.requested_by,

@@ -22,8 +22,8 @@ export interface NvidiaSmiProbeOptions {
 }
 
 // The uuid columns tie each compute process to the GPU it runs on, so a run is judged on its own GPUs.
-const GPU_QUERY = ['--query-gpu=index,utilization.gpu,memory.used,memory.total,uuid', '--format=csv,noheader,nounits'];
-const COMPUTE_APPS_QUERY = ['--query-compute-apps=pid,used_memory,gpu_uuid', '--format=csv,noheader,nounits'];
+export const GPU_QUERY = ['--query-gpu=index,utilization.gpu,memory.used,memory.total,uuid', '--format=csv,noheader,nounits'];
+export const COMPUTE_APPS_QUERY = ['--query-compute-apps=pid,used_memory,gpu_uuid', '--format=csv,noheader,nounits'];
 const DEFAULT_TIMEOUT_MS = 5_000;
 
 class CommandNotFound extends Error {}
