@@ -79,7 +79,7 @@ async function startControlPlaneParts(
       { labels: { fingerprint: fingerprint.fingerprint }, value: 1 },
     ]);
     if (!store.readOnly) {
-      replicas = new ReplicaRegistry(store, fingerprint, [...dispatch.routing.targets.keys()], String(config.listen_port));
+      replicas = new ReplicaRegistry(store, fingerprint, [...dispatch.routing.lanes.keys()], String(config.listen_port));
       const cluster = await replicas.start((error) => logger.warn({ err: error }, 'could not report this replica to the replica registry'));
       progress(`config fingerprint ${cluster.config_fingerprint}; ${cluster.replicas.length} control-plane replica(s) live on this database`);
       if (cluster.drift) {

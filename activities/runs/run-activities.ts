@@ -5,12 +5,14 @@ import type { WorkerTarget } from '../../capabilities/runs/domain/worker-lanes.t
 import type { PreflightResult } from '../../capabilities/runs/domain/preflight-checks.ts';
 import { buildRunPrompt, promptFileFor } from '../../capabilities/runs/domain/run-prompt.ts';
 import { getProject, getProjectRunBrief, type ProjectRunBrief } from '../../capabilities/runs/projects.ts';
-import { applyRunTransition, claimQueueItem, getRun, LaneBusyError, UnknownRunError, type RunRow, type TransitionRequest } from '../../capabilities/runs/run-ledger.ts';
+import { applyRunTransition, getRun, LaneBusyError, UnknownRunError, type RunRow, type TransitionRequest } from '../../capabilities/runs/run-ledger.ts';
 import { StoreReadOnlyError, type Store } from '../../platform/store/store.ts';
 import type { AgentSettings } from '../../workflows/runs/run-messages.ts';
 import { dispatchPreflight } from '../../capabilities/runs/worker-preflight.ts';
 import { WorkerGateError, workerGateClient } from '../../capabilities/runs/worker-gate-client.ts';
 import { heartbeating } from '../heartbeat.ts';
+import { claimPlaced } from '../../capabilities/runs/run-placements.ts';
+import { GpuTakenError } from '../../capabilities/runs/store/gpu-placements.ts';
 import { GATE_CALL_FAILED, GATE_UNAVAILABLE, isRejectedWrite, UNKNOWN_LANE, PERMANENT_FAILURE_TYPES, type GateFailureDetails } from '../../capabilities/runs/domain/run-failures.ts';
 
 /**
@@ -72,7 +74,7 @@ export function createRunActivities(deps: RunActivityDeps) {
   const { store, settings } = deps;
 
   const targetOf = (lane: string): WorkerTarget => {
-    const target = settings.routing.targets.get(lane);
+    const target = settings.routing.lanes.get(lane);
     // Retried, not final: the replica whose worker took this task may not have the lane configured yet (or any more)
     // while another replica, whose worker may take the retry, has it (docs/operations.md#running-on-several-machines).
     if (!target) throw ApplicationFailure.retryable(`lane ${lane} is not a configured worker target of this replica`, UNKNOWN_LANE);
@@ -106,7 +108,8 @@ export function createRunActivities(deps: RunActivityDeps) {
         project_dir: project.project_dir,
         prompt_file: promptFileFor(run.run_id),
         workload_class: run.workload_class,
-        machine_target: run.lane,
+        // The target, not the slot: the lane of a target's second slot is '<target>/2'.
+        machine_target: settings.routing.lanes.get(run.lane)?.name ?? run.lane,
       },
     };
   };
@@ -126,13 +129,14 @@ export function createRunActivities(deps: RunActivityDeps) {
     async claimRun(input: ClaimRunInput): Promise<{ claimed: boolean; reason?: string }> {
       // The claim runs as a local activity, on the worker that took the workflow task, and its retries stay there: a
       // lane this replica lacks is a claim lost (the item stays queued), not a failure to retry on the same worker.
-      const target = settings.routing.targets.get(input.lane);
+      const target = settings.routing.lanes.get(input.lane);
       if (!target) return { claimed: false, reason: `lane ${input.lane} is not a configured worker target of this replica` };
       try {
-        const result = await store.transaction((tx) => claimQueueItem(tx, { ...input, wake_gate_url: target.wake_gate_url }));
+        const result = await claimPlaced(store, settings, { ...input, wake_gate_url: target.wake_gate_url });
         return result.claimed ? { claimed: true } : { claimed: false, reason: result.reason };
       } catch (error) {
         if (error instanceof LaneBusyError) return { claimed: false, reason: `lane ${input.lane} is already running another item` };
+        if (error instanceof GpuTakenError) return { claimed: false, reason: error.message };
         throw ledgerFailure(error);
       }
     },
@@ -165,7 +169,12 @@ export function createRunActivities(deps: RunActivityDeps) {
       const { project, fields } = await gateRunFields(run);
       const { workload_class, machine_target, ...rest } = fields;
       const tokenBudget = await tokenBudgetOf(project.project_id);
-      const body = { ...rest, ...input.agent, workload_class, machine_target, ...(tokenBudget === undefined ? {} : { token_budget: tokenBudget }) };
+      // The placement goes only where the claim made one, so a gate older than slots takes a run that needs none.
+      const placement = {
+        ...(run.gpu_indices === null ? {} : { gpu_indices: run.gpu_indices }),
+        ...(run.cpu_count === null ? {} : { cpu_count: run.cpu_count }),
+      };
+      const body = { ...rest, ...input.agent, workload_class, machine_target, ...placement, ...(tokenBudget === undefined ? {} : { token_budget: tokenBudget }) };
       try {
         return await heartbeating(() => gateClientOf(run, input).dispatch(body));
       } catch (error) {

@@ -68,7 +68,7 @@ const LanesAnswer = z.object({
       configured: z.boolean(),
       route: DispatchRouteSchema
         .nullable()
-        .describe('The worker target; null for a lane no longer configured'),
+        .describe('The worker target and this slot of it; null for a lane no longer configured'),
       idle: z.boolean(),
       active: z
         .object({
@@ -78,6 +78,8 @@ const LanesAnswer = z.object({
               run_id: z.string(),
               state: z.string().nullable(),
               created_at: z.string().nullable(),
+              gpu_indices: z.array(z.number().int()).nullable().describe('The GPUs the run holds ([]: none visible to it); null: not pinned'),
+              cpu_count: z.number().int().nullable().describe('How many CPUs its gate pins it to; null: not pinned'),
               quiet_window: QuietWindowViewSchema.nullable().describe("The run's quiet window as its gate judges it now; null before it is judged, once the run finished, or when the gate cannot be asked within 2 s"),
             })
             .nullable(),

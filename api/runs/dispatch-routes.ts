@@ -43,6 +43,9 @@ const DispatchNextAnswer = z.object({
     machine_target: true,
     workload_class: true,
     dispatch_failures: true,
+    gpu_count: true,
+    gpu_memory_mib: true,
+    cpu_count: true,
     updated_at: true,
   })
     .nullable()
@@ -52,6 +55,17 @@ const DispatchNextAnswer = z.object({
     .nullable()
     .optional()
     .describe('The worker target chosen; null when none was'),
+  placement: z
+    .object({
+      needs: z
+        .object({ gpu_count: z.number().int(), gpu_memory_mib: z.number().int(), cpu_count: z.number().int().nullable() })
+        .describe("What the run needs: the item's own figures, else its workload class's defaults (workload_run_needs)"),
+      gpu_indices: z.array(z.number().int()).nullable().describe("The GPUs it would be placed on ([]: none visible to it); null: not pinned"),
+      cpu_count: z.number().int().nullable(),
+      reason: z.string().describe('Where and why, in words'),
+    })
+    .optional()
+    .describe('A dry run: where on its worker the run would go (docs/runs.md#slots-and-gpus); the claim decides again when it runs'),
   run_id: z.string().optional(),
   workflow_id: z.string().optional(),
   agent: z

@@ -82,6 +82,7 @@ export async function preflightRoutes(instance: FastifyInstance, deps: Pick<AppD
         max_gpu_pct: body.max_gpu_pct,
         min_memory_available_mib:
           body.min_memory_available_mib ?? configured.min_memory_available_mib ?? PREFLIGHT_DEFAULTS.min_memory_available_mib,
+        capacity: { slots: configured.slots, gpus: configured.gpus },
       },
     );
   });

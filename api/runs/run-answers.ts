@@ -31,6 +31,9 @@ export const QueueItemSchema = z.object({
   candidate_id: z.string().nullable(),
   lane: z.string().nullable().describe('The worker target the item was last claimed on'),
   dispatch_failures: z.number().int().describe('Failed dispatch attempts in a row; the third moves the item to dispatch_error'),
+  gpu_count: z.number().int().nullable().describe("GPUs a run of the item needs; null: its workload class's default (docs/runs.md#slots-and-gpus)"),
+  gpu_memory_mib: z.number().int().nullable().describe("GPU memory (MiB) a run needs free on each of its GPUs; null: its workload class's default"),
+  cpu_count: z.number().int().nullable().describe("CPUs a run is pinned to; null: its workload class's default"),
   created_at: z.string(),
   updated_at: z.string(),
 }).meta({ id: 'QueueItem' });
@@ -72,6 +75,8 @@ export const RunSchema = z.object({
   dispatch_result: foreignObject(`The gate's answer to /dispatch. ${GATE_ANSWER}`).nullable(),
   last_error: z.string().nullable(),
   finished_at: z.string().nullable(),
+  gpu_indices: z.array(z.number().int()).nullable().describe('The GPUs the run was placed on ([]: none visible to it); null: not pinned'),
+  cpu_count: z.number().int().nullable().describe('How many CPUs its gate pins it to; null: not pinned'),
   created_at: z.string(),
   updated_at: z.string(),
 }).meta({ id: 'Run' });
@@ -110,4 +115,11 @@ export type WorkerObservationDocumented = Assert<Documents<typeof WorkerObservat
 const WORKER_ROLES = ['gpu_worker', 'cpu_worker'] as const;
 
 /** The worker target a queue item is (or would be) dispatched to: dispatch-next, a lane and a cycle's stage show it. */
-export const DispatchRouteSchema = z.object({ machine_target: z.string(), wake_gate_url: z.string(), worker_role: z.enum(WORKER_ROLES), token_configured: z.boolean() });
+export const DispatchRouteSchema = z.object({
+  machine_target: z.string(),
+  lane: z.string().describe("The target's slot the run is claimed on: the target's name for its first slot, '<target>/<n>' for the others"),
+  slot: z.number().int().describe('1-based'),
+  wake_gate_url: z.string(),
+  worker_role: z.enum(WORKER_ROLES),
+  token_configured: z.boolean(),
+});

@@ -49,6 +49,9 @@ export interface CandidateRow {
   expected_token_budget: number | null;
   machine_target: string | null;
   workload_class: WorkloadClass | null;
+  gpu_count: number | null;
+  gpu_memory_mib: number | null;
+  cpu_count: number | null;
   likely_failure_modes: string[];
   novelty_comparison: string | null;
   dedupe_key: string;
@@ -89,6 +92,9 @@ const PROPOSAL_COLUMNS = {
   expected_token_budget: 'integer',
   machine_target: 'text',
   workload_class: 'text',
+  gpu_count: 'integer',
+  gpu_memory_mib: 'integer',
+  cpu_count: 'integer',
   likely_failure_modes: 'list',
   novelty_comparison: 'text',
   dedupe_key: 'text',

@@ -252,6 +252,9 @@ export function createResearchFacility(store: Store, options: ResearchFacilityOp
         machine_target: candidate.machine_target,
         workload_class: workloadClass,
         candidate_id: candidate.candidate_id,
+        gpu_count: candidate.gpu_count,
+        gpu_memory_mib: candidate.gpu_memory_mib,
+        cpu_count: candidate.cpu_count,
       },
       lineage: [
         { from_kind: 'candidate', from_id: candidate.candidate_id, to_kind: 'idea', to_id: ideaId, relation: 'promoted_to' },

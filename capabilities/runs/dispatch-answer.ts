@@ -4,6 +4,7 @@ import type { dispatchRouteOf } from './domain/worker-lanes.ts';
 import type { PreflightResult } from './domain/preflight-checks.ts';
 import type { QueueItemRow } from './queue-items.ts';
 import type { StartedRun } from './run-launcher.ts';
+import type { PlacedCandidate } from './run-placements.ts';
 
 /**
  * What a dispatch-next call answers: its action and reason, the candidate it chose and its route, and, once a run has
@@ -18,6 +19,8 @@ export type DispatchAction = (typeof DISPATCH_ACTIONS)[number];
 interface DispatchAnswerParts {
   candidate?: CandidateView | null;
   dispatch_route?: ReturnType<typeof dispatchRouteOf> | null;
+  /** A dry run's: where on the worker the run would go. */
+  placement?: ReturnType<typeof placementView>;
   run_id?: string;
   workflow_id?: string;
   agent?: AgentSettings;
@@ -45,6 +48,14 @@ export interface ChosenRun {
   dispatch_route: ReturnType<typeof dispatchRouteOf>;
 }
 
+/** Where the run goes on its worker and why (docs/runs.md#slots-and-gpus): what a dispatch answer shows of its placement. */
+export const placementView = (placement: PlacedCandidate['placement']) => ({
+  needs: placement.needs,
+  gpu_indices: placement.gpu_indices,
+  cpu_count: placement.cpu_count,
+  reason: placement.reason,
+});
+
 export type CandidateView = ReturnType<typeof candidateView>;
 export const candidateView = (item: QueueItemRow) => ({
   project_id: item.project_id,
@@ -55,6 +66,9 @@ export const candidateView = (item: QueueItemRow) => ({
   machine_target: item.machine_target,
   workload_class: item.workload_class,
   dispatch_failures: item.dispatch_failures,
+  gpu_count: item.gpu_count,
+  gpu_memory_mib: item.gpu_memory_mib,
+  cpu_count: item.cpu_count,
   updated_at: item.updated_at,
 });
 

@@ -72,7 +72,10 @@ export async function nextDispatchCandidate(
 ): Promise<{ item: QueueItemRow; lane: string } | null> {
   const busy = await busyLanes(q);
   for (const lane of skip) busy.add(lane);
-  const idle = [...routing.targets.keys()].filter((lane) => !busy.has(lane));
+  // The first idle lane of each target: an item routed to a target may take any of its idle slots.
+  const idleByTarget = new Map<string, string>();
+  for (const lane of routing.lanes.values()) if (!busy.has(lane.lane) && !idleByTarget.has(lane.name)) idleByTarget.set(lane.name, lane.lane);
+  const idle = [...idleByTarget.values()];
   if (idle.length === 0) return null;
 
   const head = await q.query<QueueItemRow>(
@@ -81,7 +84,8 @@ export async function nextDispatchCandidate(
   );
   for (const item of head.rows) {
     const lane = resolveLane(item, routing);
-    if (lane.ok && !busy.has(lane.target.name)) return { item, lane: lane.target.name };
+    const idleLane = lane.ok ? idleByTarget.get(lane.target.name) : undefined;
+    if (idleLane) return { item, lane: idleLane };
   }
   if (head.rows.length < HEAD_SIZE) return null;
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { lanesMissingOnSomeReplica } from '../../platform/cluster/replica-ledger.ts';
 import { REPLICA_LOST_AFTER_MS } from '../../platform/cluster/replicas.ts';
 import type { Store } from '../../platform/store/store.ts';
-import { nextDispatchCandidate } from './dispatch-candidates.ts';
+import { nextPlacedCandidate, type PlacedCandidate } from './run-placements.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { leasedLanes, releaseLaneLease, renewLaneLease, takeLaneLease } from './store/lane-leases.ts';
 
@@ -27,39 +27,37 @@ export function keepLeased(store: Store, lane: string, holder: string): () => vo
   return () => clearInterval(timer);
 }
 
-export type Candidate = NonNullable<Awaited<ReturnType<typeof nextDispatchCandidate>>>;
-
 /**
  * Lanes no call may dispatch to now: those another call holds a lease on, and those some live control-plane replica
  * has not configured (a worker target being added one replica at a time): any replica's worker may run the run's
  * activities, so a lane must be known to all of them first. `notEverywhere` names the latter, for the answer.
  */
 export async function unavailableLanes(store: Store, settings: DispatchSettings): Promise<{ all: Set<string>; notEverywhere: Set<string> }> {
-  const [leased, notEverywhere] = await Promise.all([leasedLanes(store), lanesMissingOnSomeReplica(store, [...settings.routing.targets.keys()], REPLICA_LOST_AFTER_MS)]);
+  const [leased, notEverywhere] = await Promise.all([leasedLanes(store), lanesMissingOnSomeReplica(store, [...settings.routing.lanes.keys()], REPLICA_LOST_AFTER_MS)]);
   return { all: new Set([...leased, ...notEverywhere]), notEverywhere };
 }
 
 /**
  * The candidate of a live call, with its lane leased to this call (capabilities/runs/store/lane-leases.ts). A lane another call holds
- * is passed over for the next idle one. Once leased, the lane's first item is read again: the one seen before the
- * lease may have been dispatched (and even finished) by the call that held the lane meanwhile. Null when no idle lane
- * has an item.
+ * is passed over for the next idle one. Once leased, the lane's first item is read (and placed) again: the one seen
+ * before the lease may have been dispatched (and even finished) by the call that held the lane meanwhile. Null when no
+ * idle lane has an item that fits.
  */
-export async function leaseCandidate(deps: { store: Store; settings: DispatchSettings }, first: Candidate | null): Promise<{ next: Candidate; holder: string } | null> {
+export async function leaseCandidate(deps: { store: Store; settings: DispatchSettings }, first: PlacedCandidate | null): Promise<{ next: PlacedCandidate; holder: string } | null> {
   const { store, settings } = deps;
-  const lanes = [...settings.routing.targets.keys()];
+  const lanes = [...settings.routing.lanes.keys()];
   const holder = randomUUID();
   const skip = new Set<string>();
   let seen = first;
   for (let tries = 0; seen && tries <= lanes.length; tries += 1) {
     const lane = seen.lane;
     if (await takeLaneLease(store, lane, holder, LANE_LEASE_TTL_MS)) {
-      const fresh = await nextDispatchCandidate(store, settings.routing, new Set(lanes.filter((other) => other !== lane)));
+      const fresh = (await nextPlacedCandidate(deps, new Set(lanes.filter((other) => other !== lane)))).next;
       if (fresh) return { next: fresh, holder };
       await releaseLaneLease(store, lane, holder);
     }
     skip.add(lane);
-    seen = await nextDispatchCandidate(store, settings.routing, new Set([...skip, ...(await unavailableLanes(store, settings)).all]));
+    seen = (await nextPlacedCandidate(deps, new Set([...skip, ...(await unavailableLanes(store, settings)).all]))).next;
   }
   return null;
 }

@@ -1,15 +1,21 @@
 import type { Store } from '../../platform/store/store.ts';
 import { busyLanes, queuedItemRoutes } from './dispatch-candidates.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
-import { resolveLane } from './domain/worker-lanes.ts';
+import { lanesOf, resolveLane } from './domain/worker-lanes.ts';
 
 const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
 
 /**
  * Why nothing was dispatched (docs/runs.md#runs, noop): an empty queue, items waiting for review, items no lane takes
- * (naming the lane they lack), each lane the queued items wait for and why it is not idle, and live dispatch off.
+ * (naming the lane they lack), each lane the queued items wait for and why it is not idle, the items whose needs no
+ * free GPU covers (`refusals`, docs/runs.md#slots-and-gpus), and live dispatch off.
  */
-export async function noopReason(store: Store, settings: DispatchSettings, unavailable: { all: Set<string>; notEverywhere: Set<string> }): Promise<string> {
+export async function noopReason(
+  store: Store,
+  settings: DispatchSettings,
+  unavailable: { all: Set<string>; notEverywhere: Set<string> },
+  refusals: readonly string[] = [],
+): Promise<string> {
   const liveOff = settings.liveDispatchEnabled ? [] : ['live dispatch is off (live_dispatch_enabled is false)'];
   if (settings.routing.targets.size === 0) return ['no worker target is configured (set worker_wake_gate_url or worker_targets)', ...liveOff].join('; ');
   const [routes, busy] = await Promise.all([queuedItemRoutes(store), busyLanes(store)]);
@@ -26,13 +32,22 @@ export async function noopReason(store: Store, settings: DispatchSettings, unava
     map.set(key, (map.get(key) ?? 0) + route.count);
   }
   for (const [reason, count] of laneless) reasons.push(`${plural(count, 'queued item has', 'queued items have')} no lane: ${reason}`);
-  for (const [lane, count] of waiting) {
-    const why = busy.has(lane)
-      ? ', which is busy with a run'
-      : unavailable.notEverywhere.has(lane)
-        ? `: not every control-plane replica has configured ${lane} yet`
-        : ', which another dispatch call holds';
-    reasons.push(`${plural(count, 'queued item waits', 'queued items wait')} for lane ${lane}${why}`);
+  for (const [target, count] of waiting) {
+    const lanes = lanesOf(settings.routing, target).map((lane) => lane.lane);
+    const idle = lanes.filter((lane) => !busy.has(lane));
+    // An idle slot no other call holds: what keeps its items waiting is their needs, named in `refusals`.
+    if (idle.some((lane) => !unavailable.all.has(lane))) continue;
+    const why =
+      idle.length === 0
+        ? lanes.length === 1
+          ? ', which is busy with a run'
+          : `, whose ${lanes.length} slots are all busy with runs`
+        : idle.some((lane) => unavailable.notEverywhere.has(lane))
+          ? `: not every control-plane replica has configured ${target} yet`
+          : lanes.length === 1
+            ? ', which another dispatch call holds'
+            : ', whose idle slots other dispatch calls hold';
+    reasons.push(`${plural(count, 'queued item waits', 'queued items wait')} for ${lanes.length === 1 ? 'lane' : 'worker target'} ${target}${why}`);
   }
-  return `no queued item is eligible on an idle lane: ${[...reasons, ...liveOff].join('; ')}`;
+  return `no queued item is eligible on an idle lane: ${[...reasons, ...refusals, ...liveOff].join('; ')}`;
 }

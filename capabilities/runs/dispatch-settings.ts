@@ -43,4 +43,4 @@ export function dispatchSettingsFrom(config: Config, trace?: OperationalTrace): 
 }
 
 /** Settings of an install without worker targets: nothing can be dispatched, preflighted or refreshed. */
-export const NO_ROUTING: WorkerRouting = { targets: new Map(), workloadTargets: {}, defaultTarget: null };
+export const NO_ROUTING: WorkerRouting = { targets: new Map(), lanes: new Map(), workloadTargets: {}, defaultTarget: null, classNeeds: {} };

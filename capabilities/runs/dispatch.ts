@@ -1,7 +1,8 @@
 import { dispatchRouteOf } from './domain/worker-lanes.ts';
 import { runIdFor } from './domain/run-state.ts';
-import { countActiveItems, nextDispatchCandidate } from './dispatch-candidates.ts';
-import { answerStarted, candidateView, type AnswerWith, type CandidateView, type ChosenRun, type DispatchAnswer } from './dispatch-answer.ts';
+import { countActiveItems } from './dispatch-candidates.ts';
+import { nextPlacedCandidate } from './run-placements.ts';
+import { answerStarted, candidateView, placementView, type AnswerWith, type CandidateView, type ChosenRun, type DispatchAnswer } from './dispatch-answer.ts';
 import { keepLeased, leaseCandidate, unavailableLanes } from './dispatch-lanes.ts';
 import { noopReason } from './dispatch-noop-reason.ts';
 import { readFlags } from './queue-flags.ts';
@@ -99,32 +100,33 @@ async function dispatchOnce(deps: DispatchDeps, body: DispatchNextRequest, befor
   if (flags.queue_paused) return answer('paused', 'the queue is paused', { candidate: null, dispatch_route: null });
 
   const unavailable = await unavailableLanes(deps.store, settings);
-  const first = await nextDispatchCandidate(deps.store, settings.routing, unavailable.all);
+  const first = await nextPlacedCandidate(deps, unavailable.all);
   // A dry run only looks; a live call leases the lane it will dispatch to (and may move on to another idle one).
-  const leased = body.dry_run ? { next: first, holder: null } : await leaseCandidate(deps, first);
+  const leased = body.dry_run ? { next: first.next, holder: null } : await leaseCandidate(deps, first.next);
   const next = leased?.next;
-  if (!next) return answer('noop', await noopReason(deps.store, settings, unavailable), { candidate: null, dispatch_route: null });
-  const target = settings.routing.targets.get(next.lane)!;
+  if (!next) return answer('noop', await noopReason(deps.store, settings, unavailable, first.refusals), { candidate: null, dispatch_route: null });
+  const target = settings.routing.lanes.get(next.lane)!;
   const candidate = candidateView(next.item);
   const route = dispatchRouteOf(target);
+  const placement = placementView(next.placement);
 
   const agent: AgentSettings = { mode: 'exec', ...settings.agent, ...body.agent };
   const { holder } = leased;
   if (holder === null) {
     const preflight = body.force_preflight ? await dispatchPreflight(deps, target, { cache: false }) : undefined;
     const reason = !settings.liveDispatchEnabled
-      ? `would dispatch ${candidate.project_id} to ${target.name}, but live dispatch is disabled`
+      ? `would dispatch ${candidate.project_id} ${placement.reason}, but live dispatch is disabled`
       : preflight && !preflight.ok
         ? `${candidate.project_id} would be blocked: preflight failed: ${preflight.summary}`
-        : `would dispatch ${candidate.project_id} to ${target.name}`;
-    return answer('dry_run_dispatch', reason, { candidate, dispatch_route: route, agent, ...(preflight ? { preflight } : {}) });
+        : `would dispatch ${candidate.project_id} ${placement.reason}`;
+    return answer('dry_run_dispatch', reason, { candidate, dispatch_route: route, placement, agent, ...(preflight ? { preflight } : {}) });
   }
 
   const chosen: ChosenRun = {
     run: {
       run_id: await freshRunId(deps.store, next.item.project_id),
       project_id: next.item.project_id,
-      lane: target.name,
+      lane: target.lane,
       requested_by: body.requested_by,
       agent,
       timings: runTimingsFrom(settings),
@@ -133,13 +135,13 @@ async function dispatchOnce(deps: DispatchDeps, body: DispatchNextRequest, befor
     dispatch_route: route,
   };
   let started: StartedRun;
-  const stopRenewing = keepLeased(deps.store, target.name, holder);
+  const stopRenewing = keepLeased(deps.store, target.lane, holder);
   try {
     await beforeStart?.(chosen);
     started = await deps.runs.startRun(chosen.run, outcomeWaitMs(settings));
   } finally {
     stopRenewing();
-    await releaseLaneLease(deps.store, target.name, holder);
+    await releaseLaneLease(deps.store, target.lane, holder);
   }
   return answerStarted(answer, chosen, started);
 }
@@ -254,17 +256,17 @@ export async function selectDispatch(deps: Pick<DispatchDeps, 'store' | 'setting
   if (flags.maintenance_mode) return { action: 'dispatch_blocked', reason: 'maintenance mode is on' };
   if (flags.queue_paused) return { action: 'paused', reason: 'the queue is paused' };
   const unavailable = await unavailableLanes(store, settings);
-  const next = await nextDispatchCandidate(store, settings.routing, unavailable.all);
-  if (!next) return { action: 'noop', reason: await noopReason(store, settings, unavailable) };
-  const target = settings.routing.targets.get(next.lane)!;
+  const { next, refusals } = await nextPlacedCandidate(deps, unavailable.all);
+  if (!next) return { action: 'noop', reason: await noopReason(store, settings, unavailable, refusals) };
+  const target = settings.routing.lanes.get(next.lane)!;
   const runId = request.dry_run ? runIdFor(next.item.project_id, new Date()) : await freshRunId(store, next.item.project_id);
   return {
     action: 'start',
-    reason: `${request.dry_run ? 'would dispatch' : 'dispatches'} ${next.item.project_id} to ${target.name}`,
+    reason: `${request.dry_run ? 'would dispatch' : 'dispatches'} ${next.item.project_id} ${next.placement.reason}`,
     input: {
       run_id: runId,
       project_id: next.item.project_id,
-      lane: target.name,
+      lane: target.lane,
       requested_by: request.requested_by,
       agent: { mode: 'exec', ...settings.agent },
       timings: runTimingsFrom(settings),

@@ -9,8 +9,11 @@ import { isRunFinished, type RunState } from './domain/run-state.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { quietWindowsOf, type QuietWindowView } from './run-gate-view.ts';
 
-function activeView({ run_state, run_created_at, last_callback, ...item }: ActiveLaneItem) {
-  return { item, run: item.current_run_id ? { run_id: item.current_run_id, state: run_state, created_at: run_created_at } : null, last_callback };
+function activeView({ run_state, run_created_at, run_gpu_indices, run_cpu_count, last_callback, ...item }: ActiveLaneItem) {
+  const run = item.current_run_id
+    ? { run_id: item.current_run_id, state: run_state, created_at: run_created_at, gpu_indices: run_gpu_indices, cpu_count: run_cpu_count }
+    : null;
+  return { item, run, last_callback };
 }
 
 /**
@@ -36,21 +39,27 @@ export async function readLanesWithWindows(q: Queryable, dispatch: DispatchSetti
 export const MAX_LANES = 100;
 
 /**
- * `GET /control/api/v1/lanes` (docs/console.md#read-models): one entry per worker lane, the configured targets first, then
- * any other lane a queue item was claimed on (a target since removed from config).
+ * `GET /control/api/v1/lanes` (docs/console.md#read-models): one entry per worker lane (each slot of each target), the
+ * configured ones first, then any other lane a queue item was claimed on (a target or slot since removed from config).
  */
 export async function readLanes(q: Queryable, settings: { routing: WorkerRouting; liveDispatchEnabled: boolean }) {
   const { routing } = settings;
   const [counts, active, leased, flags] = await Promise.all([laneStatusCounts(q), activeLaneItems(q), leasedLanes(q), readFlags(q)]);
-  const configured = [...routing.targets.keys()];
-  const others = [...new Set([...counts.map((row) => row.lane), ...active.map((item) => item.lane)])].filter((lane) => !routing.targets.has(lane)).sort();
+  const configured = [...routing.lanes.keys()];
+  const others = [...new Set([...counts.map((row) => row.lane), ...active.map((item) => item.lane)])].filter((lane) => !routing.lanes.has(lane)).sort();
   const names = [...configured, ...others].slice(0, MAX_LANES);
+  // The slots of one target share its queue: its head is read once.
+  const heads = new Map<string, ReturnType<typeof laneQueueHead>>();
+  const headOf = (lane: string, target: string) => {
+    if (!heads.has(target)) heads.set(target, laneQueueHead(q, laneSelector(lane, routing)));
+    return heads.get(target)!;
+  };
 
   const lanes = await Promise.all(
     names.map(async (lane) => {
-      const target = routing.targets.get(lane);
+      const target = routing.lanes.get(lane);
       const activeItem = active.find((item) => item.lane === lane) ?? null;
-      const head = target ? await laneQueueHead(q, laneSelector(lane, routing)) : { next: null, eligible: 0 };
+      const head = target ? await headOf(lane, target.name) : { next: null, eligible: 0 };
       const byStatus: Partial<Record<QueueStatus, number>> = {};
       for (const row of counts) if (row.lane === lane) byStatus[row.status] = row.n;
       return {

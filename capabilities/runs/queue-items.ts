@@ -24,6 +24,9 @@ export interface QueueItemInsert {
   candidate_id?: string | null;
   /** Required by the database for an in-flight status: the worker target the item runs on. */
   lane?: string | null;
+  gpu_count?: number | null;
+  gpu_memory_mib?: number | null;
+  cpu_count?: number | null;
 }
 
 export type QueueItemRow = {
@@ -44,6 +47,10 @@ export type QueueItemRow = {
   lane: string | null;
   /** Failed dispatch attempts in a row; the third moves the item to dispatch_error. */
   dispatch_failures: number;
+  /** What a run of the item needs (docs/runs.md#slots-and-gpus); null: its workload class's default. */
+  gpu_count: number | null;
+  gpu_memory_mib: number | null;
+  cpu_count: number | null;
   created_at: string;
   updated_at: string;
 };
@@ -51,7 +58,7 @@ export type QueueItemRow = {
 export const QUEUE_ITEM_COLUMNS =
   'project_id, project_name, status, manual_review_required, dispatch_priority, selection_rank, machine_target, ' +
   'workload_class, current_run_id, last_run_state, next_action_hint, last_error, candidate_id, lane, dispatch_failures, ' +
-  'created_at, updated_at';
+  'gpu_count, gpu_memory_mib, cpu_count, created_at, updated_at';
 
 
 /**
@@ -61,8 +68,8 @@ export const QUEUE_ITEM_COLUMNS =
 export async function insertQueueItem(tx: Queryable, item: QueueItemInsert): Promise<QueueItemRow> {
   const result = await tx.query<QueueItemRow>(
     `INSERT INTO queue_items (project_id, project_name, status, manual_review_required, dispatch_priority,
-       selection_rank, machine_target, workload_class, next_action_hint, candidate_id, lane)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${QUEUE_ITEM_COLUMNS}`,
+       selection_rank, machine_target, workload_class, next_action_hint, candidate_id, lane, gpu_count, gpu_memory_mib, cpu_count)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ${QUEUE_ITEM_COLUMNS}`,
     [
       item.project_id,
       item.project_name,
@@ -75,6 +82,9 @@ export async function insertQueueItem(tx: Queryable, item: QueueItemInsert): Pro
       item.next_action_hint ?? null,
       item.candidate_id ?? null,
       item.lane ?? null,
+      item.gpu_count ?? null,
+      item.gpu_memory_mib ?? null,
+      item.cpu_count ?? null,
     ],
   );
   return result.rows[0]!;

@@ -27,7 +27,7 @@ export interface GateStopOutcome {
  * A gate that tracks nothing of the run answers 404, which is no failure.
  */
 export async function stopOnGate(dispatch: DispatchSettings, run: Pick<RunRow, 'run_id' | 'lane'>): Promise<GateStopOutcome> {
-  const target = dispatch.routing.targets.get(run.lane);
+  const target = dispatch.routing.lanes.get(run.lane);
   if (!target) return { tracked: false, stopped: [], problem: `the run's lane '${run.lane}' is not a configured worker target here` };
   let response;
   try {

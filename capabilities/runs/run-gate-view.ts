@@ -73,7 +73,7 @@ function quietWindowView(found: GateRun): QuietWindowView | null {
 
 /** The gate's recent runs on `lane`, as far as they parse; throws a CommandRefusedError when it cannot be asked. */
 async function laneGateRuns(deps: { dispatch: DispatchSettings }, lane: string, timeoutMs: number): Promise<GateRun[]> {
-  const target = deps.dispatch.routing.targets.get(lane);
+  const target = deps.dispatch.routing.lanes.get(lane);
   if (!target) throw new CommandRefusedError(409, `the run's lane '${lane}' is not a configured worker target here`);
   const silent = (why: string) => new CommandRefusedError(502, `the run's worker gate (lane '${lane}') did not answer: ${why}`);
   const answer = await workerGateClient(target, { timeoutMs, trace: deps.dispatch.trace })
@@ -96,7 +96,13 @@ const READ_MODEL_GATE_TIMEOUT_MS = 2_000;
  * cannot be asked leaves its runs out: a read model shows what it knows rather than failing.
  */
 export async function quietWindowsOf(deps: { dispatch: DispatchSettings }, runs: readonly { run_id: string; lane: string }[]): Promise<Map<string, QuietWindowView>> {
-  const lanes = [...new Set(runs.map((run) => run.lane))].filter((lane) => deps.dispatch.routing.targets.has(lane));
+  // One request per gate: the lanes (slots) of one target share it.
+  const laneByTarget = new Map<string, string>();
+  for (const run of runs) {
+    const lane = deps.dispatch.routing.lanes.get(run.lane);
+    if (lane && !laneByTarget.has(lane.name)) laneByTarget.set(lane.name, run.lane);
+  }
+  const lanes = [...laneByTarget.values()];
   const found = await Promise.all(lanes.map((lane) => laneGateRuns(deps, lane, READ_MODEL_GATE_TIMEOUT_MS).catch(() => [] as GateRun[])));
   const wanted = new Set(runs.map((run) => run.run_id));
   const views = new Map<string, QuietWindowView>();

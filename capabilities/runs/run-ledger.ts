@@ -39,13 +39,17 @@ export interface RunRow {
   dispatch_result: Record<string, unknown> | null;
   last_error: string | null;
   finished_at: string | null;
+  /** The GPUs the run was placed on ([]: none visible to it); null when it was not pinned (docs/runs.md#slots-and-gpus). */
+  gpu_indices: number[] | null;
+  /** The CPUs its gate pins it to; null: not pinned. */
+  cpu_count: number | null;
   created_at: string;
   updated_at: string;
 }
 
 export const RUN_COLUMNS =
   'run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, session_id, question, ' +
-  'decision, decision_summary, evidence, prepare_result, dispatch_result, last_error, finished_at, created_at, updated_at';
+  'decision, decision_summary, evidence, prepare_result, dispatch_result, last_error, finished_at, gpu_indices, cpu_count, created_at, updated_at';
 
 export async function getRun(q: Queryable, runId: string, options: { forUpdate?: boolean } = {}): Promise<RunRow | undefined> {
   const result = await q.query<RunRow>(
@@ -136,6 +140,32 @@ export async function claimQueueItem(tx: Queryable, request: ClaimRequest): Prom
   );
   await recordLineage(tx, { from_kind: 'project', from_id: run.project_id, to_kind: 'run', to_id: run.run_id, relation: 'ran' });
   return { claimed: true, run, queue_item: claimed };
+}
+
+/**
+ * Records where on its worker a just-claimed run goes (docs/runs.md#slots-and-gpus), with its audit event, in the
+ * claim's transaction.
+ */
+export async function recordRunPlacement(
+  tx: Queryable,
+  run: RunRow,
+  placement: { gpu_indices: number[] | null; cpu_count: number | null; reason: string },
+  actor: string,
+): Promise<RunRow> {
+  const updated = await tx.query<RunRow>(`UPDATE runs SET gpu_indices = $2, cpu_count = $3 WHERE run_id = $1 RETURNING ${RUN_COLUMNS}`, [
+    run.run_id,
+    placement.gpu_indices,
+    placement.cpu_count,
+  ]);
+  await appendAuditEvent(tx, {
+    entity_type: 'run',
+    entity_id: run.run_id,
+    event_type: 'run.placed',
+    payload: { project_id: run.project_id, lane: run.lane, gpu_indices: placement.gpu_indices, cpu_count: placement.cpu_count, reason: placement.reason },
+    idempotency_key: `${run.run_id}:placed`,
+    actor,
+  });
+  return updated.rows[0]!;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -29,13 +29,15 @@ export interface RunListRow {
   /** Why the run ended, as the worker last reported it; null when it reported none. */
   cause: RunCause | null;
   finished_at: string | null;
+  gpu_indices: number[] | null;
+  cpu_count: number | null;
   created_at: string;
   updated_at: string;
 }
 
 const RUN_LIST_COLUMNS =
   'run_id, project_id, workflow_id, state, lane, workload_class, requested_by, session_id, question, decision, ' +
-  `decision_summary, last_error, paper_status, ${RUN_TOKEN_USAGE_SQL}, ${RUN_CAUSE_SQL}, finished_at, created_at, updated_at`;
+  `decision_summary, last_error, paper_status, ${RUN_TOKEN_USAGE_SQL}, ${RUN_CAUSE_SQL}, finished_at, gpu_indices, cpu_count, created_at, updated_at`;
 
 export const RUN_ORDERS: readonly KeysetOrder[] = [
   { name: '-created_at', columns: [descending('created_at', 'timestamptz'), descending('run_id', 'text')] },

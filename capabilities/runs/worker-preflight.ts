@@ -98,6 +98,7 @@ export function dispatchPreflight(
     max_gpu_pct: PREFLIGHT_DEFAULTS.max_gpu_pct,
     min_memory_available_mib: target.min_memory_available_mib ?? PREFLIGHT_DEFAULTS.min_memory_available_mib,
     required: DISPATCH_REQUIRED_CHECKS,
+    capacity: { slots: target.slots, gpus: target.gpus },
     ...options,
   });
 }

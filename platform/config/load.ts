@@ -75,7 +75,7 @@ const EXPECTED_TEXT: Record<string, string> = {
 
 function unknownFieldReason(parent: readonly PropertyKey[], key: string): string {
   const container = parent.length === 1 ? parent[0] : undefined;
-  if (container === 'workload_profiles' || container === 'workload_machine_targets') {
+  if (container === 'workload_profiles' || container === 'workload_machine_targets' || container === 'workload_run_needs') {
     return 'is not a workload class';
   }
   if (parent.length === 0 && key === 'research_provider_api_key') {

@@ -112,7 +112,7 @@ describe('preflight against a real worker gate', () => {
     const { status, body } = await preflight({ require_paused: false });
     expect(status).toBe(200);
     expect(body).toMatchObject({ ok: true, target: 'default' });
-    expect(body.summary).toMatch(/^worker default ready: \d\/8 checks passed/);
+    expect(body.summary).toMatch(/^worker default ready: \d\/9 checks passed/);
     expect(body.checks.map((c) => c.name)).toEqual([
       'control_maintenance_mode',
       'wake_gate_healthz',
@@ -132,7 +132,7 @@ describe('preflight against a real worker gate', () => {
     const { status, body } = await preflight({ require_paused: false, strict: true, min_memory_available_mib: 1 });
     expect(status).toBe(200);
     expect(body.checks.filter((c) => !c.ok)).toEqual([]);
-    expect(body).toMatchObject({ ok: true, summary: 'worker default ready: 8/8 checks passed' });
+    expect(body).toMatchObject({ ok: true, summary: 'worker default ready: 9/9 checks passed' });
     // The real gate sandboxes its agents (bwrap), so a strict preflight passes it.
     expect(checkOf(body, 'worker_agent_isolation')).toMatchObject({ ok: true, data: { sandboxed: true } });
     expect(checkOf(body, 'worker_gpu_idle').data).toMatchObject({ gpu_pct: 3, max_gpu_pct: 5 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveLane, workerRoutingFrom } from '../../capabilities/runs/domain/worker-lanes.ts';
+import { lanesOf, resolveLane, workerRoutingFrom } from '../../capabilities/runs/domain/worker-lanes.ts';
 import type { WorkloadClass } from '../../worker-gate/contract/workload.ts';
 import { nextDispatchCandidate } from '../../capabilities/runs/dispatch-candidates.ts';
 import { openStore } from '../../platform/store/open-store.ts';
@@ -13,12 +13,13 @@ const target = (port: number) => ({ wake_gate_url: `http://127.0.0.1:${port}`, b
 const routing = workerRoutingFrom({
   worker_wake_gate_url: 'http://127.0.0.1:9000',
   worker_wake_gate_bearer_token: 'gate-token-0123456789abcdef',
-  worker_targets: { laneA: target(9001), laneB: target(9002), laneC: target(9003) },
+  worker_targets: { laneA: target(9001), laneB: { ...target(9002), slots: 2 }, laneC: target(9003) },
   workload_machine_targets: { cpu_only: 'laneC', training: 'laneA' },
 });
 const TARGETS = [null, null, 'laneA', 'laneB', 'laneC', 'default', 'retired-box'] as const;
 const CLASSES: WorkloadClass[] = ['unknown', 'cpu_only', 'training', 'inference_eval'];
-const LANES = ['default', 'laneA', 'laneB', 'laneC'];
+/** laneB holds two runs at once: its second slot is the lane laneB/2. */
+const LANES = ['default', 'laneA', 'laneB', 'laneB/2', 'laneC'];
 
 let database: TestDatabase;
 let store: Store;
@@ -48,14 +49,17 @@ async function seed(rows: Row[], busy: string[]): Promise<void> {
       await insertQueueItem(tx, { project_id: id, project_name: id, ...row });
     }
     for (const lane of busy) {
-      const id = `busy-${lane.toLowerCase()}`;
+      const id = `busy-${lane.toLowerCase().replace('/', '-')}`;
       await insertProject(tx, { project_id: id, project_name: id, project_dir: id });
       await insertQueueItem(tx, { project_id: id, project_name: id, status: 'running', lane });
     }
   });
 }
 
-/** The dispatch order rule (docs/queue.md#the-queue) read straight: every eligible row, in dispatch order, first whose lane is idle. */
+/**
+ * The dispatch order rule (docs/queue.md#the-queue) read straight: every eligible row, in dispatch order, first whose
+ * target has an idle lane, on the first idle lane of it.
+ */
 async function reference(busy: string[]): Promise<{ project_id: string; lane: string } | null> {
   const rows = await store.query<QueueItemRow>(
     `SELECT project_id, machine_target, workload_class FROM queue_items WHERE status = 'queued' AND NOT manual_review_required
@@ -63,7 +67,8 @@ async function reference(busy: string[]): Promise<{ project_id: string; lane: st
   );
   for (const row of rows.rows) {
     const lane = resolveLane(row, routing);
-    if (lane.ok && !busy.includes(lane.target.name)) return { project_id: row.project_id, lane: lane.target.name };
+    const idle = lane.ok ? lanesOf(routing, lane.target.name).find((slot) => !busy.includes(slot.lane)) : undefined;
+    if (idle) return { project_id: row.project_id, lane: idle.lane };
   }
   return null;
 }
@@ -92,6 +97,16 @@ describe('the next dispatch candidate', () => {
     await seed([...waiting, { machine_target: null, workload_class: 'cpu_only', dispatch_priority: 9, manual_review_required: false }], ['laneA']);
     expect(await nextDispatchCandidate(store, routing)).toMatchObject({ item: { project_id: 'p-0040' }, lane: 'laneC' });
     await seed(waiting, ['laneA']);
+    expect(await nextDispatchCandidate(store, routing)).toBeNull();
+  });
+
+  it('fills every slot of a target before its items wait, the first idle slot first', async () => {
+    const rows = Array.from({ length: 3 }, () => ({ machine_target: 'laneB', workload_class: 'unknown' as const, dispatch_priority: 1, manual_review_required: false }));
+    await seed(rows, []);
+    expect(await nextDispatchCandidate(store, routing)).toMatchObject({ item: { project_id: 'p-0000' }, lane: 'laneB' });
+    await seed(rows, ['laneB']);
+    expect(await nextDispatchCandidate(store, routing)).toMatchObject({ item: { project_id: 'p-0000' }, lane: 'laneB/2' });
+    await seed(rows, ['laneB', 'laneB/2']);
     expect(await nextDispatchCandidate(store, routing)).toBeNull();
   });
 });

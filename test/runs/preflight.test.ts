@@ -65,7 +65,7 @@ describe('evaluatePreflight on a healthy worker', () => {
       expect(result.target).toBe('default');
       expect(result.checks.map((c) => c.name)).toEqual([...PREFLIGHT_CHECK_NAMES]);
       expect(failedNames(result)).toEqual([]);
-      expect(result.summary).toBe('worker default ready: 9/9 checks passed');
+      expect(result.summary).toBe('worker default ready: 10/10 checks passed');
       for (const c of result.checks) expect(c.detail.length).toBeGreaterThan(0);
     }
   });
@@ -92,8 +92,8 @@ describe('control checks', () => {
   it('lists control_queue_paused only when require_paused is true', () => {
     const result = evaluatePreflight('default', healthy(), { ...defaults, require_paused: false });
     expect(result.checks.map((c) => c.name)).not.toContain('control_queue_paused');
-    expect(result.checks).toHaveLength(8);
-    expect(result.summary).toBe('worker default ready: 8/8 checks passed');
+    expect(result.checks).toHaveLength(9);
+    expect(result.summary).toBe('worker default ready: 9/9 checks passed');
   });
 
   it('fails require_paused on an unpaused queue, also in non-strict mode', () => {
@@ -123,7 +123,7 @@ describe('wake_gate_healthz', () => {
     expect(result.summary).toBe(
       'worker default not ready: wake_gate_healthz failed (the gate did not answer: connection refused (connect ECONNREFUSED 127.0.0.1:9))',
     );
-    expect(result.checks).toHaveLength(9);
+    expect(result.checks).toHaveLength(10);
     expect(evaluatePreflight('default', observed, strict).summary).toMatch(
       /^worker default not ready: wake_gate_healthz failed \(.*connection refused.*\); also failed: wake_gate_dashboard_api, worker_gpu_idle, /,
     );
@@ -172,7 +172,7 @@ describe('wake_gate_dashboard_api and the checks that read its body', () => {
     const result = evaluatePreflight('default', healthy({ dashboard: { status: 500, body: 'boom' } }), defaults);
     expect(result.ok).toBe(true);
     expect(checkOf(result, 'wake_gate_dashboard_api').detail).toContain('500');
-    expect(result.summary).toMatch(/^worker default ready: 3\/9 checks passed \(not required: wake_gate_dashboard_api, /);
+    expect(result.summary).toMatch(/^worker default ready: 3\/10 checks passed \(not required: wake_gate_dashboard_api, /);
   });
 
   it('explains a dashboard call that got no answer', () => {
@@ -279,7 +279,7 @@ describe('required checks', () => {
     const result = evaluatePreflight('default', busy, options);
     expect(result.ok).toBe(true);
     expect(failedNames(result)).toEqual(['worker_gpu_idle', 'worker_memory_available', 'worker_no_live_runs']);
-    expect(result.summary).toContain('ready: 5/8 checks passed');
+    expect(result.summary).toContain('ready: 6/9 checks passed');
   });
 
   it('fail when one listed check fails', () => {
@@ -300,5 +300,47 @@ describe('required checks', () => {
     const result = evaluatePreflight('default', healthy(), { ...defaults, require_paused: false, required: ['control_queue_paused'] });
     expect(result.ok).toBe(false);
     expect(result.summary).toContain('control_queue_paused failed (this check was required but not run)');
+  });
+});
+
+describe('worker_capacity_matches and the slots of a target', () => {
+  const withCapacity = (capacity: Record<string, unknown>, totals: Record<string, unknown> = {}) =>
+    healthy({ dashboard: { status: 200, body: { ...dashboardBody({ totals }), capacity }, ms: 9 } });
+  const fourGpus = [0, 1, 2, 3].map((index) => ({ index, offered: index !== 3 }));
+
+  it('passes when the gate holds the slots and offers the GPUs the target declares', () => {
+    const result = evaluatePreflight('gpu-box', withCapacity({ slots: 4, slots_held: 1, gpus: fourGpus }), { ...defaults, capacity: { slots: 4, gpus: [0, 2] } });
+    expect(checkOf(result, 'worker_capacity_matches')).toMatchObject({ ok: true, detail: '4 slot(s) and 3 GPU(s) offered, as the target declares' });
+  });
+
+  it('names each disagreement: the slots, and a GPU the gate does not offer', () => {
+    const result = evaluatePreflight('gpu-box', withCapacity({ slots: 2, slots_held: 0, gpus: fourGpus }), { ...strict, capacity: { slots: 4, gpus: [1, 3] } });
+    expect(result.ok).toBe(false);
+    expect(checkOf(result, 'worker_capacity_matches')).toMatchObject({
+      ok: false,
+      detail: "the target declares 4 slot(s) and its gate holds 2 (run_slots); GPU 3 of the target's gpus is not offered by its gate",
+      data: { slots: 4, gate_slots: 2, gpus: [1, 3], gate_gpus: [0, 1, 2] },
+    });
+  });
+
+  it('takes a gate without a capacity report for one slot only', () => {
+    expect(checkOf(evaluatePreflight('old', healthy(), defaults), 'worker_capacity_matches').ok).toBe(true);
+    expect(checkOf(evaluatePreflight('old', healthy(), { ...defaults, capacity: { slots: 2, gpus: 'all' } }), 'worker_capacity_matches')).toMatchObject({
+      ok: false,
+      detail: 'the target declares 2 slot(s), but its gate reports no capacity (a gate older than slots)',
+    });
+  });
+
+  it('judges live runs on a target of several slots by a free slot', () => {
+    const busy = { live: 3, active_or_waiting: 3 };
+    const options = { ...defaults, capacity: { slots: 4, gpus: 'all' as const } };
+    expect(checkOf(evaluatePreflight('gpu-box', withCapacity({ slots: 4, slots_held: 3, gpus: fourGpus }, busy), options), 'worker_no_live_runs')).toMatchObject({
+      ok: true,
+      detail: '3 of its 4 slots hold runs',
+    });
+    expect(checkOf(evaluatePreflight('gpu-box', withCapacity({ slots: 4, slots_held: 4, gpus: fourGpus }, busy), options), 'worker_no_live_runs')).toMatchObject({
+      ok: false,
+      detail: '4 of its 4 slots hold runs: none is free',
+    });
   });
 });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NO_WORKERS, startTestApp, type TestApp } from '../support/app.ts';
 import { testPort } from '../support/ports.ts';
 import { insertProject } from '../../capabilities/runs/projects.ts';
+import { workerRoutingFrom } from '../../capabilities/runs/domain/worker-lanes.ts';
 
 // expected duration: ~5 s
 
@@ -16,8 +17,11 @@ const RUN_STAMP = '20261127T120000Z';
 
 beforeAll(async () => {
   const deadGate = `http://127.0.0.1:${await testPort()}`;
-  const targets = new Map([['dead-lane', { name: 'dead-lane', wake_gate_url: deadGate, bearer_token: 'gate-token-0123456789abcdef0123', role: 'gpu_worker' as const }]]);
-  t = await startTestApp({ dispatch: { ...NO_WORKERS, routing: { targets, workloadTargets: {}, defaultTarget: null } } });
+  const routing = workerRoutingFrom({
+    worker_targets: { 'dead-lane': { wake_gate_url: deadGate, bearer_token: 'gate-token-0123456789abcdef0123', role: 'gpu_worker' } },
+    workload_machine_targets: {},
+  });
+  t = await startTestApp({ dispatch: { ...NO_WORKERS, routing } });
   await t.store.transaction(async (tx) => {
     for (const [projectId, lane] of [['on-dead-lane', 'dead-lane'], ['on-unknown-lane', 'gone-lane']] as const) {
       const runId = `${projectId}-${RUN_STAMP}`;

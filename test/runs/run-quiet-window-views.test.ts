@@ -5,6 +5,7 @@ import { createControlClient } from '../../api-client/index.ts';
 import { watchRun } from '../../cli/watch.ts';
 import { insertProject } from '../../capabilities/runs/projects.ts';
 import { insertQueueItem } from '../../capabilities/runs/queue-items.ts';
+import { workerRoutingFrom } from '../../capabilities/runs/domain/worker-lanes.ts';
 import { gateIdentityProof } from '../../platform/http/tokens.ts';
 import { NO_WORKERS, startTestApp, TEST_TOKEN, type TestApp } from '../support/app.ts';
 import { launchChromium, openDashboard } from '../support/browser.ts';
@@ -48,9 +49,9 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => gate.listen(0, '127.0.0.1', resolve));
   const address = gate.address() as { port: number };
-  const target = (name: string) => [name, { name, wake_gate_url: `http://127.0.0.1:${address.port}`, bearer_token: GATE_STAND_IN_TOKEN, role: 'gpu_worker' as const }] as const;
-  const targets = new Map([target('lane-a'), target('lane-b')]);
-  t = await startTestApp({ dispatch: { ...NO_WORKERS, routing: { targets, workloadTargets: {}, defaultTarget: null } } });
+  const target = { wake_gate_url: `http://127.0.0.1:${address.port}`, bearer_token: GATE_STAND_IN_TOKEN, role: 'gpu_worker' as const };
+  const routing = workerRoutingFrom({ worker_targets: { 'lane-a': target, 'lane-b': target }, workload_machine_targets: {} });
+  t = await startTestApp({ dispatch: { ...NO_WORKERS, routing } });
   await t.store.transaction(async (tx) => {
     for (const [runId, projectId, lane] of [[OVERDUE, 'overdue', 'lane-a'], [FRESH, 'fresh', 'lane-b']] as const) {
       await insertProject(tx, { project_id: projectId, project_name: projectId, project_dir: projectId, workload_class: 'unknown' });

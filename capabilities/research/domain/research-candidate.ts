@@ -57,6 +57,10 @@ export const CandidateProposalSchema = z.strictObject({
   expected_token_budget: z.number().int().positive().max(1_000_000_000).optional(),
   machine_target: z.string().min(1).max(200).optional(),
   workload_class: z.enum(WORKLOAD_CLASSES).optional(),
+  /** What its runs need of their worker (docs/runs.md#slots-and-gpus); left out: the workload class's default. */
+  gpu_count: z.number().int().min(0).max(64).optional(),
+  gpu_memory_mib: z.number().int().min(0).max(16_777_216).optional(),
+  cpu_count: z.number().int().min(1).max(4096).optional(),
   likely_failure_modes: textList(50).default([]),
   /** Required when similar_prior_projects is not empty. */
   novelty_comparison: text(4000).optional(),

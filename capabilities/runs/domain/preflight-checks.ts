@@ -15,6 +15,7 @@ export const PREFLIGHT_CHECK_NAMES = [
   'worker_no_live_runs',
   'worker_callback_token_compatible',
   'worker_agent_isolation',
+  'worker_capacity_matches',
 ] as const;
 export type PreflightCheckName = (typeof PREFLIGHT_CHECK_NAMES)[number];
 
@@ -74,6 +75,8 @@ export interface PreflightOptions {
   min_memory_available_mib: number;
   /** When given, ok = every listed check passed (overrides the strict/non-strict rule); a listed check not run fails. */
   required?: readonly PreflightCheckName[];
+  /** What the target declares (docs/runs.md#slots-and-gpus); absent: one slot, all GPUs. */
+  capacity?: { slots: number; gpus: 'all' | readonly number[] };
 }
 
 // The gate is another machine: every field is optional and a wrong type reads as absent, so parsing never throws.
@@ -102,6 +105,13 @@ const DashboardBodySchema = z
         active_or_waiting: lenient(z.number().int().min(0)),
         live: lenient(z.number().int().min(0)),
         callback_pending: lenient(z.number().int().min(0)),
+      }),
+    ),
+    capacity: lenient(
+      z.object({
+        slots: lenient(z.number().int().min(1)),
+        slots_held: lenient(z.number().int().min(0)),
+        gpus: lenient(z.array(z.object({ index: z.number().int(), offered: lenient(z.boolean()) }))),
       }),
     ),
     telemetry: lenient(
@@ -174,9 +184,14 @@ function memoryCheck(body: DashboardBody, floorMib: number): PreflightCheck {
   return check('worker_memory_available', ok, `${available} MiB available (floor ${floorMib} MiB)`, data);
 }
 
-function liveRunsCheck(body: DashboardBody): PreflightCheck {
+function liveRunsCheck(body: DashboardBody, slots: number): PreflightCheck {
   const totals = body.totals;
   const data = { live: totals?.live ?? null, active_or_waiting: totals?.active_or_waiting ?? null, callback_pending: totals?.callback_pending ?? null };
+  // A target of several slots is meant to run several at once: what matters is a free one.
+  const held = body.capacity?.slots_held;
+  if (slots > 1 && held !== undefined) {
+    return check('worker_no_live_runs', held < slots, `${held} of its ${slots} slots hold runs${held < slots ? '' : ': none is free'}`, { ...data, slots, slots_held: held });
+  }
   if (totals?.live === undefined) return check('worker_no_live_runs', false, 'the gate reported no usable totals.live', data);
   if (totals.live === 0) return check('worker_no_live_runs', true, 'no run has live processes on the worker', data);
   return check('worker_no_live_runs', false, `${totals.live} run(s) still have live processes on the worker`, data);
@@ -204,20 +219,46 @@ function agentIsolationCheck(body: DashboardBody): PreflightCheck {
   return check('worker_agent_isolation', isolation.sandboxed, isolation.summary ?? (isolation.sandboxed ? 'agents run sandboxed' : 'agents run unsandboxed'), data);
 }
 
+/**
+ * Whether the gate holds what the target declares (docs/runs.md#slots-and-gpus): as many slots (its run_slots), and
+ * every GPU the target names among those it offers. The control plane places runs by what the gate reports, so a
+ * disagreement is said here rather than found out by a refused dispatch.
+ */
+function capacityCheck(body: DashboardBody, declared: { slots: number; gpus: 'all' | readonly number[] }): PreflightCheck {
+  const reported = body.capacity;
+  const offered = reported?.gpus?.filter((gpu) => gpu.offered !== false).map((gpu) => gpu.index) ?? null;
+  const data = { slots: declared.slots, gate_slots: reported?.slots ?? null, gpus: declared.gpus, gate_gpus: offered };
+  if (reported?.slots === undefined) {
+    const single = declared.slots === 1 && declared.gpus === 'all';
+    const detail = single ? 'the gate reports no capacity (a gate older than slots): one run at a time' : `the target declares ${declared.slots} slot(s), but its gate reports no capacity (a gate older than slots)`;
+    return check('worker_capacity_matches', single, detail, data);
+  }
+  const problems: string[] = [];
+  if (reported.slots !== declared.slots) problems.push(`the target declares ${declared.slots} slot(s) and its gate holds ${reported.slots} (run_slots)`);
+  if (declared.gpus !== 'all') {
+    const missing = declared.gpus.filter((index) => !(offered ?? []).includes(index));
+    if (missing.length > 0) problems.push(`GPU ${missing.join(', ')} of the target's gpus ${missing.length === 1 ? 'is' : 'are'} not offered by its gate`);
+  }
+  if (problems.length > 0) return check('worker_capacity_matches', false, problems.join('; '), data);
+  return check('worker_capacity_matches', true, `${declared.slots} slot(s) and ${offered?.length ?? 0} GPU(s) offered, as the target declares`, data);
+}
+
 /** The checks that read the dashboard body, each failing with the same reason when there is no body. */
 function workerChecks(observed: PreflightObservations, options: PreflightOptions): PreflightCheck[] {
   const failure = dashboardFailure(observed.dashboard);
   if (failure !== null) {
-    const names = ['worker_gpu_idle', 'worker_memory_available', 'worker_no_live_runs', 'worker_callback_token_compatible', 'worker_agent_isolation'] as const;
+    const names = ['worker_gpu_idle', 'worker_memory_available', 'worker_no_live_runs', 'worker_callback_token_compatible', 'worker_agent_isolation', 'worker_capacity_matches'] as const;
     return names.map((name) => check(name, false, `unknown: ${failure}`));
   }
   const body = DashboardBodySchema.parse(observed.dashboard?.body);
+  const declared = options.capacity ?? { slots: 1, gpus: 'all' as const };
   return [
     gpuCheck(body, options.max_gpu_pct),
     memoryCheck(body, options.min_memory_available_mib),
-    liveRunsCheck(body),
+    liveRunsCheck(body, declared.slots),
     callbackTokenCheck(body, observed.expectedCallbackFingerprint),
     agentIsolationCheck(body),
+    capacityCheck(body, declared),
   ];
 }
 

@@ -23,6 +23,8 @@ export interface ActiveLaneItem extends QueueItemRow {
   lane: string;
   run_state: string | null;
   run_created_at: string | null;
+  run_gpu_indices: number[] | null;
+  run_cpu_count: number | null;
   /** The newest callback the worker sent for the run, with the gate state it reported; null before the first. */
   last_callback: { event_type: string; gate_state: string | null; received_at: string } | null;
 }
@@ -35,6 +37,7 @@ export async function activeLaneItems(q: Queryable): Promise<ActiveLaneItem[]> {
   const columns = QUEUE_ITEM_COLUMNS.split(',').map((column) => `qi.${column.trim()}`).join(', ');
   const result = await q.query<ActiveLaneItem>(
     `SELECT ${columns}, r.state AS run_state, r.created_at AS run_created_at,
+            r.gpu_indices AS run_gpu_indices, r.cpu_count AS run_cpu_count,
             CASE WHEN cb.event_type IS NULL THEN NULL
                  ELSE json_build_object('event_type', cb.event_type, 'gate_state', cb.gate_state, 'received_at', ${isoTimestampSql('cb.received_at')})
             END AS last_callback

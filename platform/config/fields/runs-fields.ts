@@ -3,6 +3,8 @@ import { AGENT_NAME_PATTERN, AGENT_NAME_RULE, REASONING_EFFORTS } from '../../..
 import { WorkloadClassSchema, doc, httpUrl, nonEmptyText, optionalHttpUrl, optionalToken, text, token } from './field-kinds.ts';
 
 export const WORKER_TARGET_ROLES = ['gpu_worker', 'cpu_worker'] as const;
+/** Most slots (lanes) one worker target may declare. */
+export const MAX_TARGET_SLOTS = 64;
 export const WORKER_TARGET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
 export const WorkerTargetSchema = z.strictObject({
@@ -10,6 +12,17 @@ export const WorkerTargetSchema = z.strictObject({
   bearer_token: token().meta({ secret: true }),
   role: z.enum(WORKER_TARGET_ROLES),
   min_memory_available_mib: z.number().int().min(0).optional(),
+  slots: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_TARGET_SLOTS)
+    .default(1)
+    .describe("How many runs the target holds at once: each slot is a lane of its own (the first named as the target, the others '<target>/<n>'). Its gate's run_slots should say the same; preflight reports a mismatch."),
+  gpus: z
+    .union([z.literal('all'), z.array(z.number().int().min(0).max(255)).max(64).refine((list) => new Set(list).size === list.length, 'must not repeat a GPU index')])
+    .default('all')
+    .describe("The GPUs runs may be placed on: 'all' that its gate reports, or these indices."),
 });
 
 const WorkerTargetNameSchema = z
@@ -20,6 +33,14 @@ const WorkerTargetNameSchema = z
   );
 
 export type WorkerTarget = z.output<typeof WorkerTargetSchema>;
+
+/** What a run needs of its worker (docs/runs.md#slots-and-gpus); one field left out takes the class default, then none. */
+export const RunNeedsSchema = z.strictObject({
+  gpu_count: z.number().int().min(0).max(64).optional(),
+  gpu_memory_mib: z.number().int().min(0).max(16_777_216).optional(),
+  cpu_count: z.number().int().min(1).max(4096).optional(),
+});
+export type RunNeedsConfig = z.output<typeof RunNeedsSchema>;
 
 /** The runs room's fields: completion callbacks, live dispatch, the worker gates and targets a run goes to, the agent settings dispatch-next may override. */
 export const runsFields = {
@@ -68,6 +89,10 @@ export const runsFields = {
   }),
   worker_targets: doc(z.record(WorkerTargetNameSchema, WorkerTargetSchema).default({}), {
     description: 'Named worker machines the control plane may dispatch to.',
+  }),
+  workload_run_needs: doc(z.partialRecord(WorkloadClassSchema, RunNeedsSchema).default({}), {
+    description:
+      "Workload class → what a run of the class needs when its candidate states nothing: gpu_count, gpu_memory_mib (free on each of its GPUs), cpu_count (CPUs it is pinned to). Unset: no GPU, no GPU memory, no CPU pinning.",
   }),
   workload_machine_targets: doc(z.partialRecord(WorkloadClassSchema, text().meta({ title: 'worker target name' })).default({}), {
     description: 'Workload class → worker target name; every name must be defined in worker_targets.',
