@@ -4,6 +4,8 @@ import { RUN_STATES } from '../runs/domain/run-state.ts';
 import type { ServiceMetrics } from '../../platform/http/metrics.ts';
 import { queueCounts, runCountsByState } from './store/status-reads.ts';
 import { queueFindings, type QueueCheckDeps } from '../automation/queue-alerts.ts';
+import { laneHoldings } from '../runs/store/lane-reads.ts';
+import { expectedRuntimeSec } from '../runs/domain/expected-runtime.ts';
 
 /**
  * The control plane's ledger series (docs/operations.md#metrics-and-observability), read from the store at each scrape: the
@@ -21,6 +23,7 @@ export function registerControlPlaneMetrics(metrics: ServiceMetrics, deps: Queue
     const counts = await runCountsByState(store);
     return RUN_STATES.map((state) => ({ labels: { state }, value: counts[state] ?? 0 }));
   });
+  registerLaneMetrics(metrics, deps);
   metrics.gaugeReadAtScrape(
     'rcp_queue_alert_findings',
     'Findings the queue check would report now, by kind; a check reads at most 50 runs per kind and 150 held queue items',
@@ -29,6 +32,35 @@ export function registerControlPlaneMetrics(metrics: ServiceMetrics, deps: Queue
       const findings = await queueFindings(deps, new Date());
       return FINDING_KINDS.map((kind) => ({ labels: { kind }, value: findings.filter((finding) => finding.kind === kind).length }));
     },
+  );
+}
+
+/**
+ * One series per configured lane (each slot of each target, docs/runs.md#slots-and-gpus), 0 while it is free: whether a
+ * run holds it, for how long, the runtime its candidate expected, and how many GPUs it holds. Run ids stay out of the
+ * labels (the lanes read model names them), so the series do not multiply with every run.
+ */
+function registerLaneMetrics(metrics: ServiceMetrics, deps: QueueCheckDeps): void {
+  const labelNames = ['target', 'lane'];
+  const perLane = async (value: (holding: Awaited<ReturnType<typeof laneHoldings>>[number]) => number) => {
+    const holdings = new Map((await laneHoldings(deps.store)).map((holding) => [holding.lane, holding]));
+    return [...deps.dispatch.routing.lanes.values()].map(({ name, lane }) => {
+      const holding = holdings.get(lane);
+      return { labels: { target: name, lane }, value: holding ? value(holding) : 0 };
+    });
+  };
+  metrics.gaugeReadAtScrape('rcp_lane_held', 'Whether a run holds the lane (a slot of a worker target): 1 or 0', labelNames, () => perLane(() => 1));
+  metrics.gaugeReadAtScrape('rcp_lane_held_seconds', 'Seconds the run holding the lane has held it; 0 while it is free', labelNames, () =>
+    perLane((holding) => holding.held_sec),
+  );
+  metrics.gaugeReadAtScrape(
+    'rcp_lane_expected_runtime_seconds',
+    "Runtime the lane's run was expected to take, from its candidate's estimated_runtime_class (a day without one); 0 while the lane is free",
+    labelNames,
+    () => perLane((holding) => expectedRuntimeSec(holding.runtime_class)),
+  );
+  metrics.gaugeReadAtScrape('rcp_lane_gpus', "GPUs the lane's run holds; 0 while the lane is free or its run holds none", labelNames, () =>
+    perLane((holding) => holding.gpu_count),
   );
 }
 

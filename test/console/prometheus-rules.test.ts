@@ -109,7 +109,8 @@ describe('deploy/prometheus/rcp-alerts.yml', () => {
       expect(rule.annotations?.description?.length, rule.alert).toBeGreaterThan(100);
     }
     // One for each of: a run hung, a gate unreachable, dispatch errors, callbacks failing (both ends), config drift
-    // between replicas, a schedule whose ticks stopped completing, Temporal task latency (workflow and activity tasks).
+    // between replicas, a schedule whose ticks stopped completing, Temporal task latency (workflow and activity tasks),
+    // a slot held past its run's expected runtime.
     expect(rules().map((rule) => rule.alert).sort()).toEqual([
       'RcpCallbacksRefused',
       'RcpConfigDrift',
@@ -118,6 +119,7 @@ describe('deploy/prometheus/rcp-alerts.yml', () => {
       'RcpGateUnreachable',
       'RcpRunHung',
       'RcpScheduleStalled',
+      'RcpSlotHeldPastExpectedRuntime',
       'RcpTemporalActivityTaskLatency',
       'RcpTemporalWorkflowTaskLatency',
     ]);
@@ -215,8 +217,8 @@ describe('the rules against a real control plane and gate', () => {
     // temporal_* the SDK core's exporter names, which would be fixed there, not here.
     const shared = ['rcp_http_request_duration_seconds', 'rcp_worker_callbacks_total', 'rcp_dispatch_outcomes_total', 'rcp_live_dispatch_duration_seconds'];
     const scrapes = [
-      ['control plane', controlPlaneText, [...shared, 'rcp_queue_items', 'rcp_runs', 'rcp_queue_alert_findings', 'rcp_schedule_interval_seconds', 'rcp_schedule_last_completed_tick_age_seconds']],
-      ['gate', gateText, [...shared, 'rcp_gate_runs', 'rcp_gate_samples', 'rcp_gate_sampling_cpu_seconds', 'rcp_gate_outbox_pending']],
+      ['control plane', controlPlaneText, [...shared, 'rcp_queue_items', 'rcp_runs', 'rcp_queue_alert_findings', 'rcp_lane_held', 'rcp_lane_held_seconds', 'rcp_lane_expected_runtime_seconds', 'rcp_lane_gpus', 'rcp_schedule_interval_seconds', 'rcp_schedule_last_completed_tick_age_seconds']],
+      ['gate', gateText, [...shared, 'rcp_gate_runs', 'rcp_gate_samples', 'rcp_gate_sampling_cpu_seconds', 'rcp_gate_outbox_pending', 'rcp_gate_run_slots', 'rcp_gate_run_slots_held']],
     ] as const;
     for (const [who, text, expected] of scrapes) {
       const families = [...text.matchAll(/^# TYPE (rcp_\w+) /gm)].map((match) => match[1]);

@@ -52,3 +52,26 @@ export async function activeLaneItems(q: Queryable): Promise<ActiveLaneItem[]> {
   );
   return result.rows;
 }
+
+/** A lane held by an active run: how long it has held it, the runtime its candidate expected, and its GPUs. */
+export interface LaneHolding {
+  lane: string;
+  held_sec: number;
+  /** The candidate's estimated_runtime_class; null without a candidate or an estimate. */
+  runtime_class: string | null;
+  gpu_count: number;
+}
+
+/** Every lane an active run holds, for the lane series of `GET /metrics`. */
+export async function laneHoldings(q: Queryable): Promise<LaneHolding[]> {
+  const result = await q.query<LaneHolding>(
+    `SELECT qi.lane, extract(epoch FROM clock_timestamp() - r.created_at)::float8 AS held_sec,
+            c.estimated_runtime_class AS runtime_class, coalesce(cardinality(r.gpu_indices), 0) AS gpu_count
+       FROM queue_items qi
+       JOIN runs r ON r.run_id = qi.current_run_id
+       LEFT JOIN research_candidates c ON c.candidate_id = qi.candidate_id
+      WHERE qi.status = ANY ($1::text[]) AND qi.lane IS NOT NULL`,
+    [[...ACTIVE_QUEUE_STATUSES]],
+  );
+  return result.rows.map((row) => ({ ...row, held_sec: Number(row.held_sec), gpu_count: Number(row.gpu_count) }));
+}
