@@ -1754,6 +1754,8 @@ export interface components {
             baseline_to_beat: string | null;
             batch_id: string;
             candidate_id: string;
+            /** @description CPUs its runs are pinned to; null: the class default */
+            cpu_count: number | null;
             created_at: string;
             /** @enum {string} */
             decision: "admitted" | "rejected" | "merged" | "needs-review";
@@ -1765,6 +1767,10 @@ export interface components {
             feasibility: number;
             /** @enum {string} */
             generation_mode: "fresh_grounded" | "followup_from_negative" | "moonshot" | "implementation_gap" | "paper_replication_extension" | "home_hardware_accessibility" | "manual_import";
+            /** @description GPUs its runs need; null: the workload class's default (docs/runs.md#slots-and-gpus) */
+            gpu_count: number | null;
+            /** @description GPU memory (MiB) its runs need free on each GPU; null: the class default */
+            gpu_memory_mib: number | null;
             hypothesis: string | null;
             kill_condition: string | null;
             likely_failure_modes: string[];
@@ -1921,7 +1927,7 @@ export interface components {
             /** @description One readable sentence */
             detail: string;
             /** @enum {string} */
-            name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation";
+            name: "control_queue_paused" | "control_maintenance_mode" | "wake_gate_healthz" | "wake_gate_dashboard_api" | "worker_gpu_idle" | "worker_memory_available" | "worker_no_live_runs" | "worker_callback_token_compatible" | "worker_agent_isolation" | "worker_capacity_matches";
             ok: boolean;
         };
         Project: {
@@ -1939,12 +1945,18 @@ export interface components {
         };
         QueueItem: {
             candidate_id: string | null;
+            /** @description CPUs a run is pinned to; null: its workload class's default */
+            cpu_count: number | null;
             created_at: string;
             current_run_id: string | null;
             /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
             dispatch_failures: number;
             /** @description Lower goes first */
             dispatch_priority: number;
+            /** @description GPUs a run of the item needs; null: its workload class's default (docs/runs.md#slots-and-gpus) */
+            gpu_count: number | null;
+            /** @description GPU memory (MiB) a run needs free on each of its GPUs; null: its workload class's default */
+            gpu_memory_mib: number | null;
             /** @description The worker target the item was last claimed on */
             lane: string | null;
             last_error: string | null;
@@ -5618,6 +5630,8 @@ export interface operations {
                         project: components["schemas"]["Project"] | null;
                         queue_item: components["schemas"]["QueueItem"] | null;
                         runs: {
+                            /** @description How many CPUs its gate pins it to; null: not pinned */
+                            cpu_count: number | null;
                             created_at: string;
                             decision: string | null;
                             decision_summary: string | null;
@@ -5628,6 +5642,8 @@ export interface operations {
                                 [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             finished_at: string | null;
+                            /** @description The GPUs the run was placed on ([]: none visible to it); null: not pinned */
+                            gpu_indices: number[] | null;
                             lane: string;
                             last_error: string | null;
                             prepare_result: {
@@ -8652,7 +8668,7 @@ export interface operations {
                 /** @description An integer, 1–500; 50 when absent */
                 page_size?: number;
                 search?: string;
-                sort?: "project_id" | "project_name" | "status" | "manual_review_required" | "dispatch_priority" | "selection_rank" | "machine_target" | "workload_class" | "current_run_id" | "last_run_state" | "next_action_hint" | "last_error" | "candidate_id" | "lane" | "dispatch_failures" | "created_at" | "updated_at" | "-project_id" | "-project_name" | "-status" | "-manual_review_required" | "-dispatch_priority" | "-selection_rank" | "-machine_target" | "-workload_class" | "-current_run_id" | "-last_run_state" | "-next_action_hint" | "-last_error" | "-candidate_id" | "-lane" | "-dispatch_failures" | "-created_at" | "-updated_at";
+                sort?: "project_id" | "project_name" | "status" | "manual_review_required" | "dispatch_priority" | "selection_rank" | "machine_target" | "workload_class" | "current_run_id" | "last_run_state" | "next_action_hint" | "last_error" | "candidate_id" | "lane" | "dispatch_failures" | "gpu_count" | "gpu_memory_mib" | "cpu_count" | "created_at" | "updated_at" | "-project_id" | "-project_name" | "-status" | "-manual_review_required" | "-dispatch_priority" | "-selection_rank" | "-machine_target" | "-workload_class" | "-current_run_id" | "-last_run_state" | "-next_action_hint" | "-last_error" | "-candidate_id" | "-lane" | "-dispatch_failures" | "-gpu_count" | "-gpu_memory_mib" | "-cpu_count" | "-created_at" | "-updated_at";
                 status?: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
             };
             header?: never;
@@ -8804,7 +8820,7 @@ export interface operations {
                 /** @description An integer, 1–500; 50 when absent */
                 page_size?: number;
                 search?: string;
-                sort?: "project_id" | "project_name" | "status" | "manual_review_required" | "dispatch_priority" | "selection_rank" | "machine_target" | "workload_class" | "current_run_id" | "last_run_state" | "next_action_hint" | "last_error" | "candidate_id" | "lane" | "dispatch_failures" | "created_at" | "updated_at" | "-project_id" | "-project_name" | "-status" | "-manual_review_required" | "-dispatch_priority" | "-selection_rank" | "-machine_target" | "-workload_class" | "-current_run_id" | "-last_run_state" | "-next_action_hint" | "-last_error" | "-candidate_id" | "-lane" | "-dispatch_failures" | "-created_at" | "-updated_at";
+                sort?: "project_id" | "project_name" | "status" | "manual_review_required" | "dispatch_priority" | "selection_rank" | "machine_target" | "workload_class" | "current_run_id" | "last_run_state" | "next_action_hint" | "last_error" | "candidate_id" | "lane" | "dispatch_failures" | "gpu_count" | "gpu_memory_mib" | "cpu_count" | "created_at" | "updated_at" | "-project_id" | "-project_name" | "-status" | "-manual_review_required" | "-dispatch_priority" | "-selection_rank" | "-machine_target" | "-workload_class" | "-current_run_id" | "-last_run_state" | "-next_action_hint" | "-last_error" | "-candidate_id" | "-lane" | "-dispatch_failures" | "-gpu_count" | "-gpu_memory_mib" | "-cpu_count" | "-created_at" | "-updated_at";
                 status?: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
             };
             header?: never;
@@ -9178,6 +9194,8 @@ export interface operations {
                         baseline_to_beat: string | null;
                         batch_id: string;
                         candidate_id: string;
+                        /** @description CPUs its runs are pinned to; null: the class default */
+                        cpu_count: number | null;
                         created_at: string;
                         /** @enum {string} */
                         decision: "admitted" | "rejected" | "merged" | "needs-review";
@@ -9189,6 +9207,10 @@ export interface operations {
                         feasibility: number;
                         /** @enum {string} */
                         generation_mode: "fresh_grounded" | "followup_from_negative" | "moonshot" | "implementation_gap" | "paper_replication_extension" | "home_hardware_accessibility" | "manual_import";
+                        /** @description GPUs its runs need; null: the workload class's default (docs/runs.md#slots-and-gpus) */
+                        gpu_count: number | null;
+                        /** @description GPU memory (MiB) its runs need free on each GPU; null: the class default */
+                        gpu_memory_mib: number | null;
                         hypothesis: string | null;
                         kill_condition: string | null;
                         likely_failure_modes: string[];
@@ -10474,6 +10496,7 @@ export interface operations {
                         accessibility?: number;
                         accessibility_delta?: string;
                         baseline_to_beat?: string;
+                        cpu_count?: number;
                         dedupe_key: string;
                         /** @enum {string} */
                         estimated_runtime_class?: "minutes" | "hours" | "overnight" | "days" | "week_plus";
@@ -10487,6 +10510,8 @@ export interface operations {
                          * @enum {string}
                          */
                         generation_mode?: "fresh_grounded" | "followup_from_negative" | "moonshot" | "implementation_gap" | "paper_replication_extension" | "home_hardware_accessibility" | "manual_import";
+                        gpu_count?: number;
+                        gpu_memory_mib?: number;
                         hypothesis?: string;
                         kill_condition?: string;
                         /** @default [] */
@@ -12205,12 +12230,18 @@ export interface operations {
                     "application/json": {
                         active_items: {
                             candidate_id: string | null;
+                            /** @description CPUs a run is pinned to; null: its workload class's default */
+                            cpu_count: number | null;
                             created_at: string;
                             current_run_id: string | null;
                             /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
                             dispatch_failures: number;
                             /** @description Lower goes first */
                             dispatch_priority: number;
+                            /** @description GPUs a run of the item needs; null: its workload class's default (docs/runs.md#slots-and-gpus) */
+                            gpu_count: number | null;
+                            /** @description GPU memory (MiB) a run needs free on each of its GPUs; null: its workload class's default */
+                            gpu_memory_mib: number | null;
                             /** @description The worker target the item was last claimed on */
                             lane: string | null;
                             last_error: string | null;
@@ -13237,12 +13268,18 @@ export interface operations {
                             active: {
                                 item: {
                                     candidate_id: string | null;
+                                    /** @description CPUs a run is pinned to; null: its workload class's default */
+                                    cpu_count: number | null;
                                     created_at: string;
                                     current_run_id: string | null;
                                     /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
                                     dispatch_failures: number;
                                     /** @description Lower goes first */
                                     dispatch_priority: number;
+                                    /** @description GPUs a run of the item needs; null: its workload class's default (docs/runs.md#slots-and-gpus) */
+                                    gpu_count: number | null;
+                                    /** @description GPU memory (MiB) a run needs free on each of its GPUs; null: its workload class's default */
+                                    gpu_memory_mib: number | null;
                                     lane: string;
                                     last_error: string | null;
                                     last_run_state: string | null;
@@ -13264,7 +13301,11 @@ export interface operations {
                                     received_at: string;
                                 } | null;
                                 run: {
+                                    /** @description How many CPUs its gate pins it to; null: not pinned */
+                                    cpu_count: number | null;
                                     created_at: string | null;
+                                    /** @description The GPUs the run holds ([]: none visible to it); null: not pinned */
+                                    gpu_indices: number[] | null;
                                     /** @description The run's quiet window as its gate judges it now; null before it is judged, once the run finished, or when the gate cannot be asked within 2 s */
                                     quiet_window: {
                                         idle_seen_at: string | null;
@@ -13297,9 +13338,13 @@ export interface operations {
                             lane: string;
                             /** @description The item dispatch-next would pick for this lane next */
                             next_candidate: components["schemas"]["QueueItem"] | null;
-                            /** @description The worker target; null for a lane no longer configured */
+                            /** @description The worker target and this slot of it; null for a lane no longer configured */
                             route: {
+                                /** @description The target's slot the run is claimed on: the target's name for its first slot, '<target>/<n>' for the others */
+                                lane: string;
                                 machine_target: string;
+                                /** @description 1-based */
+                                slot: number;
                                 token_configured: boolean;
                                 wake_gate_url: string;
                                 /** @enum {string} */
@@ -14698,10 +14743,14 @@ export interface operations {
                                 }[];
                                 signal?: string;
                             } | null;
+                            /** @description How many CPUs its gate pins it to; null: not pinned */
+                            cpu_count: number | null;
                             created_at: string;
                             decision: string | null;
                             decision_summary: string | null;
                             finished_at: string | null;
+                            /** @description The GPUs the run was placed on ([]: none visible to it); null: not pinned */
+                            gpu_indices: number[] | null;
                             lane: string;
                             last_error: string | null;
                             /** @description The status of the run's paper; null when it has none */
@@ -15584,6 +15633,8 @@ export interface operations {
                         project: components["schemas"]["Project"] | null;
                         queue_item: components["schemas"]["QueueItem"] | null;
                         runs: {
+                            /** @description How many CPUs its gate pins it to; null: not pinned */
+                            cpu_count: number | null;
                             created_at: string;
                             decision: string | null;
                             decision_summary: string | null;
@@ -15594,6 +15645,8 @@ export interface operations {
                                 [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             finished_at: string | null;
+                            /** @description The GPUs the run was placed on ([]: none visible to it); null: not pinned */
+                            gpu_indices: number[] | null;
                             lane: string;
                             last_error: string | null;
                             prepare_result: {
@@ -15903,12 +15956,18 @@ export interface operations {
                     "application/json": {
                         items: {
                             candidate_id: string | null;
+                            /** @description CPUs a run is pinned to; null: its workload class's default */
+                            cpu_count: number | null;
                             created_at: string;
                             current_run_id: string | null;
                             /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
                             dispatch_failures: number;
                             /** @description Lower goes first */
                             dispatch_priority: number;
+                            /** @description GPUs a run of the item needs; null: its workload class's default (docs/runs.md#slots-and-gpus) */
+                            gpu_count: number | null;
+                            /** @description GPU memory (MiB) a run needs free on each of its GPUs; null: its workload class's default */
+                            gpu_memory_mib: number | null;
                             /** @description The worker target the item was last claimed on */
                             lane: string | null;
                             last_error: string | null;
@@ -16522,10 +16581,14 @@ export interface operations {
                                 }[];
                                 signal?: string;
                             } | null;
+                            /** @description How many CPUs its gate pins it to; null: not pinned */
+                            cpu_count: number | null;
                             created_at: string;
                             decision: string | null;
                             decision_summary: string | null;
                             finished_at: string | null;
+                            /** @description The GPUs the run was placed on ([]: none visible to it); null: not pinned */
+                            gpu_indices: number[] | null;
                             lane: string;
                             last_error: string | null;
                             /** @description The status of the run's paper; null when it has none */
@@ -16849,6 +16912,8 @@ export interface operations {
                                 }[];
                                 signal?: string;
                             } | null;
+                            /** @description How many CPUs its gate pins it to; null: not pinned */
+                            cpu_count: number | null;
                             created_at: string;
                             decision: string | null;
                             decision_summary: string | null;
@@ -16859,6 +16924,8 @@ export interface operations {
                                 [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             finished_at: string | null;
+                            /** @description The GPUs the run was placed on ([]: none visible to it); null: not pinned */
+                            gpu_indices: number[] | null;
                             lane: string;
                             last_error: string | null;
                             prepare_result: {
@@ -18633,10 +18700,16 @@ export interface operations {
                         };
                         /** @description The queue item chosen; null when none was */
                         candidate?: {
+                            /** @description CPUs a run is pinned to; null: its workload class's default */
+                            cpu_count: number | null;
                             /** @description Failed dispatch attempts in a row; the third moves the item to dispatch_error */
                             dispatch_failures: number;
                             /** @description Lower goes first */
                             dispatch_priority: number;
+                            /** @description GPUs a run of the item needs; null: its workload class's default (docs/runs.md#slots-and-gpus) */
+                            gpu_count: number | null;
+                            /** @description GPU memory (MiB) a run needs free on each of its GPUs; null: its workload class's default */
+                            gpu_memory_mib: number | null;
                             machine_target: string | null;
                             project_id: string;
                             project_name: string;
@@ -18653,7 +18726,11 @@ export interface operations {
                         };
                         /** @description The worker target chosen; null when none was */
                         dispatch_route?: {
+                            /** @description The target's slot the run is claimed on: the target's name for its first slot, '<target>/<n>' for the others */
+                            lane: string;
                             machine_target: string;
+                            /** @description 1-based */
+                            slot: number;
                             token_configured: boolean;
                             wake_gate_url: string;
                             /** @enum {string} */
@@ -18663,6 +18740,20 @@ export interface operations {
                         live_dispatch_enabled: boolean;
                         /** @description True for dry_run_dispatch and live_dispatch */
                         ok: boolean;
+                        /** @description A dry run: where on its worker the run would go (docs/runs.md#slots-and-gpus); the claim decides again when it runs */
+                        placement?: {
+                            cpu_count: number | null;
+                            /** @description The GPUs it would be placed on ([]: none visible to it); null: not pinned */
+                            gpu_indices: number[] | null;
+                            /** @description What the run needs: the item's own figures, else its workload class's defaults (workload_run_needs) */
+                            needs: {
+                                cpu_count: number | null;
+                                gpu_count: number;
+                                gpu_memory_mib: number;
+                            };
+                            /** @description Where and why, in words */
+                            reason: string;
+                        };
                         preflight?: {
                             checks: components["schemas"]["PreflightCheck"][];
                             ok: boolean;

@@ -119,7 +119,8 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
       const dry = await rcp.data(rcp.api.POST('/control/dispatch-next', { body: { dry_run: true, requested_by: requestedBy() } }));
       const o = out(command);
       if (!options.live || dry.action !== 'dry_run_dispatch') {
-        print(o, dry, () => `${dry.action}: ${dry.candidate ? `${dry.candidate.project_id} on ${dry.dispatch_route?.machine_target ?? 'default'}` : dry.reason ?? 'nothing to dispatch'}`);
+        const where = dry.placement ? ` (${dry.placement.reason})` : '';
+        print(o, dry, () => `${dry.action}: ${dry.candidate ? `${dry.candidate.project_id} on ${dry.dispatch_route?.lane ?? 'default'}${where}` : dry.reason ?? 'nothing to dispatch'}`);
         if (options.live) exit.code = EXIT.failed;
         return;
       }
@@ -128,6 +129,26 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
       const live = await rcp.data(rcp.api.POST('/control/dispatch-next', { body: { dry_run: false, requested_by: requestedBy(), idempotency_key: rcp.idempotencyKey() } }));
       print(o, live, () => `${live.action}: ${live.candidate?.project_id ?? ''} run ${live.run_id ?? '-'}${live.reason ? ` (${live.reason})` : ''}`);
       if (live.action !== 'live_dispatch') exit.code = EXIT.failed;
+    });
+
+  program
+    .command('lanes')
+    .description("each worker target's slots: which run holds each, on which GPUs, and what it would take next")
+    .action(async (_options: unknown, command: Command) => {
+      const rcp = client(io);
+      const answer = await rcp.data(rcp.api.GET('/control/api/v1/lanes'));
+      const gpus = (indices: number[] | null | undefined) => (indices === null || indices === undefined ? '-' : indices.length === 0 ? 'none' : indices.join(','));
+      const rows = answer.lanes.map((lane) => ({
+        lane: lane.lane,
+        target: lane.route?.machine_target ?? '(not configured)',
+        slot: lane.route ? `${lane.route.slot}` : '-',
+        state: lane.idle ? 'idle' : 'busy',
+        run: lane.active?.run?.run_id ?? null,
+        run_state: lane.active?.run?.state ?? null,
+        gpus: gpus(lane.active?.run?.gpu_indices),
+        next: lane.next_candidate?.project_id ?? null,
+      }));
+      print(out(command), answer, () => table(rows, ['lane', 'target', 'slot', 'state', 'run', 'run_state', 'gpus', 'next']));
     });
 
   const runs = program

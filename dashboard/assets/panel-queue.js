@@ -38,11 +38,12 @@ export function dispatchPreview(answer) {
         : []),
       ...(route
         ? /** @type {[string, any][]} */ ([
-            ['Route', `${route.machine_target} (${words(route.worker_role)})`],
+            ['Route', `${route.machine_target}${route.lane !== route.machine_target ? `, slot ${route.slot}` : ''} (${words(route.worker_role)})`],
             ['Worker gate', route.wake_gate_url ?? '—'],
             ['Worker token', route.token_configured ? 'configured' : 'missing'],
           ])
         : []),
+      ...(answer.placement ? /** @type {[string, any][]} */ ([['Placement', answer.placement.reason]]) : []),
       ...(answer.agent ? /** @type {[string, any][]} */ ([['Agent', `mode ${answer.agent.mode}, model ${answer.agent.model || 'default'}, effort ${answer.agent.reasoning_effort}, sandbox ${answer.agent.sandbox || 'default'}`]]) : []),
     ]),
     answer.preflight ? preflightView(answer.preflight) : null,

@@ -64,18 +64,27 @@ function quietWindowView(window) {
   );
 }
 
+/** Which GPUs a run was placed on: the indices, 'none' when it sees none, '—' when it was not pinned. */
+function gpusText(gpuIndices) {
+  if (gpuIndices === null || gpuIndices === undefined) return '—';
+  return gpuIndices.length === 0 ? 'none' : gpuIndices.join(', ');
+}
+
 function laneCard(lane) {
   const active = lane.active;
   const callback = active?.last_callback;
+  const route = lane.route;
+  const slot = route && route.lane !== route.machine_target ? ` · slot ${route.slot} of ${route.machine_target}` : '';
   return h(
     'li',
     { class: 'lane' },
     h('h4', null, lane.lane, ' ', badge(lane.idle ? 'quiet' : 'running', lane.idle ? 'idle' : 'busy'), lane.configured ? null : [' ', badge('blocked', 'not configured')]),
-    lane.route ? h('p', { class: 'hint' }, `${words(lane.route.worker_role)} · ${lane.route.wake_gate_url ?? 'no gate URL'}`) : null,
+    route ? h('p', { class: 'hint' }, `${words(route.worker_role)} · ${route.wake_gate_url ?? 'no gate URL'}${slot}`) : null,
     active
       ? facts([
           ['In flight', [h('strong', null, active.item.project_name), ' ', badge(active.item.status)]],
           ['Run', active.run ? [runLink(active.run.run_id), ' ', badge(active.run.state), ' · started ', age(active.run.created_at)] : '—'],
+          ['GPUs', gpusText(active.run?.gpu_indices)],
           ['Gate state', callback?.gate_state ? badge(callback.gate_state) : '—'],
           ['Quiet window', quietWindowView(active.run?.quiet_window ?? null)],
           ['Last callback', callback ? [words(callback.event_type), ' · ', age(callback.received_at)] : 'none yet'],
