@@ -114,7 +114,7 @@ const PromoteAnswer = z.object({
   project_id: z.string(),
   idea: z.object({ idea_id: z.string(), candidate_id: z.string(), title: z.string(), hypothesis: z.string().nullable() }),
   project: ProjectSchema.omit({ created_at: true, updated_at: true }).extend({ idea_id: z.string(), candidate_id: z.string() }),
-  queue_item: QueueItemSchema.pick({ project_id: true, project_name: true, machine_target: true, workload_class: true }).extend({ status: z.literal('queued'), candidate_id: z.string() }),
+  queue_item: QueueItemSchema.pick({ project_id: true, project_name: true, machine_target: true, workload_class: true, gpu_count: true, gpu_memory_mib: true, cpu_count: true }).extend({ status: z.literal('queued'), candidate_id: z.string() }),
   lineage: z.array(LineageSchema.omit({ lineage_id: true, created_at: true })),
 });
 

@@ -113,6 +113,9 @@ describe('import-candidates', () => {
       [importBody([candidate({ surprise: 1 })]), ['body', 'candidates', 0, 'surprise']],
       [importBody([candidate({ dedupe_key: 'Bad Key' })]), ['body', 'candidates', 0, 'dedupe_key']],
       [importBody([candidate({ novelty: 11 })]), ['body', 'candidates', 0, 'novelty']],
+      [importBody([candidate({ gpu_count: -1 })]), ['body', 'candidates', 0, 'gpu_count']],
+      [importBody([candidate({ gpu_memory_mib: 1.5 })]), ['body', 'candidates', 0, 'gpu_memory_mib']],
+      [importBody([candidate({ cpu_count: 0 })]), ['body', 'candidates', 0, 'cpu_count']],
       [importBody([]), ['body', 'candidates']],
       [{ candidates: [candidate()] }, ['body', 'requested_by']],
     ];
@@ -134,6 +137,8 @@ describe('promote-candidate', () => {
         title: 'Promotable',
         hypothesis: 'Speculative decoding with a 68M draft model doubles tokens per second of a 7B model on a single consumer GPU.',
         mechanism: 'A small draft model proposes several tokens that the large model verifies in one forward pass, trading cheap drafts for fewer expensive steps.',
+        gpu_count: 2,
+        gpu_memory_mib: 16_000,
       }),
       candidate({ dedupe_key: 'promote-rejected', kill_condition: undefined }),
     ], { dry_run: false }));
@@ -164,8 +169,11 @@ describe('promote-candidate', () => {
       `SELECT status, workload_class, candidate_id FROM queue_items WHERE project_id = 'promote-me'`,
     );
     expect(queue.rows).toEqual([{ status: 'queued', workload_class: 'inference_eval', candidate_id: admittedId }]);
+    // What its runs need travels with the item (docs/runs.md#slots-and-gpus); what the candidate left out stays null.
     const queued = await get('/control/api/queues/queued?search=promote-me');
-    expect(queued.body.items).toEqual([expect.objectContaining({ project_id: 'promote-me', status: 'queued', candidate_id: admittedId })]);
+    expect(queued.body.items).toEqual([
+      expect.objectContaining({ project_id: 'promote-me', status: 'queued', candidate_id: admittedId, gpu_count: 2, gpu_memory_mib: 16_000, cpu_count: null }),
+    ]);
     const lineage = await t.store.query(`SELECT 1 FROM research_lineage WHERE from_id IN ($1, 'idea-promote-me', 'promote-me')`, [admittedId]);
     expect(lineage.rowCount).toBe(3);
     const flagged = await t.store.query<{ queue_admitted: boolean }>('SELECT queue_admitted FROM research_candidates WHERE candidate_id = $1', [admittedId]);
