@@ -10800,6 +10800,12 @@ export interface operations {
                         project_id: string;
                         queue_item: {
                             candidate_id: string;
+                            /** @description CPUs a run is pinned to; null: its workload class's default */
+                            cpu_count: number | null;
+                            /** @description GPUs a run of the item needs; null: its workload class's default (docs/runs.md#slots-and-gpus) */
+                            gpu_count: number | null;
+                            /** @description GPU memory (MiB) a run needs free on each of its GPUs; null: its workload class's default */
+                            gpu_memory_mib: number | null;
                             machine_target: string | null;
                             project_id: string;
                             project_name: string;

@@ -8,6 +8,7 @@ import type { GateEvent } from './gate-event-log.ts';
 import type { SamplingHealth } from './run-monitor.ts';
 import type { RunCgroupsStatus } from './run-cgroups/index.ts';
 import type { AgentIsolation } from './contract/agent-isolation.ts';
+import type { capacityReport } from './capacity.ts';
 
 const SERVICE_NAME = 'research-control-plane worker gate';
 /** A pending question is settled for the gate, but the run still waits for a person. */
@@ -22,6 +23,8 @@ export interface DashboardInput {
   /** How agents are confined (worker-gate/agent-sandbox), as detected at start. */
   agentIsolation: AgentIsolation;
   latestSample: TelemetrySample | undefined;
+  /** What the gate holds and has free for runs (capacity.ts). */
+  capacity: ReturnType<typeof capacityReport>;
   runs: readonly GateRun[];
   callbacksPending: number;
   /** Outbox entries, oldest first. */
@@ -37,7 +40,7 @@ function runView(config: WorkerGateConfig, run: GateRun) {
   return { ...view, samples_needed: samplesNeeded(profileFor(config, run.workload_class), config.sample_interval_sec) };
 }
 
-/** The body of `GET /dashboard/api` (docs/worker-gate.md#worker-gate): the service, totals, telemetry, runs, callbacks, events. */
+/** The body of `GET /dashboard/api` (docs/worker-gate.md#worker-gate): the service, totals, telemetry, capacity, runs, callbacks, events. */
 export function dashboardBody(input: DashboardInput) {
   const { config, sampling, latestSample: sample, limit } = input;
   const runs = [...input.runs].sort((a, b) => b.updated_at.localeCompare(a.updated_at));
@@ -81,6 +84,7 @@ export function dashboardBody(input: DashboardInput) {
       gpu_source: sample?.gpu_source ?? null,
       notes: sample?.notes ?? [],
     },
+    capacity: input.capacity,
     runs: runs.slice(0, limit).map((run) => runView(config, run)),
     callbacks: input.callbacks
       .slice(-limit)

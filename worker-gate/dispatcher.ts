@@ -12,6 +12,10 @@ import {
   type GateRun,
 } from './domain/gate-run.ts';
 import { activeRunIn } from './domain/gate-run-lookup.ts';
+import { vramBaselineOf } from './domain/run-machine-share.ts';
+import type { OfferedGpus, SlotHolder } from './domain/run-placement.ts';
+import { gpuEnvironment, RunSlots, type Placed } from './run-slots.ts';
+import type { GpuInventory, LastGpuReading } from './telemetry/sampler.ts';
 import type { WorkloadClass } from './contract/workload.ts';
 import { PinnedDir, UnsafePathError } from '../platform/files/pinned-dir.ts';
 import { HttpError } from '../platform/http/errors.ts';
@@ -45,6 +49,12 @@ export interface DispatchResponse {
   /** True when this run had been dispatched before: the script did not run again. */
   already_dispatched: boolean;
   script_output: Record<string, unknown>;
+  /** The GPUs the run was given; null: not pinned. */
+  gpu_indices: number[] | null;
+  /** The CPUs its cgroup is pinned to; null: not pinned. */
+  cpus: number[] | null;
+  /** Why a cpu_count was not applied; null otherwise. */
+  cpus_unpinned_reason: string | null;
 }
 
 export interface CancelResponse {
@@ -67,6 +77,10 @@ export interface GateDispatcherOptions {
   eventUrl: () => string;
   /** The machine's latest telemetry reading: its VRAM use is the run's baseline. */
   latestSample: () => TelemetrySample | undefined;
+  /** The GPU query behind it, per GPU: a run given GPUs takes its baseline on those. */
+  latestGpuReading: () => LastGpuReading;
+  /** The machine's GPUs, which run_gpus 'all' offers. */
+  gpuInventory: () => Promise<GpuInventory>;
   /** Where each run gets its own cgroup (none where the gate has no cgroups). */
   cgroups: RunCgroupHost;
   /** The user and sandbox agents run as and in (docs/security.md#security-model). */
@@ -106,17 +120,22 @@ function dispatchResponse(run: GateRun, alreadyDispatched: boolean): DispatchRes
     dispatched_at: run.dispatched_at,
     already_dispatched: alreadyDispatched,
     script_output: run.script_output,
+    gpu_indices: run.gpu_indices ?? null,
+    cpus: run.cpus ?? null,
+    cpus_unpinned_reason: run.cpus_unpinned_reason ?? null,
   };
 }
 
 /** Starts and stops agents: prepares workspaces, runs the dispatch script once per run_id, cancels runs. */
 export class GateDispatcher {
   private readonly dispatchesInFlight = new Map<string, { hash: string; promise: Promise<DispatchResponse> }>();
+  private readonly slots: RunSlots;
 
   private readonly options: GateDispatcherOptions;
 
   constructor(options: GateDispatcherOptions) {
     this.options = options;
+    this.slots = new RunSlots({ config: options.config, runs: options.runs, cpuPinning: () => options.cgroups.cpuPinning(), gpuInventory: options.gpuInventory });
   }
 
   /** Marks the records a previous process left mid-dispatch: their agent is never started a second time. */
@@ -126,6 +145,11 @@ export class GateDispatcher {
       const interrupted = this.options.runs.save(markDispatchInterrupted(run));
       this.options.events.append('dispatch_interrupted', interrupted.run_id, { reason: interrupted.gate_reason });
     }
+  }
+
+  /** The runs holding a slot (docs/worker-gate.md#slots-and-gpus): every unsettled run, and those being placed now. */
+  slotHolders(): SlotHolder[] {
+    return this.slots.holders();
   }
 
   prepare(request: PrepareProjectRequest): PrepareResult {
@@ -176,23 +200,45 @@ export class GateDispatcher {
     if (runtime !== 'script' && !isStrictlyInside(projectDir, promptFile)) {
       throw new HttpError(400, `prompt_file must lie inside project_dir for agent_runtime '${runtime}'`);
     }
+    // Asked before the checks below, which must run without a pause between them and the reservation.
+    const offered = await this.slots.offeredGpusFor(request);
     const busy = activeRunIn(runs.all(), projectDir);
     if (busy) throw new HttpError(409, `project_dir ${projectDir} already has an active run '${busy.run_id}' (${busy.gate_state})`);
     const project = pinProject(config.project_root, projectDir);
+    let placed: Placed;
+    try {
+      placed = this.place(request, offered);
+    } catch (error) {
+      project.close();
+      throw error;
+    }
     try {
       const start = agentStartFor(config, runtime, projectDir, request);
       const confinement = this.confinementFor(runtime === 'script' ? start.scriptPath : null, project, projectDir, promptFile);
-      return await this.startRunIn(project, start, confinement, { projectDir, promptFile }, request, workloadClass, hash);
+      return await this.startRunIn(project, start, confinement, { projectDir, promptFile, placed }, request, workloadClass, hash);
     } finally {
+      this.slots.release(request.run_id);
       project.close();
     }
+  }
+
+  /**
+   * A slot, the GPUs it names and the CPUs its cpu_count asks for, reserved until the run's record holds them; or 409
+   * naming what holds them (docs/worker-gate.md#slots-and-gpus).
+   */
+  private place(request: DispatchRequest, offered: OfferedGpus | null): Placed {
+    const reserved = this.slots.reserve(request, offered);
+    if (reserved.ok) return reserved.placed;
+    this.options.events.append('dispatch_refused', request.run_id, { reason: 'no_capacity', detail: reserved.reason });
+    this.options.logger.info({ run_id: request.run_id, reason: reserved.reason }, 'dispatch refused: no room on this gate');
+    throw new HttpError(409, reserved.reason);
   }
 
   private async startRunIn(
     project: PinnedDir,
     start: AgentStart,
     confinement: Confinement,
-    { projectDir, promptFile }: { projectDir: string; promptFile: string },
+    { projectDir, promptFile, placed }: { projectDir: string; promptFile: string; placed: Placed },
     request: DispatchRequest,
     workloadClass: WorkloadClass,
     hash: string,
@@ -200,7 +246,8 @@ export class GateDispatcher {
     const { config, runs, events, logger } = this.options;
 
     // Made before anything of the run starts, so its first process is inside it: membership is exact from then on.
-    const cgroup = await this.createCgroup(request.run_id, workloadClass);
+    const { gpu_indices: gpuIndices, cpus } = placed.holder;
+    const cgroup = await this.createCgroup(request.run_id, workloadClass, cpus);
     // A cancel may have come while the cgroup was made: from the record on, a cancel finds the run and stops it.
     try {
       this.refuseIfCancelledBeforeDispatch(request.run_id);
@@ -226,8 +273,11 @@ export class GateDispatcher {
         token_budget: request.token_budget ?? null,
         request_hash: hash,
         event_token_sha256: sha256Hex(eventToken),
-        vram_baseline_mib: this.options.latestSample()?.vram_used_mib ?? null,
+        vram_baseline_mib: vramBaselineOf(this.options.latestGpuReading(), gpuIndices, this.options.latestSample()?.vram_used_mib ?? null),
         cgroup: cgroup?.record() ?? null,
+        gpu_indices: gpuIndices ? [...gpuIndices] : null,
+        cpus: cpus ? [...cpus] : null,
+        cpus_unpinned_reason: placed.cpusUnpinnedReason,
       },
       new Date().toISOString(),
     );
@@ -259,6 +309,7 @@ export class GateDispatcher {
         GATE_EVENT_TOKEN: eventToken,
         ...start.env,
         ...confinement.env,
+        ...gpuEnvironment(gpuIndices),
       }, confinement.plan),
     });
     if (!result.ok) {
@@ -349,10 +400,10 @@ export class GateDispatcher {
     return { plan, argvPrefix: [], env: { [AGENT_SANDBOX_PLAN_ENV]: JSON.stringify(plan) } };
   }
 
-  /** The run's new cgroup with its workload profile's limits; null where the gate has no cgroups. */
-  private async createCgroup(runId: string, workloadClass: WorkloadClass): Promise<RunCgroup | null> {
+  /** The run's new cgroup with its workload profile's limits, pinned to `cpus` when given; null where the gate has no cgroups. */
+  private async createCgroup(runId: string, workloadClass: WorkloadClass, cpus: readonly number[] | null): Promise<RunCgroup | null> {
     try {
-      return await this.options.cgroups.create(runId, runLimitsFor(this.options.config, workloadClass));
+      return await this.options.cgroups.create(runId, runLimitsFor(this.options.config, workloadClass), cpus);
     } catch (error) {
       throw new HttpError(502, `run '${runId}': its cgroup could not be made: ${error instanceof Error ? error.message : String(error)}`);
     }

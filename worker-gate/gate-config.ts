@@ -35,6 +35,8 @@ export type WorkerGateConfig = Pick<
   | 'run_memory_max_mib'
   | 'run_pids_max'
   | 'run_cpu_max_cores'
+  | 'run_slots'
+  | 'run_gpus'
   | 'stale_project_process_reaper_enabled'
   | 'stale_project_process_grace_sec'
   | 'stale_project_process_term_grace_sec'

@@ -138,12 +138,15 @@ export async function workerGateRoutes(instance: FastifyInstance, { gate, token,
       config: { auth: 'gate' },
       schema: {
         tags,
-        summary: 'The gate\'s state: service, totals, telemetry, runs, callbacks and events',
+        summary: 'The gate\'s state: service, totals, telemetry, capacity, runs, callbacks and events',
         querystring: DashboardQuerySchema,
         response: { 200: GateDashboardSchema, ...errorResponses(401, 422) },
       },
     },
-    async (request) => gate.dashboard(request.query.limit, request.query.event_limit),
+    async (request) => {
+      await gate.readGpusIfUnknown();
+      return gate.dashboard(request.query.limit, request.query.event_limit);
+    },
   );
 }
 

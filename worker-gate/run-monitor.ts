@@ -23,8 +23,8 @@ import {
   observeProcesses,
   settleQuietWindow,
 } from './domain/gate-run-watch.ts';
-import { evaluateQuietWindow, toWindowSample } from './domain/quiet-window.ts';
-import { showsWork, type RunCpuUsage } from './domain/run-machine-share.ts';
+import { evaluateQuietWindow, toWindowSample, type WindowSample } from './domain/quiet-window.ts';
+import { pinnedMachineGpuUse, showsWork, type RunCpuUsage } from './domain/run-machine-share.ts';
 import { quietWindowWait } from './domain/quiet-window-wait.ts';
 import { WORKLOAD_CLASSES } from './contract/workload.ts';
 import type { CallbackOutbox } from './callback-outbox.ts';
@@ -41,7 +41,7 @@ import { stopRunProcesses } from './run-stop.ts';
 import { reapProcesses, selectStaleProcesses } from './stale-reaper.ts';
 import { parseProcStat } from './telemetry/proc-parsers.ts';
 import { processCpuUsage, RunUsageMeter } from './telemetry/run-usage.ts';
-import { TelemetrySampler } from './telemetry/sampler.ts';
+import { TelemetrySampler, type GpuInventory, type LastGpuReading } from './telemetry/sampler.ts';
 
 export interface EventResponse {
   ok: true;
@@ -86,6 +86,8 @@ const persistedView = (run: GateRun) => JSON.stringify([run.gate_state, run.gate
 export class RunMonitor {
   private readonly sampler = new TelemetrySampler();
   private readonly samples: TelemetrySample[] = [];
+  /** The GPU query behind each of `samples`, at the same place: a run given GPUs is judged on its own rows of it. */
+  private readonly sampleGpus: LastGpuReading[] = [];
   private readonly reaping = new Set<number>();
   private readonly releasingCgroups = new Set<string>();
   private readonly ticksPerSec = clockTicksPerSecond();
@@ -125,6 +127,21 @@ export class RunMonitor {
 
   latestSample(): TelemetrySample | undefined {
     return this.samples.at(-1);
+  }
+
+  /** The GPU query behind the latest sample, per GPU and per process. */
+  latestGpuReading(): LastGpuReading {
+    return this.sampleGpus.at(-1) ?? { kind: 'none' };
+  }
+
+  /** The machine's GPUs as nvidia-smi last listed them (asked now when no sample had an answer yet). */
+  gpuInventory(): Promise<GpuInventory> {
+    return this.sampler.gpuInventory();
+  }
+
+  /** The machine's GPUs as nvidia-smi last listed them; null while no query has answered. */
+  knownGpuInventory(): GpuInventory | null {
+    return this.sampler.knownGpuInventory();
   }
 
   samplingHealth(): Readonly<SamplingHealth> {
@@ -224,7 +241,11 @@ export class RunMonitor {
   private async observe(): Promise<void> {
     const sample = await this.sampler.sample();
     this.samples.push(sample);
-    if (this.samples.length > this.maxSamplesKept) this.samples.splice(0, this.samples.length - this.maxSamplesKept);
+    this.sampleGpus.push(this.sampler.lastGpuReading());
+    if (this.samples.length > this.maxSamplesKept) {
+      this.samples.splice(0, this.samples.length - this.maxSamplesKept);
+      this.sampleGpus.splice(0, this.sampleGpus.length - this.maxSamplesKept);
+    }
     this.releaseEndedRunCgroups();
     const watched = this.options.runs.all().filter(isWatched);
     this.runUsage.keepOnly(new Set(watched.map((run) => run.run_id)));
@@ -240,7 +261,7 @@ export class RunMonitor {
       rootAlive: tracked.rootAlive,
       at: new Date(sample.at_ms).toISOString(),
     });
-    const usage = this.runUsage.record(run.run_id, sample.at_ms, this.cpuUsageOf(run, tracked.alive), this.sampler.lastGpuReading(), run.alive_pids);
+    const usage = this.runUsage.record(run.run_id, sample.at_ms, this.cpuUsageOf(run, tracked.alive), this.sampler.lastGpuReading(), run.alive_pids, run.gpu_indices ?? null);
     if (run.gate_state === 'running' && showsWork(usage, profileFor(this.options.config, run.workload_class))) run = recordProgress(run, new Date(sample.at_ms).toISOString(), undefined);
 
     if (!run.root_alive && run.processes_alive) this.reapStale(run, table, sample);
@@ -316,12 +337,13 @@ export class RunMonitor {
   private evaluateWindow(run: GateRun, sample: TelemetrySample): Transition {
     const { config } = this.options;
     const profile = profileFor(config, run.workload_class);
-    // Judged on the run: its own samples, and VRAM its own processes hold (none at dispatch). Else the machine's.
+    // Judged on the run: its own samples, and VRAM its own processes hold (none at dispatch). Else the machine's, of
+    // which a run given GPUs reads only its own.
     const ownUse = config.quiet_window_scope === 'run';
     const verdict = evaluateQuietWindow({
       profile,
       sampleIntervalSec: config.sample_interval_sec,
-      samples: ownUse ? this.runUsage.samples(run.run_id) : this.samples.map(toWindowSample),
+      samples: ownUse ? this.runUsage.samples(run.run_id) : this.machineSamplesFor(run),
       vramBaselineMib: ownUse ? 0 : run.vram_baseline_mib,
       idleSeenAtMs: Date.parse(run.idle_seen_at as string),
       processesAlive: run.processes_alive,
@@ -333,6 +355,17 @@ export class RunMonitor {
     // How long the run has waited, so every view can say so and a run waiting far too long shows as needing a person.
     const wait = quietWindowWait({ scope: config.quiet_window_scope, idleSeenAtMs: Date.parse(run.idle_seen_at as string), nowMs: sample.at_ms, idleSustainSec: profile.idle_sustain_sec, ready: verdict.verdict === 'ready' });
     return { ...settled, run: { ...settled.run, quiet_window: { ...settled.run.quiet_window, ...wait } } };
+  }
+
+  /** The machine's samples as a run's window in the machine's scope reads them: a run given GPUs sees only those. */
+  private machineSamplesFor(run: GateRun): WindowSample[] {
+    const gpuIndices = run.gpu_indices ?? null;
+    if (gpuIndices === null) return this.samples.map(toWindowSample);
+    return this.samples.map((sample, i) => ({
+      at_ms: sample.at_ms,
+      cpu_pct: sample.cpu_pct,
+      ...pinnedMachineGpuUse(this.sampleGpus[i] ?? { kind: 'failed' }, gpuIndices),
+    }));
   }
 
   private reapStale(run: GateRun, table: ProcessInfo[], sample: TelemetrySample): void {

@@ -16,6 +16,7 @@ import { RunMonitor, type EventResponse } from './run-monitor.ts';
 import { CancelsBeforeDispatch, RunRecords } from './run-records.ts';
 import { RunCgroupHost, type RunCgroupsStatus } from './run-cgroups/index.ts';
 import { AgentSandbox } from './agent-sandbox/index.ts';
+import { capacityReport } from './capacity.ts';
 import type { AgentIsolation } from './contract/agent-isolation.ts';
 
 export type { CancelResponse, DispatchResponse } from './dispatcher.ts';
@@ -73,7 +74,16 @@ export class WorkerGate {
     if (exposed.length > 0) throw new Error(`the worker gate refuses to start: ${exposed.join('; ')}`);
     const shared = { config: this.config, logger: this.logger, runs: this.runs, events: this.events };
     this.monitor = new RunMonitor({ ...shared, outbox: this.outbox });
-    this.dispatcher = new GateDispatcher({ ...shared, cancelsBeforeDispatch: this.cancelsBeforeDispatch, eventUrl: options.eventUrl, latestSample: () => this.monitor.latestSample(), cgroups: this.cgroups, sandbox: this.sandbox });
+    this.dispatcher = new GateDispatcher({
+      ...shared,
+      cancelsBeforeDispatch: this.cancelsBeforeDispatch,
+      eventUrl: options.eventUrl,
+      latestSample: () => this.monitor.latestSample(),
+      latestGpuReading: () => this.monitor.latestGpuReading(),
+      gpuInventory: () => this.monitor.gpuInventory(),
+      cgroups: this.cgroups,
+      sandbox: this.sandbox,
+    });
   }
 
   /** The quiet window each workload class waits out before a run counts as finished, as the profiles in force set it. */
@@ -178,11 +188,34 @@ export class WorkerGate {
   }
 
   /** What `GET /metrics` reads from the gate at each scrape (docs/operations.md#metrics-and-observability). */
-  metricsReadings(): { runsByGateState: Record<string, number>; samples: number; samplingCpuMs: number; outboxPending: number } {
+  metricsReadings(): { runsByGateState: Record<string, number>; samples: number; samplingCpuMs: number; outboxPending: number; runSlots: number; runSlotsHeld: number } {
     const runsByGateState: Record<string, number> = {};
     for (const run of this.runs.all()) runsByGateState[run.gate_state] = (runsByGateState[run.gate_state] ?? 0) + 1;
     const sampling = this.monitor.samplingHealth();
-    return { runsByGateState, samples: sampling.samples, samplingCpuMs: sampling.cpuMs, outboxPending: this.outbox.pendingCount() };
+    return {
+      runsByGateState,
+      samples: sampling.samples,
+      samplingCpuMs: sampling.cpuMs,
+      outboxPending: this.outbox.pendingCount(),
+      runSlots: this.config.run_slots,
+      runSlotsHeld: this.dispatcher.slotHolders().length,
+    };
+  }
+
+  /** What the gate holds and has free for runs (docs/worker-gate.md#slots-and-gpus), on the GPUs nvidia-smi last listed. */
+  capacity() {
+    return capacityReport({
+      slots: this.config.run_slots,
+      runGpus: this.config.run_gpus,
+      holders: this.dispatcher.slotHolders(),
+      inventory: this.monitor.knownGpuInventory(),
+      cpuPinning: this.cgroups.cpuPinning(),
+    });
+  }
+
+  /** Lists the machine's GPUs now where no query has answered yet, so the next capacity report has them if it can. */
+  async readGpusIfUnknown(): Promise<void> {
+    if (this.monitor.knownGpuInventory() === null) await this.monitor.gpuInventory();
   }
 
   dashboard(limit: number, eventLimit: number) {
@@ -194,6 +227,7 @@ export class WorkerGate {
       runCgroups: this.cgroups.status(),
       agentIsolation: this.sandbox.report(),
       latestSample: this.monitor.latestSample(),
+      capacity: this.capacity(),
       runs: this.runs.all(),
       callbacksPending: this.outbox.pendingCount(),
       callbacks: this.outbox.list(),

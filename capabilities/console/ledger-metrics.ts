@@ -4,8 +4,7 @@ import { RUN_STATES } from '../runs/domain/run-state.ts';
 import type { ServiceMetrics } from '../../platform/http/metrics.ts';
 import { queueCounts, runCountsByState } from './store/status-reads.ts';
 import { queueFindings, type QueueCheckDeps } from '../automation/queue-alerts.ts';
-import { laneHoldings } from '../runs/store/lane-reads.ts';
-import { expectedRuntimeSec } from '../runs/domain/expected-runtime.ts';
+import { readLaneHoldings } from '../runs/lanes.ts';
 
 /**
  * The control plane's ledger series (docs/operations.md#metrics-and-observability), read from the store at each scrape: the
@@ -42,8 +41,8 @@ export function registerControlPlaneMetrics(metrics: ServiceMetrics, deps: Queue
  */
 function registerLaneMetrics(metrics: ServiceMetrics, deps: QueueCheckDeps): void {
   const labelNames = ['target', 'lane'];
-  const perLane = async (value: (holding: Awaited<ReturnType<typeof laneHoldings>>[number]) => number) => {
-    const holdings = new Map((await laneHoldings(deps.store)).map((holding) => [holding.lane, holding]));
+  const perLane = async (value: (holding: Awaited<ReturnType<typeof readLaneHoldings>>[number]) => number) => {
+    const holdings = new Map((await readLaneHoldings(deps.store)).map((holding) => [holding.lane, holding]));
     return [...deps.dispatch.routing.lanes.values()].map(({ name, lane }) => {
       const holding = holdings.get(lane);
       return { labels: { target: name, lane }, value: holding ? value(holding) : 0 };
@@ -57,7 +56,7 @@ function registerLaneMetrics(metrics: ServiceMetrics, deps: QueueCheckDeps): voi
     'rcp_lane_expected_runtime_seconds',
     "Runtime the lane's run was expected to take, from its candidate's estimated_runtime_class (a day without one); 0 while the lane is free",
     labelNames,
-    () => perLane((holding) => expectedRuntimeSec(holding.runtime_class)),
+    () => perLane((holding) => holding.expected_sec),
   );
   metrics.gaugeReadAtScrape('rcp_lane_gpus', "GPUs the lane's run holds; 0 while the lane is free or its run holds none", labelNames, () =>
     perLane((holding) => holding.gpu_count),

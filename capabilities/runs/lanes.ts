@@ -3,7 +3,8 @@ import type { QueueStatus } from './domain/queue-status.ts';
 import { laneQueueHead } from './dispatch-candidates.ts';
 import { readFlags } from './queue-flags.ts';
 import { leasedLanes } from './store/lane-leases.ts';
-import { activeLaneItems, laneStatusCounts, type ActiveLaneItem } from './store/lane-reads.ts';
+import { activeLaneItems, laneHoldings, laneStatusCounts, type ActiveLaneItem } from './store/lane-reads.ts';
+import { expectedRuntimeSec } from './domain/expected-runtime.ts';
 import type { Queryable } from '../../platform/store/store.ts';
 import { isRunFinished, type RunState } from './domain/run-state.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
@@ -78,4 +79,12 @@ export async function readLanes(q: Queryable, settings: { routing: WorkerRouting
     lanes,
     truncated: configured.length + others.length > names.length,
   };
+}
+
+/**
+ * Every lane an active run holds, with how long it has held it, the runtime its candidate expected
+ * (domain/expected-runtime.ts) and its GPU count: the lane series of `GET /metrics`.
+ */
+export async function readLaneHoldings(q: Queryable) {
+  return (await laneHoldings(q)).map(({ runtime_class, ...holding }) => ({ ...holding, expected_sec: expectedRuntimeSec(runtime_class) }));
 }

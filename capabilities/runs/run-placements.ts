@@ -27,6 +27,7 @@ const GateCapacitySchema = z.object({
         memory_total_mib: z.number().nullable().optional().catch(null),
         memory_free_mib: z.number().nullable().optional().catch(null),
         run_id: z.string().nullable().optional().catch(null),
+        offered: z.boolean().optional().catch(undefined),
       }),
     ),
   }),
@@ -41,7 +42,8 @@ export async function readGateGpus(settings: Pick<DispatchSettings, 'trace'>, la
     if (!parsed.success) return { ok: false, reason: 'its gate reports no capacity (a gate older than slots)' };
     return {
       ok: true,
-      gpus: parsed.data.capacity.gpus.map((gpu) => ({
+      // A GPU the gate does not offer to runs (its run_gpus) is not the control plane's to place on.
+      gpus: parsed.data.capacity.gpus.filter((gpu) => gpu.offered !== false).map((gpu) => ({
         index: gpu.index,
         memory_total_mib: gpu.memory_total_mib ?? null,
         memory_free_mib: gpu.memory_free_mib ?? null,

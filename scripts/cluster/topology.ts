@@ -327,6 +327,8 @@ export function gateConfig(topology: Topology, options: ClusterOptions, gate: Ga
     agent_runtime: 'script',
     listen_host: gate.address,
     listen_port: GATE_PORT,
+    // A run at a time per lane that reaches it (one lane: the default, a run at a time).
+    ...(gate.lanes.length > 1 ? { run_slots: gate.lanes.length } : {}),
     ...options.gate.overrides,
   };
 }

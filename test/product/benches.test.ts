@@ -51,6 +51,7 @@ const BENCHES: [string, RegExp][] = [
   ['bench/memory.ts', /^control plane alone, pg backend +\d+ +\d+ /m],
   ['bench/automation.ts', /^\(3\) queue check, dry, 100 findings +\d+ /m],
   ['bench/gate-sampler.ts', /^gate's sampling CPU at 8 runs: [\d.]+ % of one core/m],
+  ['bench/gate-slots.ts', /^sampler at 8 runs ≤ 1 % of a core: [\d.]+ %/m],
   ['bench/fleet.ts', /^cluster doubled +0 /m],
 ];
 

@@ -19,7 +19,8 @@ export async function startAgentGate(
   env: Record<string, string>,
   overrides: Record<string, unknown> = {},
 ): Promise<AgentGate> {
-  const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: runtime, dispatch_timeout_sec: 30, ...overrides } });
+  // A file's tests run side by side on its gates, each with a run of its own.
+  const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: runtime, dispatch_timeout_sec: 30, run_slots: 8, ...overrides } });
   const process = await startGateProcess(fixture, env);
   return { fixture, process, client: gateClient(fixture) };
 }

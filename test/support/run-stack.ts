@@ -42,6 +42,9 @@ export interface RunStackOptions {
   controlPlaneOverrides?: Overrides | ((gateFixture: GateFixture) => Overrides | Promise<Overrides>);
 }
 
+/** The runs the stack's gate holds at once (run_slots): more than the lanes any test routes to it. */
+export const RUN_STACK_GATE_SLOTS = 32;
+
 /** A worker target (config `worker_targets` entry) that dispatches to the gate. */
 export function gateTarget(gateFixture: GateFixture, role: 'gpu_worker' | 'cpu_worker' = 'gpu_worker') {
   return { wake_gate_url: gateFixture.url, bearer_token: GATE_TOKEN, role };
@@ -156,7 +159,8 @@ export class RunStack {
     this.store = await openStore({ backend: 'pg', pgDatabaseUrl: this.database.url });
     const reserved = await reserveControlPlane();
     this.cpDir = reserved.dir;
-    this.gateFixture = await writeGateConfig({ callbackUrl: reserved.callbackUrl, overrides: options.gateOverrides });
+    // The stack's one gate stands in for the worker of every lane a test routes to it, each lane's run at once.
+    this.gateFixture = await writeGateConfig({ callbackUrl: reserved.callbackUrl, overrides: { run_slots: RUN_STACK_GATE_SLOTS, ...options.gateOverrides } });
     this.gateEnv = options.gateEnv ?? {};
     this.gate = await startGateProcess(this.gateFixture, this.gateEnv);
     this.outputs.push({ label: 'gate #1', output: this.gate.output });

@@ -28,7 +28,8 @@ beforeAll(async () => {
   // other files share the cores).
   fixture = await writeGateConfig({
     callbackUrl: receiver.url,
-    overrides: { workload_profiles: { cpu_only: { stall_after_sec: STALL_SEC }, training: { stall_after_sec: STALL_SEC, cpu_idle_threshold_pct: 5 } } },
+    // The tests below run side by side on this gate, a run each.
+    overrides: { run_slots: 8, workload_profiles: { cpu_only: { stall_after_sec: STALL_SEC }, training: { stall_after_sec: STALL_SEC, cpu_idle_threshold_pct: 5 } } },
   });
   plainFixture = await writeGateConfig({
     callbackUrl: receiver.url,

@@ -164,6 +164,8 @@ describe('limits per workload profile (v1 hierarchies)', () => {
   beforeAll(async () => {
     under = await startGate(receiver, {
       run_cgroup_mode: 'v1',
+      // The fork bomb runs beside a neighbour run.
+      run_slots: 2,
       workload_profiles: {
         // Little CPU for the fork bomb, so it costs the machine little while it runs into pids.max.
         cpu_only: { run_pids_max: 64, run_cpu_max_cores: 0.2 },

@@ -7,7 +7,7 @@ import { clockTicksPerSecond, readProcessTable } from '../../worker-gate/process
 import { RunCgroupHost } from '../../worker-gate/run-cgroups/index.ts';
 import { evaluateQuietWindow, NO_GPU_TELEMETRY_REASON } from '../../worker-gate/domain/quiet-window.ts';
 import { quietWindowWait } from '../../worker-gate/domain/quiet-window-wait.ts';
-import { runCpuPercent, runGpuUse, type RunCpuUsage, type RunGpuReading } from '../../worker-gate/domain/run-machine-share.ts';
+import { pinnedMachineGpuUse, runCpuPercent, runGpuUse, vramBaselineOf, type RunCpuUsage, type RunGpuReading } from '../../worker-gate/domain/run-machine-share.ts';
 import type { GateThresholdProfile } from '../../worker-gate/contract/workload.ts';
 import { processCpuUsage, RunUsageMeter } from '../../worker-gate/telemetry/run-usage.ts';
 
@@ -24,14 +24,14 @@ const PROFILE: GateThresholdProfile = {
   vram_delta_threshold_mib: 1024,
 };
 
-/** Two GPUs: the run's process is on GPU-a; another machine user's process on GPU-b keeps it 100 % busy. */
-function gpuReading(apps: { pid: number; mib: number; gpu: string }[], utilisation: { a: number; b: number }): RunGpuReading {
+/** Two GPUs, index 0 (GPU-a) and 1 (GPU-b): the run's process is on GPU-a; another machine user's process on GPU-b keeps it 100 % busy. */
+function gpuReading(apps: { pid: number; mib: number | null; gpu: string | null }[], utilisation: { a: number; b: number }, memory = { a: 1000, b: 70_000 }): RunGpuReading {
   return {
     kind: 'read',
     reading: {
       gpus: [
-        { utilization_pct: utilisation.a, uuid: 'GPU-a' },
-        { utilization_pct: utilisation.b, uuid: 'GPU-b' },
+        { index: 0, utilization_pct: utilisation.a, memory_used_mib: memory.a, uuid: 'GPU-a' },
+        { index: 1, utilization_pct: utilisation.b, memory_used_mib: memory.b, uuid: 'GPU-b' },
       ],
       computeApps: apps.map((app) => ({ pid: app.pid, used_memory_mib: app.mib, gpu_uuid: app.gpu })),
     },
@@ -44,11 +44,11 @@ const cgroupAt = (usec: number): RunCpuUsage => ({ kind: 'cgroup', usec });
  * Feeds the meter one sample per interval after the run's processes exited (idle seen at T0), the run's cgroup using
  * `cpuCoresUsed` cores and the GPU as `gpu` says, and judges the run's window as the gate does in scope 'run'.
  */
-function judge(samples: number, cpuCoresUsed: number, gpu: RunGpuReading, pids: number[] = []) {
+function judge(samples: number, cpuCoresUsed: number, gpu: RunGpuReading, pids: number[] = [], gpuIndices: readonly number[] | null = null) {
   const meter = new RunUsageMeter(50);
   let usec = 0;
   for (let i = 0; i <= samples; i++) {
-    meter.record('run-1', T0 + i * INTERVAL_MS, cgroupAt(usec), gpu, pids);
+    meter.record('run-1', T0 + i * INTERVAL_MS, cgroupAt(usec), gpu, pids, gpuIndices);
     usec += cpuCoresUsed * INTERVAL_MS * 1000;
   }
   const recorded = meter.samples('run-1');
@@ -142,6 +142,69 @@ describe("the run's own GPU", () => {
   it('is unknown (counted busy) when nvidia-smi failed, and absent without a GPU tool', () => {
     expect(runGpuUse({ kind: 'failed' }, new Set([RUN_PID]))).toEqual({ gpu_pct: 100, vram_used_mib: null });
     expect(runGpuUse({ kind: 'none' }, new Set([RUN_PID]))).toEqual({ gpu_pct: null, vram_used_mib: null });
+  });
+});
+
+describe("the own GPU of a run given GPUs (gpu_indices)", () => {
+  it('reads only its own GPUs: its processes there count, its processes on another GPU do not', () => {
+    const reading = gpuReading([{ pid: RUN_PID, mib: 2048, gpu: 'GPU-a' }, { pid: RUN_PID, mib: 512, gpu: 'GPU-b' }], { a: 55, b: 100 });
+    expect(runGpuUse(reading, new Set([RUN_PID]), [0])).toEqual({ gpu_pct: 55, vram_used_mib: 2048 });
+    expect(runGpuUse(reading, new Set([RUN_PID]), [1])).toEqual({ gpu_pct: 100, vram_used_mib: 512 });
+    // Unpinned, the same reading counts both.
+    expect(runGpuUse(reading, new Set([RUN_PID]))).toEqual({ gpu_pct: 100, vram_used_mib: 2560 });
+  });
+
+  it('counts a process of its own whose GPU is not named against its own GPUs only', () => {
+    const reading = gpuReading([{ pid: RUN_PID, mib: 300, gpu: null }], { a: 40, b: 100 });
+    expect(runGpuUse(reading, new Set([RUN_PID]), [0])).toEqual({ gpu_pct: 40, vram_used_mib: 300 });
+  });
+
+  it('is unused for a run given no GPU ([]), whatever the GPUs and the query say', () => {
+    const busy = gpuReading([{ pid: RUN_PID, mib: 4096, gpu: 'GPU-a' }], { a: 100, b: 100 });
+    expect(runGpuUse(busy, new Set([RUN_PID]), [])).toEqual({ gpu_pct: 0, vram_used_mib: 0 });
+    expect(runGpuUse({ kind: 'failed' }, new Set([RUN_PID]), [])).toEqual({ gpu_pct: 0, vram_used_mib: 0 });
+  });
+
+  it("closes the run's window while another run's process works on another GPU, and keeps it open while its own works", () => {
+    const otherGpuBusy = gpuReading([{ pid: RUN_PID, mib: 4096, gpu: 'GPU-b' }], { a: 0, b: 95 });
+    expect(judge(3, 0, otherGpuBusy, [RUN_PID], [0])).toMatchObject({ verdict: 'ready' });
+    expect(judge(3, 0, otherGpuBusy, [RUN_PID], [1]).reasons).toEqual([
+      'mean GPU 95% above threshold 10%',
+      'peak GPU 95% above threshold 20%',
+      'VRAM 4096 MiB above dispatch baseline (threshold 1024 MiB)',
+    ]);
+  });
+});
+
+describe("a run given GPUs, judged on the machine (quiet_window_scope 'machine')", () => {
+  it('reads the busiest of its own GPUs and the memory used on them, whoever uses it', () => {
+    const reading = gpuReading([{ pid: OTHER_PID, mib: 60_000, gpu: 'GPU-b' }], { a: 7, b: 100 }, { a: 1500, b: 70_000 });
+    expect(pinnedMachineGpuUse(reading, [0])).toEqual({ gpu_pct: 7, vram_used_mib: 1500 });
+    expect(pinnedMachineGpuUse(reading, [0, 1])).toEqual({ gpu_pct: 100, vram_used_mib: 71_500 });
+    expect(pinnedMachineGpuUse(reading, [])).toEqual({ gpu_pct: 0, vram_used_mib: 0 });
+  });
+
+  it('counts its GPUs busy when the query failed or gave no utilisation of them, and absent without a GPU tool', () => {
+    expect(pinnedMachineGpuUse({ kind: 'failed' }, [0])).toEqual({ gpu_pct: 100, vram_used_mib: null });
+    expect(pinnedMachineGpuUse(gpuReading([], { a: 0, b: 0 }), [5])).toEqual({ gpu_pct: 100, vram_used_mib: null });
+    expect(pinnedMachineGpuUse({ kind: 'none' }, [0])).toEqual({ gpu_pct: null, vram_used_mib: null });
+  });
+
+  it('takes its VRAM baseline on its own GPUs, else on every GPU', () => {
+    const reading = gpuReading([], { a: 0, b: 0 }, { a: 1500, b: 70_000 });
+    expect(vramBaselineOf(reading, [1], 71_500)).toBe(70_000);
+    expect(vramBaselineOf(reading, [], 71_500)).toBe(0);
+    expect(vramBaselineOf(reading, null, 71_500)).toBe(71_500);
+  });
+
+  it("is ready while another run's GPU is busy, where the machine's busiest GPU would keep it waiting", () => {
+    const others = gpuReading([{ pid: OTHER_PID, mib: 60_000, gpu: 'GPU-b' }], { a: 2, b: 97 });
+    const samples = [1, 2, 3].map((i) => ({ at_ms: T0 + i * INTERVAL_MS, cpu_pct: 5, ...pinnedMachineGpuUse(others, [0]) }));
+    const window = (list: typeof samples) =>
+      evaluateQuietWindow({ profile: PROFILE, sampleIntervalSec: INTERVAL_MS / 1000, samples: list, vramBaselineMib: 1000, idleSeenAtMs: T0 + 1, processesAlive: false, lastProcessAliveAtMs: T0, nowMs: T0 + 3 * INTERVAL_MS, maxWaitAfterIdleSec: 3600 });
+    expect(window(samples)).toMatchObject({ verdict: 'ready', reasons: [] });
+    const machineWide = samples.map((sample) => ({ ...sample, gpu_pct: 97 }));
+    expect(window(machineWide).reasons).toEqual(['mean GPU 97% above threshold 10%', 'peak GPU 97% above threshold 20%']);
   });
 });
 

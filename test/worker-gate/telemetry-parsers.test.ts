@@ -328,6 +328,35 @@ describe('TelemetrySampler', () => {
     ]);
   });
 
+  it("keeps the GPUs of the last query that answered for the gate's capacity, asks once when none has, and says why it has none", async () => {
+    const root = fakeProcRoot(fixture('proc-stat.txt'), fixture('meminfo.txt'));
+    let failing = true;
+    let queries = 0;
+    const gpuProbe: GpuProbe = {
+      query: async () => {
+        queries += 1;
+        if (failing) throw new Error('nvidia-smi timed out after 5000 ms');
+        return { gpus: parseNvidiaSmiGpus(fixture('nvidia-smi-gpus-two.csv')), computeApps: [] };
+      },
+    };
+    let clock = 5_000;
+    const sampler = new TelemetrySampler({ procRoot: root, gpuProbe, now: () => clock });
+    await sampler.sample();
+    expect(sampler.knownGpuInventory()).toBeNull();
+    expect(await sampler.gpuInventory()).toEqual({ kind: 'none', reason: 'nvidia-smi failed: nvidia-smi timed out after 5000 ms' });
+    failing = false;
+    const read = await sampler.gpuInventory();
+    expect(read).toMatchObject({ kind: 'read', at_ms: 5_000, gpus: parseNvidiaSmiGpus(fixture('nvidia-smi-gpus-two.csv')) });
+    failing = true;
+    clock = 6_000;
+    await sampler.sample();
+    const asked = queries;
+    expect(await sampler.gpuInventory()).toEqual(read);
+    expect(queries).toBe(asked);
+    const none = new TelemetrySampler({ procRoot: root, gpuProbe: createNvidiaSmiProbe({ command: join(root, 'no-such-nvidia-smi'), timeoutMs: 1_000 }) });
+    expect(await none.gpuInventory()).toEqual({ kind: 'none', reason: 'nvidia-smi is not installed' });
+  });
+
   it('reads the real /proc of this machine', async () => {
     const sampler = new TelemetrySampler({ gpuProbe: null });
     await sampler.sample();

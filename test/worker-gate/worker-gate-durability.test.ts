@@ -31,7 +31,8 @@ class Rig {
   static async start(): Promise<Rig> {
     const rig = new Rig();
     rig.receiver = await CallbackReceiver.start();
-    rig.fixture = await writeGateConfig({ callbackUrl: rig.receiver.url });
+    // Two runs at once on one rig's gate (resuming live runs).
+    rig.fixture = await writeGateConfig({ callbackUrl: rig.receiver.url, overrides: { run_slots: 2 } });
     rig.gate = await startGateProcess(rig.fixture, SLOW_AGENT_ENV);
     rig.client = gateClient(rig.fixture);
     rigs.push(rig);

@@ -36,7 +36,8 @@ let firstSnapshot: Awaited<ReturnType<ReturnType<typeof gateClient>['dashboard']
 beforeAll(async () => {
   receiver = await CallbackReceiver.start();
   // Four test files at a time on two cores: starting the fake agent can take several seconds.
-  fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { dispatch_timeout_sec: DISPATCH_TIMEOUT_SEC } });
+  // The tests below run side by side on this gate, each with a run of its own: a slot each.
+  fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { dispatch_timeout_sec: DISPATCH_TIMEOUT_SEC, run_slots: 8 } });
   // A fake nvidia-smi on the PATH: the GPU figures, the VRAM baseline and the GPU side of the window are exercised.
   gate = await startGateProcess(fixture, { PATH: `${FAKE_GPU_BIN}:${process.env.PATH ?? ''}` });
   client = gateClient(fixture);

@@ -31,6 +31,9 @@ export const RUN_CONTRACT_ENV = [
   'REASONING_EFFORT',
   'SANDBOX',
   'TOKEN_BUDGET',
+  // A run given GPUs (gpu_indices) sees only those; set then, over any value the allow-list would pass on.
+  'CUDA_VISIBLE_DEVICES',
+  'NVIDIA_VISIBLE_DEVICES',
   'GATE_EVENT_URL',
   'GATE_EVENT_TOKEN',
   'HOME',

@@ -38,6 +38,16 @@ export const PrepareProjectSchema = z.strictObject({
 });
 export type PrepareProjectRequest = z.output<typeof PrepareProjectSchema>;
 
+/** Most GPUs one run may be given, and most CPUs it may be pinned to. */
+export const MAX_RUN_GPUS = 64;
+export const MAX_CPU_COUNT = 4096;
+
+/** GPU indices as nvidia-smi numbers them, each at most once. */
+export const GpuIndicesSchema = z
+  .array(z.number().int().min(0).max(255))
+  .max(MAX_RUN_GPUS)
+  .refine((list) => new Set(list).size === list.length, 'must not name a GPU index twice');
+
 export const DispatchSchema = z.strictObject({
   run_id: RunIdSchema,
   project_id: ProjectIdSchema,
@@ -56,6 +66,13 @@ export const DispatchSchema = z.strictObject({
   /** Which threshold profile the quiet window uses; the gate's default_workload_class when absent. */
   workload_class: z.enum(WORKLOAD_CLASSES).optional(),
   machine_target: z.string().min(1).max(200).optional(),
+  /**
+   * The GPUs the run gets, as nvidia-smi numbers them (docs/worker-gate.md#slots-and-gpus): its agent sees only these
+   * (CUDA_VISIBLE_DEVICES) and its quiet window reads only these; [] gives it none. Absent: not pinned, it sees every GPU.
+   */
+  gpu_indices: GpuIndicesSchema.optional(),
+  /** How many CPUs the run is pinned to (its cgroup's cpuset), where the gate's cgroups allow it; absent: not pinned. */
+  cpu_count: z.number().int().min(1).max(MAX_CPU_COUNT).optional(),
 });
 export type DispatchRequest = z.output<typeof DispatchSchema>;
 
@@ -152,6 +169,9 @@ export const DispatchResponseSchema = z.object({
   dispatched_at: z.string(),
   already_dispatched: z.boolean().describe('True when the run had been dispatched before: the script did not run again'),
   script_output: ScriptOutputSchema,
+  gpu_indices: z.array(z.number().int()).nullable().describe('The GPUs the run was given (its agent sees only these); null: not pinned, it sees every GPU'),
+  cpus: z.array(z.number().int()).nullable().describe("The CPUs the run's cgroup is pinned to; null: not pinned (no cpu_count, or no cpuset here: cpus_unpinned_reason)"),
+  cpus_unpinned_reason: z.string().nullable().describe('Why a run given a cpu_count was not pinned (no cgroup cpuset on this gate); null otherwise'),
 });
 
 export const CancelRunResponseSchema = z.object({
@@ -207,6 +227,9 @@ export const GateRunViewSchema = z.object({
     .optional()
     .describe("The run's own cgroup (its directory in each hierarchy); null where the gate has no cgroups, absent from older records"),
   dispatch_script: trackedPid.nullable().optional().describe('Absent from older records'),
+  gpu_indices: z.array(z.number().int()).nullable().optional().describe('The GPUs the run was given; null: not pinned (it sees every GPU); absent from older records'),
+  cpus: z.array(z.number().int()).nullable().optional().describe("The CPUs the run's cgroup is pinned to; null: not pinned; absent from older records"),
+  cpus_unpinned_reason: z.string().nullable().optional().describe('Why a run given a cpu_count was not pinned; null otherwise; absent from older records'),
   vram_baseline_mib: z.number().nullable(),
   alive_pids: z.array(z.number().int()),
   root_alive: z.boolean(),
@@ -242,6 +265,48 @@ export const RunCgroupsStatusSchema = z
   })
   .describe("How each run is contained: its own cgroup (v2 or v1) or, with 'none', its process tree, and why");
 export type RunCgroupsStatus = z.output<typeof RunCgroupsStatusSchema>;
+
+const gpuIndexList = z.array(z.number().int());
+
+/** What the gate holds and has free for runs (docs/worker-gate.md#slots-and-gpus): its slots, its GPUs, its CPUs. */
+export const GateCapacitySchema = z
+  .object({
+    slots: z.number().int().describe('run_slots: how many runs the gate holds at once'),
+    slots_held: z.number().int().describe('Runs holding a slot now: dispatched (or being dispatched) and not settled'),
+    gpus: z
+      .array(
+        z.object({
+          index: z.number().int().describe('As nvidia-smi numbers it; what gpu_indices names'),
+          uuid: z.string().nullable(),
+          utilization_pct: z.number().nullable(),
+          memory_used_mib: z.number().nullable(),
+          memory_total_mib: z.number().nullable(),
+          memory_free_mib: z.number().nullable().describe('Total less used; null where either is unknown'),
+          offered: z.boolean().describe('run_gpus offers it to runs'),
+          run_id: z.string().nullable().describe('The run it is pinned to; null: no run holds it'),
+        }),
+      )
+      .describe("Every GPU of the gate's last nvidia-smi reading (one taken now when there is none yet); [] without nvidia-smi"),
+    gpus_read_at: z.string().nullable().describe('When that reading was taken; null without one'),
+    runs: z
+      .array(
+        z.object({
+          run_id: z.string(),
+          gpu_indices: gpuIndexList.nullable().describe('null: not pinned, it sees every GPU and holds none'),
+          cpus: gpuIndexList.nullable().describe('null: not pinned to CPUs'),
+        }),
+      )
+      .describe('The runs holding a slot, oldest first'),
+    cpu_pinning: z
+      .object({
+        available: z.boolean().describe("Whether a dispatch's cpu_count pins the run (its cgroup's cpuset)"),
+        cpus: gpuIndexList.describe('The CPUs runs may be pinned to (the cpuset of the gate\'s run cgroups); [] where pinning is not available'),
+        free: gpuIndexList.describe('Of those, the ones no run holding a slot is pinned to'),
+        reason: z.string().nullable().describe('Why cpu_count pins nothing here; null where it does'),
+      })
+      .describe('CPU pinning on this gate'),
+  })
+  .describe('What the gate holds and has free for runs: slots, GPUs and CPUs');
 
 export const GateDashboardSchema = z.object({
   ok: z.boolean(),
@@ -280,6 +345,7 @@ export const GateDashboardSchema = z.object({
     gpu_source: z.enum(['nvidia-smi', 'none']).nullable(),
     notes: z.array(z.string()),
   }),
+  capacity: GateCapacitySchema,
   runs: z.array(GateRunViewSchema),
   callbacks: z.array(
     z.object({

@@ -70,6 +70,16 @@ export interface GateRun extends GateSession {
    * only if it descends from this process or works in the project. Absent from records written before this existed.
    */
   dispatch_script?: TrackedPid | null;
+  /**
+   * The GPUs the run was given (nvidia-smi's indices): its agent sees only these and its quiet window reads only these;
+   * [] gives it none. null: not pinned, it sees every GPU and holds none. Absent from older records.
+   */
+  gpu_indices?: number[] | null;
+  /** The CPUs its cgroup is pinned to; null: not pinned. Absent from older records. */
+  cpus?: number[] | null;
+  /** Why a run whose dispatch asked for a cpu_count was not pinned (the gate has no cgroup cpuset); null otherwise. */
+  cpus_unpinned_reason?: string | null;
+  /** VRAM in use when the run was dispatched: on its own GPUs where it was given some, else on every GPU. */
   vram_baseline_mib: number | null;
   /** Every process the gate has tracked for this run, with its start time, to tell a reused pid apart. */
   known_pids: TrackedPid[];
@@ -141,6 +151,9 @@ export type GateRunRequest = Pick<
   | 'event_token_sha256'
   | 'vram_baseline_mib'
   | 'cgroup'
+  | 'gpu_indices'
+  | 'cpus'
+  | 'cpus_unpinned_reason'
 >;
 
 /** What the dispatch script reported once it started the agent. */

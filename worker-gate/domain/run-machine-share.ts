@@ -17,6 +17,14 @@ export interface RunCpuReading {
   usage: RunCpuUsage;
 }
 
+/** One GPU row of nvidia-smi, as a run's share reads it. */
+export interface GpuRow {
+  index: number;
+  utilization_pct: number | null;
+  memory_used_mib: number | null;
+  uuid: string | null;
+}
+
 /** What nvidia-smi said at the last sample: nothing to ask ('none'), a failed query ('failed'), or its rows. */
 export type RunGpuReading =
   | { kind: 'none' }
@@ -24,10 +32,26 @@ export type RunGpuReading =
   | {
       kind: 'read';
       reading: {
-        gpus: readonly { utilization_pct: number | null; uuid: string | null }[];
+        gpus: readonly GpuRow[];
         computeApps: readonly { pid: number; used_memory_mib: number | null; gpu_uuid: string | null }[];
       };
     };
+
+/**
+ * The GPUs a run was given (GateRun.gpu_indices): null when it was not pinned and may use any GPU; [] when it was
+ * given none.
+ */
+export type RunGpuIndices = readonly number[] | null;
+
+/** The rows of the GPUs the run may use: its own where it was given some, else every GPU. */
+function gpusOf(rows: readonly GpuRow[], gpuIndices: RunGpuIndices): readonly GpuRow[] {
+  return gpuIndices === null ? rows : rows.filter((row) => gpuIndices.includes(row.index));
+}
+
+const highest = (values: readonly (number | null)[]) => {
+  const present = values.filter((value): value is number => value !== null);
+  return present.length > 0 ? Math.max(...present) : null;
+};
 
 /**
  * The run's CPU between two readings, as a percentage of one core (two busy cores read 200). Null without a previous
@@ -54,26 +78,58 @@ export function runCpuPercent(previous: RunCpuReading | null, current: RunCpuRea
  * The run's GPU figures: the highest utilisation of the GPUs its compute processes run on and the GPU memory they
  * hold. A run without a compute process uses no GPU (0, 0). A process whose GPU is not named counts against every
  * GPU. A failed query leaves the GPU unknown, counted fully busy so the window never closes blind; no GPU tool at all
- * gives null figures (treated as idle, with the window's notice).
+ * gives null figures (treated as idle, with the window's notice). A run given GPUs (`gpuIndices`) is judged on those
+ * alone: its processes on another GPU count for nothing (its agent sees only its own), one whose GPU is not named
+ * counts against its own GPUs; a run given none uses no GPU.
  */
-export function runGpuUse(gpu: RunGpuReading, runPids: ReadonlySet<number>): Pick<WindowSample, 'gpu_pct' | 'vram_used_mib'> {
+export function runGpuUse(gpu: RunGpuReading, runPids: ReadonlySet<number>, gpuIndices: RunGpuIndices = null): Pick<WindowSample, 'gpu_pct' | 'vram_used_mib'> {
+  if (gpuIndices !== null && gpuIndices.length === 0) return { gpu_pct: 0, vram_used_mib: 0 };
   if (gpu.kind === 'none') return { gpu_pct: null, vram_used_mib: null };
   if (gpu.kind === 'failed') return { gpu_pct: 100, vram_used_mib: null };
-  const apps = gpu.reading.computeApps.filter((app) => runPids.has(app.pid));
+  const gpus = gpusOf(gpu.reading.gpus, gpuIndices);
+  const ownUuids = new Set(gpus.map((g) => g.uuid).filter((uuid) => uuid !== null));
+  const apps = gpu.reading.computeApps.filter(
+    (app) => runPids.has(app.pid) && (gpuIndices === null || app.gpu_uuid === null || ownUuids.has(app.gpu_uuid)),
+  );
   if (apps.length === 0) return { gpu_pct: 0, vram_used_mib: 0 };
   const uuids = new Set(apps.map((app) => app.gpu_uuid));
-  const everyGpu = uuids.has(null) || !gpu.reading.gpus.some((g) => g.uuid !== null && uuids.has(g.uuid));
-  const used = gpu.reading.gpus.filter((g) => everyGpu || (g.uuid !== null && uuids.has(g.uuid)));
-  const utilisations = used.map((g) => g.utilization_pct).filter((value): value is number => value !== null);
+  const everyGpu = uuids.has(null) || !gpus.some((g) => g.uuid !== null && uuids.has(g.uuid));
+  const used = gpus.filter((g) => everyGpu || (g.uuid !== null && uuids.has(g.uuid)));
   return {
-    gpu_pct: utilisations.length > 0 ? Math.max(...utilisations) : null,
+    gpu_pct: highest(used.map((g) => g.utilization_pct)),
     vram_used_mib: apps.reduce((sum, app) => sum + (app.used_memory_mib ?? 0), 0),
   };
 }
 
 /** One quiet-window sample of the run's own use. Its VRAM is the run's own, so its baseline is 0. */
-export function runWindowSample(at_ms: number, cpuPct: number | null, gpu: RunGpuReading, runPids: ReadonlySet<number>): WindowSample {
-  return { at_ms, cpu_pct: cpuPct, ...runGpuUse(gpu, runPids) };
+export function runWindowSample(at_ms: number, cpuPct: number | null, gpu: RunGpuReading, runPids: ReadonlySet<number>, gpuIndices: RunGpuIndices = null): WindowSample {
+  return { at_ms, cpu_pct: cpuPct, ...runGpuUse(gpu, runPids, gpuIndices) };
+}
+
+/**
+ * The GPU figures of a run given GPUs, judged on the machine (`quiet_window_scope: 'machine'`): the busiest of its own
+ * GPUs and the memory used on them, whoever uses it; the machine's other GPUs are other runs'. A run given none uses
+ * no GPU. A failed query, or a reading without a utilisation figure of its GPUs, leaves them unknown: fully busy.
+ */
+export function pinnedMachineGpuUse(gpu: RunGpuReading, gpuIndices: readonly number[]): Pick<WindowSample, 'gpu_pct' | 'vram_used_mib'> {
+  if (gpuIndices.length === 0) return { gpu_pct: 0, vram_used_mib: 0 };
+  if (gpu.kind === 'none') return { gpu_pct: null, vram_used_mib: null };
+  if (gpu.kind === 'failed') return { gpu_pct: 100, vram_used_mib: null };
+  const own = gpusOf(gpu.reading.gpus, gpuIndices);
+  const memory = own.map((g) => g.memory_used_mib).filter((value): value is number => value !== null);
+  return {
+    gpu_pct: highest(own.map((g) => g.utilization_pct)) ?? 100,
+    vram_used_mib: memory.length > 0 ? memory.reduce((sum, value) => sum + value, 0) : null,
+  };
+}
+
+/**
+ * The VRAM in use when a run is dispatched, its baseline in the machine's scope: on its own GPUs where it was given
+ * some (0 for none), else on every GPU (`machineVramMib`, the sample's sum). Null while unknown.
+ */
+export function vramBaselineOf(gpu: RunGpuReading, gpuIndices: RunGpuIndices, machineVramMib: number | null): number | null {
+  if (gpuIndices === null) return machineVramMib;
+  return pinnedMachineGpuUse(gpu, gpuIndices).vram_used_mib;
 }
 
 /**

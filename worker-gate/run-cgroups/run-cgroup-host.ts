@@ -4,12 +4,16 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunCgroupRecord } from '../domain/gate-run.ts';
 import { readCgroupFile, writeCgroupFile } from './cgroup-files.ts';
+import { pinnableCpus, setUpV1Cpuset, type CpusetSupport } from './cpuset.ts';
 import { cgroupMounts, directoryOf, ownCgroups, type CgroupMount } from './mounts.ts';
 import type { RunCgroup, RunLimits } from './run-cgroup.ts';
 import { V1_CONTROLLERS, V1RunCgroup, type V1Controller, type V1Paths } from './v1.ts';
 import { V2RunCgroup } from './v2.ts';
 
 export type RunCgroupMode = 'v2' | 'v1' | 'none';
+
+/** Whether runs can be pinned to CPUs (their cgroup's cpuset), to which CPUs, or why not. */
+export type CpuPinning = { available: true; cpus: number[] } | { available: false; reason: string };
 export type RunCgroupSetting = 'auto' | RunCgroupMode;
 
 /** How this gate contains its runs, as its start log line, /dashboard/api and the dashboard say. */
@@ -61,8 +65,8 @@ function writable(path: string): boolean {
 }
 
 type Layout =
-  | { mode: 'v2'; parent: string; limitsUnavailable: string[]; reason: string }
-  | { mode: 'v1'; parents: V1Paths; reason: string };
+  | { mode: 'v2'; parent: string; limitsUnavailable: string[]; reason: string; cpuset: CpusetSupport }
+  | { mode: 'v1'; parents: V1Paths; reason: string; cpuset: CpusetSupport };
 
 /** The v2 cgroup the gate may create runs under: the configured one, or its own when delegated to it; else why not. */
 function v2Root(config: RunCgroupHostConfig, mounts: CgroupMount[]): { root: string; own: boolean } | { why: string } {
@@ -125,7 +129,22 @@ function setUpV2(root: string, own: boolean, parentName: string): Layout {
   const enabled = controllersOf(parent, 'cgroup.subtree_control');
   const missing = V2_LIMIT_CONTROLLERS.filter((name) => !enabled.includes(name));
   const limitsUnavailable = missing.map((name) => `${name} (the v2 controller is not available in ${root})`);
-  return { mode: 'v2', parent, limitsUnavailable, reason: `cgroup v2 under ${own ? "the gate's delegated cgroup" : 'run_cgroup_v2_root'} ${root}${note}` };
+  const cpuset = setUpV2Cpuset(root, parent, offered);
+  return { mode: 'v2', parent, limitsUnavailable, cpuset, reason: `cgroup v2 under ${own ? "the gate's delegated cgroup" : 'run_cgroup_v2_root'} ${root}${note}` };
+}
+
+/**
+ * Enables the cpuset controller for the runs' parent, where `root` offers it; pinning a run to CPUs needs it, nothing
+ * else does, so a refusal only leaves runs unpinned.
+ */
+function setUpV2Cpuset(root: string, parent: string, offered: readonly string[]): CpusetSupport {
+  if (!offered.includes('cpuset')) return { available: false, reason: `the cpuset controller is not available in the v2 cgroup ${root}` };
+  try {
+    for (const dir of [root, parent]) if (!controllersOf(dir, 'cgroup.subtree_control').includes('cpuset')) writeCgroupFile(dir, 'cgroup.subtree_control', '+cpuset');
+  } catch (error) {
+    return { available: false, reason: `enabling the cpuset controller under ${root} failed: ${errorText(error)}` };
+  }
+  return { available: true, kind: 'v2', parent };
 }
 
 /** The run-cgroup parent in each writable v1 hierarchy, inside the gate's own cgroup there (so limits above it still hold). */
@@ -145,7 +164,11 @@ function setUpV1(parentName: string, mounts: CgroupMount[]): Layout | { why: str
   } catch (error) {
     return { why: `the v1 hierarchies refused a cgroup: ${errorText(error)}` };
   }
-  return { mode: 'v1', parents, reason: `cgroup v1 hierarchies ${Object.keys(parents).join(', ')}` };
+  // Only pinned runs join the cpuset hierarchy: the others keep every CPU their gate has.
+  const cpusetMount = mounts.find((candidate) => candidate.version === 1 && candidate.controllers.includes('cpuset'));
+  const cpusetBase = cpusetMount ? directoryOf(cpusetMount, own.get('cpuset') ?? '/') : null;
+  const cpuset = setUpV1Cpuset(cpusetBase !== null && writable(cpusetBase) ? cpusetBase : null, parentName);
+  return { mode: 'v1', parents, cpuset, reason: `cgroup v1 hierarchies ${Object.keys(parents).join(', ')}` };
 }
 
 function essentialsOffered(root: string): boolean {
@@ -194,24 +217,40 @@ export class RunCgroupHost {
 
   status(): RunCgroupsStatus {
     const layout = this.layout;
+    const v1Parents = layout.mode === 'v1' ? [...Object.values(layout.parents), ...(layout.cpuset.available ? [layout.cpuset.parent] : [])] : [];
     return {
       mode: layout.mode,
       reason: layout.reason,
-      parents: layout.mode === 'v2' ? [layout.parent] : layout.mode === 'v1' ? [...new Set(Object.values(layout.parents))] : [],
+      parents: layout.mode === 'v2' ? [layout.parent] : [...new Set(v1Parents)],
       limits_unavailable: layout.mode === 'v2' ? layout.limitsUnavailable : [],
     };
   }
 
-  /** A new, empty cgroup for the run with its limits; null without cgroups. One left by an earlier attempt is replaced. */
-  async create(runId: string, limits: RunLimits): Promise<RunCgroup | null> {
+  /** Whether a run's cgroup can be pinned to CPUs here, and to which (the runs' parent's cpuset as it is now); else why not. */
+  cpuPinning(): CpuPinning {
+    const layout = this.layout;
+    if (layout.mode === 'none') return { available: false, reason: `runs get no cgroup here (${layout.reason})` };
+    if (!layout.cpuset.available) return { available: false, reason: layout.cpuset.reason };
+    const cpus = pinnableCpus(layout.cpuset);
+    return cpus.length > 0 ? { available: true, cpus } : { available: false, reason: `the cpuset of ${layout.cpuset.parent} lists no CPU` };
+  }
+
+  /**
+   * A new, empty cgroup for the run with its limits, pinned to `cpus` when given (which cpuPinning must allow); null
+   * without cgroups. One left by an earlier attempt is replaced.
+   */
+  async create(runId: string, limits: RunLimits, cpus: readonly number[] | null = null): Promise<RunCgroup | null> {
     const layout = this.layout;
     if (layout.mode === 'none') return null;
-    const stale = this.pathsFor(`${RUN_PREFIX}${runId}`);
-    if (stale.some((path) => existsSync(path))) await stopAndRemove(this.openByName(`${RUN_PREFIX}${runId}`));
-    if (layout.mode === 'v2') return V2RunCgroup.create(join(layout.parent, `${RUN_PREFIX}${runId}`), limits).cgroup;
+    const name = `${RUN_PREFIX}${runId}`;
+    const stale = this.pathsFor(name);
+    if (stale.some((path) => existsSync(path))) await stopAndRemove(this.openByName(name));
+    if (cpus !== null && !layout.cpuset.available) throw new Error(`a run cannot be pinned to CPUs here: ${layout.cpuset.reason}`);
+    if (layout.mode === 'v2') return V2RunCgroup.create(join(layout.parent, name), limits, cpus).cgroup;
     const byController: V1Paths = {};
-    for (const [controller, parent] of Object.entries(layout.parents)) byController[controller as V1Controller] = join(parent, `${RUN_PREFIX}${runId}`);
-    return V1RunCgroup.create(byController, limits);
+    for (const [controller, parent] of Object.entries(layout.parents)) byController[controller as V1Controller] = join(parent, name);
+    const pinned = cpus !== null && layout.cpuset.available ? { path: join(layout.cpuset.parent, name), cpus } : null;
+    return V1RunCgroup.create(byController, limits, pinned);
   }
 
   /** Stops and removes this gate's run cgroups that no run it tracks holds (a restart's leftovers); returns their names. */

@@ -3,6 +3,7 @@ import { basename, dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunCgroupRecord } from '../domain/gate-run.ts';
 import { killEach, pidsBelow, readCgroupFile, removeCgroupTree, waitUntilEmpty, writeCgroupFile } from './cgroup-files.ts';
+import { createV1CpusetCgroup } from './cpuset.ts';
 import { joinArgvFor, type RunCgroup, type RunLimits } from './run-cgroup.ts';
 
 /** The v1 controllers a run's cgroup is made in: membership and stopping (freezer), limits and accounting. */
@@ -28,12 +29,22 @@ export class V1RunCgroup implements RunCgroup {
     this.paths = paths;
   }
 
-  static create(byController: V1Paths, limits: RunLimits): V1RunCgroup {
+  /** `pinned`: the run's directory in the cpuset hierarchy and the CPUs it is pinned to; null leaves the run unpinned. */
+  static create(byController: V1Paths, limits: RunLimits, pinned: { path: string; cpus: readonly number[] } | null = null): V1RunCgroup {
     const paths = [...new Set(Object.values(byController))];
     for (const path of paths) {
       // The parent may have been removed by a gate that stopped meanwhile with this one's state_dir.
       mkdirSync(dirname(path), { recursive: true });
       mkdirSync(path);
+    }
+    if (pinned) {
+      try {
+        createV1CpusetCgroup(pinned.path, pinned.cpus);
+      } catch (error) {
+        for (const path of paths) removeCgroupTree(path);
+        throw error;
+      }
+      paths.push(pinned.path);
     }
     const at = (controller: V1Controller) => byController[controller];
     if (limits.memoryBytes !== null && at('memory')) {

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { RunCgroupRecord } from '../domain/gate-run.ts';
 import { killEach, pidsBelow, readCgroupFile, removeCgroupTree, waitUntilEmpty, writeCgroupFile, writeIfPresent } from './cgroup-files.ts';
+import { formatCpuList } from './cpuset.ts';
 import { joinArgvFor, type RunCgroup, type RunLimits } from './run-cgroup.ts';
 
 /** cpu.max's period: the kernel's default, 100 ms. */
@@ -17,8 +18,11 @@ export class V2RunCgroup implements RunCgroup {
     this.path = path;
   }
 
-  /** Makes the cgroup and writes the limits its parent's controllers allow; returns the limits left unapplied. */
-  static create(path: string, limits: RunLimits): { cgroup: V2RunCgroup; unapplied: string[] } {
+  /**
+   * Makes the cgroup and writes the limits its parent's controllers allow; returns the limits left unapplied. `cpus`
+   * pins it (cpuset.cpus, which the parent's cpuset controller must offer); null leaves it unpinned.
+   */
+  static create(path: string, limits: RunLimits, cpus: readonly number[] | null = null): { cgroup: V2RunCgroup; unapplied: string[] } {
     mkdirSync(dirname(path), { recursive: true });
     mkdirSync(path);
     const unapplied: string[] = [];
@@ -32,6 +36,10 @@ export class V2RunCgroup implements RunCgroup {
     }
     if (limits.pidsMax !== null) set('pids.max', String(limits.pidsMax));
     if (limits.cpuCores !== null) set('cpu.max', `${Math.max(1000, Math.round(limits.cpuCores * CPU_PERIOD_USEC))} ${CPU_PERIOD_USEC}`);
+    if (cpus !== null && !writeIfPresent(path, 'cpuset.cpus', formatCpuList(cpus))) {
+      removeCgroupTree(path);
+      throw new Error(`${path} has no cpuset.cpus: the cpuset controller is not enabled for it`);
+    }
     return { cgroup: new V2RunCgroup(path), unapplied };
   }
 

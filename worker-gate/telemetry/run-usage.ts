@@ -1,5 +1,5 @@
 import type { WindowSample } from '../domain/quiet-window.ts';
-import { runCpuPercent, runWindowSample, type RunCpuReading, type RunCpuUsage, type RunGpuReading } from '../domain/run-machine-share.ts';
+import { runCpuPercent, runWindowSample, type RunCpuReading, type RunCpuUsage, type RunGpuIndices, type RunGpuReading } from '../domain/run-machine-share.ts';
 
 /**
  * Keeps, per watched run, its last CPU reading and its recent quiet-window samples of its own use (worker-gate/domain/run-machine-share.ts),
@@ -15,12 +15,12 @@ export class RunUsageMeter {
     this.#keep = keep;
   }
 
-  /** Takes one sample of the run: its CPU since its previous reading and its GPU use now. */
-  record(runId: string, at_ms: number, usage: RunCpuUsage, gpu: RunGpuReading, pids: readonly number[]): WindowSample {
+  /** Takes one sample of the run: its CPU since its previous reading and its GPU use now (on its own GPUs where it was given some). */
+  record(runId: string, at_ms: number, usage: RunCpuUsage, gpu: RunGpuReading, pids: readonly number[], gpuIndices: RunGpuIndices = null): WindowSample {
     const current: RunCpuReading = { at_ms, usage };
     const cpuPct = runCpuPercent(this.#previous.get(runId) ?? null, current);
     this.#previous.set(runId, current);
-    const sample = runWindowSample(at_ms, cpuPct, gpu, new Set(pids));
+    const sample = runWindowSample(at_ms, cpuPct, gpu, new Set(pids), gpuIndices);
     const samples = this.#samples.get(runId) ?? [];
     samples.push(sample);
     if (samples.length > this.#keep) samples.splice(0, samples.length - this.#keep);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TelemetrySample } from '../contract/gate-names.ts';
 import { createNvidiaSmiProbe, type GpuProbe, type GpuReading } from './gpu.ts';
-import { cpuPercentBetween, parseMeminfo, parseProcStat, type CpuCounters } from './proc-parsers.ts';
+import { cpuPercentBetween, parseMeminfo, parseProcStat, type CpuCounters, type NvidiaSmiGpu } from './proc-parsers.ts';
 
 export interface TelemetrySamplerOptions {
   procRoot?: string;
@@ -13,6 +13,9 @@ export interface TelemetrySamplerOptions {
 
 /** 'none': no GPU tool or probe (GPU idle); 'failed': the tool exists but its query failed (GPU unknown). */
 export type LastGpuReading = { kind: 'none' } | { kind: 'failed' } | { kind: 'read'; reading: GpuReading };
+
+/** The machine's GPUs as the last nvidia-smi query that answered listed them, or why the gate knows none. */
+export type GpuInventory = { kind: 'read'; at_ms: number; gpus: NvidiaSmiGpu[] } | { kind: 'none'; reason: string };
 
 type GpuFigures = Pick<TelemetrySample, 'gpu_pct' | 'vram_used_mib' | 'gpu_compute_pids' | 'gpu_count' | 'gpu_source'>;
 type MemoryFigures = Pick<TelemetrySample, 'memory_available_mib' | 'memory_source'>;
@@ -32,6 +35,8 @@ export class TelemetrySampler {
   readonly #now: () => number;
   #previousCpu: CpuCounters | null = null;
   #lastGpu: LastGpuReading = { kind: 'none' };
+  /** The last answer that listed the GPUs; a query failing since leaves it as it was. */
+  #inventory: GpuInventory | null = null;
 
   constructor(options: TelemetrySamplerOptions = {}) {
     this.#procRoot = options.procRoot ?? '/proc';
@@ -91,10 +96,40 @@ export class TelemetrySampler {
     return this.#lastGpu;
   }
 
+  /**
+   * The machine's GPUs (docs/worker-gate.md#slots-and-gpus): those of the last query that answered, or of one asked
+   * now when no sample has had an answer yet.
+   */
+  /** The GPUs as the last query that answered listed them; null while none has. */
+  knownGpuInventory(): GpuInventory | null {
+    return this.#inventory;
+  }
+
+  async gpuInventory(): Promise<GpuInventory> {
+    if (this.#inventory) return this.#inventory;
+    let failure: string;
+    try {
+      const reading = this.#gpuProbe ? await this.#gpuProbe.query() : null;
+      this.#noteInventory(reading);
+      if (this.#inventory) return this.#inventory;
+      failure = 'no GPU query answered';
+    } catch (error) {
+      failure = `nvidia-smi failed: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    return { kind: 'none', reason: failure };
+  }
+
+  #noteInventory(reading: GpuReading | null): void {
+    if (!this.#gpuProbe) this.#inventory = { kind: 'none', reason: 'no GPU probe is configured' };
+    else if (!reading) this.#inventory = { kind: 'none', reason: 'nvidia-smi is not installed' };
+    else this.#inventory = { kind: 'read', at_ms: this.#now(), gpus: reading.gpus };
+  }
+
   async #sampleGpu(notes: string[]): Promise<GpuFigures> {
     this.#lastGpu = { kind: 'none' };
     if (!this.#gpuProbe) {
       notes.push(NO_GPU_PROBE_NOTE);
+      this.#noteInventory(null);
       return noGpuFigures('none');
     }
     let reading: GpuReading | null;
@@ -106,6 +141,7 @@ export class TelemetrySampler {
       this.#lastGpu = { kind: 'failed' };
       return noGpuFigures('nvidia-smi');
     }
+    this.#noteInventory(reading);
     if (!reading) {
       notes.push(NO_GPU_TOOL_NOTE);
       return noGpuFigures('none');

@@ -33,6 +33,18 @@ const ProfileOverrideSchema = z.strictObject({
   run_cpu_max_cores: runLimitFields.run_cpu_max_cores.optional(),
 });
 
+/** Most runs one gate may hold at once. */
+export const MAX_RUN_SLOTS = 256;
+
+/** GPU indices as nvidia-smi numbers them; a list names each GPU once. */
+export const RunGpusSchema = z.union([
+  z.literal('all'),
+  z
+    .array(z.number().int().min(0).max(255))
+    .max(64)
+    .refine((list) => new Set(list).size === list.length, 'must not name a GPU index twice'),
+]);
+
 const DEFAULT_COMMAND_MARKERS = ['codex', 'claude', 'python', 'torchrun', 'accelerate', 'vllm'];
 
 /** The worker gate's fields: the agents it starts and how they are contained, the quiet window, the reaper of leftover processes, where its callbacks go. */
@@ -145,6 +157,14 @@ export const workerGateFields = {
   }),
   run_cpu_max_cores: doc(runLimitFields.run_cpu_max_cores.default(null), {
     description: "Worker gate: CPU time a run's cgroup may use, in cores (v2 cpu.max, v1 cpu.cfs_quota_us); null: unlimited. workload_profiles may set it per class.",
+  }),
+  run_slots: doc(z.number().int().min(1).max(MAX_RUN_SLOTS).default(1), {
+    description:
+      "Worker gate: how many runs it holds at once (docs/worker-gate.md#slots-and-gpus). A run holds its slot from its dispatch until it settles (ready, finished, a pending question, cancelled, error); a dispatch while every slot is held is answered 409, naming the runs that hold them. 1 keeps one run at a time on the machine.",
+  }),
+  run_gpus: doc(RunGpusSchema.default('all'), {
+    description:
+      "Worker gate: the GPUs it offers to runs. 'all': every GPU nvidia-smi reports; a list of indices (as nvidia-smi numbers them): only those ([] offers none). A dispatch's gpu_indices naming another GPU, or one a run of this gate still holds, is answered 409; the run's agent sees only its own GPUs (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES).",
   }),
   stale_project_process_reaper_enabled: doc(z.boolean().default(true), {
     description: 'Terminate leftover agent processes of finished projects.',
