@@ -61,6 +61,8 @@ async function measure(runCount: number): Promise<Measured> {
     project_root: join(dir, 'projects'),
     dispatch_script_path: script,
     sample_interval_sec: 1,
+    // Every measured run at once on this gate.
+    run_slots: Math.max(...runCounts),
   });
   const gate = new WorkerGate({ config, logger: pino({ level: 'silent' }), eventUrl: () => 'http://127.0.0.1:9/legacy-agent/event' });
   await gate.start();

@@ -1,7 +1,7 @@
 import { dispatchRouteOf } from './domain/worker-lanes.ts';
 import { runIdFor } from './domain/run-state.ts';
 import { countActiveItems } from './dispatch-candidates.ts';
-import { nextPlacedCandidate } from './run-placements.ts';
+import { nextPlacedCandidate, type PlacedCandidate } from './run-placements.ts';
 import { answerStarted, candidateView, placementView, type AnswerWith, type CandidateView, type ChosenRun, type DispatchAnswer } from './dispatch-answer.ts';
 import { keepLeased, leaseCandidate, unavailableLanes } from './dispatch-lanes.ts';
 import { noopReason } from './dispatch-noop-reason.ts';
@@ -83,6 +83,13 @@ async function answering(deps: DispatchDeps, body: DispatchNextRequest): Promise
   return { answer, flags };
 }
 
+/** The lane a chosen item goes to, with its GPUs and CPUs where it was placed on some (docs/runs.md#slots-and-gpus). */
+function whereTo({ lane, placement }: PlacedCandidate): string {
+  const gpus = placement.gpu_indices && placement.gpu_indices.length > 0 ? ` on GPU${placement.gpu_indices.length === 1 ? '' : 's'} ${placement.gpu_indices.join(', ')}` : '';
+  const cpus = placement.cpu_count === null ? '' : `, pinned to ${placement.cpu_count} CPU${placement.cpu_count === 1 ? '' : 's'}`;
+  return `${lane}${gpus}${cpus}`;
+}
+
 /** Dispatch-next: a dry run, or a live dispatch answered once the worker accepted the run or the attempt failed. */
 export async function dispatchNext(deps: DispatchDeps, body: DispatchNextRequest): Promise<DispatchAnswer> {
   if (!body.dry_run) {
@@ -115,10 +122,10 @@ async function dispatchOnce(deps: DispatchDeps, body: DispatchNextRequest, befor
   if (holder === null) {
     const preflight = body.force_preflight ? await dispatchPreflight(deps, target, { cache: false }) : undefined;
     const reason = !settings.liveDispatchEnabled
-      ? `would dispatch ${candidate.project_id} ${placement.reason}, but live dispatch is disabled`
+      ? `would dispatch ${candidate.project_id} to ${whereTo(next)}, but live dispatch is disabled`
       : preflight && !preflight.ok
         ? `${candidate.project_id} would be blocked: preflight failed: ${preflight.summary}`
-        : `would dispatch ${candidate.project_id} ${placement.reason}`;
+        : `would dispatch ${candidate.project_id} to ${whereTo(next)}`;
     return answer('dry_run_dispatch', reason, { candidate, dispatch_route: route, placement, agent, ...(preflight ? { preflight } : {}) });
   }
 
@@ -262,7 +269,7 @@ export async function selectDispatch(deps: Pick<DispatchDeps, 'store' | 'setting
   const runId = request.dry_run ? runIdFor(next.item.project_id, new Date()) : await freshRunId(store, next.item.project_id);
   return {
     action: 'start',
-    reason: `${request.dry_run ? 'would dispatch' : 'dispatches'} ${next.item.project_id} ${next.placement.reason}`,
+    reason: `${request.dry_run ? 'would dispatch' : 'dispatches'} ${next.item.project_id} to ${whereTo(next)}`,
     input: {
       run_id: runId,
       project_id: next.item.project_id,

@@ -145,6 +145,9 @@ describe('GET /control/api/projects/{project_id}', () => {
       candidate_id: null,
       lane: 'gpu-box',
       dispatch_failures: 0,
+      gpu_count: null,
+      gpu_memory_mib: null,
+      cpu_count: null,
       created_at: ISO,
       updated_at: ISO,
     });
@@ -169,6 +172,8 @@ describe('GET /control/api/projects/{project_id}', () => {
         dispatch_result: null,
         last_error: null,
         finished_at: null,
+        gpu_indices: null,
+        cpu_count: null,
         created_at: '2025-01-02T10:00:00.000Z',
         updated_at: '2025-01-02T10:00:00.000Z',
         transitions: [

@@ -13,7 +13,7 @@ import type { Store } from '../../platform/store/store.ts';
 import { browserState, columnTexts, inPage, launchChromium, openDashboard, seriousAccessibilityViolations, type DashboardTab } from '../support/browser.ts';
 import { controlClient, reserveControlPlane, startControlPlaneProcess, writeControlPlaneConfig, type ControlPlaneFixture, type ControlPlaneProcess } from '../support/control-plane.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { CONTROL_TOKEN } from '../support/gate.ts';
+import { CONTROL_TOKEN, GATE_TOKEN } from '../support/gate.ts';
 import { candidate } from '../support/research.ts';
 
 // expected duration: ~45 s
@@ -56,6 +56,21 @@ async function seedQueue(): Promise<void> {
         ...(isInFlight(item.status) ? { lane: `lane-${item.status.replaceAll('_', '-')}` } : {}),
       });
     }
+  });
+}
+
+/** A worker target of two slots, the second held by a run placed on GPU 1 (docs/runs.md#slots-and-gpus). */
+async function seedSlots(): Promise<void> {
+  await store.transaction(async (tx) => {
+    await insertProject(tx, { project_id: 'slot-held', project_name: 'Slot held', project_dir: 'slot-held', workload_class: 'unknown' });
+    await insertQueueItem(tx, { project_id: 'slot-held', project_name: 'Slot held', status: 'running', workload_class: 'unknown', lane: 'gpu-box/2', gpu_count: 1 });
+    const runId = `slot-held-${stamp(300)}`;
+    await tx.query(
+      `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, gpu_indices)
+       VALUES ($1, 'slot-held', $2, 'running', 'gpu-box/2', 'http://127.0.0.1:9', 'unknown', 'seed', '{1}')`,
+      [runId, `run:${runId}`],
+    );
+    await tx.query(`UPDATE queue_items SET current_run_id = $1 WHERE project_id = 'slot-held'`, [runId]);
   });
 }
 
@@ -169,12 +184,17 @@ beforeAll(async () => {
   const reserved = await reserveControlPlane();
   // A worker lane whose gate is not running (the lanes and health panels show it as configured and stale), and live
   // dispatch off, as a first start has it.
-  fixture = await writeControlPlaneConfig(reserved, { databaseUrl: database.url, gateUrl: 'http://127.0.0.1:9', overrides: { live_dispatch_enabled: false } });
+  fixture = await writeControlPlaneConfig(reserved, {
+    databaseUrl: database.url,
+    gateUrl: 'http://127.0.0.1:9',
+    overrides: { live_dispatch_enabled: false, worker_targets: { 'gpu-box': { wake_gate_url: 'http://127.0.0.1:9', bearer_token: GATE_TOKEN, role: 'gpu_worker', slots: 2 } } },
+  });
   [cp, browser] = await Promise.all([startControlPlaneProcess(fixture), launchChromium()]);
   api = controlClient(fixture.url);
   await seedQueue();
   await seedRunsAndPapers();
   await seedLongRun();
+  await seedSlots();
   await seedCandidates();
   tab = await openDashboard(browser, fixture.url);
   await tab.signIn(CONTROL_TOKEN);
@@ -211,7 +231,7 @@ describe('each panel shows what the API answers', () => {
 
   it('queue: every group tab with its count, rows in the dispatch order, and cursor paging', { timeout: 60_000 }, async () => {
     const byGroup = (await api('GET', '/control/api/v1/overview')).body.operator_detail_counts.queue.by_group;
-    expect(byGroup).toMatchObject({ queued: 32, blocked: 4, active: 5, paused: 1, completed: 2, all: 43 });
+    expect(byGroup).toMatchObject({ queued: 32, blocked: 4, active: 6, paused: 1, completed: 2, all: 44 });
     await tab.open('#/queue');
     const tabs = tab.page.getByRole('tab');
     await expect.poll(() => tabs.count()).toBe(QUEUE_GROUPS.length);
@@ -279,6 +299,11 @@ describe('each panel shows what the API answers', () => {
     const runs = (await api('GET', '/control/api/v1/runs?page_size=25')).body;
     await tab.open('#/runs');
     await expect.poll(() => tab.card('Lanes').locator('li.lane').count()).toBe(lanes.lanes.length);
+    // Each slot of a target is a lane card of its own, with the GPUs of the run that holds it.
+    const slot = tab.card('Lanes').locator('li.lane').filter({ has: tab.page.getByRole('heading', { name: 'gpu-box/2', exact: false }) });
+    await expect.poll(() => slot.innerText()).toContain('slot 2 of gpu-box');
+    expect(await slot.innerText()).toMatch(/GPUs\s+1/);
+    expect(await slot.innerText()).toContain('Slot held');
     const list = tab.card('Runs');
     await expect.poll(async () => columnTexts(list.locator('table'), 'Run')).toEqual(runs.items.map((run: { run_id: string }) => run.run_id));
     await list.getByRole('button', { name: 'Next →' }).click();

@@ -123,6 +123,8 @@ beforeAll(async () => {
     state_dir: join(dir, 'state'),
     project_root: join(dir, 'projects'),
     dispatch_script_path: script,
+    // The matrix dispatches a run for each agent token it tries, and they run side by side.
+    run_slots: 4,
   });
   const gate = new WorkerGate({ config, logger, eventUrl: () => 'http://127.0.0.1:9/legacy-agent/event' });
   await gate.start();

@@ -122,6 +122,7 @@ describe('preflight against a real worker gate', () => {
       'worker_no_live_runs',
       'worker_callback_token_compatible',
       'worker_agent_isolation',
+      'worker_capacity_matches',
     ]);
     expect(checkOf(body, 'wake_gate_healthz')).toMatchObject({ ok: true, data: { status: 200 } });
     expect(checkOf(body, 'wake_gate_dashboard_api')).toMatchObject({ ok: true, data: { status: 200 } });

@@ -74,7 +74,9 @@ beforeAll(async () => {
   database = await createTestDatabase();
   store = await openStore({ backend: 'pg', pgDatabaseUrl: database.url });
   receiver = await CallbackReceiver.start();
-  gateFixture = await writeGateConfig({ callbackUrl: receiver.url });
+  // One gate stands in for the worker of every lane here: more slots than the runs this file starts, some of which
+  // the gate still holds (a slow agent, an unanswered question) after the control plane has moved on.
+  gateFixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { run_slots: 64 } });
   gate = await startGateProcess(gateFixture);
   settings = {
     liveDispatchEnabled: true,

@@ -23,7 +23,7 @@ beforeAll(async () => {
   fallback = await CallbackReceiver.start();
   // A receiver that is down refuses at once; the long timeout keeps a slow answer of this (loaded) test process from
   // counting as a failure and sending the callback to the other replica too.
-  fixture = await writeGateConfig({ callbackUrl: primary.url, overrides: { completion_callback_fallback_urls: [fallback.url], completion_callback_timeout_sec: 30 } });
+  fixture = await writeGateConfig({ callbackUrl: primary.url, overrides: { completion_callback_fallback_urls: [fallback.url], completion_callback_timeout_sec: 30, run_slots: 4 } });
   gate = await startGateProcess(fixture);
   client = gateClient(fixture);
 });
