@@ -2,6 +2,7 @@ import type { Store } from '../../platform/store/store.ts';
 import { busyLanes, queuedItemRoutes } from './dispatch-candidates.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { lanesOf, resolveLane } from './domain/worker-lanes.ts';
+import type { PlacementRefusal } from './run-placements.ts';
 
 const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
 
@@ -14,7 +15,7 @@ export async function noopReason(
   store: Store,
   settings: DispatchSettings,
   unavailable: { all: Set<string>; notEverywhere: Set<string> },
-  refusals: readonly string[] = [],
+  refusals: readonly PlacementRefusal[] = [],
 ): Promise<string> {
   const liveOff = settings.liveDispatchEnabled ? [] : ['live dispatch is off (live_dispatch_enabled is false)'];
   if (settings.routing.targets.size === 0) return ['no worker target is configured (set worker_wake_gate_url or worker_targets)', ...liveOff].join('; ');
@@ -35,8 +36,8 @@ export async function noopReason(
   for (const [target, count] of waiting) {
     const lanes = lanesOf(settings.routing, target).map((lane) => lane.lane);
     const idle = lanes.filter((lane) => !busy.has(lane));
-    // An idle slot no other call holds: what keeps its items waiting is their needs, named in `refusals`.
-    if (idle.some((lane) => !unavailable.all.has(lane))) continue;
+    // Its first item does not fit it now: what keeps its items waiting is named in `refusals`.
+    if (refusals.some((refusal) => refusal.target === target)) continue;
     const why =
       idle.length === 0
         ? lanes.length === 1
@@ -49,5 +50,5 @@ export async function noopReason(
             : ', whose idle slots other dispatch calls hold';
     reasons.push(`${plural(count, 'queued item waits', 'queued items wait')} for ${lanes.length === 1 ? 'lane' : 'worker target'} ${target}${why}`);
   }
-  return `no queued item is eligible on an idle lane: ${[...reasons, ...refusals, ...liveOff].join('; ')}`;
+  return `no queued item is eligible on an idle lane: ${[...reasons, ...refusals.map((refusal) => refusal.reason), ...liveOff].join('; ')}`;
 }

@@ -68,6 +68,12 @@ export async function placementOn(q: Queryable, settings: DispatchSettings, requ
   return { ...planPlacement({ lane: request.lane, needs, held, gpus }), needs };
 }
 
+/** A target whose first item does not fit it now, and why. */
+export interface PlacementRefusal {
+  target: string;
+  reason: string;
+}
+
 export interface PlacedCandidate {
   item: QueueItemRow;
   lane: string;
@@ -82,17 +88,17 @@ export interface PlacedCandidate {
 export async function nextPlacedCandidate(
   deps: { store: Store; settings: DispatchSettings },
   skip: ReadonlySet<string>,
-): Promise<{ next: PlacedCandidate | null; refusals: string[] }> {
+): Promise<{ next: PlacedCandidate | null; refusals: PlacementRefusal[] }> {
   const { store, settings } = deps;
   const passed = new Set(skip);
-  const refusals: string[] = [];
+  const refusals: PlacementRefusal[] = [];
   for (let targets = 0; targets <= settings.routing.targets.size; targets += 1) {
     const next = await nextDispatchCandidate(store, settings.routing, passed);
     if (!next) break;
     const lane = settings.routing.lanes.get(next.lane)!;
     const placement = await placementOn(store, settings, { item: next.item, lane });
     if (placement.ok) return { next: { ...next, placement }, refusals };
-    refusals.push(`${next.item.project_id} ${placement.reason}`);
+    refusals.push({ target: lane.name, reason: `${next.item.project_id} ${placement.reason}` });
     for (const other of lanesOf(settings.routing, lane.name)) passed.add(other.lane);
   }
   return { next: null, refusals };

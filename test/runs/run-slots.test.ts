@@ -1,13 +1,16 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTIVE_QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
 import { pinnedAgentBinary } from '../../worker-gate/launchers/installed-agents.ts';
 import { ResponsesServer } from '../../scripts/scripted-model-servers.ts';
 import { EVIDENCE } from '../support/agent-gates.ts';
-import { FAKE_GPU_BIN, gateClient, waitUntil } from '../support/gate.ts';
+import { CONTROL_TOKEN, FAKE_GPU_BIN, gateClient, waitUntil } from '../support/gate.ts';
 import { testPort } from '../support/ports.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from '../support/run-stack.ts';
 
@@ -57,6 +60,13 @@ afterAll(async () => {
 });
 
 const ACTIVE: readonly string[] = ACTIVE_QUEUE_STATUSES;
+const RCP = fileURLToPath(new URL('../../bin/rcp.js', import.meta.url));
+
+/** `rcp lanes` as an operator runs it, against the stack's control plane. */
+async function rcpLanes(): Promise<string[]> {
+  const { stdout } = await promisify(execFile)(process.execPath, [RCP, 'lanes'], { env: { ...process.env, RCP_URL: stack.cpFixture.url, RCP_TOKEN: CONTROL_TOKEN } });
+  return stdout.trim().split('\n').map((line) => line.split(/\s{2,}/).join(' | '));
+}
 
 async function seed(key: string, needs: { gpu_count?: number; gpu_memory_mib?: number }, scenario: Record<string, unknown>, workloadClass: 'unknown' | 'training' = 'unknown') {
   await stack.seed(key, { projectName: `Slots [${key}]`, lane: 'gpu-box', scenario, item: { workload_class: workloadClass, ...needs } });
@@ -106,6 +116,11 @@ describe('slots and GPUs on one gate', () => {
       ['gpu-box/3', false, [2]],
       ['gpu-box/4', false, [3]],
       ['gpu-box/5', true, null],
+    ]);
+    expect(await rcpLanes()).toEqual([
+      'LANE | TARGET | SLOT | STATE | RUN | RUN_STATE | GPUS | NEXT',
+      ...Object.values(runs).map((run, index) => expect.stringMatching(new RegExp(`^${run.lane} \\| gpu-box \\| ${index + 1} \\| busy \\| ${run.run_id} \\| \\w+ \\| ${index} \\| -$`))),
+      'gpu-box/5 | gpu-box | 5 | idle | - | - | - | -',
     ]);
     const preflight = await stack.api('POST', '/control/api/preflight', { machine_target: 'gpu-box', require_paused: false });
     expect(preflight.body.checks.find((check: any) => check.name === 'worker_capacity_matches')).toMatchObject({ ok: true });

@@ -20,16 +20,6 @@ export async function heldGpus(q: Queryable, target: string): Promise<Map<number
   return new Map(result.rows.map((row) => [row.gpu_index, row.run_id]));
 }
 
-/** The GPUs each active run holds (the lanes read model). */
-export async function heldGpusByRun(q: Queryable): Promise<Map<string, number[]>> {
-  const result = await q.query<{ run_id: string; gpu_indices: number[] }>(
-    `SELECT run_id, array_agg(gpu_index ORDER BY gpu_index) AS gpu_indices FROM gpu_placements
-      WHERE ${holding('$1')} GROUP BY run_id`,
-    [[...ACTIVE_QUEUE_STATUSES]],
-  );
-  return new Map(result.rows.map((row) => [row.run_id, row.gpu_indices]));
-}
-
 export class GpuTakenError extends Error {
   readonly target: string;
 

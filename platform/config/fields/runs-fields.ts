@@ -88,7 +88,8 @@ export const runsFields = {
     description: 'Timeout of one completion callback attempt.',
   }),
   worker_targets: doc(z.record(WorkerTargetNameSchema, WorkerTargetSchema).default({}), {
-    description: 'Named worker machines the control plane may dispatch to.',
+    description:
+      "Named worker machines the control plane may dispatch to: each with its gate's URL and token, its role, its memory floor for preflight, how many runs it holds at once (slots: each slot a lane, the first named as the target, the others '<target>/<n>'; docs/runs.md#slots-and-gpus) and the GPUs runs may be placed on (gpus: 'all' that its gate reports, or a list of indices).",
   }),
   workload_run_needs: doc(z.partialRecord(WorkloadClassSchema, RunNeedsSchema).default({}), {
     description:
