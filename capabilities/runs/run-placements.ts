@@ -60,11 +60,15 @@ export interface PlacementRequest {
   lane: WorkerLane;
 }
 
+/** Whether placing a run of these needs on the lane asks its gate for its GPUs: a GPU need on a GPU worker. */
+const asksGpus = (needs: RunNeeds, lane: WorkerLane): boolean => needs.gpu_count > 0 && lane.role === 'gpu_worker';
+
 /** Where a run of `item` goes on `lane` now, by the ledger as `q` sees it (the claim's transaction, or the store). */
 export async function placementOn(q: Queryable, settings: DispatchSettings, request: PlacementRequest): Promise<Placement & { needs: RunNeeds }> {
   const needs = runNeedsOf(request.item, settings.routing.classNeeds);
-  const asksGpus = needs.gpu_count > 0 && request.lane.role === 'gpu_worker';
-  const [held, gpus] = asksGpus ? await Promise.all([heldGpus(q, request.lane.name), readGateGpus(settings, request.lane)]) : [new Map<number, string>(), null];
+  const [held, gpus] = asksGpus(needs, request.lane)
+    ? await Promise.all([heldGpus(q, request.lane.name), readGateGpus(settings, request.lane)])
+    : [new Map<number, string>(), null];
   return { ...planPlacement({ lane: request.lane, needs, held, gpus }), needs };
 }
 
@@ -116,9 +120,8 @@ export async function claimPlaced(store: Store, settings: DispatchSettings, requ
   const lane = settings.routing.lanes.get(request.lane);
   if (!lane) return { claimed: false, reason: `lane ${request.lane} is not a configured worker target of this replica` };
   const seen = await getQueueItem(store, request.project_id);
-  const asksGpus = seen !== undefined && lane.role === 'gpu_worker' && runNeedsOf(seen, settings.routing.classNeeds).gpu_count > 0;
   // Asked before the transaction, so the queue row is not held locked while the gate answers.
-  const gpus = asksGpus ? await readGateGpus(settings, lane) : null;
+  const gpus = seen && asksGpus(runNeedsOf(seen, settings.routing.classNeeds), lane) ? await readGateGpus(settings, lane) : null;
   try {
     return await store.transaction(async (tx) => {
       const claim = await claimQueueItem(tx, request);
