@@ -1242,6 +1242,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/control/api/v1/runs/{run_id}/answer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer the agent's question, or its permission request: the run's agent session resumes with the answer (docs/runs.md#answering-the-agent)
+         * @description Answer the agent's question, or its permission request: the run's agent session resumes with the answer (docs/runs.md#answering-the-agent). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        post: operations["answerRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/control/api/v1/runs/{run_id}/gate": {
         parameters: {
             query?: never;
@@ -5650,7 +5670,29 @@ export interface operations {
                                 [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             project_id: string;
+                            /** @description The question the agent waits on, as text; null when none waits */
                             question: string | null;
+                            /** @description The waiting question's choices, or the tool call a permission request is for; null when none waits, or the agent's tool gave no detail */
+                            question_detail: ({
+                                /** @enum {string} */
+                                kind: "question";
+                                questions: {
+                                    header: string | null;
+                                    options: {
+                                        description: string | null;
+                                        label: string;
+                                    }[];
+                                    question: string;
+                                }[];
+                            } | {
+                                /** @enum {string} */
+                                kind: "permission";
+                                /** @description The arguments of the tool call, as the tool gave them */
+                                tool_input: {
+                                    [key: string]: components["schemas"]["JsonValue"];
+                                };
+                                tool_name: string;
+                            }) | null;
                             requested_by: string;
                             run_id: string;
                             session_id: string | null;
@@ -14762,7 +14804,29 @@ export interface operations {
                             /** @description The status of the run's paper; null when it has none */
                             paper_status: ("eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived") | null;
                             project_id: string;
+                            /** @description The question the agent waits on, as text; null when none waits */
                             question: string | null;
+                            /** @description The waiting question's choices, or the tool call a permission request is for; null when none waits, or the agent's tool gave no detail */
+                            question_detail: ({
+                                /** @enum {string} */
+                                kind: "question";
+                                questions: {
+                                    header: string | null;
+                                    options: {
+                                        description: string | null;
+                                        label: string;
+                                    }[];
+                                    question: string;
+                                }[];
+                            } | {
+                                /** @enum {string} */
+                                kind: "permission";
+                                /** @description The arguments of the tool call, as the tool gave them */
+                                tool_input: {
+                                    [key: string]: components["schemas"]["JsonValue"];
+                                };
+                                tool_name: string;
+                            }) | null;
                             requested_by: string;
                             run_id: string;
                             session_id: string | null;
@@ -15659,7 +15723,29 @@ export interface operations {
                                 [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             project_id: string;
+                            /** @description The question the agent waits on, as text; null when none waits */
                             question: string | null;
+                            /** @description The waiting question's choices, or the tool call a permission request is for; null when none waits, or the agent's tool gave no detail */
+                            question_detail: ({
+                                /** @enum {string} */
+                                kind: "question";
+                                questions: {
+                                    header: string | null;
+                                    options: {
+                                        description: string | null;
+                                        label: string;
+                                    }[];
+                                    question: string;
+                                }[];
+                            } | {
+                                /** @enum {string} */
+                                kind: "permission";
+                                /** @description The arguments of the tool call, as the tool gave them */
+                                tool_input: {
+                                    [key: string]: components["schemas"]["JsonValue"];
+                                };
+                                tool_name: string;
+                            }) | null;
                             requested_by: string;
                             run_id: string;
                             session_id: string | null;
@@ -16600,7 +16686,29 @@ export interface operations {
                             /** @description The status of the run's paper; null when it has none */
                             paper_status: ("eligible" | "draft_generating" | "draft_review" | "publication_generating" | "publication_draft" | "human_review_required" | "archived") | null;
                             project_id: string;
+                            /** @description The question the agent waits on, as text; null when none waits */
                             question: string | null;
+                            /** @description The waiting question's choices, or the tool call a permission request is for; null when none waits, or the agent's tool gave no detail */
+                            question_detail: ({
+                                /** @enum {string} */
+                                kind: "question";
+                                questions: {
+                                    header: string | null;
+                                    options: {
+                                        description: string | null;
+                                        label: string;
+                                    }[];
+                                    question: string;
+                                }[];
+                            } | {
+                                /** @enum {string} */
+                                kind: "permission";
+                                /** @description The arguments of the tool call, as the tool gave them */
+                                tool_input: {
+                                    [key: string]: components["schemas"]["JsonValue"];
+                                };
+                                tool_name: string;
+                            }) | null;
                             requested_by: string;
                             run_id: string;
                             session_id: string | null;
@@ -16870,6 +16978,56 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The operator's answers to the agent's questions, first first */
+                        answers: {
+                            allowed_tools: {
+                                rule: string;
+                                /** @enum {string} */
+                                scope: "once" | "run";
+                            }[];
+                            /** @description What the operator answered */
+                            answer: {
+                                /** @enum {string} */
+                                kind: "text";
+                                text: string;
+                            } | {
+                                choice: string;
+                                /** @enum {string} */
+                                kind: "choice";
+                                note?: string;
+                            } | {
+                                /** @enum {string} */
+                                decision: "allow_once" | "allow_for_run" | "deny";
+                                /** @enum {string} */
+                                kind: "permission";
+                                note?: string;
+                            };
+                            answer_number: number;
+                            created_at: string;
+                            prompt: string;
+                            question: string | null;
+                            question_detail: ({
+                                /** @enum {string} */
+                                kind: "question";
+                                questions: {
+                                    header: string | null;
+                                    options: {
+                                        description: string | null;
+                                        label: string;
+                                    }[];
+                                    question: string;
+                                }[];
+                            } | {
+                                /** @enum {string} */
+                                kind: "permission";
+                                /** @description The arguments of the tool call, as the tool gave them */
+                                tool_input: {
+                                    [key: string]: components["schemas"]["JsonValue"];
+                                };
+                                tool_name: string;
+                            }) | null;
+                            requested_by: string;
+                        }[];
                         /** @description The worker's completion callbacks for this run, newest first (at most 50) */
                         callbacks: {
                             event_type: string;
@@ -16884,6 +17042,8 @@ export interface operations {
                         /** @description The run is in a final state: cancel would answer already_finished */
                         finished: boolean;
                         papers: components["schemas"]["Paper"][];
+                        /** @description For a waiting permission request: what allowing the call would do, in words */
+                        permission_effect: string | null;
                         project: components["schemas"]["Project"] | null;
                         /** @description While the run is in flight, its worker gate's quiet window: why it waits and its progress; null once finished, before the gate judges it, or when the gate cannot be asked within 2 s */
                         quiet_window: {
@@ -16938,7 +17098,29 @@ export interface operations {
                                 [key: string]: components["schemas"]["JsonValue"];
                             } | null;
                             project_id: string;
+                            /** @description The question the agent waits on, as text; null when none waits */
                             question: string | null;
+                            /** @description The waiting question's choices, or the tool call a permission request is for; null when none waits, or the agent's tool gave no detail */
+                            question_detail: ({
+                                /** @enum {string} */
+                                kind: "question";
+                                questions: {
+                                    header: string | null;
+                                    options: {
+                                        description: string | null;
+                                        label: string;
+                                    }[];
+                                    question: string;
+                                }[];
+                            } | {
+                                /** @enum {string} */
+                                kind: "permission";
+                                /** @description The arguments of the tool call, as the tool gave them */
+                                tool_input: {
+                                    [key: string]: components["schemas"]["JsonValue"];
+                                };
+                                tool_name: string;
+                            }) | null;
                             requested_by: string;
                             run_id: string;
                             session_id: string | null;
@@ -17197,6 +17379,244 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    answerRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The answer, in words, to a question */
+                    answer?: string;
+                    /** @description One of the question's options, by its label */
+                    choice?: string;
+                    idempotency_key: string;
+                    /** @description Words for the agent with a choice or a permission decision */
+                    note?: string;
+                    /**
+                     * @description For a permission request: allow this call once, allow the tool for the rest of the run, or deny
+                     * @enum {string}
+                     */
+                    permission?: "allow_once" | "allow_for_run" | "deny";
+                    requested_by: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Tools the resumed session may use without asking, for its next session (once) or the rest of the run */
+                        allowed_tools: {
+                            rule: string;
+                            /** @enum {string} */
+                            scope: "once" | "run";
+                        }[];
+                        /** @description The answer to the run's n-th question */
+                        answer_number: number;
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description What the agent's session resumes with */
+                        prompt: string;
+                        /** @description True when this idempotency_key had answered before: the first answer is returned and nothing new was recorded */
+                        replayed: boolean;
+                        run_id: string;
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
+            403: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicting state, or an idempotency key reused with a different payload */
+            409: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A path parameter is longer than the router takes */
+            414: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body is not JSON (Content-Type application/json) */
+            415: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
+                };
+            };
+            /** @description Not available in this configuration (feature switched off, or a read-only store) */
+            501: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };
@@ -17890,6 +18310,26 @@ export interface operations {
                     };
                     project_id: string;
                     question?: string | null;
+                    question_detail?: ({
+                        /** @enum {string} */
+                        kind: "question";
+                        questions: {
+                            header: string | null;
+                            options: {
+                                description: string | null;
+                                label: string;
+                            }[];
+                            question: string;
+                        }[];
+                    } | {
+                        /** @enum {string} */
+                        kind: "permission";
+                        /** @description The arguments of the tool call, as the tool gave them */
+                        tool_input: {
+                            [key: string]: unknown;
+                        };
+                        tool_name: string;
+                    }) | null;
                     reason: string;
                     run_id: string;
                     seen_at: string;
@@ -18417,7 +18857,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, ui-commands.js, ui-forms.js, ui.js */
+                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, ui-commands.js, ui-forms.js, ui.js */
                 file: string;
             };
             cookie?: never;
@@ -18548,7 +18988,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, ui-commands.js, ui-forms.js, ui.js */
+                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, ui-commands.js, ui-forms.js, ui.js */
                 file: string;
             };
             cookie?: never;

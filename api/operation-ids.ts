@@ -42,6 +42,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /control/api/v1/runs/{run_id}': 'getRun',
   'GET /control/api/v1/runs/{run_id}/gate': 'getRunGateView',
   'POST /control/api/runs/{run_id}/cancel': 'cancelRun',
+  'POST /control/api/v1/runs/{run_id}/answer': 'answerRun',
   'GET /control/api/projects/{project_id}': 'getProjectUnversioned',
   'GET /control/api/papers': 'listPapersByPage',
   'GET /control/api/publication-automation': 'listReviews',
@@ -87,6 +88,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'POST /prepare-project': 'gatePrepareProject',
   'POST /dispatch': 'gateDispatch',
   'POST /runs/{run_id}/cancel': 'gateCancelRun',
+  'POST /runs/{run_id}/resume': 'gateResumeRun',
   'POST /legacy-agent/event': 'gateRecordAgentEvent',
   'GET /dashboard/api': 'gateGetDashboard',
 };

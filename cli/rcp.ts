@@ -8,6 +8,7 @@ import { completionScript } from './completion.ts';
 import { colours, EXIT, explain, print, table, UsageError, type Output } from './output.ts';
 import { readProfile, writeProfile } from './profile.ts';
 import { watchRun } from './watch.ts';
+import { answerFields, questionText, type AnswerOptions } from './run-questions.ts';
 
 /**
  * `rcp`, the command line of the control API (docs/http.md#rcp-the-command-line), on the typed client. Every command takes --json; a
@@ -169,6 +170,33 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
     .addOption(new Option('--interval <ms>', 'how often to look').default(1000).argParser(positiveInt))
     .action(async (runId: string, options: { interval: number }, command: Command) => {
       exit.code = await watchRun(client(io), runId, { output: out(command), intervalMs: options.interval });
+    });
+
+  runs
+    .command('question <run_id>')
+    .description("the question the run's agent waits on, with its choices (or the tool call it asks permission for)")
+    .action(async (runId: string, _options: unknown, command: Command) => {
+      const rcp = client(io);
+      const detail = await rcp.data(rcp.api.GET('/control/api/v1/runs/{run_id}', { params: { path: { run_id: runId }, query: {} } }));
+      const question = { run_id: runId, state: detail.run.state, question: detail.run.question, question_detail: detail.run.question_detail, permission_effect: detail.permission_effect };
+      print(out(command), question, () => questionText(detail));
+    });
+  runs
+    .command('answer <run_id>')
+    .description("answer the agent's question or permission request: its session resumes with the answer")
+    .option('--text <answer>', 'the answer in words')
+    .option('--choice <label>', "one of the question's options")
+    .option('--allow-once', 'allow the call the agent asked permission for, this once')
+    .option('--allow-for-run', 'allow the tool for the rest of the run')
+    .option('--deny', 'deny the call')
+    .option('--note <text>', 'words for the agent with --choice or a permission decision')
+    .action(async (runId: string, options: AnswerOptions, command: Command) => {
+      const fields = answerFields(options);
+      if (typeof fields === 'string') throw new UsageError(fields);
+      const rcp = client(io);
+      const body = { ...fields, requested_by: requestedBy(), idempotency_key: rcp.idempotencyKey() };
+      const answer = await rcp.data(rcp.api.POST('/control/api/v1/runs/{run_id}/answer', { params: { path: { run_id: runId } }, body }));
+      print(out(command), answer, () => `${answer.run_id}: answer ${answer.answer_number} sent; the agent's session resumes with it${answer.allowed_tools.length > 0 ? ` (allowed: ${answer.allowed_tools.map((tool) => `${tool.rule} ${tool.scope}`).join(', ')})` : ''}`);
     });
 
   program

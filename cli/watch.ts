@@ -3,7 +3,8 @@ import { colours, EXIT, type Output } from './output.ts';
 
 /**
  * Follows a run until it finishes. On a terminal, one line updated in place: its state, the gate's state, the quiet
- * window's progress (quiet samples of those needed), why it still waits and the time since it started; elsewhere (or
+ * window's progress (quiet samples of those needed), why it still waits (a question waits on the operator) and the
+ * time since it started; elsewhere (or
  * with --json) a line for each change of state or of the window's verdict. Then its decision. The exit code says whether it completed (the run's state `reconciled`).
  */
 export async function watchRun(rcp: ControlClient, runId: string, options: { output: Output; intervalMs: number }): Promise<number> {
@@ -20,7 +21,9 @@ export async function watchRun(rcp: ControlClient, runId: string, options: { out
       ? { samples: window.samples_in_window, needed: window.samples_needed, verdict: window.verdict, reasons: window.reasons, waiting_s: window.waiting_sec, overdue: window.overdue }
       : null;
     const view = { run_id: runId, state: detail.run.state, gate_state: gateState, quiet_window: quiet, elapsed_s: elapsedSeconds(detail.run.created_at, detail.run.finished_at), finished: detail.finished };
-    const line = `run ${runId}  ${c.bold(view.state)}  gate ${gateState ?? '-'}${quiet ? `  ${describeWindow(quiet, c)}` : ''}  ${formatElapsed(view.elapsed_s)}`;
+    // A run waiting on its agent's question waits on the operator: the line says so, and how to answer.
+    const asks = detail.run.state === 'question_pending' ? `  ${c.red('waits on your answer')}: rcp runs question ${runId}` : '';
+    const line = `run ${runId}  ${c.bold(view.state)}  gate ${gateState ?? '-'}${quiet ? `  ${describeWindow(quiet, c)}` : ''}${asks}  ${formatElapsed(view.elapsed_s)}`;
     const key = `${view.state}/${view.gate_state}/${quiet?.verdict ?? ''}/${quiet?.overdue ?? ''}`;
     if (live) output.out.write(`\r\u001b[2K${line}`);
     else if (key !== shown) output.out.write(`${output.json ? JSON.stringify(view) : line}\n`);

@@ -28,7 +28,7 @@ export function checkDispatchOptions(runtime: AgentRuntime, request: DispatchReq
  * directory of the gate's records of it (both under state_dir, never in the project) and, for a resume, the project's
  * last recorded session.
  */
-export function agentStartFor(config: WorkerGateConfig, runtime: AgentRuntime, projectDir: string, request: DispatchRequest): AgentStart {
+export function agentStartFor(config: WorkerGateConfig, runtime: AgentRuntime, projectDir: string, request: Pick<DispatchRequest, 'mode' | 'sandbox'>): AgentStart {
   if (runtime === 'script') {
     if (!config.dispatch_script_path) throw new HttpError(502, "dispatch_script_path is not set, and this run's agent_runtime is 'script'");
     return { scriptPath: config.dispatch_script_path, sandbox: request.sandbox, env: {} };

@@ -62,6 +62,7 @@ export function buildCallbackPayload({ run, callback, sample, evidence, seenAt }
       reaped_pids: run.reaped.map((entry) => entry.pid),
     },
     question: run.question,
+    ...(run.question_detail ? { question_detail: run.question_detail } : {}),
     evidence,
     ...(run.token_usage ? { token_usage: run.token_usage } : {}),
     ...(cause ? { cause } : {}),

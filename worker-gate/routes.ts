@@ -16,6 +16,8 @@ import {
   GateIdentitySchema,
   PrepareProjectResponseSchema,
   PrepareProjectSchema,
+  ResumeRunResponseSchema,
+  ResumeRunSchema,
   RunIdSchema,
 } from './contract/gate-endpoints.ts';
 import type { WorkerGate } from './worker-gate.ts';
@@ -116,6 +118,21 @@ export async function workerGateRoutes(instance: FastifyInstance, { gate, token,
       },
     },
     async (request) => gate.cancel(request.params.run_id),
+  );
+
+  app.post(
+    '/runs/:run_id/resume',
+    {
+      config: { auth: 'gate' },
+      schema: {
+        tags,
+        summary: "Start the session of a run whose agent waits on an answer again, with the answer as its prompt (once per resume_id)",
+        params: RunParamsSchema,
+        body: ResumeRunSchema,
+        response: { 200: ResumeRunResponseSchema, ...errorResponses(400, 401, 404, 409, 422, 502, 504) },
+      },
+    },
+    async (request) => gate.resume(request.params.run_id, request.body),
   );
 
   app.post(

@@ -163,6 +163,7 @@ export class RunMonitor {
       event: event.event,
       session_id: event.session_id,
       question: event.question,
+      question_detail: event.question_detail,
       message: event.message,
       received_at: receivedAt,
       tmux_session: event.tmux_session,

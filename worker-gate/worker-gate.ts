@@ -1,12 +1,12 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest } from './contract/gate-endpoints.ts';
+import type { ControlPlaneEvent, DispatchRequest, PrepareProjectRequest, ResumeRunRequest } from './contract/gate-endpoints.ts';
 import { RUN_OVER_GATE_STATES, SETTLED_GATE_STATES } from './contract/gate-names.ts';
 import { acceptsAgentEvents } from './domain/gate-run-lookup.ts';
 import { sha256Hex, tokensMatch } from '../platform/http/tokens.ts';
 import { CallbackOutbox } from './callback-outbox.ts';
 import { dashboardBody } from './dashboard.ts';
-import { GateDispatcher, type CancelResponse, type DispatchResponse } from './dispatcher.ts';
+import { GateDispatcher, type CancelResponse, type DispatchResponse, type ResumeResponse } from './dispatcher.ts';
 import { profileFor, type WorkerGateConfig } from './gate-config.ts';
 import { WORKLOAD_CLASSES } from './contract/workload.ts';
 import { GateEventLog } from './gate-event-log.ts';
@@ -171,6 +171,10 @@ export class WorkerGate {
 
   cancel(runId: string): Promise<CancelResponse> {
     return this.dispatcher.cancel(runId);
+  }
+
+  resume(runId: string, request: ResumeRunRequest): Promise<ResumeResponse> {
+    return this.dispatcher.resume(runId, request);
   }
 
   recordEvent(event: ControlPlaneEvent): EventResponse {

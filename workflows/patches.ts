@@ -22,10 +22,16 @@ export const RUN_PATCHES = {
    * ahead of the dispatch, which then started an agent on a lane the ledger showed free.
    */
   dispatchAwaitsCancel: 'dispatch-awaits-cancel',
+  /**
+   * The agent's question no longer ends the run: the run keeps its lane and waits for the operator's answer, which
+   * resumes the agent's session on its gate (docs/runs.md#answering-the-agent). Before, the question ended the wait
+   * and the item went to needs_review.
+   */
+  answersResumeSession: 'answers-resume-session',
 } as const;
 
 /** The patch the current code ends with: new history fixtures carry its id in their name. */
-export const NEWEST_RUN_PATCH: string = RUN_PATCHES.dispatchAwaitsCancel;
+export const NEWEST_RUN_PATCH: string = RUN_PATCHES.answersResumeSession;
 
 /**
  * Patch ids of the queue pump tick. A tick lives seconds, but a tick in flight across an upgrade replays its old

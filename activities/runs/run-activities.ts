@@ -8,6 +8,7 @@ import { getProject, getProjectRunBrief, type ProjectRunBrief } from '../../capa
 import { applyRunTransition, getRun, LaneBusyError, UnknownRunError, type RunRow, type TransitionRequest } from '../../capabilities/runs/run-ledger.ts';
 import { StoreReadOnlyError, type Store } from '../../platform/store/store.ts';
 import type { AgentSettings } from '../../workflows/runs/run-messages.ts';
+import type { AllowedTool } from '../../worker-gate/contract/agent-question.ts';
 import { dispatchPreflight } from '../../capabilities/runs/worker-preflight.ts';
 import { WorkerGateError, workerGateClient } from '../../capabilities/runs/worker-gate-client.ts';
 import { heartbeating } from '../heartbeat.ts';
@@ -177,6 +178,20 @@ export function createRunActivities(deps: RunActivityDeps) {
       const body = { ...rest, ...input.agent, workload_class, machine_target, ...placement, ...(tokenBudget === undefined ? {} : { token_budget: tokenBudget }) };
       try {
         return await heartbeating(() => gateClientOf(run, input).dispatch(body));
+      } catch (error) {
+        throw gateFailure(error);
+      }
+    },
+
+    /**
+     * Resumes the agent's session on its gate with the operator's answer (docs/worker-gate.md#resuming-a-run). The gate
+     * takes each resume_id once, so a retried call starts nothing twice.
+     */
+    async resumeOnWorker(input: GateCallInput & { resume_id: string; prompt: string; allowed_tools: AllowedTool[] }): Promise<Record<string, unknown>> {
+      const run = await requireRun(input.run_id);
+      const body = { resume_id: input.resume_id, prompt: input.prompt, allowed_tools: input.allowed_tools };
+      try {
+        return await heartbeating(() => gateClientOf(run, input).resumeRun(run.run_id, body));
       } catch (error) {
         throw gateFailure(error);
       }

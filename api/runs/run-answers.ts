@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AgentQuestionSchema } from '../../worker-gate/contract/agent-question.ts';
 import { PREFLIGHT_CHECK_NAMES } from '../../capabilities/runs/domain/preflight-checks.ts';
 import { QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
 import { RUN_STATES } from '../../capabilities/runs/domain/run-state.ts';
@@ -67,7 +68,8 @@ export const RunSchema = z.object({
   workload_class: z.enum(WORKLOAD_CLASSES),
   requested_by: z.string(),
   session_id: z.string().nullable(),
-  question: z.string().nullable(),
+  question: z.string().nullable().describe("The question the agent waits on, as text; null when none waits"),
+  question_detail: AgentQuestionSchema.nullable().describe("The waiting question's choices, or the tool call a permission request is for; null when none waits, or the agent's tool gave no detail"),
   decision: z.string().nullable(),
   decision_summary: z.string().nullable(),
   evidence: foreignObject(`The evidence the completion callback carried. ${GATE_ANSWER}`).nullable(),

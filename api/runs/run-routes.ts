@@ -11,6 +11,10 @@ import { QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
 import { RUN_STATES } from '../../capabilities/runs/domain/run-state.ts';
 import { quietWindowsOf, runGateView, type QuietWindowView } from '../../capabilities/runs/run-gate-view.ts';
 import { cancelRun, runDetail, type CancelRunResult } from '../../capabilities/runs/runs.ts';
+import { answerRun } from '../../capabilities/runs/run-answers.ts';
+import type { AgentAnswer } from '../../capabilities/runs/domain/agent-answer.ts';
+import { AgentQuestionSchema, PERMISSION_DECISIONS, QUESTION_LABEL_MAX } from '../../worker-gate/contract/agent-question.ts';
+import { idempotencyKey, requestedBy } from '../command-fields.ts';
 import type { AppDeps } from '../deps.ts';
 
 const RunParams = z.strictObject({ run_id: z.string().min(1).max(200) });
@@ -20,6 +24,61 @@ const CancelBody = z
     reason: z.string().trim().min(1).max(2000).optional(),
   })
   .default({ requested_by: 'operator' });
+
+/** The longest answer in words, and the longest note with a choice or a permission decision. */
+const ANSWER_TEXT_MAX = 8_000;
+const ANSWER_NOTE_MAX = 2_000;
+
+const AnswerBody = z
+  .strictObject({
+    requested_by: requestedBy,
+    idempotency_key: idempotencyKey,
+    answer: z.string().trim().min(1).max(ANSWER_TEXT_MAX).optional().describe("The answer, in words, to a question"),
+    choice: z.string().min(1).max(QUESTION_LABEL_MAX).optional().describe("One of the question's options, by its label"),
+    permission: z.enum(PERMISSION_DECISIONS).optional().describe('For a permission request: allow this call once, allow the tool for the rest of the run, or deny'),
+    note: z.string().trim().min(1).max(ANSWER_NOTE_MAX).optional().describe('Words for the agent with a choice or a permission decision'),
+  })
+  .superRefine((body, context) => {
+    const given = (['answer', 'choice', 'permission'] as const).filter((name) => body[name] !== undefined);
+    if (given.length !== 1) context.addIssue({ code: 'custom', path: given.length === 0 ? ['answer'] : [given[1]!], message: 'give exactly one of answer, choice or permission' });
+    if (body.note !== undefined && body.answer !== undefined) context.addIssue({ code: 'custom', path: ['note'], message: 'note goes with choice or permission; put everything in answer' });
+  });
+
+/** The answer as the service takes it: exactly one of its kinds, checked by the body's schema. */
+function agentAnswerOf(body: z.output<typeof AnswerBody>): AgentAnswer {
+  if (body.permission !== undefined) return { kind: 'permission', decision: body.permission, note: body.note };
+  if (body.choice !== undefined) return { kind: 'choice', choice: body.choice, note: body.note };
+  return { kind: 'text', text: body.answer ?? '' };
+}
+
+const AllowedToolAnswer = z.object({ rule: z.string(), scope: z.enum(['once', 'run']) });
+
+const AnswerAnswer = z.object({
+  ok: z.literal(true),
+  run_id: z.string(),
+  answer_number: z.number().int().describe("The answer to the run's n-th question"),
+  prompt: z.string().describe("What the agent's session resumes with"),
+  allowed_tools: z.array(AllowedToolAnswer).describe('Tools the resumed session may use without asking, for its next session (once) or the rest of the run'),
+  replayed: z.boolean().describe('True when this idempotency_key had answered before: the first answer is returned and nothing new was recorded'),
+});
+export type AnswerDocumented = Assert<Documents<typeof AnswerAnswer, Awaited<ReturnType<typeof answerRun>>>>;
+
+const RecordedAnswerSchema = z.object({
+  answer_number: z.number().int(),
+  question: z.string().nullable(),
+  question_detail: AgentQuestionSchema.nullable(),
+  answer: z
+    .discriminatedUnion('kind', [
+      z.object({ kind: z.literal('text'), text: z.string() }),
+      z.object({ kind: z.literal('choice'), choice: z.string(), note: z.string().optional() }),
+      z.object({ kind: z.literal('permission'), decision: z.enum(PERMISSION_DECISIONS), note: z.string().optional() }),
+    ])
+    .describe('What the operator answered'),
+  prompt: z.string(),
+  allowed_tools: z.array(AllowedToolAnswer),
+  requested_by: z.string(),
+  created_at: z.string(),
+});
 
 const RunDetailQuery = z.strictObject({ event_limit: queryInt({ min: 1, max: 200, default: 50 }) });
 
@@ -50,6 +109,8 @@ const RunDetailAnswer = z.object({
     cause: RunCauseSchema.nullable().describe('Why the run ended, as the worker last reported it: model_error, crash, signal, token_budget, stall, exit or reaped; null when it reported none'),
   }),
   finished: z.boolean().describe('The run is in a final state: cancel would answer already_finished'),
+  permission_effect: z.string().nullable().describe('For a waiting permission request: what allowing the call would do, in words'),
+  answers: z.array(RecordedAnswerSchema).describe("The operator's answers to the agent's questions, first first"),
   callbacks: z.array(RunCallbackSchema).describe('The worker\'s completion callbacks for this run, newest first (at most 50)'),
   project: ProjectSchema.nullable(),
   papers: z.array(PaperSchema),
@@ -131,6 +192,18 @@ export async function runRoutes(instance: FastifyInstance, deps: Pick<AppDeps, '
     response: { 200: RunGateViewAnswer, ...errorResponses(401, 404, 409, 422, 502) },
   };
   app.get('/control/api/v1/runs/:run_id/gate', { config, schema: gateView }, async (request) => runGateView(deps, request.params.run_id));
+
+  const answer = {
+    tags,
+    summary: "Answer the agent's question, or its permission request: the run's agent session resumes with the answer (docs/runs.md#answering-the-agent)",
+    params: RunParams,
+    body: AnswerBody,
+    response: { 200: AnswerAnswer, ...errorResponses(401, 403, 404, 409, 422, 501, 503) },
+  };
+  app.post('/control/api/v1/runs/:run_id/answer', { config, schema: answer }, async (request) => {
+    const { requested_by, idempotency_key } = request.body;
+    return answerRun(runs, { run_id: request.params.run_id, answer: agentAnswerOf(request.body), requested_by, idempotency_key, request_id: request.id });
+  });
 
   const cancel = {
     tags,

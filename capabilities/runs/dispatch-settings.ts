@@ -12,6 +12,8 @@ export interface DispatchSettings {
   dispatchTimeoutSec: number;
   /** max_wait_after_idle_sec: how long a run may wait for its completion callbacks (plus a margin). */
   maxWaitAfterIdleSec: number;
+  /** agent_question_wait_sec: how long a run waits for the answer to its agent's question. */
+  questionWaitSec?: number;
   /** What a live dispatch starts the agent with unless the call overrides it (agent_model, agent_reasoning_effort, agent_sandbox). */
   agent: AgentDefaults;
   /** The operational trace, when enabled: calls to worker gates are recorded in it. */
@@ -38,6 +40,7 @@ export function dispatchSettingsFrom(config: Config, trace?: OperationalTrace): 
     completionCallbackToken: config.completion_callback_token,
     dispatchTimeoutSec: config.dispatch_timeout_sec,
     maxWaitAfterIdleSec: config.max_wait_after_idle_sec,
+    questionWaitSec: config.agent_question_wait_sec,
     tokenBudgetMultiple: config.agent_token_budget_multiple,
   };
 }

@@ -52,6 +52,7 @@ export function runTimingsFrom(settings: DispatchSettings): RunTimings {
     gate_call_timeout_sec: settings.dispatchTimeoutSec + GATE_CALL_SLACK_SEC,
     gate_call_attempts: GATE_CALL_ATTEMPTS,
     gate_retry_initial_sec: 2,
+    ...(settings.questionWaitSec === undefined ? {} : { question_wait_sec: settings.questionWaitSec }),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { DispatchOutcome, RunCallback, RunWorkflowInput } from '../../workflows/runs/run-messages.ts';
+import type { DispatchOutcome, RunAnswer, RunCallback, RunWorkflowInput } from '../../workflows/runs/run-messages.ts';
 import { CommandRefusedError } from '../../platform/command-errors.ts';
 
 export type StartedRun = { started: false; reason: string } | { started: true; workflow_id: string; outcome: DispatchOutcome | null };
@@ -13,6 +13,8 @@ export interface RunLauncher {
   startRun(input: RunWorkflowInput, waitMs: number, options?: { attach?: boolean }): Promise<StartedRun>;
   /** Signals a callback to the run's workflow; `closed` when the workflow has already finished or never existed. */
   deliverCallback(runId: string, callback: RunCallback): Promise<'delivered' | 'closed'>;
+  /** Signals the operator's answer to the run's workflow; `closed` when the workflow has already finished or never existed. */
+  deliverAnswer(runId: string, answer: RunAnswer): Promise<'delivered' | 'closed'>;
   /** Requests cancellation and waits up to waitMs for the workflow to close. */
   cancelRun(runId: string, waitMs: number): Promise<'canceled' | 'closed' | 'pending'>;
   /** The run's page in the Temporal UI, when the UI address is known. */

@@ -1,5 +1,6 @@
 import {
   decisionRelation,
+  FLAGGING_TRANSITIONS,
   isRunFinished,
   MAX_CONSECUTIVE_DISPATCH_FAILURES,
   TRANSITION_RULES,
@@ -7,6 +8,7 @@ import {
   type RunTransition,
 } from './domain/run-state.ts';
 import type { QueueStatus } from './domain/queue-status.ts';
+import type { AgentQuestion } from '../../worker-gate/contract/agent-question.ts';
 import type { WorkloadClass } from '../../worker-gate/contract/workload.ts';
 import { appendAuditEvent } from '../../platform/store/audit-events.ts';
 import { callbackCause } from './store/callback-ledger.ts';
@@ -32,6 +34,8 @@ export interface RunRow {
   requested_by: string;
   session_id: string | null;
   question: string | null;
+  /** The waiting question's choices, or the tool call a permission request is for (worker-gate/contract/agent-question.ts). */
+  question_detail: AgentQuestion | null;
   decision: string | null;
   decision_summary: string | null;
   evidence: Record<string, unknown> | null;
@@ -48,7 +52,7 @@ export interface RunRow {
 }
 
 export const RUN_COLUMNS =
-  'run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, session_id, question, ' +
+  'run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, session_id, question, question_detail, ' +
   'decision, decision_summary, evidence, prepare_result, dispatch_result, last_error, finished_at, gpu_indices, cpu_count, created_at, updated_at';
 
 export async function getRun(q: Queryable, runId: string, options: { forUpdate?: boolean } = {}): Promise<RunRow | undefined> {
@@ -177,11 +181,15 @@ export interface TransitionDetail {
   last_error?: string;
   session_id?: string | null;
   question?: string | null;
+  /** With a question: its choices, or the tool call a permission request is for. */
+  question_detail?: Record<string, unknown> | null;
   decision?: string | null;
   decision_summary?: string | null;
   evidence?: Record<string, unknown> | null;
   prepare_result?: Record<string, unknown>;
   dispatch_result?: Record<string, unknown>;
+  /** The answered question is cleared from the run. */
+  clears_question?: boolean;
   /** Anything else worth keeping in the audit event (the callback key, the failing stage). */
   audit?: Record<string, unknown>;
 }
@@ -189,6 +197,8 @@ export interface TransitionDetail {
 export interface TransitionRequest {
   run_id: string;
   transition: RunTransition;
+  /** Which occurrence of a repeatable transition this is (the second question of a run is 2); 1 when absent. */
+  occurrence?: number;
   detail?: TransitionDetail;
   actor?: string;
 }
@@ -212,8 +222,11 @@ export interface TransitionResult {
   queue_item: QueueItemRow | null;
 }
 
+/** While the agent waits on its question: the run keeps its lane, and the answer resumes its session. */
+const QUESTION_WAITING_HINT = 'answer the agent\'s question (POST /control/api/v1/runs/{run_id}/answer, or rcp runs answer)';
+
 const NEXT_ACTION_HINTS: Partial<Record<QueueStatus, string>> = {
-  needs_review: 'answer the agent\'s question, then requeue',
+  needs_review: 'the agent\'s question went unanswered: requeue to start afresh, or cancel',
   blocked: 'inspect the run on its worker, then requeue or cancel',
   dispatch_error: 'fix the worker or the item, then requeue',
   queued: 'waiting for dispatch',
@@ -238,7 +251,8 @@ export async function applyRunTransition(tx: Queryable, request: TransitionReque
   if (!run) throw new UnknownRunError(request.run_id);
   const item = await getQueueItem(tx, run.project_id, { forUpdate: true });
   const current = item && item.current_run_id === run.run_id ? item : null;
-  const done = await tx.query('SELECT 1 FROM run_transitions WHERE run_id = $1 AND transition = $2', [run.run_id, request.transition]);
+  const occurrence = request.occurrence ?? 1;
+  const done = await tx.query('SELECT 1 FROM run_transitions WHERE run_id = $1 AND transition = $2 AND occurrence = $3', [run.run_id, request.transition, occurrence]);
   if (done.rows.length > 0) return { applied: false, reason: 'already applied', run, queue_item: item ?? null };
   const rule = TRANSITION_RULES[request.transition];
   if (!rule.from.includes(run.state)) {
@@ -267,13 +281,14 @@ export async function applyRunTransition(tx: Queryable, request: TransitionReque
       ...(detail.audit ?? {}),
       ...(cause ? { cause } : {}),
     },
-    idempotency_key: `${run.run_id}:${request.transition}`,
+    // The first occurrence keeps the key every transition had before transitions could repeat.
+    idempotency_key: occurrence === 1 ? `${run.run_id}:${request.transition}` : `${run.run_id}:${request.transition}:${occurrence}`,
     actor: request.actor ?? 'run-workflow',
   });
   await tx.query(
-    `INSERT INTO run_transitions (run_id, transition, from_state, to_state, queue_status, audit_event_id)
-     VALUES ($1, $2, $3, $4, $5, $6)`,
-    [run.run_id, request.transition, run.state, toState, queue?.status ?? null, event.id],
+    `INSERT INTO run_transitions (run_id, transition, occurrence, from_state, to_state, queue_status, audit_event_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [run.run_id, request.transition, occurrence, run.state, toState, queue?.status ?? null, event.id],
   );
   if (request.transition === 'reconciling') {
     const relation = decisionRelation(detail.decision ?? null);
@@ -288,7 +303,8 @@ async function updateRun(tx: Queryable, run: RunRow, toState: RunState, detail: 
   const result = await tx.query<RunRow>(
     `UPDATE runs SET state = $2,
             session_id = COALESCE($3, session_id),
-            question = COALESCE($4, question),
+            question = CASE WHEN $12 THEN $4 ELSE COALESCE($4, question) END,
+            question_detail = CASE WHEN $12 THEN $13::jsonb ELSE COALESCE($13::jsonb, question_detail) END,
             decision = COALESCE($5, decision),
             decision_summary = COALESCE($6, decision_summary),
             evidence = COALESCE($7::jsonb, evidence),
@@ -309,10 +325,15 @@ async function updateRun(tx: Queryable, run: RunRow, toState: RunState, detail: 
       detail.dispatch_result ? JSON.stringify(detail.dispatch_result) : null,
       detail.last_error ?? null,
       isRunFinished(toState),
+      // An answer clears the question it answered: the run's detail shows only a question still waiting.
+      transitionClearsQuestion(detail),
+      detail.question_detail ? JSON.stringify(detail.question_detail) : null,
     ],
   );
   return result.rows[0]!;
 }
+
+const transitionClearsQuestion = (detail: TransitionDetail): boolean => detail.clears_question === true;
 
 async function updateQueueItem(
   tx: Queryable,
@@ -324,7 +345,7 @@ async function updateQueueItem(
 ): Promise<QueueItemRow> {
   const result = await tx.query<QueueItemRow>(
     `UPDATE queue_items SET status = $2, last_run_state = $3, dispatch_failures = $4,
-            manual_review_required = manual_review_required OR $5,
+            manual_review_required = CASE WHEN $8 THEN false ELSE manual_review_required OR $5 END,
             last_error = CASE WHEN $6::text IS NOT NULL THEN $6 WHEN $2 = 'completed' THEN NULL ELSE last_error END,
             next_action_hint = $7
       WHERE project_id = $1 RETURNING ${QUEUE_ITEM_COLUMNS}`,
@@ -333,9 +354,10 @@ async function updateQueueItem(
       queue.status,
       run.state,
       queue.failures,
-      transition === 'question_pending',
+      FLAGGING_TRANSITIONS.has(transition),
       detail.last_error ?? null,
-      NEXT_ACTION_HINTS[queue.status] ?? null,
+      transition === 'question_asked' ? QUESTION_WAITING_HINT : (NEXT_ACTION_HINTS[queue.status] ?? null),
+      transition === 'answered',
     ],
   );
   return result.rows[0]!;

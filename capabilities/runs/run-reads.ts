@@ -1,3 +1,4 @@
+import type { AgentQuestion } from '../../worker-gate/contract/agent-question.ts';
 import type { RunState } from './domain/run-state.ts';
 import type { PaperStatus } from '../papers/domain/paper-status.ts';
 import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../../platform/store/keyset.ts';
@@ -19,6 +20,7 @@ export interface RunListRow {
   requested_by: string;
   session_id: string | null;
   question: string | null;
+  question_detail: AgentQuestion | null;
   decision: string | null;
   decision_summary: string | null;
   last_error: string | null;
@@ -36,7 +38,7 @@ export interface RunListRow {
 }
 
 const RUN_LIST_COLUMNS =
-  'run_id, project_id, workflow_id, state, lane, workload_class, requested_by, session_id, question, decision, ' +
+  'run_id, project_id, workflow_id, state, lane, workload_class, requested_by, session_id, question, question_detail, decision, ' +
   `decision_summary, last_error, paper_status, ${RUN_TOKEN_USAGE_SQL}, ${RUN_CAUSE_SQL}, finished_at, gpu_indices, cpu_count, created_at, updated_at`;
 
 export const RUN_ORDERS: readonly KeysetOrder[] = [

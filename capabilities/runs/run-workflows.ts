@@ -16,6 +16,7 @@ import { workflowIdForRun } from './domain/run-state.ts';
 import {
   dispatchOutcomeUpdate,
   RUN_WORKFLOW_TYPE,
+  answerSignal,
   workerCallbackSignal,
   type DispatchOutcome,
 } from '../../workflows/runs/run-messages.ts';
@@ -109,6 +110,16 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
     async deliverCallback(runId, callback) {
       try {
         await handleOf(runId).signal(workerCallbackSignal, callback);
+        return 'delivered';
+      } catch (error) {
+        if (error instanceof WorkflowNotFoundError) return 'closed';
+        throw error;
+      }
+    },
+
+    async deliverAnswer(runId, answer) {
+      try {
+        await handleOf(runId).signal(answerSignal, answer);
         return 'delivered';
       } catch (error) {
         if (error instanceof WorkflowNotFoundError) return 'closed';

@@ -8,6 +8,8 @@ import { getRunSummary } from './run-reads.ts';
 import { applyRunTransition, getRun } from './run-ledger.ts';
 import type { Store } from '../../platform/store/store.ts';
 import { listRunCallbacks } from './store/callback-ledger.ts';
+import { listRunAnswers } from './run-answers.ts';
+import { permissionEffect } from './domain/agent-answer.ts';
 import { CommandRefusedError } from '../../platform/command-errors.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import type { RunLauncher } from './run-launcher.ts';
@@ -44,18 +46,21 @@ export const RUN_CALLBACK_LIMIT = 50;
 /** One run with its transitions, its worker callbacks, its project, bounded events and where to see it in Temporal. */
 export async function runDetail(deps: RunServiceDeps, runId: string, eventLimit: number) {
   const run = await requireRun(deps.store, runId);
-  const [withTransitions, summary, callbacks, project, papers, events] = await Promise.all([
+  const [withTransitions, summary, callbacks, project, papers, events, answers] = await Promise.all([
     getRunWithTransitions(deps.store, runId),
     getRunSummary(deps.store, runId),
     listRunCallbacks(deps.store, runId, RUN_CALLBACK_LIMIT),
     getProject(deps.store, run.project_id),
     listPapersOf(deps.store, { run_id: runId }),
     listEventsForEntities(deps.store, [runId], eventLimit),
+    listRunAnswers(deps.store, runId),
   ]);
   return {
     run: { ...(withTransitions ?? { ...run, transitions: [] }), token_usage: summary?.token_usage ?? null, cause: summary?.cause ?? null },
     // A finished run is not canceled (cancel answers already_finished): what a client offers depends on it.
     finished: isRunFinished(run.state),
+    permission_effect: run.state === 'question_pending' && run.question_detail?.kind === 'permission' ? permissionEffect(run.question_detail.tool_name, run.question_detail.tool_input) : null,
+    answers,
     callbacks,
     project: project ?? null,
     papers,

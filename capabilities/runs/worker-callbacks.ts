@@ -48,6 +48,7 @@ const signalOf = (body: WorkerCallback): RunCallback => ({
   reason: body.reason,
   seen_at: body.seen_at,
   question: body.question ?? null,
+  ...(body.question_detail ? { question_detail: body.question_detail } : {}),
   evidence: readRunEvidence(body.evidence),
 });
 

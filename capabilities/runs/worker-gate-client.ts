@@ -133,6 +133,8 @@ function expectSuccess<T>(target: WorkerTarget, path: string, response: WorkerGa
 export interface WorkerGateClient {
   prepareProject(body: Record<string, unknown>): Promise<Record<string, unknown>>;
   dispatch(body: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** Resumes the session of a run whose agent waits on an answer (docs/worker-gate.md#resuming-a-run). */
+  resumeRun(runId: string, body: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Stops the run's processes on the worker; 404 when the gate never started it. */
   cancelRun(runId: string): Promise<WorkerGateResponse>;
   healthz(): Promise<WorkerGateResponse>;
@@ -213,6 +215,12 @@ export function workerGateClient(target: WorkerTarget, options: { timeoutMs: num
       await proven();
       const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path: 'dispatch', token, body, timeoutMs: options.timeoutMs, ...traceAndSignal });
       return expectSuccess(target, '/dispatch', response, DISPATCH_SCRIPT_FAILURES);
+    },
+    async resumeRun(runId, body) {
+      await proven();
+      const path = `runs/${encodeURIComponent(runId)}/resume`;
+      const response = await gateRequest<Record<string, unknown>>(base, { method: 'POST', path, token, body, timeoutMs: options.timeoutMs, ...traceAndSignal });
+      return expectSuccess(target, `/${path}`, response, DISPATCH_SCRIPT_FAILURES);
     },
     async cancelRun(runId) {
       await proven();

@@ -34,6 +34,9 @@ function laneCards(overview) {
   );
 }
 
+/** An agent's question its run still waits on: the item stays in flight (one left unanswered too long is in needs review). */
+const waitsForAnswer = (item) => item.reason === 'agent_question' && item.status !== 'needs_review';
+
 /** Where an actionable item is acted on: a paper's page, or the item's run and its queue row. */
 function actionableTarget(item) {
   if (item.kind === 'paper') return link(`#/papers/${segment(item.paper_id)}`, item.title ?? item.paper_id);
@@ -41,7 +44,7 @@ function actionableTarget(item) {
     'span',
     null,
     link(`#/queue/blocked/${segment(item.project_id)}`, item.project_name),
-    item.current_run_id ? [' · ', link(`#/runs/${segment(item.current_run_id)}`, 'run')] : null,
+    item.current_run_id ? [' · ', link(`#/runs/${segment(item.current_run_id)}`, waitsForAnswer(item) ? 'answer the agent on its run' : 'run')] : null,
     item.last_error ? h('span', { class: 'hint block' }, item.last_error) : null,
   );
 }

@@ -6,6 +6,7 @@ import { compactJson, count, duration, when, words } from './format.js';
 import { age, badge, card, CursorPager, empty, externalLink, facts, fill, fillPage, jsonDetails, link, table } from './ui.js';
 import { confirmCommand } from './ui-commands.js';
 import { filterBar } from './ui-forms.js';
+import { answersCard, createRunQuestion } from './run-questions.js';
 
 /** The agent's token usage as the worker reported it: the total, and on the detail its input and output. */
 function tokens(usage, { detailed = false } = {}) {
@@ -179,6 +180,11 @@ function createRunDetail(runId) {
   const cancelOutput = h('div', { class: 'command-output' });
   const cancelHolder = h('div', { class: 'actions' });
   let cancelShown = false;
+  // After an answer the page is drawn again even when the run reads the same (a replayed answer records nothing new).
+  const question = createRunQuestion(runId, () => {
+    detail.invalidate();
+    return refresh();
+  });
   const el = h('div', { class: 'panel' }, h('p', null, link('#/runs', '← Lanes and runs')), h('h2', null, 'Run ', h('code', null, runId)), cancelHolder, cancelOutput, detail.el);
 
   function showCancel(finished) {
@@ -206,6 +212,7 @@ function createRunDetail(runId) {
   function draw(answer) {
     const run = answer.run;
     const project = answer.project;
+    const asked = question.questionCard(answer);
     return [
       card('Run', facts([
         ['State', badge(run.state)],
@@ -219,7 +226,8 @@ function createRunDetail(runId) {
         ['Finished', when(run.finished_at)],
         ['Workflow', [h('code', null, answer.temporal.workflow_id), answer.temporal.ui_url ? [' · ', externalLink(answer.temporal.ui_url, 'Open in the Temporal UI')] : null]],
       ])),
-      run.question ? h('div', { class: 'notice' }, h('strong', null, 'The agent asks: '), run.question) : null,
+      asked,
+      answersCard(answer.answers, asked ? null : question.output),
       run.last_error ? h('p', { class: 'error-text' }, run.last_error) : null,
       h(
         'div',

@@ -112,6 +112,7 @@ const FIELD_ORDER: readonly FieldName[] = [
   'agent_reasoning_effort',
   'agent_sandbox',
   'agent_token_budget_multiple',
+  'agent_question_wait_sec',
   'agent_runtime',
   'agent_runtime_by_workload_class',
   'agent_credential_env',

@@ -105,7 +105,8 @@ describe('GET /control/api/v1/overview', () => {
     });
     const status = await t.app.inject({ method: 'GET', url: '/control/api/status', headers: t.auth });
     expect(status.json().counts.paper_pipeline).toEqual(body.paper_pipeline);
-    expect(body.operator_detail_counts.attention).toEqual({ agent_question: 2, dispatch_error: 2, blocked: 2, manual_review: 9, paper_human_review: 1 });
+    // The flagged running item is a run waiting on its agent's question; the other flagged rows wait for a review.
+    expect(body.operator_detail_counts.attention).toEqual({ agent_question: 3, dispatch_error: 2, blocked: 2, manual_review: 8, paper_human_review: 1 });
     expect(body.operator_detail_counts.queue.by_status.running).toBe(2);
     // Each queue tab counts the rows the v1 queue list shows under it (a flagged queued row is in two tabs).
     for (const group of QUEUE_GROUPS) {
@@ -120,13 +121,14 @@ describe('GET /control/api/v1/overview', () => {
     const body = await overview('?active_limit=100&event_limit=3');
     const reasons: string[] = body.actionable_items.map((item: { reason: string }) => item.reason);
     expect(reasons).toEqual([
-      ...Array(2).fill('agent_question'),
+      ...Array(3).fill('agent_question'),
       ...Array(2).fill('dispatch_error'),
       ...Array(2).fill('blocked'),
-      ...Array(9).fill('manual_review'),
+      ...Array(8).fill('manual_review'),
       'paper_human_review',
     ]);
-    expect(body.actionable_items[0]).toMatchObject({ kind: 'queue_item', status: 'needs_review', hint: expect.stringMatching(/answer it/) });
+    expect(body.actionable_items[0]).toMatchObject({ kind: 'queue_item', status: 'running', hint: expect.stringMatching(/answer it/) });
+    expect(body.actionable_items[1]).toMatchObject({ kind: 'queue_item', status: 'needs_review', hint: expect.stringMatching(/answer it/) });
     expect(body.active_items.map((item: { status: string }) => item.status).sort()).toEqual(
       ['awaiting_wake', 'dispatching', 'reconciling', 'running', 'wake_received'].flatMap((s) => [s, s]).sort(),
     );

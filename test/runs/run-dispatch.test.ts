@@ -225,6 +225,7 @@ describe('live dispatch switched off', () => {
     const runs: RunLauncher = {
       startRun,
       deliverCallback: vi.fn(async () => 'closed' as const),
+      deliverAnswer: vi.fn(async () => 'closed' as const),
       cancelRun: vi.fn(async () => 'closed' as const),
       workflowUiUrl: () => null,
     };
@@ -510,16 +511,16 @@ describe('live dispatch', () => {
     await stack.killRunAgent(runId);
   });
 
-  it('moves an agent question to needs_review with the review flag set', { timeout: 60_000 }, async () => {
+  it('holds the lane for an agent question, its item flagged, and picks no other item there while the run waits', { timeout: 60_000 }, async () => {
     await seed('question-one', 'question', { scenario: 'question' });
+    await seed('question-two', 'question', { scenario: 'normal' });
     const runId = await liveDispatch('question-one');
-    await waitUntil('the item to need review', async () => ((await queueItem('question-one')).status === 'needs_review' ? true : undefined), 30_000, 300);
+    await waitUntil('the run to wait on its question', async () => ((await runRow(runId))?.state === 'question_pending' ? true : undefined), 30_000, 300);
     const item = await queueItem('question-one');
-    expect(item).toMatchObject({ status: 'needs_review', manual_review_required: true, current_run_id: runId, last_run_state: 'question_pending' });
+    expect(item).toMatchObject({ status: 'running', manual_review_required: true, current_run_id: runId, last_run_state: 'question_pending' });
     const run = (await runRow(runId))!;
-    expect(run.state).toBe('question_pending');
     expect(run.question).toBe('Which dataset split should the final evaluation use?');
-    // Flagged: never picked again until an operator requeues it.
+    // The lane is the asking run's until it is answered, ends or is canceled: the other item of the lane waits.
     expect((await dryRun()).body).toMatchObject({ action: 'noop' });
   });
 
@@ -538,12 +539,12 @@ describe('live dispatch', () => {
     const runId = live.run_id as string;
     // The question comes in later, on the gate's own callback request: the workflow's steps after it still name the
     // request that started the run.
-    await waitUntil('the item to need review', async () => ((await queueItem('trail-one')).status === 'needs_review' ? true : undefined), 30_000, 300);
+    await waitUntil('the run to wait on its question', async () => ((await runRow(runId))?.state === 'question_pending' ? true : undefined), 30_000, 300);
     const rows = await store.query<{ event_type: string; request_id: string | null }>(
       `SELECT event_type, request_id FROM audit_events WHERE entity_id = $1 AND event_type LIKE 'run.%' ORDER BY id`,
       [runId],
     );
-    expect(rows.rows.map((row) => row.event_type)).toEqual(expect.arrayContaining(['run.claimed', 'run.question_pending']));
+    expect(rows.rows.map((row) => row.event_type)).toEqual(expect.arrayContaining(['run.claimed', 'run.question_asked']));
     expect(rows.rows.filter((row) => row.request_id !== requestId)).toEqual([]);
   });
 

@@ -242,15 +242,35 @@ describe('the run workflow on each of its paths', () => {
     await keepHistory('run-gate-timeout', input.run_id);
   });
 
-  it('moves an agent question to needs_review', { timeout: 90_000 }, async () => {
-    const input = await seed('question', { scenario: 'slow', work_sec: 120 });
+  it('waits on an agent question keeping its lane, and moves the item to needs_review when no answer comes', { timeout: 90_000 }, async () => {
+    const seeded = await seed('question', { scenario: 'slow', work_sec: 120 });
+    const input = { ...seeded, timings: { ...seeded.timings, question_wait_sec: 4 } };
     await dispatched(input);
     const question = 'Which split?';
-    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'question_pending', { gate_state: 'question_pending', question }));
+    const detail = { kind: 'question' as const, questions: [{ header: 'Split', question, options: [{ label: 'train', description: null }, { label: 'test', description: 'held out' }] }] };
+    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'question_pending', { gate_state: 'question_pending', question, question_detail: detail }));
+    // While it waits, the run keeps its lane: the item stays in flight, flagged for the operator.
+    await expect.poll(async () => (await runRow(input.run_id))?.state, { timeout: 20_000 }).toBe('question_pending');
+    expect(await runRow(input.run_id)).toMatchObject({ question, question_detail: detail });
+    expect(await queueItem(input.project_id)).toMatchObject({ status: 'running', manual_review_required: true });
     const result = await handleOf(input.run_id).result();
-    expect(result).toMatchObject({ run_state: 'question_pending', queue_status: 'needs_review' });
-    expect(await runRow(input.run_id)).toMatchObject({ state: 'question_pending', question });
-    await keepHistory('run-question-pending', input.run_id);
+    expect(result).toMatchObject({ run_state: 'gate_timeout', queue_status: 'needs_review' });
+    expect(await transitionsOf(input.run_id)).toEqual(['claimed', 'prepared', 'worker_accepted', 'question_asked', 'question_unanswered']);
+    expect((await runRow(input.run_id))!.last_error).toBe("the agent's question was not answered within 4 s");
+    await keepHistory('run-question-unanswered', input.run_id);
+  });
+
+  it('ends the run blocked when the gate cannot resume the session with the answer', { timeout: 90_000 }, async () => {
+    const input = await seed('question', { scenario: 'slow', work_sec: 120 }, 2);
+    await dispatched(input);
+    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'question_pending', { gate_state: 'question_pending', question: 'Which split?' }));
+    await expect.poll(async () => (await runRow(input.run_id))?.state, { timeout: 20_000 }).toBe('question_pending');
+    // The gate's own record of the run is still running (its fake agent asked nothing there): it refuses the resume.
+    expect(await launcher().deliverAnswer(input.run_id, { answer_number: 1, prompt: 'Use the test split.', allowed_tools: [] })).toBe('delivered');
+    expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'gate_error', queue_status: 'blocked' });
+    expect((await runRow(input.run_id))!.last_error).toMatch(/^the answer could not resume the agent's session: .*409.*not waiting on an answer/);
+    expect(await transitionsOf(input.run_id)).toEqual(['claimed', 'prepared', 'worker_accepted', 'question_asked', 'resume_failed']);
+    await keepHistory('run-resume-failed', input.run_id);
   });
 
   it('answers a failed dispatch with the gate\'s status and releases the claim', { timeout: 90_000 }, async () => {

@@ -251,6 +251,8 @@ export function gateClient(fixture: GateFixture) {
       const { body } = await call('GET', '/dashboard/api?limit=100&event_limit=1');
       return (body.runs as Record<string, any>[]).find((run) => run.run_id === runId);
     },
+    /** `POST /runs/:run_id/resume`: the run's session starts again with the body's prompt (docs/worker-gate.md#resuming-a-run). */
+    resume: (runId: string, body: Record<string, unknown>) => call('POST', `/runs/${encodeURIComponent(runId)}/resume`, body),
     /** The /dispatch body `launch` sends for a run (project id = run id without its `-run` suffix). */
     dispatchBody,
     /** Prepare then dispatch one run of the fake agent, with the scenario written into the project first. */

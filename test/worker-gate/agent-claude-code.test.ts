@@ -16,7 +16,7 @@ import { testPort } from '../support/ports.ts';
  * and the callbacks, end to end. The scenarios run at once, each its own project and conversation.
  */
 
-// expected duration: ~70 s
+// expected duration: ~105 s
 
 // The quiet window needs idle_sustain_sec (min 30) of samples after the agent's processes exited.
 const WINDOW_MS = 90_000;
@@ -59,6 +59,10 @@ afterAll(async () => {
 const prepared = (on: AgentGate, key: string, options: { n?: number; prompt?: string; sandbox?: string } = {}) =>
   preparedRun(on, key, { sandbox: 'acceptEdits', ...options });
 const callbackTypes = (runId: string) => receiver.deliveredForRun(runId).map((callback) => callback.body.event_type);
+/** The command the scripted model's question step asks to run (scripts/scripted-model-servers.ts). */
+const ASKED_COMMAND = 'curl -s http://127.0.0.1:9/ # Which dataset should I use?';
+/** What the gate's hook answers a permission request the gate took (worker-gate/launchers/gate-event-hook.mjs). */
+const REFUSAL = 'The operator has been asked and will answer in your next message.';
 
 describe.concurrent('Claude Code under the gate', () => {
   it('(a) writes its evidence with its own tools and ends: the run completes with its decision, and its session is recorded', { timeout: WINDOW_MS + 30_000 }, async () => {
@@ -97,12 +101,76 @@ describe.concurrent('Claude Code under the gate', () => {
     expect(resumed).toContain('the number is 4217');
   });
 
-  it('(c) a tool call that needs a permission (-p mode has no question tool): the run goes to question_pending with it', { timeout: WINDOW_MS }, async () => {
-    model.script('claude-c', [{ kind: 'question', question: 'Which dataset should I use?' }, { kind: 'message', text: 'Waiting for an answer.' }]);
+  it('(c) a tool call that needs a permission (-p mode has no question tool): the run goes to question_pending with it; a resume that allows that command runs it', { timeout: 2 * WINDOW_MS }, async () => {
+    model.script('claude-c', [
+      { kind: 'question', question: 'Which dataset should I use?' },
+      { kind: 'message', text: 'Waiting for the operator.' },
+      { kind: 'command', cmd: ASKED_COMMAND },
+      { kind: 'message', text: 'Fetched nothing: the server is not there.' },
+    ]);
     const runId = await dispatchedRun(gate, await prepared(gate, 'claude-c'));
     // Seconds alone; with every scenario of both agent files at once, the agent's start alone has taken 19 s.
     const asked = await receiver.waitFor(runId, 'question_pending', 60_000);
     expect(asked.body.question).toMatch(/^permission for Bash: .*Which dataset should I use\?/);
+    expect(asked.body.question_detail).toMatchObject({ kind: 'permission', tool_name: 'Bash', tool_input: { command: ASKED_COMMAND } });
+    // The hook refused the call: the model was told so and ended its turn.
+    const refused = await waitUntil('the refusal to reach the model', () => model.requestsOf('claude-c')[1], 60_000);
+    expect(JSON.stringify(refused.body.messages)).toContain(REFUSAL);
+
+    const answer = 'The operator allowed your command: run it again.';
+    const resumedAt = Date.now();
+    const resumed = await gate.client.resume(runId, { resume_id: 'claude-c-allow', prompt: answer, allowed_tools: [{ rule: `Bash(${ASKED_COMMAND})`, scope: 'once' }] });
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    const next = await waitUntil('the resumed session to ask the model', () => model.requestsOf('claude-c')[2], 60_000);
+    console.log(`claude-code: ${next.at - resumedAt} ms from the resume call to the model's next request`);
+    const resumedConversation = JSON.stringify(next.body.messages);
+    expect(resumedConversation).toContain(answer);
+    expect(resumedConversation).toContain('Which dataset should I use?');
+
+    const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    // The command ran this time, unasked: curl found nothing listening (exit 7), and no second question came.
+    const ran = JSON.stringify(model.requestsOf('claude-c')[3]?.body.messages.at(-1));
+    expect(ran).toContain('tool_result');
+    expect(ran).toContain('Exit code 7');
+    expect(ran).not.toContain(REFUSAL);
+    expect(callbackTypes(runId)).toEqual(['session_started', 'question_pending', 'session_finished_ready']);
+    expect(await sessionRecord(gate, 'claude-c')).toMatchObject({ mode: 'resume', session_id: asked.body.session_id, exit_code: 0, last_message: 'Fetched nothing: the server is not there.' });
+    const view = await gate.client.runView(runId);
+    expect(view?.resumes?.map((resume: { allowed_tools: string[] }) => resume.allowed_tools)).toEqual([[`Bash(${ASKED_COMMAND})`]]);
+    // Allowed for that session alone: the run keeps no rule.
+    expect(view?.allowed_tools).toEqual([]);
+    // Both sessions' tokens: four model answers of 100 input and 10 output tokens each.
+    expect(finished.body.token_usage).toEqual({ input_tokens: 400, output_tokens: 40, total_tokens: 440 });
+  });
+
+  it('(h) a permission the operator denies: the resumed session gets the answer as its prompt, and the run finishes', { timeout: 2 * WINDOW_MS }, async () => {
+    model.script('claude-h', [
+      { kind: 'question', question: 'May I fetch the dataset?' },
+      { kind: 'message', text: 'Waiting for the operator.' },
+      { kind: 'message', text: 'Finished without fetching it.' },
+    ]);
+    const runId = await dispatchedRun(gate, await prepared(gate, 'claude-h'));
+    const asked = await receiver.waitFor(runId, 'question_pending', 60_000);
+    expect(asked.body.question_detail).toMatchObject({ kind: 'permission', tool_name: 'Bash' });
+    // As when a person answers: the asking session has ended by then.
+    const asking = await waitUntil('the asking session to end', async () => {
+      const record = await sessionRecord(gate, 'claude-h').catch(() => undefined);
+      return record?.run_id === runId ? record : undefined;
+    }, 60_000);
+    // The denial ended the agent's turn, and Claude Code with it, as a session that went well.
+    expect(asking).toMatchObject({ mode: 'exec', exit_code: 0 });
+
+    const answer = 'The operator denied your command: do not fetch the dataset, and finish without it.';
+    const resumedAt = Date.now();
+    const resumed = await gate.client.resume(runId, { resume_id: 'claude-h-deny', prompt: answer });
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    const next = await waitUntil('the model to get the answer', () => model.requestsOf('claude-h').find((request) => JSON.stringify(request.body.messages).includes(answer)), 60_000);
+    console.log(`claude-code: ${next.at - resumedAt} ms from the resume call to the model's next request (the asking session had ended)`);
+
+    await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(model.requestsOf('claude-h')).toHaveLength(3);
+    expect(await sessionRecord(gate, 'claude-h')).toMatchObject({ mode: 'resume', session_id: asked.body.session_id, exit_code: 0, last_message: 'Finished without fetching it.' });
+    expect((await gate.client.runView(runId))?.resumes).toHaveLength(1);
   });
 
   it('(d) past its token budget the agent is stopped (SIGINT first), and the run ends in gate_error with the budget reason', { timeout: WINDOW_MS }, async () => {

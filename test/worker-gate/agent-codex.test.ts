@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../../worker-gate/launchers/installed-agents.ts';
 import { agentRecord, dispatchedRun, leaveLingeringProcess, preparedRun, sessionRecord, startAgentGate, WRITE_EVIDENCE, type AgentGate } from '../support/agent-gates.ts';
-import { CallbackReceiver } from '../support/gate.ts';
+import { CallbackReceiver, waitUntil } from '../support/gate.ts';
 import { ResponsesServer } from '../../scripts/scripted-model-servers.ts';
 import { testPort } from '../support/ports.ts';
 
@@ -15,7 +15,7 @@ import { testPort } from '../support/ports.ts';
  * scenarios run at once, each its own project and conversation (the prompt holds the key the model server scripts).
  */
 
-// expected duration: ~70 s
+// expected duration: ~80 s
 
 // The quiet window needs idle_sustain_sec (min 30) of samples after the agent's processes exited.
 const WINDOW_MS = 90_000;
@@ -50,6 +50,11 @@ afterAll(async () => {
 const prepared = (on: AgentGate, key: string, n = 1, prompt?: string) => preparedRun(on, key, { n, sandbox: 'workspace-write', ...(prompt ? { prompt } : {}) });
 const dispatched = dispatchedRun;
 const callbackTypes = (runId: string) => receiver.deliveredForRun(runId).map((callback) => callback.body.event_type);
+/** The project's session record once the run's session of that mode has ended and written it; undefined before. */
+const sessionRecordOf = async (key: string, runId: string, mode: 'exec' | 'resume') => {
+  const record = await sessionRecord(gate, key).catch(() => undefined);
+  return record?.run_id === runId && record.mode === mode ? record : undefined;
+};
 
 describe.concurrent('Codex CLI under the gate', () => {
   it('(a) writes its evidence with its own tools and ends: the run completes with its decision, and its session is recorded', { timeout: WINDOW_MS + 30_000 }, async () => {
@@ -92,12 +97,97 @@ describe.concurrent('Codex CLI under the gate', () => {
     expect(resumed).toContain('the number is 4217');
   });
 
-  it('(c) the model asks the user a question (request_user_input): the run goes to question_pending with it', { timeout: WINDOW_MS }, async () => {
-    model.script('codex-c', [{ kind: 'question', question: 'Which dataset should I use?' }]);
+  it('(c) the model asks the user a question (request_user_input): the run goes to question_pending with it, and a resume answers it in the same session', { timeout: 2 * WINDOW_MS }, async () => {
+    model.script('codex-c', [
+      { kind: 'question', question: 'Which dataset should I use?' },
+      { kind: 'message', text: 'Waiting for the operator.' },
+      { kind: 'message', text: 'Used the 2024 split.' },
+    ]);
     const runId = await dispatched(gate, await prepared(gate, 'codex-c'));
     // Seconds alone; with every scenario of both agent files at once, the agent's start alone has taken 19 s.
     const asked = await receiver.waitFor(runId, 'question_pending', 60_000);
     expect(asked.body.question).toContain('Which dataset should I use?');
+    expect(asked.body.question_detail).toEqual({
+      kind: 'question',
+      questions: [{ header: 'Question', question: 'Which dataset should I use?', options: [{ label: 'Yes', description: 'go on' }, { label: 'No', description: 'stop' }] }],
+    });
+
+    const answer = 'The operator answered your question: use the 2024 split.';
+    const resumedAt = Date.now();
+    const resumed = await gate.client.resume(runId, { resume_id: 'codex-c-answer-1', prompt: answer });
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    expect(resumed.body).toMatchObject({ ok: true, run_id: runId, resume_id: 'codex-c-answer-1', already_resumed: false, resumes: 1 });
+    // The same resume again answers the first result and starts nothing; the same id with another prompt is refused.
+    const again = await gate.client.resume(runId, { resume_id: 'codex-c-answer-1', prompt: answer });
+    expect(again.body).toMatchObject({ already_resumed: true, resumes: 1, root_pid: resumed.body.root_pid });
+    const otherPrompt = await gate.client.resume(runId, { resume_id: 'codex-c-answer-1', prompt: 'Use the 2023 split.' });
+    expect(otherPrompt.status).toBe(409);
+    expect(otherPrompt.body.detail).toMatch(/already made with a different prompt/);
+
+    // The asking session refused the question and the agent ended its turn; the resumed one continues that conversation.
+    const [, refused] = model.requestsOf('codex-c');
+    expect(JSON.stringify(refused?.body.input)).toContain('Tool call blocked by PreToolUse hook');
+    const next = await waitUntil('the resumed session to ask the model', () => model.requestsOf('codex-c').find((request) => JSON.stringify(request.body.input).includes(answer)), 60_000);
+    console.log(`codex: ${next.at - resumedAt} ms from the resume call to the model's next request`);
+    expect(JSON.stringify(next.body.input)).toContain('Which dataset should I use?');
+
+    const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(callbackTypes(runId)).toEqual(['session_started', 'question_pending', 'session_finished_ready']);
+    // The resumed session's own tokens: one answer (its stream reports the whole thread, the launcher counts its own).
+    expect(await sessionRecord(gate, 'codex-c')).toMatchObject({
+      mode: 'resume',
+      session_id: asked.body.session_id,
+      exit_code: 0,
+      last_message: 'Used the 2024 split.',
+      token_usage: { input_tokens: 100, output_tokens: 10, total_tokens: 110 },
+    });
+    expect(model.requestsOf('codex-c')).toHaveLength(3);
+    const view = await gate.client.runView(runId);
+    expect(view?.resumes).toHaveLength(1);
+    // Both sessions' tokens: three model answers of 100 input and 10 output tokens each.
+    expect(finished.body.token_usage).toEqual({ input_tokens: 300, output_tokens: 30, total_tokens: 330 });
+
+    // A run no longer waiting on an answer is not resumed: the refusal names its state.
+    const late = await gate.client.resume(runId, { resume_id: 'codex-c-answer-2', prompt: answer });
+    expect(late.status).toBe(409);
+    expect(late.body.detail).toMatch(/is finished_ready .*not waiting on an answer/);
+  });
+
+  it('(h) a second question after a resume: the run waits on it again, and a second resume answers it', { timeout: 3 * WINDOW_MS }, async () => {
+    model.script('codex-h', [
+      { kind: 'question', question: 'Which dataset should I use?' },
+      { kind: 'message', text: 'Waiting for the operator.' },
+      { kind: 'question', question: 'Should the 2023 split be reported too?' },
+      { kind: 'message', text: 'Waiting for the operator again.' },
+      { kind: 'message', text: 'Reported the 2024 split alone.' },
+    ]);
+    const runId = await dispatched(gate, await prepared(gate, 'codex-h'));
+    const questions = () => receiver.deliveredForRun(runId).filter((callback) => callback.body.event_type === 'question_pending');
+    await receiver.waitFor(runId, 'question_pending', 60_000);
+    // As when a person answers, the asking session has ended by then: the refused question ended the agent's turn, and
+    // Codex with it, as a session that went well.
+    expect(await waitUntil('the asking session to end', () => sessionRecordOf('codex-h', runId, 'exec'), 60_000)).toMatchObject({ exit_code: 0 });
+    const firstAt = Date.now();
+    expect((await gate.client.resume(runId, { resume_id: 'codex-h-1', prompt: 'The operator answered: use the 2024 split.' })).status).toBe(200);
+
+    const second = await waitUntil('the second question', () => questions()[1], 60_000);
+    const firstNext = model.requestsOf('codex-h').find((request) => JSON.stringify(request.body.input).includes('use the 2024 split'));
+    console.log(`codex: ${firstNext!.at - firstAt} ms from the resume call to the model's next request (the asking session had ended)`);
+    expect(second.body.question_detail).toMatchObject({ kind: 'question', questions: [{ question: 'Should the 2023 split be reported too?' }] });
+    await waitUntil('the second asking session to end', () => sessionRecordOf('codex-h', runId, 'resume'), 60_000);
+    const answer = 'The operator answered your second question: report the 2024 split alone.';
+    const secondAt = Date.now();
+    const resumed = await gate.client.resume(runId, { resume_id: 'codex-h-2', prompt: answer });
+    expect(resumed.body).toMatchObject({ already_resumed: false, resumes: 2 });
+    const next = await waitUntil('the model to get the second answer', () => model.requestsOf('codex-h').find((request) => JSON.stringify(request.body.input).includes(answer)), 60_000);
+    console.log(`codex: ${next.at - secondAt} ms from the second resume call to the model's next request`);
+    // One conversation throughout: the first question and its answer are still in it.
+    expect(JSON.stringify(next.body.input)).toContain('use the 2024 split');
+
+    await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(callbackTypes(runId)).toEqual(['session_started', 'question_pending', 'question_pending', 'session_finished_ready']);
+    expect((await gate.client.runView(runId))?.resumes?.map((resume: { resume_id: string }) => resume.resume_id)).toEqual(['codex-h-1', 'codex-h-2']);
+    expect(await sessionRecord(gate, 'codex-h')).toMatchObject({ mode: 'resume', exit_code: 0, last_message: 'Reported the 2024 split alone.' });
   });
 
   it('(d) past its token budget the agent is stopped (SIGINT first), and the run ends in gate_error with the budget reason', { timeout: WINDOW_MS }, async () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { withinJsonBounds } from '../../platform/http/json-bounds.ts';
 import { CALLBACK_EVENT_TYPES, GATE_STATES } from './gate-names.ts';
+import { AgentQuestionInputSchema } from './agent-question.ts';
 import { RUN_CAUSE_COMMAND_MAX, RUN_CAUSE_KINDS, RUN_CAUSE_MESSAGE_MAX, RUN_CAUSE_REAPED_MAX } from './run-cause.ts';
 
 /** Which evidence files the gate found in the project when it reported readiness (docs/worker-gate.md#worker-gate). */
@@ -87,6 +88,8 @@ export const GateCallbackPayloadSchema = z.strictObject({
   telemetry: CallbackTelemetrySchema,
   process_tracking: CallbackProcessTrackingSchema,
   question: z.string().nullable().optional(),
+  /** With question_pending: the question with its choices, or the tool call a permission request is for. */
+  question_detail: AgentQuestionInputSchema.nullable().optional(),
   evidence: RunEvidenceSchema.nullable().optional(),
   /** What the run's agent has spent so far; absent while the gate knows nothing of it (a script agent that reports none). */
   token_usage: TokenUsageSchema.nullable().optional(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AgentQuestionInputSchema, AgentQuestionSchema, AllowedToolSchema, RESUME_PROMPT_MAX } from './agent-question.ts';
 import { AGENT_EVENTS, CALLBACK_EVENT_TYPES, DISPATCH_MODES, GATE_STATES, LIFECYCLE_EVENTS, REASONING_EFFORTS } from './gate-names.ts';
 import { RunCauseSchema, TokenUsageSchema } from './callback-body.ts';
 import { WORKLOAD_CLASSES } from './workload.ts';
@@ -96,6 +97,8 @@ export const ControlPlaneEventSchema = z.strictObject({
   project_id: optionalText(200),
   project_name: optionalText(500),
   question: optionalText(20_000),
+  /** With ask-user-question: the question with its choices, or the tool call a permission request is for. */
+  question_detail: AgentQuestionInputSchema.nullish().transform((v) => v ?? undefined),
   root_pid: optionalPid,
   process_group_id: optionalPid,
   timestamp: z.iso.datetime({ offset: true }).nullish().transform((v) => v ?? undefined),
@@ -174,6 +177,34 @@ export const DispatchResponseSchema = z.object({
   cpus_unpinned_reason: z.string().nullable().describe('Why a run given a cpu_count was not pinned (no cgroup cpuset on this gate); null otherwise'),
 });
 
+/**
+ * A resume of a run whose agent waits on a person (docs/worker-gate.md#resuming-a-run): the same session of the same run
+ * starts again with `prompt`, in the run's cgroup, slot and sandbox. Once per resume_id.
+ */
+export const ResumeRunSchema = z.strictObject({
+  resume_id: z.string().regex(/^[A-Za-z0-9._:-]{1,100}$/, 'must be 1–100 letters, digits, ".", "_", ":" or "-"'),
+  prompt: z.string().trim().min(1).max(RESUME_PROMPT_MAX),
+  allowed_tools: z.array(AllowedToolSchema).max(20).default([]).describe('Tools the resumed session may use without asking: for its next session only, or for the rest of the run'),
+});
+export type ResumeRunRequest = z.output<typeof ResumeRunSchema>;
+
+export const ResumeRecordSchema = z.object({
+  resume_id: z.string(),
+  at: z.string(),
+  prompt_sha256: z.string(),
+  allowed_tools: z.array(z.string()),
+});
+
+export const ResumeRunResponseSchema = z.object({
+  ok: z.literal(true),
+  run_id: z.string(),
+  resume_id: z.string(),
+  gate_state: z.enum(GATE_STATES),
+  already_resumed: z.boolean().describe('True when this resume_id had been taken before: nothing started again'),
+  resumes: z.number().int().describe('How many times the run has been resumed'),
+  root_pid: nullableInt,
+});
+
 export const CancelRunResponseSchema = z.object({
   ok: z.literal(true),
   run_id: z.string(),
@@ -250,6 +281,10 @@ export const GateRunViewSchema = z.object({
   idle_seen_at: z.string().nullable(),
   ended: z.boolean(),
   question: z.string().nullable(),
+  question_detail: AgentQuestionSchema.nullable().optional().describe('The pending question with its choices, or the tool call a permission request is for; absent from older records'),
+  resumes: z.array(ResumeRecordSchema).optional().describe("The run's session resumed by the control plane: one entry per resume; absent from older records"),
+  allowed_tools: z.array(z.string()).optional().describe('Tools allowed for the rest of the run by an answer to a permission request; absent from older records'),
+  tokens_before_session: TokenUsageSchema.nullable().optional().describe("What the run's sessions before its current one spent (set by a resume); absent from older records"),
   gate_state: z.enum(GATE_STATES),
   gate_reason: z.string(),
   samples_needed: z.number().int().describe('Quiet samples the run\'s workload class needs'),

@@ -5,6 +5,7 @@ import {
   type GateState,
   type LifecycleEvent,
 } from '../contract/gate-names.ts';
+import type { AgentQuestion } from '../contract/agent-question.ts';
 
 /** The part of a gate run record that lifecycle events change. Times are ISO 8601 strings from the gate's clock. */
 export interface GateSession {
@@ -17,6 +18,8 @@ export interface GateSession {
   /** An end event was seen: readiness is reported as session_finished_ready rather than wake_ready. */
   ended: boolean;
   question: string | null;
+  /** The pending question with its choices, or the tool call a permission request is for; absent from older records. */
+  question_detail?: AgentQuestion | null;
   gate_state: GateState;
   gate_reason: string;
 }
@@ -25,6 +28,7 @@ export interface LifecycleInput {
   event: LifecycleEvent;
   session_id?: string | undefined;
   question?: string | undefined;
+  question_detail?: AgentQuestion | undefined;
   message?: string | undefined;
   /** With session-end: how the agent's process ended, as its launcher saw it; non-zero ends the run in error. */
   exit_code?: number | undefined;
@@ -53,6 +57,7 @@ export function freshSession(sessionId: string | null = null): GateSession {
     idle_seen_at: null,
     ended: false,
     question: null,
+    question_detail: null,
     gate_state: 'running',
     gate_reason: 'dispatched; waiting for the agent to report',
   };
@@ -126,6 +131,7 @@ export function applyLifecycleEvent(current: GateSession, input: LifecycleInput)
       break;
     case 'ask-user-question':
       session.question = input.question ?? input.message ?? null;
+      session.question_detail = input.question_detail ?? null;
       session.gate_state = 'question_pending';
       session.gate_reason = 'agent asked a question and waits for a person';
       callbacks.push({ event_type: 'question_pending', observed_at: input.received_at });

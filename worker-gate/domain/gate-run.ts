@@ -79,6 +79,12 @@ export interface GateRun extends GateSession {
   cpus?: number[] | null;
   /** Why a run whose dispatch asked for a cpu_count was not pinned (the gate has no cgroup cpuset); null otherwise. */
   cpus_unpinned_reason?: string | null;
+  /** Each resume of the run's session by the control plane (an answer), oldest first; absent from older records. */
+  resumes?: ResumeRecord[];
+  /** Tools an answer allowed for the rest of the run: every later session of it may use them unasked. */
+  allowed_tools?: string[];
+  /** What the run's earlier sessions spent: a resumed session's tool reports its own, which adds to this. */
+  tokens_before_session?: TokenUsage | null;
   /** VRAM in use when the run was dispatched: on its own GPUs where it was given some, else on every GPU. */
   vram_baseline_mib: number | null;
   /** Every process the gate has tracked for this run, with its start time, to tell a reused pid apart. */
@@ -95,6 +101,14 @@ export interface GateRun extends GateSession {
   events_ignored: number;
   created_at: string;
   updated_at: string;
+}
+
+export interface ResumeRecord {
+  resume_id: string;
+  at: string;
+  prompt_sha256: string;
+  /** The tool rules the resumed session was started with. */
+  allowed_tools: string[];
 }
 
 export interface ReapedProcess {
@@ -296,7 +310,7 @@ export function applyRunEvent(run: GateRun, input: RunEventInput): { run: GateRu
     events_ignored: run.events_ignored + (outcome.ignored_reason ? 1 : 0),
     callbacks: outcome.session_reset ? [] : run.callbacks,
     tmux_session: run.tmux_session ?? input.tmux_session ?? null,
-    token_usage: input.token_usage ?? run.token_usage ?? null,
+    token_usage: input.token_usage ? withEarlierSessions(run, input.token_usage) : (run.token_usage ?? null),
     last_progress_at: input.received_at,
     cause: outcome.ignored_reason ? (run.cause ?? null) : (causeOfEnd(input) ?? run.cause ?? null),
   };
@@ -305,5 +319,50 @@ export function applyRunEvent(run: GateRun, input: RunEventInput): { run: GateRu
 
 /** The runner saw the agent's tool move (a model answer, a tool event, a usage change): the stall clock starts over. */
 export function recordProgress(run: GateRun, at: string, tokenUsage: TokenUsage | undefined): GateRun {
-  return { ...run, last_progress_at: at, token_usage: tokenUsage ?? run.token_usage ?? null };
+  return { ...run, last_progress_at: at, token_usage: tokenUsage ? withEarlierSessions(run, tokenUsage) : (run.token_usage ?? null) };
+}
+
+/** The run's whole spend: a session's usage, as its tool reports it, after what the run's earlier sessions spent. */
+function withEarlierSessions(run: GateRun, session: TokenUsage): TokenUsage {
+  const before = run.tokens_before_session;
+  if (!before) return session;
+  return {
+    input_tokens: before.input_tokens + session.input_tokens,
+    output_tokens: before.output_tokens + session.output_tokens,
+    total_tokens: before.total_tokens + session.total_tokens,
+  };
+}
+
+/**
+ * The run's session starts again with an answer (docs/worker-gate.md#resuming-a-run): the question is cleared, the gate
+ * watches for the new session's events and processes as after a dispatch, and what the run spent so far stays counted.
+ * The run keeps its slot, cgroup, GPUs and CPUs; `eventTokenSha256` is the new session's own event token.
+ */
+export function resumedRun(run: GateRun, resume: ResumeRecord, eventTokenSha256: string, runAllowedTools: string[]): GateRun {
+  return {
+    ...run,
+    gate_state: 'running',
+    gate_reason: `resumed (${resume.resume_id}); waiting for the agent to report`,
+    question: null,
+    question_detail: null,
+    last_event: null,
+    idle_seen_at: null,
+    ended: false,
+    dispatch_status: 'starting',
+    event_token_sha256: eventTokenSha256,
+    root_pid: null,
+    root_start_ticks: null,
+    process_group_id: null,
+    dispatch_script: null,
+    alive_pids: [],
+    root_alive: false,
+    processes_exited_at: null,
+    quiet_window: null,
+    cause: null,
+    last_progress_at: resume.at,
+    tokens_before_session: run.token_usage ?? null,
+    allowed_tools: runAllowedTools,
+    resumes: [...(run.resumes ?? []), resume],
+    updated_at: resume.at,
+  };
 }

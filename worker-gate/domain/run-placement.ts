@@ -3,7 +3,7 @@
  * dispatch names (offered by run_gpus, held by no other run of the gate), and the CPUs its cpu_count asks for (the
  * lowest its gate has free). Pure: what the gate holds and offers comes in as input.
  */
-import { SETTLED_GATE_STATES } from '../contract/gate-names.ts';
+import { RUN_OVER_GATE_STATES } from '../contract/gate-names.ts';
 import type { GateRun } from './gate-run.ts';
 
 /** A run holding one of the gate's slots, with the GPUs and CPUs it is pinned to (null: not pinned). */
@@ -44,8 +44,11 @@ export type Placement = { ok: true; cpus: number[] | null } | { ok: false; reaso
 
 const listed = (values: readonly (number | string)[]) => values.join(', ');
 
-/** Whether a run of the gate holds a slot: from its dispatch until it settles, as the control plane counts it over. */
-export const holdsSlot = (run: GateRun): boolean => !SETTLED_GATE_STATES.has(run.gate_state);
+/**
+ * Whether a run of the gate holds a slot: from its dispatch until it is over. A run whose agent waits on a person's
+ * answer keeps its slot, GPUs and CPUs, so that its session resumes where it was (docs/runs.md#answering-the-agent).
+ */
+export const holdsSlot = (run: GateRun): boolean => !RUN_OVER_GATE_STATES.has(run.gate_state);
 
 /** The slot holders among the gate's run records, oldest dispatch first. */
 export function slotHoldersOf(runs: readonly GateRun[]): SlotHolder[] {

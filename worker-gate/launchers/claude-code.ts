@@ -54,6 +54,8 @@ export const claudeCodeLauncher: RuntimeLauncher = {
       request.sandbox,
       '--settings',
       join(request.home, HOOKS_FILE),
+      // One flag per rule: a rule such as `Bash(npm test)` holds spaces, which the list form would split.
+      ...request.allowedTools.flatMap((rule) => ['--allowedTools', rule]),
       ...(request.resumeSessionId ? ['--resume', request.resumeSessionId] : ['--session-id', randomUUID()]),
     ];
   },

@@ -5,8 +5,11 @@
 // Plain JavaScript with no imports of the project: a hook runs at every turn of the agent, and on Node 20 a TypeScript
 // loader would add about a second to each. It follows the retry rules of docs/worker-gate.md#worker-gate without holding the agent: it
 // tries for HOOK_BUDGET_MS, and an event not delivered by then is handed to a detached copy of this script (`--deliver`) that
-// keeps trying for AGENT_EVENT_RETRY_SEC, while the hook itself returns. It never prints: the tool reads a hook's stdout
-// as its decision, and silence lets the agent go on.
+// keeps trying for AGENT_EVENT_RETRY_SEC, while the hook itself returns. It prints nothing (the tool reads a hook's stdout
+// as its decision, and silence lets the agent go on), but for a question the gate took: then it refuses the tool call
+// with a reason that tells the agent to end its turn, since the answer comes as the prompt of its resumed session
+// (docs/worker-gate.md#resuming-a-run). Codex shows a PreToolUse refusal's reason to the model as the call's output;
+// Claude Code shows a PermissionRequest denial's message (an `interrupt` would end it with status 1 instead).
 import { spawn } from 'node:child_process';
 
 const HOOK_BUDGET_MS = 2_000;
@@ -24,9 +27,14 @@ function gateEventFor(hookEvent, input) {
     case 'PreToolUse':
       // Codex's question to the user is a tool call; any other tool is the agent at work.
       if (input.tool_name !== 'request_user_input') return null;
-      return { event: 'ask-user-question', question: questionOf(input.tool_input), message: 'the agent asks the user' };
+      return { event: 'ask-user-question', question: questionOf(input.tool_input), question_detail: questionDetailOf(input.tool_input), message: 'the agent asks the user' };
     case 'PermissionRequest':
-      return { event: 'ask-user-question', question: `permission for ${String(input.tool_name ?? 'a tool')}: ${text(JSON.stringify(input.tool_input ?? {}))}`, message: 'the agent asks for a permission' };
+      return {
+        event: 'ask-user-question',
+        question: `permission for ${toolName(input)}: ${text(JSON.stringify(input.tool_input ?? {}))}`,
+        question_detail: permissionDetailOf(input),
+        message: 'the agent asks for a permission',
+      };
     case 'SessionEnd':
       return { event: 'session-stop', message: `session ended (${String(input.reason ?? 'other')})` };
     default:
@@ -36,6 +44,37 @@ function gateEventFor(hookEvent, input) {
 
 function text(value) {
   return typeof value === 'string' && value.length > 0 ? value.slice(0, MAX_TEXT) : null;
+}
+
+const short = (value, max) => (typeof value === 'string' ? value.slice(0, max) : null);
+const toolName = (input) => (typeof input.tool_name === 'string' && input.tool_name.length > 0 ? input.tool_name.slice(0, 200) : 'a tool');
+
+/** The questions with their choices, as worker-gate/contract/agent-question.ts bounds them. */
+function questionDetailOf(toolInput) {
+  const asked = (Array.isArray(toolInput?.questions) ? toolInput.questions : []).slice(0, 5).flatMap((q) => {
+    const question = short(q?.question, 4000) ?? short(q?.header, 4000);
+    if (!question) return [];
+    const options = (Array.isArray(q?.options) ? q.options : []).slice(0, 10).flatMap((option) => {
+      const label = short(option?.label, 200);
+      return label ? [{ label, description: short(option?.description, 4000) }] : [];
+    });
+    return [{ header: short(q?.header, 200), question, options }];
+  });
+  return asked.length > 0 ? { kind: 'question', questions: asked } : undefined;
+}
+
+/** The tool call a permission request is for; its arguments only where they fit the gate's bound (8 KiB). */
+function permissionDetailOf(input) {
+  const toolInput = input.tool_input !== null && typeof input.tool_input === 'object' && !Array.isArray(input.tool_input) ? input.tool_input : {};
+  const fits = JSON.stringify(toolInput).length <= 8000;
+  return { kind: 'permission', tool_name: toolName(input), tool_input: fits ? toolInput : { note: 'the arguments were too long to show' } };
+}
+
+/** What the hook answers the tool once the gate has the question: the call is refused, and the agent ends its turn. */
+function refusalFor(hookEvent) {
+  const reason = 'The operator has been asked and will answer in your next message. Do not go on and do not ask again: end your turn now.';
+  if (hookEvent === 'PreToolUse') return { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } };
+  return { hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message: reason } } };
 }
 
 function questionOf(toolInput) {
@@ -61,7 +100,7 @@ async function readStdin() {
 
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
-/** Posts until accepted, a final answer (a 4xx but 429), or `giveUpAt`; true when accepted or final. */
+/** Posts until accepted, a final answer (a 4xx but 429), or `giveUpAt`: 'accepted', 'refused' (final), or false. */
 async function post(body, giveUpAt) {
   for (let attempt = 1; ; attempt += 1) {
     try {
@@ -72,7 +111,8 @@ async function post(body, giveUpAt) {
         signal: AbortSignal.timeout(Math.max(100, Math.min(POST_TIMEOUT_MS, giveUpAt - Date.now()))),
       });
       await response.text().catch(() => '');
-      if (response.ok || (response.status !== 429 && response.status < 500)) return true;
+      if (response.ok) return 'accepted';
+      if (response.status !== 429 && response.status < 500) return 'refused';
     } catch {
       // Not reached, or timed out: try again.
     }
@@ -93,7 +133,9 @@ async function hook(hookEvent) {
     session_id: typeof input.session_id === 'string' ? input.session_id.slice(0, 200) : undefined,
     timestamp: new Date().toISOString(),
   });
-  if (await post(body, Date.now() + HOOK_BUDGET_MS)) return;
+  const delivered = await post(body, Date.now() + HOOK_BUDGET_MS);
+  if (delivered === 'accepted' && mapped.event === 'ask-user-question') process.stdout.write(JSON.stringify(refusalFor(hookEvent)));
+  if (delivered) return;
   const deliverer = spawn(process.execPath, [process.argv[1], '--deliver'], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
   deliverer.stdin.end(body);
   deliverer.unref();

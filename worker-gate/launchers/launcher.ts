@@ -17,6 +17,7 @@ import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AGENT_SESSION_ID, LAUNCHED_RUNTIMES, type LaunchedRuntime, type TokenUsage } from '../contract/agent-runtimes.ts';
+import { RESUME_PROMPT_MAX, ToolRuleSchema } from '../contract/agent-question.ts';
 import { toolEndCause } from '../contract/run-cause.ts';
 import { PinnedDir } from '../../platform/files/pinned-dir.ts';
 import {
@@ -49,6 +50,20 @@ const launcherEnvSchema = z.object({
   AGENT_RECORDS: z.string().min(1),
   AGENT_STATE_DIR: z.string().min(1),
   RESUME_SESSION_ID: z.string().regex(AGENT_SESSION_ID).optional(),
+  /** A resume's prompt (an operator's answer), given by the gate instead of the run's prompt file. */
+  RESUME_PROMPT: z.string().min(1).max(RESUME_PROMPT_MAX).optional(),
+  /** Tools the session may use without asking (JSON list of rules in Claude Code's --allowedTools form). */
+  ALLOWED_TOOLS: z
+    .string()
+    .max(64 * 1024)
+    .optional()
+    .transform((text, context) => {
+      if (text === undefined) return [];
+      const parsed = z.array(ToolRuleSchema).max(100).safeParse(safeJson(text));
+      if (parsed.success) return parsed.data;
+      context.addIssue({ code: 'custom', message: 'must be a JSON list of tool rules' });
+      return z.NEVER;
+    }),
   TOKEN_BUDGET: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   /** '1': the runner starts in a tmux session named after the run (agent_tmux_enabled). */
   AGENT_TMUX: z.enum(['0', '1']).default('0'),
@@ -159,7 +174,7 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
   const launcher = LAUNCHERS[launcherEnv.AGENT_RUNTIME]!;
   const records = AgentRecords.open(launcherEnv.AGENT_RECORDS);
   const startedAt = new Date().toISOString();
-  const prompt = readPrompt(env).subarray(0, MAX_PROMPT_BYTES).toString('utf8');
+  const prompt = launcherEnv.RESUME_PROMPT ?? readPrompt(env).subarray(0, MAX_PROMPT_BYTES).toString('utf8');
   const plan = agentSandboxPlanFromEnv(process.env);
   const home = openToolHome(launcherEnv.AGENT_HOME, launcherEnv.AGENT_STATE_DIR, plan);
   const request = {
@@ -168,6 +183,7 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     reasoningEffort: env.REASONING_EFFORT,
     sandbox: env.SANDBOX,
     resumeSessionId: env.DISPATCH_MODE === 'resume' ? (launcherEnv.RESUME_SESSION_ID ?? null) : null,
+    allowedTools: launcherEnv.ALLOWED_TOOLS,
     home: home.seen,
     homeOnHost: home.onHost,
   };
@@ -188,10 +204,16 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
   // In this process's directory: the project the gate pinned (bwrap, when there is one, starts the tool there too).
   const child = spawn(command!, args, { env: toolEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   const budget = budgetGuard(child, launcherEnv.TOKEN_BUDGET, () => (child.pid === undefined ? null : sandboxedToolPid(child.pid, plan)));
-  const usageWatcher = launcherEnv.TOKEN_BUDGET === undefined ? undefined : launcher.watchUsage?.(request, startedAt);
+  // A resumed Codex session's stream reports the whole thread, its earlier sessions included (measured with 0.169: three
+  // answers, two of them before the resume, read 300 input tokens): the watcher counts this invocation alone.
+  const resumed = request.resumeSessionId !== null;
+  const usageWatcher = launcherEnv.TOKEN_BUDGET === undefined && !resumed ? undefined : launcher.watchUsage?.(request, startedAt);
   // What the tool's stream reported, or what the watcher read where that is more (the stream may report only at the end).
   let watchedUsage: TokenUsage | null = null;
-  const spent = () => (watchedUsage && watchedUsage.total_tokens > (state.tokenUsage?.total_tokens ?? 0) ? watchedUsage : state.tokenUsage);
+  const spent = () => {
+    if (resumed && watchedUsage) return watchedUsage;
+    return watchedUsage && watchedUsage.total_tokens > (state.tokenUsage?.total_tokens ?? 0) ? watchedUsage : state.tokenUsage;
+  };
   const progress = progressReporter(env, spent);
   const watching = usageWatcher
     ? setInterval(() => {
@@ -254,6 +276,14 @@ async function runAgent(env: DispatchEnv, launcherEnv: z.output<typeof launcherE
     ...(budget.exceeded() ? { token_budget_exceeded: launcherEnv.TOKEN_BUDGET } : {}),
     cause: toolEndCause({ exitCode, signal: ended.signal, lastError: state.lastError, spawnError: ended.error, stoppedOverBudget: budget.exceeded() }),
   });
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** What only the launcher reads: the tool gets none of it (its sandbox's plan least of all). */

@@ -8,6 +8,8 @@ export interface LaunchRequest {
   sandbox: string;
   /** Set for `mode: resume`: the project's last recorded session. */
   resumeSessionId: string | null;
+  /** Tools the session may use without asking, as an operator's answer allowed them (Claude Code's --allowedTools rules). */
+  allowedTools: readonly string[];
   /** The tool's isolated home for this project, as the tool sees it (in its sandbox). */
   home: string;
   /** The same home where the launcher, outside the sandbox, reads it. */

@@ -3,6 +3,7 @@ import { defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { CallbackEventType, DispatchMode, GateState, ReasoningEffort } from '../../worker-gate/contract/gate-names.ts';
 import type { PreflightResult } from '../../capabilities/runs/domain/preflight-checks.ts';
 import type { RunEvidence } from '../../worker-gate/contract/callback-body.ts';
+import type { AgentQuestion, AllowedTool } from '../../worker-gate/contract/agent-question.ts';
 
 /** Messages of the run workflow, shared by the workflow, the worker and the HTTP layer (the client side). */
 
@@ -29,6 +30,11 @@ export interface RunTimings {
   gate_call_attempts: number;
   /** First pause between tries; it doubles after each. */
   gate_retry_initial_sec: number;
+  /**
+   * How long a run whose agent asked a question waits for the operator's answer, keeping its lane, before it ends in
+   * gate_timeout and its item goes to needs_review. Absent from runs started before answers existed.
+   */
+  question_wait_sec?: number;
 }
 
 export interface AgentSettings {
@@ -65,13 +71,23 @@ export interface RunCallback {
   reason: string;
   seen_at: string;
   question: string | null;
+  /** With question_pending: the question's choices, or the tool call a permission request is for. Absent from older signals. */
+  question_detail?: AgentQuestion | null;
   evidence: RunEvidence | null;
+}
+
+/** An operator's answer to the agent, recorded in the ledger (run_answers), for the run to resume the session with. */
+export interface RunAnswer {
+  /** Its number within the run: the answer to the run's n-th question. */
+  answer_number: number;
+  prompt: string;
+  allowed_tools: AllowedTool[];
 }
 
 /** Where a run is: the workflow's current details in the Temporal UI (workflows/runs/run-workflow.ts). */
 export interface RunProgress {
   run_id: string;
-  phase: 'claiming' | 'preflight' | 'preparing' | 'dispatching' | 'awaiting_callbacks' | 'reconciling' | 'finished';
+  phase: 'claiming' | 'preflight' | 'preparing' | 'dispatching' | 'awaiting_callbacks' | 'awaiting_answer' | 'resuming' | 'reconciling' | 'finished';
   run_state: string | null;
   queue_status: string | null;
   callbacks_seen: number;
@@ -87,5 +103,7 @@ export interface RunWorkflowResult {
 }
 
 export const workerCallbackSignal = defineSignal<[RunCallback]>('workerCallback');
+/** The operator's answer to the agent's question; a repeated one (same answer_number) changes nothing. */
+export const answerSignal = defineSignal<[RunAnswer]>('answer');
 /** Answers once the dispatch phase has an outcome; the HTTP call of a live dispatch-next waits on it. */
 export const dispatchOutcomeUpdate = defineUpdate<DispatchOutcome>('dispatchOutcome');

@@ -24,6 +24,8 @@ import {
   QUEUE_STATUS_ATTRIBUTE,
   workerCallbackSignal,
   type DispatchOutcome,
+  answerSignal,
+  type RunAnswer,
   type RunCallback,
   type RunProgress,
   type RunWorkflowInput,
@@ -42,7 +44,7 @@ import { RUN_PATCHES } from '../patches.ts';
 
 type LedgerActivities = Pick<RunActivities, 'claimRun' | 'transitionRun'>;
 type PreflightActivities = Pick<RunActivities, 'preflightRun'>;
-type GateActivities = Pick<RunActivities, 'prepareRun' | 'dispatchRun' | 'cancelOnWorker'>;
+type GateActivities = Pick<RunActivities, 'prepareRun' | 'dispatchRun' | 'cancelOnWorker' | 'resumeOnWorker'>;
 
 // Ledger writes are short database writes in the worker's own process: as local activities they cost no round trip
 // through the task queue. Each is idempotent by business key, so a re-run after a crash changes nothing twice. Their
@@ -76,6 +78,12 @@ const preflight = proxyActivities<PreflightActivities>(PREFLIGHT_OPTIONS);
 const preflightBeforePatch = proxyLocalActivities<PreflightActivities>(PREFLIGHT_OPTIONS);
 
 type Phase = RunProgress['phase'];
+
+/** A resume may first wait, up to 15 s on the gate, for the asking session's processes to end (docs/worker-gate.md#resuming-a-run). */
+const RESUME_SLACK_SEC = 20;
+
+/** How long a run started without question_wait_sec in its timings waits for an answer: a week. */
+const DEFAULT_QUESTION_WAIT_SEC = 7 * 24 * 3600;
 
 /** One line of Temporal markdown: where the run is, for the workflow's page in the Temporal UI. */
 function currentDetails(progress: RunProgress): string {
@@ -113,6 +121,10 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   const progress: RunProgress = { run_id: runId, phase: 'claiming', run_state: null, queue_status: null, callbacks_seen: 0, outcome: null };
   const seenKeys = new Set<string>();
   const inbox: RunCallback[] = [];
+  /** The operator's answers by number: the answer to the run's n-th question is n. */
+  const answers = new Map<number, RunAnswer>();
+  /** How many questions the agent has asked in this run. */
+  let questionsAsked = 0;
 
   setHandler(dispatchOutcomeUpdate, async () => {
     await condition(() => outcome !== undefined);
@@ -130,6 +142,10 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     inbox.push(callback);
   });
 
+  setHandler(answerSignal, (answer) => {
+    if (!answers.has(answer.answer_number)) answers.set(answer.answer_number, answer);
+  });
+
   const settle = (value: DispatchOutcome) => {
     outcome ??= value;
     progress.outcome = outcome.action;
@@ -139,8 +155,11 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     progress.phase = phase;
     showProgress();
   };
-  const transition = async (name: RunTransition, detail?: TransitionDetail): Promise<TransitionOutcome> => {
-    const result = await recorded(name, () => ledger(`${name}: run ${runId}`).transitionRun({ run_id: runId, transition: name, ...(detail ? { detail } : {}) }));
+  const transition = async (name: RunTransition, detail?: TransitionDetail, occurrence?: number): Promise<TransitionOutcome> => {
+    const summary = occurrence && occurrence > 1 ? `${name} (${occurrence}): run ${runId}` : `${name}: run ${runId}`;
+    const result = await recorded(name, () =>
+      ledger(summary).transitionRun({ run_id: runId, transition: name, ...(detail ? { detail } : {}), ...(occurrence ? { occurrence } : {}) }),
+    );
     progress.run_state = result.run_state;
     if (result.queue_status) {
       progress.queue_status = result.queue_status;
@@ -262,6 +281,39 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     }
   }
 
+  /**
+   * The agent asked: the run keeps its lane and waits for the operator's answer, then the gate resumes the agent's
+   * session with it (docs/runs.md#answering-the-agent). True when the session resumed, false when the run ended here
+   * (no answer within question_wait_sec, or the gate could not resume it).
+   */
+  async function awaitAnswer(callback: RunCallback, audit: Record<string, unknown>): Promise<boolean> {
+    const number = questionsAsked + 1;
+    const asked = await transition('question_asked', { session_id: callback.session_id, question: callback.question, question_detail: callback.question_detail ?? null, audit }, number);
+    if (!asked.applied && asked.run_state !== 'question_pending') return false;
+    questionsAsked = number;
+    enter('awaiting_answer');
+    const waitSec = timings.question_wait_sec ?? DEFAULT_QUESTION_WAIT_SEC;
+    if (!(await condition(() => answers.has(number), waitSec * 1000))) {
+      await transition('question_unanswered', { last_error: `the agent's question was not answered within ${waitSec} s` });
+      return false;
+    }
+    const answer = answers.get(number)!;
+    enter('resuming');
+    try {
+      const timeoutSec = timings.gate_call_timeout_sec + RESUME_SLACK_SEC;
+      const resumeGate = proxyActivities<Pick<GateActivities, 'resumeOnWorker'>>({ ...gateOptions, startToCloseTimeout: `${timeoutSec + 5} seconds` });
+      await resumeGate.resumeOnWorker({ run_id: runId, timeout_sec: timeoutSec, resume_id: `answer-${number}`, prompt: answer.prompt, allowed_tools: answer.allowed_tools });
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      const failure = error.cause instanceof ApplicationFailure ? error.cause : undefined;
+      await transition('resume_failed', { last_error: `the answer could not resume the agent's session: ${failure?.message ?? error.message}`, audit: { answer_number: number } });
+      return false;
+    }
+    await transition('answered', { clears_question: true, audit: { answer_number: number } }, number);
+    enter('awaiting_callbacks');
+    return true;
+  }
+
   /** True when the callback finished the run. */
   async function applyCallback(callback: RunCallback): Promise<boolean> {
     const audit = { callback: callback.idempotency_key, gate_state: callback.gate_state, reason: callback.reason };
@@ -271,7 +323,10 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
         await transition(name, { session_id: callback.session_id, audit });
         return false;
       case 'question_pending':
-        return (await transition(name, { session_id: callback.session_id, question: callback.question, audit })).applied;
+        if (!patched(RUN_PATCHES.answersResumeSession)) {
+          return (await transition(name, { session_id: callback.session_id, question: callback.question, audit })).applied;
+        }
+        return !(await awaitAnswer(callback, audit));
       case 'gate_timeout':
       case 'gate_error':
         return (await transition(name, { last_error: `${callback.event_type}: ${callback.reason}`, audit })).applied;

@@ -64,13 +64,15 @@ export type ActionReason = (typeof ACTION_REASONS)[number];
 /** The reason an attention-lane queue item needs a person; null for an item in no attention. */
 export function queueItemAction(item: QueueRowFacts): ActionReason | null {
   if (item.status === 'needs_review') return 'agent_question';
+  // Only the agent's question flags a running item (operators' queue commands refuse items in flight): its run waits on an answer.
+  if (item.status === 'running' && item.manual_review_required) return 'agent_question';
   if (item.status === 'dispatch_error') return 'dispatch_error';
   if (item.status === 'blocked') return 'blocked';
   return item.manual_review_required ? 'manual_review' : null;
 }
 
 export const ACTION_HINTS: Readonly<Record<ActionReason, string>> = {
-  agent_question: 'the agent asked a question: answer it, then requeue the item',
+  agent_question: "the agent asked a question: answer it on the run's page (or rcp runs answer), and its session resumes; a question left unanswered past agent_question_wait_sec leaves the item in needs_review, to requeue",
   dispatch_error: 'dispatch kept failing: fix the worker or the item, then requeue',
   blocked: 'the run stopped on its worker: inspect it, then requeue or cancel',
   quiet_window_overdue:

@@ -22,9 +22,11 @@ export const RUN_STATES = [
 ] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
-/** States after which a run changes no more; callbacks for such a run are recorded and ignored. */
+/**
+ * States after which a run changes no more; callbacks for such a run are recorded and ignored. A run whose agent waits
+ * on a question is not finished: its workflow waits for the answer and resumes the session (docs/runs.md#answering-the-agent).
+ */
 export const FINISHED_RUN_STATES: ReadonlySet<RunState> = new Set([
-  'question_pending',
   'gate_timeout',
   'gate_error',
   'reconciled',
@@ -39,6 +41,10 @@ export const RUN_TRANSITIONS = [
   'worker_accepted',
   'session_started',
   'question_pending',
+  'question_asked',
+  'answered',
+  'question_unanswered',
+  'resume_failed',
   'wake_received',
   'reconciling',
   'completed',
@@ -60,13 +66,23 @@ export interface TransitionRule {
 }
 
 const BEFORE_WAKE: readonly RunState[] = ['awaiting_wake', 'running'];
-const IN_FLIGHT: readonly RunState[] = ['prepared', 'dispatching', 'awaiting_wake', 'running', 'wake_ready', 'session_finished_ready'];
+const IN_FLIGHT: readonly RunState[] = ['prepared', 'dispatching', 'awaiting_wake', 'running', 'question_pending', 'wake_ready', 'session_finished_ready'];
+const WAITING_ON_AN_ANSWER: readonly RunState[] = ['question_pending'];
 
 export const TRANSITION_RULES: Readonly<Record<RunTransition, TransitionRule>> = {
   prepared: { from: ['dispatching'], runState: 'prepared', queueStatus: null },
   worker_accepted: { from: ['dispatching', 'prepared'], runState: 'awaiting_wake', queueStatus: 'awaiting_wake' },
   session_started: { from: ['awaiting_wake'], runState: 'running', queueStatus: 'running' },
+  // Runs started before answers existed: the question ends the run's wait, and its item waits for review.
   question_pending: { from: BEFORE_WAKE, runState: 'question_pending', queueStatus: 'needs_review' },
+  // The agent asked: the run waits for the operator's answer and keeps its lane (its item stays in flight, flagged).
+  question_asked: { from: BEFORE_WAKE, runState: 'question_pending', queueStatus: 'running' },
+  // The answer reached the gate, which resumed the agent's session with it.
+  answered: { from: WAITING_ON_AN_ANSWER, runState: 'running', queueStatus: 'running' },
+  // No answer came within agent_question_wait_sec: the run ends, timed out, and its item waits for review (lane freed).
+  question_unanswered: { from: WAITING_ON_AN_ANSWER, runState: 'gate_timeout', queueStatus: 'needs_review' },
+  // The gate could not resume the session with the answer.
+  resume_failed: { from: WAITING_ON_AN_ANSWER, runState: 'gate_error', queueStatus: 'blocked' },
   // runState is the callback's event type (wake_ready or session_finished_ready), given with the transition.
   wake_received: { from: BEFORE_WAKE, runState: null, queueStatus: 'wake_received' },
   reconciling: { from: ['wake_ready', 'session_finished_ready'], runState: null, queueStatus: 'reconciling' },
@@ -79,6 +95,12 @@ export const TRANSITION_RULES: Readonly<Record<RunTransition, TransitionRule>> =
   dispatch_failed: { from: ['dispatching', 'prepared'], runState: 'dispatch_error', queueStatus: 'queued' },
   canceled: { from: IN_FLIGHT, runState: 'canceled', queueStatus: 'canceled' },
 };
+
+/** Transitions that may happen more than once in one run: each question asked, and each answer to one. */
+export const REPEATABLE_TRANSITIONS: ReadonlySet<RunTransition> = new Set(['question_asked', 'answered']);
+
+/** Transitions after which the run's item waits for a person (manual_review_required set). */
+export const FLAGGING_TRANSITIONS: ReadonlySet<RunTransition> = new Set(['question_pending', 'question_asked', 'question_unanswered']);
 
 /** Consecutive failed dispatch attempts after which an item stops being retried (docs/runs.md#runs, step 3). */
 export const MAX_CONSECUTIVE_DISPATCH_FAILURES = 3;

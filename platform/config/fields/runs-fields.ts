@@ -81,6 +81,10 @@ export const runsFields = {
     description:
       "A run's token budget: its research candidate's expected_token_budget times this. Past it, the worker gate's launcher stops a real agent (SIGINT, then SIGTERM and SIGKILL) and the run ends in gate_error; 0 sets no budget. A run without a candidate, or whose candidate names no budget, has none.",
   }),
+  agent_question_wait_sec: doc(z.number().int().min(60).max(90 * 24 * 3600).default(7 * 24 * 3600), {
+    description:
+      "How long a run whose agent asked a question waits for the operator's answer (docs/runs.md#answering-the-agent). It keeps its lane (slot), GPUs and the agent's session meanwhile; the answer resumes that session. Past this, the run ends in gate_timeout and its item goes to needs_review, freeing the lane. Default a week.",
+  }),
   default_workload_class: doc(WorkloadClassSchema.default('inference_eval'), {
     description: 'Workload class used when an item names none.',
   }),

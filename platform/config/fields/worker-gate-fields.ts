@@ -160,7 +160,7 @@ export const workerGateFields = {
   }),
   run_slots: doc(z.number().int().min(1).max(MAX_RUN_SLOTS).default(1), {
     description:
-      "Worker gate: how many runs it holds at once (docs/worker-gate.md#slots-and-gpus). A run holds its slot from its dispatch until it settles (ready, finished, a pending question, cancelled, error); a dispatch while every slot is held is answered 409, naming the runs that hold them. 1 keeps one run at a time on the machine.",
+      "Worker gate: how many runs it holds at once (docs/worker-gate.md#slots-and-gpus). A run holds its slot from its dispatch until it is over (ready, finished, cancelled, error): a run whose agent waits on an answer keeps it; a dispatch while every slot is held is answered 409, naming the runs that hold them. 1 keeps one run at a time on the machine.",
   }),
   run_gpus: doc(RunGpusSchema.default('all'), {
     description:

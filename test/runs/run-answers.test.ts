@@ -1,0 +1,168 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pinnedAgentBinary } from '../../worker-gate/launchers/installed-agents.ts';
+import { ResponsesServer } from '../../scripts/scripted-model-servers.ts';
+import { WRITE_EVIDENCE } from '../support/agent-gates.ts';
+import { CONTROL_TOKEN, waitUntil } from '../support/gate.ts';
+import { testPort } from '../support/ports.ts';
+import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from '../support/run-stack.ts';
+
+/**
+ * The operator answers the agent (docs/runs.md#answering-the-agent), through the whole product: a control plane, its
+ * Temporal worker and a worker gate. The fake agent asks, is answered through the API (twice, a second question in
+ * the same run) and through `rcp`, and finishes; then a real Codex asks the scripted model's question, and the answer
+ * reaches the model in the resumed session's next request.
+ */
+
+// expected duration: ~120 s
+
+const WAIT_MS = 120_000;
+const RCP = fileURLToPath(new URL('../../bin/rcp.js', import.meta.url));
+
+let stack: RunStack;
+let responses: ResponsesServer;
+const { queueItem, count } = ledgerReads(() => stack.store);
+
+beforeAll(async () => {
+  if (!existsSync(pinnedAgentBinary('codex'))) throw new Error(`codex is not installed at ${pinnedAgentBinary('codex')}: run bash scripts/ensure-agents.sh (npm test's pretest does)`);
+  responses = await ResponsesServer.start(await testPort());
+  stack = await startRunStack({
+    defaultLane: false,
+    gateOverrides: {
+      // The fake agent serves every class but training, which a real Codex serves.
+      agent_runtime_by_workload_class: { training: 'codex' },
+      workload_profiles: { training: { idle_sustain_sec: 30, cpu_idle_threshold_pct: 100, gpu_idle_avg_threshold_pct: 100, gpu_idle_peak_threshold_pct: 100, vram_delta_threshold_mib: 1_000_000 } },
+      dispatch_timeout_sec: 30,
+    },
+    gateEnv: { OPENAI_BASE_URL: responses.baseUrl, OPENAI_API_KEY: 'sk-scripted-0123456789' },
+    controlPlaneOverrides: (gate) => ({ worker_targets: { 'answers-fake': gateTarget(gate), 'answers-codex': gateTarget(gate) } }),
+  });
+}, RUN_STACK_START_MS);
+
+afterAll(async () => {
+  await stack?.close();
+  await responses?.down();
+});
+
+const runDetail = async (runId: string) => (await stack.api('GET', `/control/api/v1/runs/${runId}`)).body;
+const answer = (runId: string, body: Record<string, unknown>) => stack.api('POST', `/control/api/v1/runs/${runId}/answer`, { requested_by: 'answers-test', ...body });
+
+async function dispatchLive(projectId: string): Promise<string> {
+  const live = await stack.api('POST', '/control/dispatch-next', { dry_run: false, requested_by: 'answers-test', idempotency_key: `dispatch-${projectId}` });
+  expect(live.body, JSON.stringify(live.body)).toMatchObject({ action: 'live_dispatch', candidate: { project_id: projectId } });
+  return live.body.run_id as string;
+}
+
+/** Waits for the run's agent to ask its n-th question, and answers the run's detail then. */
+async function nthQuestion(runId: string, n: number) {
+  return waitUntil(
+    `question ${n} of ${runId}`,
+    async () => {
+      const detail = await runDetail(runId);
+      const asked = detail.run.transitions.filter((row: { transition: string }) => row.transition === 'question_asked').length;
+      return detail.run.state === 'question_pending' && asked === n ? detail : undefined;
+    },
+    WAIT_MS,
+    250,
+  );
+}
+
+async function rcp(...args: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)(process.execPath, [RCP, ...args], { env: { ...process.env, RCP_URL: stack.cpFixture.url, RCP_TOKEN: CONTROL_TOKEN } });
+  return stdout;
+}
+
+describe('the operator answers the agent', () => {
+  it('answers two questions of one run, through the API and rcp: the same session resumes each time, on its lane, and the run completes', { timeout: 3 * WAIT_MS }, async () => {
+    await stack.seed('ask-fake', { projectName: 'Answers [ask-fake]', lane: 'answers-fake', scenario: { scenario: 'question', decision: 'finalize_positive' } });
+    const runId = await dispatchLive('ask-fake');
+
+    const asked = await nthQuestion(runId, 1);
+    expect(asked.run.question).toBe('Which dataset split should the final evaluation use?');
+    expect(asked.run.question_detail).toEqual({
+      kind: 'question',
+      questions: [{ header: 'Question', question: 'Which dataset split should the final evaluation use?', options: [{ label: 'Yes', description: null }, { label: 'No', description: null }] }],
+    });
+    expect(asked.finished).toBe(false);
+    // The run keeps its lane while it waits: the item stays in flight, flagged for a person.
+    expect(await queueItem('ask-fake')).toMatchObject({ status: 'running', manual_review_required: true, current_run_id: runId });
+    const lane = (await stack.api('GET', '/control/api/v1/lanes')).body.lanes.find((entry: { lane: string }) => entry.lane === 'answers-fake');
+    expect(lane).toMatchObject({ idle: false, active: { run: { run_id: runId, state: 'question_pending' } } });
+    expect(await rcp('runs', 'question', runId)).toContain('Which dataset split should the final evaluation use?\n    - Yes\n    - No');
+
+    // Answers that do not fit the question are refused, and change nothing.
+    const unknownChoice = await answer(runId, { idempotency_key: 'k-bad-choice', choice: 'Maybe' });
+    expect(unknownChoice.status).toBe(422);
+    expect(JSON.stringify(unknownChoice.body)).toContain('choice must be one of the question\'s options: \\"Yes\\", \\"No\\"');
+    expect((await answer(runId, { idempotency_key: 'k-permission', permission: 'allow_once' })).status).toBe(422);
+    expect((await answer(runId, { idempotency_key: 'k-two-kinds', answer: 'the 2024 split', choice: 'Yes' })).status).toBe(422);
+    expect((await answer(runId, { answer: 'no key' })).status).toBe(422);
+
+    const first = await answer(runId, { idempotency_key: 'k-first', answer: 'Use the 2024 split, and ask again if unsure.' });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body).toMatchObject({ ok: true, run_id: runId, answer_number: 1, replayed: false, allowed_tools: [] });
+    expect(first.body.prompt).toContain('Answer: Use the 2024 split, and ask again if unsure.');
+    // The same key and answer again: the first result; the same key with another answer: 409.
+    expect((await answer(runId, { idempotency_key: 'k-first', answer: 'Use the 2024 split, and ask again if unsure.' })).body).toMatchObject({ answer_number: 1, replayed: true });
+    expect((await answer(runId, { idempotency_key: 'k-first', answer: 'Use the 2023 split.' })).status).toBe(409);
+
+    // The resumed session asks again: a second question in the same run.
+    const second = await nthQuestion(runId, 2);
+    expect(second.run.question).toBe('Should the 2023 split be reported as well?');
+    expect(second.answers).toHaveLength(1);
+    expect(await rcp('runs', 'answer', runId, '--choice', 'Yes')).toContain(`${runId}: answer 2 sent`);
+
+    await waitUntil('the run to complete', async () => ((await queueItem('ask-fake')).status === 'completed' ? true : undefined), WAIT_MS, 500);
+    const done = await runDetail(runId);
+    expect(done.run).toMatchObject({ state: 'reconciled', decision: 'finalize_positive', question: null, question_detail: null });
+    expect(done.answers.map((given: { answer_number: number; answer: unknown }) => [given.answer_number, given.answer])).toEqual([
+      [1, { kind: 'text', text: 'Use the 2024 split, and ask again if unsure.' }],
+      [2, { kind: 'choice', choice: 'Yes' }],
+    ]);
+    const transitions = done.run.transitions.map((row: { transition: string }) => row.transition);
+    expect(transitions).toEqual(['claimed', 'prepared', 'worker_accepted', 'session_started', 'question_asked', 'answered', 'question_asked', 'answered', 'wake_received', 'reconciling', 'completed']);
+    expect(await count("SELECT 1 FROM audit_events WHERE entity_id = $1 AND event_type = 'run.answer_given'", [runId])).toBe(2);
+    // One run on the gate, resumed twice with the answers.
+    const onGate = await stack.gateApi.runView(runId);
+    expect(onGate?.resumes?.map((resume: { resume_id: string }) => resume.resume_id)).toEqual(['answer-1', 'answer-2']);
+
+    // An answer to a finished run: 409 naming its state.
+    const late = await answer(runId, { idempotency_key: 'k-late', answer: 'too late' });
+    expect(late.status).toBe(409);
+    expect(JSON.stringify(late.body)).toContain(`run '${runId}' is reconciled: its agent waits on no question`);
+  });
+
+  it("answers a real Codex's question: the model sees the answer in the resumed session's next request, and the run completes", { timeout: 2 * WAIT_MS }, async () => {
+    const key = 'ask-codex';
+    responses.script(key, [
+      { kind: 'question', question: 'Which dataset should I use?' },
+      { kind: 'message', text: 'I will wait for the answer.' },
+      { kind: 'command', cmd: WRITE_EVIDENCE },
+      { kind: 'message', text: 'Done with the dataset I was given.' },
+    ]);
+    await stack.seed(key, { projectName: `Answers [${key}]`, lane: 'answers-codex', scenario: {}, item: { workload_class: 'training' } });
+    const runId = await dispatchLive(key);
+    const asked = await nthQuestion(runId, 1);
+    expect(asked.run.question_detail).toMatchObject({ kind: 'question', questions: [{ question: 'Which dataset should I use?', options: [{ label: 'Yes' }, { label: 'No' }] }] });
+    // The refused call ends the agent's turn: one more request, whose answer is its last message.
+    await waitUntil('the refused turn to end', () => responses.requestsOf(key)[1], WAIT_MS, 50);
+    expect(JSON.stringify(responses.requestsOf(key)[1]!.body.input)).toContain('Tool call blocked by PreToolUse hook: The operator has been asked and will answer in your next message.');
+    const before = responses.requestsOf(key).length;
+
+    const sentAt = Date.now();
+    const given = await answer(runId, { idempotency_key: 'k-codex', answer: 'Use the CIFAR-10 test split.' });
+    expect(given.status, JSON.stringify(given.body)).toBe(200);
+    const next = await waitUntil('the resumed session to ask the model', () => responses.requestsOf(key)[before], WAIT_MS, 50);
+    console.log(`codex: ${next.at - sentAt} ms from the answer to the resumed session's next model request`);
+    const conversation = JSON.stringify(next.body.input);
+    expect(conversation).toContain('Use the CIFAR-10 test split.');
+    // The same session: the question the model asked before is in the conversation.
+    expect(conversation).toContain('Which dataset should I use?');
+
+    await waitUntil('the Codex run to complete', async () => ((await queueItem(key)).status === 'completed' ? true : undefined), WAIT_MS, 500);
+    expect((await runDetail(runId)).run).toMatchObject({ state: 'reconciled', decision: 'finalize_positive' });
+  });
+});
