@@ -165,6 +165,7 @@ describe('GET /control/api/projects/{project_id}', () => {
         requested_by: 'operator',
         session_id: null,
         question: null,
+        question_detail: null,
         decision: null,
         decision_summary: null,
         evidence: null,

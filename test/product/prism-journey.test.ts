@@ -249,7 +249,10 @@ describe('the contract on real traffic, judged by Prism', () => {
       body: { run_id: 'journey-direct-1', project_id: 'journey-direct', project_dir: 'journey-direct', prompt_file: 'PROMPT.md', prompt_text: 'Nothing to do.' },
     });
     await call('gateCancelRun', { bearer: GATE_TOKEN, params: { run_id: 'journey-no-such-run' } });
+    await call('gateResumeRun', { bearer: GATE_TOKEN, params: { run_id: 'journey-no-such-run' }, body: { resume_id: 'answer-1', prompt: 'Use the test split.', allowed_tools: [] } });
     await call('cancelRun', { params: { run_id: 'journey-no-such-run' }, body: { ...by, reason: 'journey' } });
+    // The journey's run asks nothing: the answer is refused (409), as the document says it may be.
+    await call('answerRun', { params: { run_id: runId }, body: { ...by, idempotency_key: 'journey-answer', answer: 'Use the test split.' } });
     await call('receiveWorkerCallback', {
       bearer: CALLBACK_TOKEN,
       body: {
