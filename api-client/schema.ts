@@ -18297,7 +18297,7 @@ export interface operations {
                     } | null;
                     delivered_at: string | null;
                     /** @enum {string} */
-                    event_type: "session_started" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error";
+                    event_type: "session_started" | "session_continued" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error";
                     evidence?: {
                         [key: string]: unknown;
                     } | null;

@@ -1,7 +1,5 @@
-import { relative } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { DispatchRequest, PrepareProjectRequest, ResumeRunRequest } from './contract/gate-endpoints.ts';
+import type { DispatchRequest, PrepareProjectRequest } from './contract/gate-endpoints.ts';
 import type { TelemetrySample } from './contract/gate-names.ts';
 import {
   markCancelled,
@@ -9,36 +7,32 @@ import {
   recordDispatchScript,
   markDispatchInterrupted,
   recordCancelStops,
-  resumedRun,
   startingRun,
   type GateRun,
 } from './domain/gate-run.ts';
 import { activeRunIn } from './domain/gate-run-lookup.ts';
 import { vramBaselineOf } from './domain/run-machine-share.ts';
 import type { OfferedGpus, SlotHolder } from './domain/run-placement.ts';
-import { gpuEnvironment, RunSlots, type Placed } from './run-slots.ts';
+import { RunSlots, type Placed } from './run-slots.ts';
 import type { GpuInventory, LastGpuReading } from './telemetry/sampler.ts';
 import type { WorkloadClass } from './contract/workload.ts';
-import { PinnedDir, UnsafePathError } from '../platform/files/pinned-dir.ts';
+import type { PinnedDir } from '../platform/files/pinned-dir.ts';
 import { HttpError } from '../platform/http/errors.ts';
 import { payloadHash } from '../platform/http/payload-hash.ts';
 import { randomToken, sha256Hex } from '../platform/http/tokens.ts';
 import { runDispatchScript } from './dispatch-script.ts';
-import { AGENT_SANDBOX_PLAN_ENV, scriptDirOf, sandboxArgvPrefix, type AgentSandbox, type AgentSandboxPlan } from './agent-sandbox/index.ts';
+import { confinementFor, pinProject, runEnvironment, type Confinement } from './run-launch.ts';
+import type { AgentSandbox } from './agent-sandbox/index.ts';
 import { agentStartFor, checkDispatchOptions, type AgentStart } from './agent-start.ts';
 import { runtimeFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
 import { prepareProject, type PrepareResult } from './prepare-project.ts';
 import { readProcessStat, readProcessTable } from './process-table.ts';
 import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
-import { isStrictlyInside, resolvedRoot, resolveProjectPaths } from './project-paths.ts';
+import { isStrictlyInside, resolveProjectPaths } from './project-paths.ts';
 import type { CancelsBeforeDispatch, RunRecords } from './run-records.ts';
 import { reapProcesses, type ReapResult } from './stale-reaper.ts';
 import { reopenRunCgroup, runLimitsFor, stopAndRemove, type RunCgroup, type RunCgroupHost } from './run-cgroups/index.ts';
-
-/** How long a resume waits for the asking session to end on its own (docs/worker-gate.md#resuming-a-run), and how often it looks. */
-const ASKING_SESSION_END_MS = 15_000;
-const ASKING_SESSION_POLL_MS = 100;
 
 export interface DispatchResponse {
   ok: true;
@@ -61,16 +55,6 @@ export interface DispatchResponse {
   cpus: number[] | null;
   /** Why a cpu_count was not applied; null otherwise. */
   cpus_unpinned_reason: string | null;
-}
-
-export interface ResumeResponse {
-  ok: true;
-  run_id: string;
-  resume_id: string;
-  gate_state: GateRun['gate_state'];
-  already_resumed: boolean;
-  resumes: number;
-  root_pid: number | null;
 }
 
 export interface CancelResponse {
@@ -103,13 +87,6 @@ export interface GateDispatcherOptions {
   sandbox: AgentSandbox;
 }
 
-/** The user and sandbox a run's first process starts in, and what its environment carries of them. */
-interface Confinement {
-  plan: AgentSandboxPlan;
-  argvPrefix: string[];
-  env: Record<string, string>;
-}
-
 /** What makes two /dispatch calls the same request; the display name may differ. */
 function requestHash(request: DispatchRequest, workloadClass: WorkloadClass): string {
   const { project_name: _name, ...rest } = request;
@@ -119,27 +96,6 @@ function requestHash(request: DispatchRequest, workloadClass: WorkloadClass): st
 /** The root's pid and start time as read now; null when it has already gone. */
 function rootStatOf(rootPid: number | null) {
   return rootPid === null ? null : readProcessStat(rootPid);
-}
-
-function resumeResponse(run: GateRun, resumeId: string, alreadyResumed: boolean): ResumeResponse {
-  return { ok: true, run_id: run.run_id, resume_id: resumeId, gate_state: run.gate_state, already_resumed: alreadyResumed, resumes: run.resumes?.length ?? 0, root_pid: run.root_pid };
-}
-
-/**
- * The run a resume is for, while it waits on an answer: 404 for an unknown run, the first answer again for a
- * resume_id already taken (409 with another prompt), 409 naming its state for a run not waiting on an answer.
- */
-function waitingRun(run: GateRun | undefined, runId: string, resumeId: string, promptSha: string): GateRun | ResumeResponse {
-  if (!run) throw new HttpError(404, `unknown run '${runId}': nothing runs for it here`);
-  const earlier = run.resumes?.find((resume) => resume.resume_id === resumeId);
-  if (earlier) {
-    if (earlier.prompt_sha256 !== promptSha) throw new HttpError(409, `resume '${resumeId}' of run '${runId}' was already made with a different prompt`);
-    return resumeResponse(run, resumeId, true);
-  }
-  if (run.gate_state !== 'question_pending') {
-    throw new HttpError(409, `run '${runId}' is ${run.gate_state} (${run.gate_reason}), not waiting on an answer: there is nothing to resume`);
-  }
-  return run;
 }
 
 function dispatchResponse(run: GateRun, alreadyDispatched: boolean): DispatchResponse {
@@ -166,8 +122,6 @@ function dispatchResponse(run: GateRun, alreadyDispatched: boolean): DispatchRes
 /** Starts and stops agents: prepares workspaces, runs the dispatch script once per run_id, cancels runs. */
 export class GateDispatcher {
   private readonly dispatchesInFlight = new Map<string, { hash: string; promise: Promise<DispatchResponse> }>();
-  /** A resume being made, per run: a second waits for it, then finds its resume_id recorded or the run no longer waiting. */
-  private readonly resumesInFlight = new Map<string, Promise<ResumeResponse>>();
   private readonly slots: RunSlots;
 
   private readonly options: GateDispatcherOptions;
@@ -253,7 +207,7 @@ export class GateDispatcher {
     }
     try {
       const start = agentStartFor(config, runtime, projectDir, request);
-      const confinement = this.confinementFor(runtime === 'script' ? start.scriptPath : null, project, projectDir, promptFile);
+      const confinement = confinementFor(this.options.sandbox, runtime === 'script' ? start.scriptPath : null, project, projectDir, promptFile);
       return await this.startRunIn(project, start, confinement, { projectDir, promptFile, placed }, request, workloadClass, hash);
     } finally {
       this.slots.release(request.run_id);
@@ -334,7 +288,7 @@ export class GateDispatcher {
         const stat = readProcessStat(pid);
         runs.save(recordDispatchScript(runs.get(starting.run_id) ?? starting, stat ? { pid, startTicks: stat.startTicks } : null));
       },
-      env: this.options.sandbox.environment(process.env, this.runEnvironment(starting, eventToken, start, confinement, request.token_budget ?? null), confinement.plan),
+      env: this.options.sandbox.environment(process.env, runEnvironment(starting, { eventUrl: this.options.eventUrl(), eventToken, start, confinement, tokenBudget: request.token_budget ?? null }), confinement.plan),
     });
     if (!result.ok) {
       if (cgroup) await this.stopCgroup(starting.run_id, cgroup);
@@ -368,145 +322,6 @@ export class GateDispatcher {
     });
     logger.info({ run_id: run.run_id, root_pid: run.root_pid, ms: result.duration_ms }, 'run dispatched');
     return dispatchResponse(run, false);
-  }
-
-  /**
-   * Starts the session of a run whose agent waits on an answer again, with `request.prompt` (docs/worker-gate.md#resuming-a-run):
-   * in resume mode, in the run's cgroup, sandbox and placement, with a new event token of its own. What is left of
-   * the asking session is stopped first. Once per resume_id: a repeated one answers what the first did.
-   */
-  async resume(runId: string, request: ResumeRunRequest): Promise<ResumeResponse> {
-    // A loop, not one wait: two resumes that waited on the same one must not then run side by side.
-    for (let inFlight = this.resumesInFlight.get(runId); inFlight; inFlight = this.resumesInFlight.get(runId)) {
-      await inFlight.catch(() => undefined);
-    }
-    const promise = this.resumeOnce(runId, request);
-    this.resumesInFlight.set(runId, promise);
-    try {
-      return await promise;
-    } finally {
-      if (this.resumesInFlight.get(runId) === promise) this.resumesInFlight.delete(runId);
-    }
-  }
-
-  private async resumeOnce(runId: string, request: ResumeRunRequest): Promise<ResumeResponse> {
-    const { config, runs } = this.options;
-    const promptSha = sha256Hex(request.prompt);
-    const asking = waitingRun(runs.get(runId), runId, request.resume_id, promptSha);
-    if ('already_resumed' in asking) return asking;
-    const cgroup = asking.cgroup ? reopenRunCgroup(asking.cgroup) : null;
-    await this.untilAskingSessionEnds(asking, cgroup);
-    // Read again: the asking session's end (with its tokens) came in meanwhile, or a cancel did.
-    const run = waitingRun(runs.get(runId), runId, request.resume_id, promptSha);
-    if ('already_resumed' in run) return run;
-    const budgetLeft = run.token_budget ? run.token_budget - (run.token_usage?.total_tokens ?? 0) : null;
-    if (budgetLeft !== null && budgetLeft <= 0) {
-      throw new HttpError(409, `run '${runId}' has spent its token budget (${run.token_usage?.total_tokens ?? 0} of ${run.token_budget} tokens): its session is not resumed`);
-    }
-    await this.stopAskingSession(run, cgroup);
-    const runtime = runtimeFor(config, run.workload_class);
-    const project = pinProject(config.project_root, run.project_dir);
-    try {
-      const start = agentStartFor(config, runtime, run.project_dir, { mode: 'resume', sandbox: run.sandbox });
-      const confinement = this.confinementFor(runtime === 'script' ? start.scriptPath : null, project, run.project_dir, run.prompt_file);
-      const now = new Date().toISOString();
-      const once = request.allowed_tools.filter((tool) => tool.scope === 'once').map((tool) => tool.rule);
-      const forRun = [...new Set([...(run.allowed_tools ?? []), ...request.allowed_tools.filter((tool) => tool.scope === 'run').map((tool) => tool.rule)])];
-      const allowed = [...new Set([...forRun, ...once])];
-      const eventToken = randomToken();
-      const resumed = runs.save(resumedRun(run, { resume_id: request.resume_id, at: now, prompt_sha256: promptSha, allowed_tools: allowed }, sha256Hex(eventToken), forRun));
-      const result = await runDispatchScript({
-        scriptPath: start.scriptPath,
-        cwd: `/proc/self/fd/${project.fd}`,
-        timeoutMs: config.dispatch_timeout_sec * 1000,
-        argvPrefix: [...(cgroup?.joinArgv() ?? []), ...confinement.argvPrefix],
-        onSpawn: (pid) => {
-          const stat = readProcessStat(pid);
-          runs.save(recordDispatchScript(runs.get(runId) ?? resumed, stat ? { pid, startTicks: stat.startTicks } : null));
-        },
-        env: this.options.sandbox.environment(
-          process.env,
-          {
-            ...this.runEnvironment(resumed, eventToken, start, confinement, budgetLeft),
-            DISPATCH_MODE: 'resume',
-            RESUME_PROMPT: request.prompt,
-            ...(allowed.length > 0 ? { ALLOWED_TOOLS: JSON.stringify(allowed) } : {}),
-          },
-          confinement.plan,
-        ),
-      });
-      if (!result.ok) {
-        runs.save({ ...(runs.get(runId) ?? resumed), dispatch_status: 'started', gate_state: 'error', gate_reason: `the resume's dispatch script failed: ${result.detail.message}` });
-        this.options.events.append('resume_failed', runId, { resume_id: request.resume_id, status: result.status, ...result.detail });
-        this.options.logger.warn({ run_id: runId, status: result.status, message: result.detail.message }, 'resume failed');
-        throw new HttpError(result.status, result.detail);
-      }
-      const output = result.output;
-      const rootPid = output.root_pid ?? null;
-      const started = runs.save(
-        markDispatched(
-          runs.get(runId) ?? resumed,
-          { script_output: output, duration_ms: result.duration_ms, root_pid: rootPid, process_group_id: output.process_group_id ?? null, tmux_session: output.tmux_session ?? null },
-          rootStatOf(rootPid),
-        ),
-      );
-      this.options.events.append('resumed', runId, { resume_id: request.resume_id, root_pid: started.root_pid, allowed_tools: allowed, duration_ms: result.duration_ms });
-      this.options.logger.info({ run_id: runId, resume_id: request.resume_id, root_pid: started.root_pid }, 'run resumed');
-      return resumeResponse(started, request.resume_id, false);
-    } finally {
-      project.close();
-    }
-  }
-
-  /**
-   * Waits, ASKING_SESSION_END_MS at most, for the asking session's processes to exit. The hook's refusal told its agent
-   * to end its turn, and a real tool's runner, as it exits, records the session that the resume continues
-   * (session.json) and posts its end with its tokens: stopped before that, it would leave no session to resume, or the
-   * project's previous one.
-   */
-  private async untilAskingSessionEnds(run: GateRun, cgroup: RunCgroup | null): Promise<void> {
-    const deadline = Date.now() + ASKING_SESSION_END_MS;
-    while (this.askingSessionPids(run, cgroup).length > 0 && Date.now() < deadline) await sleep(ASKING_SESSION_POLL_MS);
-  }
-
-  /** Stops what is left of the asking session past its time to end, before the resumed one starts. */
-  private async stopAskingSession(run: GateRun, cgroup: RunCgroup | null): Promise<void> {
-    const left = this.askingSessionPids(run, cgroup);
-    if (left.length === 0) return;
-    if (cgroup) await cgroup.kill();
-    else {
-      const victims = findTrackedProcesses(readProcessTable({ withCwd: true }), trackingTargetOf(run)).alive.filter((proc) => left.includes(proc.pid));
-      await reapProcesses(victims, { termGraceSec: this.options.config.stale_project_process_term_grace_sec });
-    }
-    this.options.events.append('asking_session_stopped', run.run_id, { pids: left });
-    this.options.logger.warn({ run_id: run.run_id, pids: left }, 'the asking session had not ended: stopped before the resume');
-  }
-
-  /** The run's live processes: its cgroup's members, or without one its tracked processes. */
-  private askingSessionPids(run: GateRun, cgroup: RunCgroup | null): number[] {
-    if (cgroup) return cgroup.pids();
-    const tracked = findTrackedProcesses(readProcessTable({ withCwd: true }), trackingTargetOf(run));
-    return tracked.alive.map((proc) => proc.pid).filter((pid) => pid !== process.pid && pid !== process.ppid);
-  }
-
-  /** The dispatch contract's environment of a run (docs/worker-gate.md#worker-gate), with its agent's start and placement. */
-  private runEnvironment(run: GateRun, eventToken: string, start: AgentStart, confinement: Confinement, tokenBudget: number | null): Record<string, string> {
-    return {
-      RUN_ID: run.run_id,
-      PROJECT_ID: run.project_id,
-      PROJECT_DIR: run.project_dir,
-      PROMPT_FILE: run.prompt_file,
-      DISPATCH_MODE: run.mode,
-      MODEL: run.model,
-      REASONING_EFFORT: run.reasoning_effort,
-      SANDBOX: start.sandbox,
-      ...(tokenBudget !== null ? { TOKEN_BUDGET: String(tokenBudget) } : {}),
-      GATE_EVENT_URL: this.options.eventUrl(),
-      GATE_EVENT_TOKEN: eventToken,
-      ...start.env,
-      ...confinement.env,
-      ...gpuEnvironment(run.gpu_indices ?? null),
-    };
   }
 
   /**
@@ -547,22 +362,6 @@ export class GateDispatcher {
     throw new HttpError(409, `run '${runId}' was cancelled at ${cancelledAt}, before its dispatch reached this gate; it is not started`);
   }
 
-  /**
-   * How the run's first process starts: the operator's dispatch script (`scriptPath`) runs wholly as the agent user in
-   * its sandbox; a launcher runs as the gate's user and gets the plan for the tool it starts (AGENT_SANDBOX_PLAN).
-   */
-  private confinementFor(scriptPath: string | null, project: PinnedDir, projectDir: string, promptFile: string): Confinement {
-    let plan: AgentSandboxPlan;
-    try {
-      // The sandbox shows the directory pinned here, by its real path: a link swapped in for project_dir since moves nothing.
-      plan = this.options.sandbox.prepareRun(projectDir, project.path, promptFile, scriptPath === null ? null : scriptDirOf(scriptPath));
-    } catch (error) {
-      throw new HttpError(502, `the agent's sandbox could not be prepared: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    if (scriptPath !== null) return { plan, argvPrefix: sandboxArgvPrefix(plan), env: {} };
-    return { plan, argvPrefix: [], env: { [AGENT_SANDBOX_PLAN_ENV]: JSON.stringify(plan) } };
-  }
-
   /** The run's new cgroup with its workload profile's limits, pinned to `cpus` when given; null where the gate has no cgroups. */
   private async createCgroup(runId: string, workloadClass: WorkloadClass, cpus: readonly number[] | null): Promise<RunCgroup | null> {
     try {
@@ -584,16 +383,5 @@ export class GateDispatcher {
       this.options.logger.error({ run_id: runId, err: error }, 'stopping the run cgroup failed');
       return members.map((pid) => ({ pid, outcome: 'error' as const, error: message }));
     }
-  }
-}
-
-/** The project directory held open, its real path inside project_root (platform/files/pinned-dir.ts); 409 when it is not there. */
-function pinProject(projectRoot: string, projectDir: string): PinnedDir {
-  const root = resolvedRoot(projectRoot);
-  try {
-    return PinnedDir.open(root, relative(root, projectDir), { selfBoundary: true });
-  } catch (error) {
-    if (error instanceof UnsafePathError) throw new HttpError(400, `project_dir ${projectDir} escapes project_root through a symbolic link`);
-    throw new HttpError(409, `project_dir ${projectDir} does not exist; call /prepare-project first`);
   }
 }

@@ -37,6 +37,7 @@ export type WorkerGateConfig = Pick<
   | 'run_cpu_max_cores'
   | 'run_slots'
   | 'run_gpus'
+  | 'agent_continue_limit'
   | 'stale_project_process_reaper_enabled'
   | 'stale_project_process_grace_sec'
   | 'stale_project_process_term_grace_sec'

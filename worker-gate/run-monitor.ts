@@ -31,6 +31,7 @@ import type { CallbackOutbox } from './callback-outbox.ts';
 import { buildCallbackPayload } from './callback-payload.ts';
 import { checkAgentNamedPid } from './agent-named-pid.ts';
 import { inspectEvidence } from './evidence.ts';
+import { budgetLeftOf, continuationsOf, continuationVerdict, missingEvidence } from './domain/evidence-gaps.ts';
 import { profileFor, stallAfterSecFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
 import { clockTicksPerSecond, readCmdline, readProcessTable, type ProcessInfo } from './process-table.ts';
@@ -60,6 +61,11 @@ export interface RunMonitorOptions {
   runs: RunRecords;
   events: GateEventLog;
   outbox: CallbackOutbox;
+  /**
+   * Resumes a run whose session ended without its evidence (docs/worker-gate.md#continuing-a-premature-stop); absent,
+   * such a run is judged as it is.
+   */
+  continueSession?: (run: GateRun, missing: readonly string[]) => Promise<unknown>;
 }
 
 /** Between the CPU counters read at start-up and the first sample: long enough for a meaningful percentage. */
@@ -272,11 +278,46 @@ export class RunMonitor {
     if (run.cause?.kind === 'stall' && before.gate_state === 'running') this.stopStalled(run);
     if (transition.callback) {
       const evidence = transition.callback.with_evidence ? inspectEvidence(this.options.config.project_root, run.project_dir) : null;
-      run = this.sendCallback(run, transition.callback, evidence).run;
+      run = (evidence && this.continueIfPremature(run, transition.callback, evidence)) ?? this.sendCallback(run, transition.callback, evidence).run;
     }
 
     if (persistedView(run) !== persistedView(before)) this.options.runs.save(run);
     else this.options.runs.keep(run);
+  }
+
+  /**
+   * A session ready to be judged without the evidence its prompt asks for is continued, while agent_continue_limit and
+   * the run's token budget allow (docs/worker-gate.md#continuing-a-premature-stop): the control plane hears
+   * session_continued instead of readiness, and the gate watches the continued session. Null: the run is judged now.
+   */
+  private continueIfPremature(run: GateRun, ready: CallbackIntent, evidence: RunEvidence): GateRun | null {
+    const { config, runs, logger } = this.options;
+    if (!this.options.continueSession) return null;
+    const missing = missingEvidence(evidence);
+    const continuations = continuationsOf(run);
+    const verdict = continuationVerdict({ missing, continuationsSoFar: continuations, limit: config.agent_continue_limit, budgetLeft: budgetLeftOf(run) });
+    if (!verdict.continue) return null;
+    const reason = `the session ended without its evidence (${missing.length} missing); continuing it, ${continuations + 1} of ${config.agent_continue_limit}`;
+    const continuing = this.sendCallback(
+      { ...run, gate_state: 'running', gate_reason: reason, dispatch_status: 'starting' },
+      { event_type: 'session_continued', observed_at: ready.observed_at, reason: `${reason}: ${missing.join('; ')}`, quiet_window: ready.quiet_window, with_evidence: true },
+      evidence,
+    ).run;
+    // Saved before the continued session starts: the relaunch reads the run's record.
+    runs.save(continuing);
+    logger.info({ run_id: run.run_id, missing }, 'premature stop: continuing the session');
+    void this.options.continueSession(continuing, missing).catch((error: Error) => this.continuationFailed(run.run_id, error));
+    return runs.get(run.run_id) ?? continuing;
+  }
+
+  /** A continued session that could not start ends the run in error, with one gate_error. */
+  private continuationFailed(runId: string, error: Error): void {
+    const current = this.options.runs.get(runId);
+    if (!current) return;
+    const reason = `the continued session could not start: ${error.message}`;
+    this.options.logger.warn({ run_id: runId, err: error }, 'premature stop: the continuation failed');
+    const failed: GateRun = { ...current, dispatch_status: 'started', gate_state: 'error', gate_reason: reason };
+    this.options.runs.save(this.sendCallback(failed, { event_type: 'gate_error', observed_at: isoNow(), reason, quiet_window: null, with_evidence: false }).run);
   }
 
   /** A running agent whose processes all exited has died; one whose processes live but show no progress has stalled. */

@@ -6,7 +6,8 @@ import { acceptsAgentEvents } from './domain/gate-run-lookup.ts';
 import { sha256Hex, tokensMatch } from '../platform/http/tokens.ts';
 import { CallbackOutbox } from './callback-outbox.ts';
 import { dashboardBody } from './dashboard.ts';
-import { GateDispatcher, type CancelResponse, type DispatchResponse, type ResumeResponse } from './dispatcher.ts';
+import { GateDispatcher, type CancelResponse, type DispatchResponse } from './dispatcher.ts';
+import { RunResumer, type ResumeResponse } from './run-resumer.ts';
 import { profileFor, type WorkerGateConfig } from './gate-config.ts';
 import { WORKLOAD_CLASSES } from './contract/workload.ts';
 import { GateEventLog } from './gate-event-log.ts';
@@ -44,6 +45,7 @@ export class WorkerGate {
   private readonly events: GateEventLog;
   private readonly outbox: CallbackOutbox;
   private readonly dispatcher: GateDispatcher;
+  private readonly resumer: RunResumer;
   private readonly monitor: RunMonitor;
   private readonly cgroups: RunCgroupHost;
   private readonly sandbox: AgentSandbox;
@@ -73,7 +75,8 @@ export class WorkerGate {
     const exposed = agentReachProblems(this.config, { isolated: this.sandbox.report().sandboxed });
     if (exposed.length > 0) throw new Error(`the worker gate refuses to start: ${exposed.join('; ')}`);
     const shared = { config: this.config, logger: this.logger, runs: this.runs, events: this.events };
-    this.monitor = new RunMonitor({ ...shared, outbox: this.outbox });
+    this.resumer = new RunResumer({ ...shared, eventUrl: options.eventUrl, sandbox: this.sandbox });
+    this.monitor = new RunMonitor({ ...shared, outbox: this.outbox, continueSession: (run, missing) => this.resumer.continueSession(run, missing) });
     this.dispatcher = new GateDispatcher({
       ...shared,
       cancelsBeforeDispatch: this.cancelsBeforeDispatch,
@@ -174,7 +177,7 @@ export class WorkerGate {
   }
 
   resume(runId: string, request: ResumeRunRequest): Promise<ResumeResponse> {
-    return this.dispatcher.resume(runId, request);
+    return this.resumer.resume(runId, request);
   }
 
   recordEvent(event: ControlPlaneEvent): EventResponse {

@@ -51,6 +51,8 @@ export const RUN_OVER_GATE_STATES: ReadonlySet<GateState> = new Set(['wake_ready
 
 export const CALLBACK_EVENT_TYPES = [
   'session_started',
+  /** The session ended without its evidence, and the gate resumed it (docs/worker-gate.md#continuing-a-premature-stop). */
+  'session_continued',
   'question_pending',
   'wake_ready',
   'session_finished_ready',

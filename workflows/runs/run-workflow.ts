@@ -125,6 +125,8 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   const answers = new Map<number, RunAnswer>();
   /** How many questions the agent has asked in this run. */
   let questionsAsked = 0;
+  /** How many times the gate continued the run's session after a premature stop. */
+  let continuations = 0;
 
   setHandler(dispatchOutcomeUpdate, async () => {
     await condition(() => outcome !== undefined);
@@ -321,6 +323,10 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     switch (callback.event_type) {
       case 'session_started':
         await transition(name, { session_id: callback.session_id, audit });
+        return false;
+      case 'session_continued':
+        continuations += 1;
+        await transition(name, { audit }, continuations);
         return false;
       case 'question_pending':
         if (!patched(RUN_PATCHES.answersResumeSession)) {

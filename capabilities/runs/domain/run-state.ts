@@ -40,6 +40,7 @@ export const RUN_TRANSITIONS = [
   'prepared',
   'worker_accepted',
   'session_started',
+  'continued',
   'question_pending',
   'question_asked',
   'answered',
@@ -73,6 +74,8 @@ export const TRANSITION_RULES: Readonly<Record<RunTransition, TransitionRule>> =
   prepared: { from: ['dispatching'], runState: 'prepared', queueStatus: null },
   worker_accepted: { from: ['dispatching', 'prepared'], runState: 'awaiting_wake', queueStatus: 'awaiting_wake' },
   session_started: { from: ['awaiting_wake'], runState: 'running', queueStatus: 'running' },
+  // The session ended without its evidence, and the gate resumed it: the run goes on as it was.
+  continued: { from: BEFORE_WAKE, runState: null, queueStatus: null },
   // Runs started before answers existed: the question ends the run's wait, and its item waits for review.
   question_pending: { from: BEFORE_WAKE, runState: 'question_pending', queueStatus: 'needs_review' },
   // The agent asked: the run waits for the operator's answer and keeps its lane (its item stays in flight, flagged).
@@ -96,9 +99,6 @@ export const TRANSITION_RULES: Readonly<Record<RunTransition, TransitionRule>> =
   canceled: { from: IN_FLIGHT, runState: 'canceled', queueStatus: 'canceled' },
 };
 
-/** Transitions that may happen more than once in one run: each question asked, and each answer to one. */
-export const REPEATABLE_TRANSITIONS: ReadonlySet<RunTransition> = new Set(['question_asked', 'answered']);
-
 /** Transitions after which the run's item waits for a person (manual_review_required set). */
 export const FLAGGING_TRANSITIONS: ReadonlySet<RunTransition> = new Set(['question_pending', 'question_asked', 'question_unanswered']);
 
@@ -108,6 +108,7 @@ export const MAX_CONSECUTIVE_DISPATCH_FAILURES = 3;
 /** The transition a worker callback asks for. */
 export const CALLBACK_TRANSITIONS: Readonly<Record<CallbackEventType, RunTransition>> = {
   session_started: 'session_started',
+  session_continued: 'continued',
   question_pending: 'question_pending',
   wake_ready: 'wake_received',
   session_finished_ready: 'wake_received',

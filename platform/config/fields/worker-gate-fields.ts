@@ -162,6 +162,10 @@ export const workerGateFields = {
     description:
       "Worker gate: how many runs it holds at once (docs/worker-gate.md#slots-and-gpus). A run holds its slot from its dispatch until it is over (ready, finished, cancelled, error): a run whose agent waits on an answer keeps it; a dispatch while every slot is held is answered 409, naming the runs that hold them. 1 keeps one run at a time on the machine.",
   }),
+  agent_continue_limit: doc(z.number().int().min(0).max(5).default(1), {
+    description:
+      "Worker gate: how many times a run whose agent ended its session without what it is judged on (run_notes.md, .research/decision.json) is resumed with a prompt naming what is missing, before it is judged as it is (docs/worker-gate.md#continuing-a-premature-stop). The run's token budget covers every continuation. 0 judges a run on its first session.",
+  }),
   run_gpus: doc(RunGpusSchema.default('all'), {
     description:
       "Worker gate: the GPUs it offers to runs. 'all': every GPU nvidia-smi reports; a list of indices (as nvidia-smi numbers them): only those ([] offers none). A dispatch's gpu_indices naming another GPU, or one a run of this gate still holds, is answered 409; the run's agent sees only its own GPUs (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES).",
