@@ -14,7 +14,8 @@ import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunSta
  * The operator answers the agent (docs/runs.md#answering-the-agent), through the whole product: a control plane, its
  * Temporal worker and a worker gate. The fake agent asks, is answered through the API (twice, a second question in
  * the same run) and through `rcp`, and finishes; then a real Codex asks the scripted model's question, and the answer
- * reaches the model in the resumed session's next request.
+ * reaches the model in the resumed session's next request. A session that ends without its evidence is continued once,
+ * and the run records it.
  */
 
 // expected duration: ~120 s
@@ -36,9 +37,10 @@ beforeAll(async () => {
       agent_runtime_by_workload_class: { training: 'codex' },
       workload_profiles: { training: { idle_sustain_sec: 30, cpu_idle_threshold_pct: 100, gpu_idle_avg_threshold_pct: 100, gpu_idle_peak_threshold_pct: 100, vram_delta_threshold_mib: 1_000_000 } },
       dispatch_timeout_sec: 30,
+      agent_continue_limit: 1,
     },
     gateEnv: { OPENAI_BASE_URL: responses.baseUrl, OPENAI_API_KEY: 'sk-scripted-0123456789' },
-    controlPlaneOverrides: (gate) => ({ worker_targets: { 'answers-fake': gateTarget(gate), 'answers-codex': gateTarget(gate) } }),
+    controlPlaneOverrides: (gate) => ({ worker_targets: { 'answers-fake': gateTarget(gate), 'answers-codex': gateTarget(gate), 'answers-premature': gateTarget(gate) } }),
   });
 }, RUN_STACK_START_MS);
 
@@ -164,5 +166,16 @@ describe('the operator answers the agent', () => {
 
     await waitUntil('the Codex run to complete', async () => ((await queueItem(key)).status === 'completed' ? true : undefined), WAIT_MS, 500);
     expect((await runDetail(runId)).run).toMatchObject({ state: 'reconciled', decision: 'finalize_positive' });
+  });
+
+  it('records the continuation of a session that ended without its evidence, and completes on the continued session', { timeout: 2 * WAIT_MS }, async () => {
+    await stack.seed('stop-early', { projectName: 'Answers [stop-early]', lane: 'answers-premature', scenario: { scenario: 'premature', decision: 'finalize_positive' } });
+    const runId = await dispatchLive('stop-early');
+    await waitUntil('the run to complete', async () => ((await queueItem('stop-early')).status === 'completed' ? true : undefined), 2 * WAIT_MS - 10_000, 500);
+    const detail = await runDetail(runId);
+    expect(detail.run).toMatchObject({ state: 'reconciled', decision: 'finalize_positive' });
+    expect(detail.run.transitions.map((row: { transition: string }) => row.transition)).toContain('continued');
+    const continued = detail.events.find((event: { event_type: string }) => event.event_type === 'run.continued');
+    expect(continued?.payload.reason).toContain('`.research/decision.json`');
   });
 });

@@ -154,6 +154,9 @@ export async function writeGateConfig(options: GateConfigOptions): Promise<GateF
     agent_writable_paths: ['./agent-shared'],
     // The fake agent's settings, which tests give the gate's environment: the agent gets no other variable of it.
     agent_credential_env: ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', ...FAKE_AGENT_ENV],
+    // Most tests' agents end without their evidence on purpose (a question, a failure, a lingering child) and are
+    // judged on that session; the tests of continuations set the limit themselves.
+    agent_continue_limit: 0,
     ...options.overrides,
   };
   await writeFile(configPath, JSON.stringify(config, null, 2));

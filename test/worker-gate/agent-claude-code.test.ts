@@ -31,6 +31,8 @@ let gate: AgentGate;
 let gateWithoutModel: AgentGate;
 /** A third that starts its agents in tmux (agent_tmux_enabled). */
 let gateInTmux: AgentGate;
+/** A fourth that continues a session ending without its evidence once (agent_continue_limit 1). */
+let continuingGate: AgentGate;
 const userClaudeDirExisted = existsSync(join(homedir(), '.claude'));
 
 const startClaudeGate = (baseUrl: string, overrides: Record<string, unknown> = {}) =>
@@ -42,18 +44,19 @@ beforeAll(async () => {
   }
   receiver = await CallbackReceiver.start();
   model = await MessagesServer.start(await testPort());
-  [gate, gateWithoutModel, gateInTmux] = await Promise.all([
+  [gate, gateWithoutModel, gateInTmux, continuingGate] = await Promise.all([
     startClaudeGate(model.baseUrl),
     startClaudeGate(`http://127.0.0.1:${await testPort()}`),
     startClaudeGate(model.baseUrl, { agent_tmux_enabled: true }),
+    startClaudeGate(model.baseUrl, { agent_continue_limit: 1 }),
   ]);
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all([gate?.process.kill('SIGTERM'), gateWithoutModel?.process.kill('SIGTERM'), gateInTmux?.process.kill('SIGTERM')]);
+  await Promise.all([gate, gateWithoutModel, gateInTmux, continuingGate].map((started) => started?.process.kill('SIGTERM')));
   await receiver?.down();
   await model?.down();
-  for (const started of [gate, gateWithoutModel, gateInTmux]) if (started) await rm(started.fixture.dir, { recursive: true, force: true });
+  for (const started of [gate, gateWithoutModel, gateInTmux, continuingGate]) if (started) await rm(started.fixture.dir, { recursive: true, force: true });
 });
 
 const prepared = (on: AgentGate, key: string, options: { n?: number; prompt?: string; sandbox?: string } = {}) =>
@@ -141,6 +144,28 @@ describe.concurrent('Claude Code under the gate', () => {
     expect(view?.allowed_tools).toEqual([]);
     // Both sessions' tokens: four model answers of 100 input and 10 output tokens each.
     expect(finished.body.token_usage).toEqual({ input_tokens: 400, output_tokens: 40, total_tokens: 440 });
+  });
+
+  it('(i) ends its session without its evidence ("Let me now explore…"): the gate continues the same session once, naming what is missing, and the run finishes with its evidence', { timeout: 2 * WINDOW_MS + 30_000 }, async () => {
+    model.script('claude-i', [
+      { kind: 'message', text: 'Let me now explore the data.' },
+      { kind: 'write', path: 'run_notes.md', content: '# Run notes\nThe loss went down.\n' },
+      { kind: 'write', path: '.research/decision.json', content: '{"decision": "finalize_positive", "summary": "it worked"}\n' },
+      { kind: 'message', text: 'The study is written up.' },
+    ]);
+    const runId = await dispatchedRun(continuingGate, await prepared(continuingGate, 'claude-i'));
+    const continued = await receiver.waitFor(runId, 'session_continued', WINDOW_MS);
+    expect(continued.body.reason).toContain('`run_notes.md` in the project directory');
+    const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(finished.body.evidence).toMatchObject({ run_notes: true, decision_file: true, decision: 'finalize_positive' });
+    expect(callbackTypes(runId)).toEqual(['session_started', 'session_continued', 'session_finished_ready']);
+    // The same session went on: the continuation's request carries the first turn, then the prompt naming what is missing.
+    const requests = model.requestsOf('claude-i');
+    expect(requests).toHaveLength(4);
+    const continuation = JSON.stringify(requests[1]!.body.messages);
+    expect(continuation).toContain('Let me now explore the data.');
+    expect(continuation).toContain('Your session ended, but the run is not finished');
+    expect((await continuingGate.client.runView(runId))?.resumes?.map((resume: { resume_id: string }) => resume.resume_id)).toEqual(['continue-1']);
   });
 
   it('(h) a permission the operator denies: the resumed session gets the answer as its prompt, and the run finishes', { timeout: 2 * WINDOW_MS }, async () => {

@@ -28,8 +28,11 @@ let model: ResponsesServer;
 let gate: AgentGate;
 /** A second gate whose model server is down: nothing listens at its base URL. */
 let gateWithoutModel: AgentGate;
+/** A gate that continues a session ending without its evidence once (agent_continue_limit 1). */
+let continuingGate: AgentGate;
 
-const startCodexGate = (baseUrl: string) => startAgentGate(receiver, 'codex', { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: API_KEY, LAB_DB_PASSWORD: UNRELATED_SECRET });
+const startCodexGate = (baseUrl: string, overrides: Record<string, unknown> = {}) =>
+  startAgentGate(receiver, 'codex', { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: API_KEY, LAB_DB_PASSWORD: UNRELATED_SECRET }, overrides);
 
 beforeAll(async () => {
   if (!existsSync(pinnedAgentBinary('codex'))) {
@@ -37,14 +40,18 @@ beforeAll(async () => {
   }
   receiver = await CallbackReceiver.start();
   model = await ResponsesServer.start(await testPort());
-  [gate, gateWithoutModel] = await Promise.all([startCodexGate(model.baseUrl), startCodexGate(`http://127.0.0.1:${await testPort()}/v1`)]);
+  [gate, gateWithoutModel, continuingGate] = await Promise.all([
+    startCodexGate(model.baseUrl),
+    startCodexGate(`http://127.0.0.1:${await testPort()}/v1`),
+    startCodexGate(model.baseUrl, { agent_continue_limit: 1 }),
+  ]);
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all([gate?.process.kill('SIGTERM'), gateWithoutModel?.process.kill('SIGTERM')]);
+  await Promise.all([gate, gateWithoutModel, continuingGate].map((started) => started?.process.kill('SIGTERM')));
   await receiver?.down();
   await model?.down();
-  for (const started of [gate, gateWithoutModel]) if (started) await rm(started.fixture.dir, { recursive: true, force: true });
+  for (const started of [gate, gateWithoutModel, continuingGate]) if (started) await rm(started.fixture.dir, { recursive: true, force: true });
 });
 
 const prepared = (on: AgentGate, key: string, n = 1, prompt?: string) => preparedRun(on, key, { n, sandbox: 'workspace-write', ...(prompt ? { prompt } : {}) });
@@ -151,6 +158,28 @@ describe.concurrent('Codex CLI under the gate', () => {
     const late = await gate.client.resume(runId, { resume_id: 'codex-c-answer-2', prompt: answer });
     expect(late.status).toBe(409);
     expect(late.body.detail).toMatch(/is finished_ready .*not waiting on an answer/);
+  });
+
+  it('(i) ends its session without its evidence ("Let me now explore…"): the gate continues the same session once, naming what is missing, and the run finishes with its evidence', { timeout: 2 * WINDOW_MS + 30_000 }, async () => {
+    model.script('codex-i', [
+      { kind: 'message', text: 'Let me now explore the data.' },
+      { kind: 'command', cmd: WRITE_EVIDENCE },
+      { kind: 'message', text: 'The study is written up.' },
+    ]);
+    const runId = await dispatched(continuingGate, await prepared(continuingGate, 'codex-i'));
+    const continued = await receiver.waitFor(runId, 'session_continued', WINDOW_MS);
+    expect(continued.body.reason).toContain('`.research/decision.json`');
+    const finished = await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(finished.body.evidence).toMatchObject({ run_notes: true, decision_file: true, decision: 'finalize_positive' });
+    expect(callbackTypes(runId)).toEqual(['session_started', 'session_continued', 'session_finished_ready']);
+    // The same session went on: the continuation's request carries the first turn, then the prompt naming what is missing.
+    const requests = model.requestsOf('codex-i');
+    expect(requests).toHaveLength(3);
+    const continuation = JSON.stringify(requests[1]!.body.input);
+    expect(continuation).toContain('Let me now explore the data.');
+    expect(continuation).toContain('Your session ended, but the run is not finished');
+    expect(continuation).toContain('`run_notes.md` in the project directory');
+    expect((await continuingGate.client.runView(runId))?.resumes?.map((resume: { resume_id: string }) => resume.resume_id)).toEqual(['continue-1']);
   });
 
   it('(h) a second question after a resume: the run waits on it again, and a second resume answers it', { timeout: 3 * WINDOW_MS }, async () => {

@@ -30,7 +30,7 @@ let continuingFixture: GateFixture;
 
 beforeAll(async () => {
   receiver = await CallbackReceiver.start();
-  const first = await startGate({});
+  const first = await startGate({ agent_continue_limit: 1 });
   continuing = first.client;
   continuingFixture = first.fixture;
   judging = (await startGate({ agent_continue_limit: 0 })).client;
