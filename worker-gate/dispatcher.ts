@@ -3,8 +3,6 @@ import type { DispatchRequest, PrepareProjectRequest } from './contract/gate-end
 import type { TelemetrySample } from './contract/gate-names.ts';
 import {
   markCancelled,
-  markDispatched,
-  recordDispatchScript,
   markDispatchInterrupted,
   recordCancelStops,
   startingRun,
@@ -20,14 +18,13 @@ import type { PinnedDir } from '../platform/files/pinned-dir.ts';
 import { HttpError } from '../platform/http/errors.ts';
 import { payloadHash } from '../platform/http/payload-hash.ts';
 import { randomToken, sha256Hex } from '../platform/http/tokens.ts';
-import { runDispatchScript } from './dispatch-script.ts';
-import { confinementFor, pinProject, runEnvironment, type Confinement } from './run-launch.ts';
+import { confinementFor, pinProject, recordScriptStarted, runEnvironment, runScriptOf, type Confinement } from './run-launch.ts';
 import type { AgentSandbox } from './agent-sandbox/index.ts';
 import { agentStartFor, checkDispatchOptions, type AgentStart } from './agent-start.ts';
 import { runtimeFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
 import { prepareProject, type PrepareResult } from './prepare-project.ts';
-import { readProcessStat, readProcessTable } from './process-table.ts';
+import { readProcessTable } from './process-table.ts';
 import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
 import { isStrictlyInside, resolveProjectPaths } from './project-paths.ts';
 import type { CancelsBeforeDispatch, RunRecords } from './run-records.ts';
@@ -91,11 +88,6 @@ export interface GateDispatcherOptions {
 function requestHash(request: DispatchRequest, workloadClass: WorkloadClass): string {
   const { project_name: _name, ...rest } = request;
   return payloadHash({ ...rest, workload_class: workloadClass });
-}
-
-/** The root's pid and start time as read now; null when it has already gone. */
-function rootStatOf(rootPid: number | null) {
-  return rootPid === null ? null : readProcessStat(rootPid);
 }
 
 function dispatchResponse(run: GateRun, alreadyDispatched: boolean): DispatchResponse {
@@ -276,20 +268,8 @@ export class GateDispatcher {
     );
     // Written before the script runs: a gate that dies now must not start the agent a second time after restart.
     runs.save(starting);
-    const result = await runDispatchScript({
-      scriptPath: start.scriptPath,
-      // The pinned directory itself: a link swapped in for the project after the checks cannot move the agent out.
-      cwd: `/proc/self/fd/${project.fd}`,
-      timeoutMs: config.dispatch_timeout_sec * 1000,
-      // The cgroup join comes first: everything after it (user switch, sandbox, script) starts inside the run's cgroup.
-      argvPrefix: [...(cgroup?.joinArgv() ?? []), ...confinement.argvPrefix],
-      // Recorded before the agent can post an event naming its root: the pid it names must descend from this one.
-      onSpawn: (pid) => {
-        const stat = readProcessStat(pid);
-        runs.save(recordDispatchScript(runs.get(starting.run_id) ?? starting, stat ? { pid, startTicks: stat.startTicks } : null));
-      },
-      env: this.options.sandbox.environment(process.env, runEnvironment(starting, { eventUrl: this.options.eventUrl(), eventToken, start, confinement, tokenBudget: request.token_budget ?? null }), confinement.plan),
-    });
+    const env = this.options.sandbox.environment(process.env, runEnvironment(starting, { eventUrl: this.options.eventUrl(), eventToken, start, confinement, tokenBudget: request.token_budget ?? null }), confinement.plan);
+    const result = await runScriptOf(runs, starting, { scriptPath: start.scriptPath, project, timeoutMs: config.dispatch_timeout_sec * 1000, cgroup, confinement, env });
     if (!result.ok) {
       if (cgroup) await this.stopCgroup(starting.run_id, cgroup);
       runs.remove(starting.run_id);
@@ -297,22 +277,7 @@ export class GateDispatcher {
       logger.warn({ run_id: starting.run_id, status: result.status, message: result.detail.message }, 'dispatch failed');
       throw new HttpError(result.status, result.detail);
     }
-    const output = result.output;
-    const rootPid = output.root_pid ?? null;
-    // The agent may already have posted events (or been cancelled) while the script ran: apply to the latest record.
-    const run = runs.save(
-      markDispatched(
-        runs.get(starting.run_id) ?? starting,
-        {
-          script_output: output,
-          duration_ms: result.duration_ms,
-          root_pid: rootPid,
-          process_group_id: output.process_group_id ?? null,
-          tmux_session: output.tmux_session ?? null,
-        },
-        rootStatOf(rootPid),
-      ),
-    );
+    const run = recordScriptStarted(runs, starting, result);
     events.append('dispatched', run.run_id, {
       project_id: run.project_id,
       root_pid: run.root_pid,

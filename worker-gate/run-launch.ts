@@ -1,7 +1,11 @@
 import { relative } from 'node:path';
 import type { AgentStart } from './agent-start.ts';
 import { AGENT_SANDBOX_PLAN_ENV, sandboxArgvPrefix, scriptDirOf, type AgentSandbox, type AgentSandboxPlan } from './agent-sandbox/index.ts';
-import type { GateRun } from './domain/gate-run.ts';
+import { markDispatched, recordDispatchScript, type GateRun } from './domain/gate-run.ts';
+import { runDispatchScript, type DispatchScriptOutput, type DispatchScriptResult } from './dispatch-script.ts';
+import { readProcessStat } from './process-table.ts';
+import type { RunRecords } from './run-records.ts';
+import type { RunCgroup } from './run-cgroups/index.ts';
 import { resolvedRoot } from './project-paths.ts';
 import { gpuEnvironment } from './run-slots.ts';
 import { PinnedDir, UnsafePathError } from '../platform/files/pinned-dir.ts';
@@ -67,4 +71,46 @@ export function runEnvironment(
     ...launch.confinement.env,
     ...gpuEnvironment(run.gpu_indices ?? null),
   };
+}
+
+/**
+ * Runs the dispatch script of `run`, whose record is saved: in the pinned project itself (a link swapped in for the
+ * project after the checks cannot move the agent out), inside the run's cgroup (its join comes first: the user
+ * switch, the sandbox and the script all start in it), as the confinement says.
+ */
+export function runScriptOf(
+  runs: RunRecords,
+  run: GateRun,
+  launch: { scriptPath: string; project: PinnedDir; timeoutMs: number; cgroup: RunCgroup | null; confinement: Confinement; env: NodeJS.ProcessEnv },
+): Promise<DispatchScriptResult> {
+  return runDispatchScript({
+    scriptPath: launch.scriptPath,
+    cwd: `/proc/self/fd/${launch.project.fd}`,
+    timeoutMs: launch.timeoutMs,
+    argvPrefix: [...(launch.cgroup?.joinArgv() ?? []), ...launch.confinement.argvPrefix],
+    // Recorded before the agent can post an event naming its root: the pid it names must descend from this one.
+    onSpawn: (pid) => {
+      const stat = readProcessStat(pid);
+      runs.save(recordDispatchScript(runs.get(run.run_id) ?? run, stat ? { pid, startTicks: stat.startTicks } : null));
+    },
+    env: launch.env,
+  });
+}
+
+/** The script started the agent: applied to the run's latest record, since the agent may have posted events meanwhile. */
+export function recordScriptStarted(runs: RunRecords, run: GateRun, result: { output: DispatchScriptOutput; duration_ms: number }): GateRun {
+  const rootPid = result.output.root_pid ?? null;
+  return runs.save(
+    markDispatched(
+      runs.get(run.run_id) ?? run,
+      {
+        script_output: result.output,
+        duration_ms: result.duration_ms,
+        root_pid: rootPid,
+        process_group_id: result.output.process_group_id ?? null,
+        tmux_session: result.output.tmux_session ?? null,
+      },
+      rootPid === null ? null : readProcessStat(rootPid),
+    ),
+  );
 }

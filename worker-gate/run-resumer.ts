@@ -1,21 +1,20 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { ResumeRunRequest } from './contract/gate-endpoints.ts';
-import { markDispatched, recordDispatchScript, resumedRun, type GateRun } from './domain/gate-run.ts';
+import { resumedRun, type GateRun } from './domain/gate-run.ts';
 import { budgetLeftOf, CONTINUE_PREFIX, continuationsOf, continuePrompt } from './domain/evidence-gaps.ts';
 import { HttpError } from '../platform/http/errors.ts';
 import { randomToken, sha256Hex } from '../platform/http/tokens.ts';
-import { runDispatchScript } from './dispatch-script.ts';
 import type { AgentSandbox } from './agent-sandbox/index.ts';
 import { agentStartFor } from './agent-start.ts';
 import { runtimeFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
-import { readProcessStat, readProcessTable } from './process-table.ts';
+import { readProcessTable } from './process-table.ts';
 import { findTrackedProcesses, trackingTargetOf } from './process-tracking.ts';
 import type { RunRecords } from './run-records.ts';
 import { reapProcesses } from './stale-reaper.ts';
 import { reopenRunCgroup, type RunCgroup } from './run-cgroups/index.ts';
-import { confinementFor, pinProject, runEnvironment } from './run-launch.ts';
+import { confinementFor, pinProject, recordScriptStarted, runEnvironment, runScriptOf } from './run-launch.ts';
 
 /** How long a resume waits for the asking session to end on its own (docs/worker-gate.md#resuming-a-run), and how often it looks. */
 const ASKING_SESSION_END_MS = 15_000;
@@ -148,41 +147,24 @@ export class RunResumer {
       const eventToken = randomToken();
       const resume = { resume_id: relaunch.resume_id, at: new Date().toISOString(), prompt_sha256: sha256Hex(relaunch.prompt), allowed_tools: allowed };
       const resumed = runs.save(resumedRun(run, resume, sha256Hex(eventToken), relaunch.forRun));
-      const result = await runDispatchScript({
-        scriptPath: start.scriptPath,
-        cwd: `/proc/self/fd/${project.fd}`,
-        timeoutMs: config.dispatch_timeout_sec * 1000,
-        argvPrefix: [...(cgroup?.joinArgv() ?? []), ...confinement.argvPrefix],
-        onSpawn: (pid) => {
-          const stat = readProcessStat(pid);
-          runs.save(recordDispatchScript(runs.get(run.run_id) ?? resumed, stat ? { pid, startTicks: stat.startTicks } : null));
+      const env = this.options.sandbox.environment(
+        process.env,
+        {
+          ...runEnvironment(resumed, { eventUrl: this.options.eventUrl(), eventToken, start, confinement, tokenBudget: budgetLeftOf(run) }),
+          DISPATCH_MODE: 'resume',
+          RESUME_PROMPT: relaunch.prompt,
+          ...(allowed.length > 0 ? { ALLOWED_TOOLS: JSON.stringify(allowed) } : {}),
         },
-        env: this.options.sandbox.environment(
-          process.env,
-          {
-            ...runEnvironment(resumed, { eventUrl: this.options.eventUrl(), eventToken, start, confinement, tokenBudget: budgetLeftOf(run) }),
-            DISPATCH_MODE: 'resume',
-            RESUME_PROMPT: relaunch.prompt,
-            ...(allowed.length > 0 ? { ALLOWED_TOOLS: JSON.stringify(allowed) } : {}),
-          },
-          confinement.plan,
-        ),
-      });
+        confinement.plan,
+      );
+      const result = await runScriptOf(runs, resumed, { scriptPath: start.scriptPath, project, timeoutMs: config.dispatch_timeout_sec * 1000, cgroup, confinement, env });
       if (!result.ok) {
         runs.save({ ...(runs.get(run.run_id) ?? resumed), dispatch_status: 'started', gate_state: 'error', gate_reason: `the resume's dispatch script failed: ${result.detail.message}` });
         events.append('resume_failed', run.run_id, { resume_id: relaunch.resume_id, status: result.status, ...result.detail });
         logger.warn({ run_id: run.run_id, status: result.status, message: result.detail.message }, 'resume failed');
         throw new HttpError(result.status, result.detail);
       }
-      const output = result.output;
-      const rootPid = output.root_pid ?? null;
-      const started = runs.save(
-        markDispatched(
-          runs.get(run.run_id) ?? resumed,
-          { script_output: output, duration_ms: result.duration_ms, root_pid: rootPid, process_group_id: output.process_group_id ?? null, tmux_session: output.tmux_session ?? null },
-          rootPid === null ? null : readProcessStat(rootPid),
-        ),
-      );
+      const started = recordScriptStarted(runs, resumed, result);
       events.append('resumed', run.run_id, { resume_id: relaunch.resume_id, root_pid: started.root_pid, allowed_tools: allowed, duration_ms: result.duration_ms });
       logger.info({ run_id: run.run_id, resume_id: relaunch.resume_id, root_pid: started.root_pid }, 'run resumed');
       return resumeResponse(started, relaunch.resume_id, false);
