@@ -14095,6 +14095,8 @@ export interface operations {
                             manual_review_required: boolean;
                             project_id: string;
                             project_name: string;
+                            /** @description The question its run's agent waits on, for the operator to answer on the run's page; null when none waits */
+                            question: string | null;
                             /** @enum {string} */
                             reason: "agent_question" | "dispatch_error" | "blocked" | "quiet_window_overdue" | "manual_review" | "paper_human_review" | "paper_import";
                             since: string;
@@ -14127,6 +14129,8 @@ export interface operations {
                             manual_review_required: boolean;
                             project_id: string;
                             project_name: string;
+                            /** @description The question its run's agent waits on, for the operator to answer on the run's page; null when none waits */
+                            question: string | null;
                             /** @enum {string} */
                             status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
                             updated_at: string;

@@ -32,7 +32,7 @@ const OverviewQueueItemSchema = QueueItemSchema.pick({
   lane: true,
   last_error: true,
   updated_at: true,
-});
+}).extend({ question: z.string().nullable().describe("The question its run's agent waits on, for the operator to answer on the run's page; null when none waits") });
 const OverviewPaperSchema = PaperSchema.pick({ paper_id: true, project_id: true, run_id: true, title: true, paper_status: true, review_status: true, rank_score: true, updated_at: true });
 const actionable = { reason: z.enum(ACTION_REASONS), hint: z.string(), since: z.string() };
 

@@ -44,12 +44,16 @@ export interface OverviewQueueItem {
   lane: string | null;
   last_error: string | null;
   updated_at: string;
+  /** The question its run's agent waits on (docs/runs.md#answering-the-agent); null when none waits. */
+  question: string | null;
 }
 
 /** The attention statuses, most urgent first (capabilities/console/domain/operator-lanes.ts ACTION_REASONS). */
 const ATTENTION_ORDER: readonly QueueStatus[] = ['needs_review', 'dispatch_error', 'blocked'];
 
-const OVERVIEW_QUEUE_COLUMNS = 'project_id, project_name, status, manual_review_required, current_run_id, lane, last_error, updated_at';
+const OVERVIEW_QUEUE_COLUMNS =
+  'project_id, project_name, status, manual_review_required, current_run_id, lane, last_error, updated_at, ' +
+  "(SELECT question FROM runs WHERE runs.run_id = queue_items.current_run_id AND runs.state = 'question_pending') AS question";
 
 /**
  * Queue items in the attention lane, at most `limit`: needs_review, dispatch_error, blocked, then flagged items in

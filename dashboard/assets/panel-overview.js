@@ -45,6 +45,7 @@ function actionableTarget(item) {
     null,
     link(`#/queue/blocked/${segment(item.project_id)}`, item.project_name),
     item.current_run_id ? [' · ', link(`#/runs/${segment(item.current_run_id)}`, waitsForAnswer(item) ? 'answer the agent on its run' : 'run')] : null,
+    item.question ? h('span', { class: 'hint block' }, 'The agent asks: ', item.question) : null,
     item.last_error ? h('span', { class: 'hint block' }, item.last_error) : null,
   );
 }

@@ -172,6 +172,9 @@ describe("the run page shows the agent's question", () => {
       await expect.poll(() => row.count()).toBe(1);
       expect(await row.innerText()).toContain('agent question');
       expect(await row.getByRole('link', { name: 'answer the agent on its run' }).getAttribute('href')).toBe(`#/runs/${CHOICE_RUN}`);
+      // The question itself, as text: the probe in it builds no element.
+      expect(await row.innerText()).toContain(`The agent asks: Which baseline should the ablation compare against? ${PROBE}`);
+      expect(await row.locator('img').count()).toBe(0);
       expect(tab.problems).toEqual([]);
     } finally {
       await tab.close();

@@ -94,6 +94,8 @@ describe('the operator answers the agent', () => {
     const lane = (await stack.api('GET', '/control/api/v1/lanes')).body.lanes.find((entry: { lane: string }) => entry.lane === 'answers-fake');
     expect(lane).toMatchObject({ idle: false, active: { run: { run_id: runId, state: 'question_pending' } } });
     expect(await rcp('runs', 'question', runId)).toContain('Which dataset split should the final evaluation use?\n    - Yes\n    - No');
+    const overview = (await stack.api('GET', '/control/api/v1/overview')).body;
+    expect(overview.actionable_items).toContainEqual(expect.objectContaining({ project_id: 'ask-fake', reason: 'agent_question', question: 'Which dataset split should the final evaluation use?' }));
 
     // Answers that do not fit the question are refused, and change nothing.
     const unknownChoice = await answer(runId, { idempotency_key: 'k-bad-choice', choice: 'Maybe' });
