@@ -9,7 +9,7 @@ import {
   type Client,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, WorkflowExecutionAlreadyStartedError, type SignalDefinition } from '@temporalio/common';
 import { RunLedgerFailedError, type RunLauncher } from './run-launcher.ts';
 import { RUN_LEDGER_FAILED, runLedgerFailureDetails } from './domain/run-failures.ts';
 import { workflowIdForRun } from './domain/run-state.ts';
@@ -48,6 +48,16 @@ const CANCELED_OUTCOME: DispatchOutcome = { action: 'canceled', reason: 'the run
 /** Run workflows through the Temporal client: the HTTP layer's RunLauncher. */
 export function temporalRunLauncher(client: Client, settings: RunLauncherSettings): RunLauncher {
   const handleOf = (runId: string): RunHandle => client.workflow.getHandle<typeof runWorkflow>(workflowIdForRun(runId));
+  /** Signals the run's workflow; `closed` when it has already finished or never existed. */
+  const signalRun = async <T>(runId: string, signal: SignalDefinition<[T]>, value: T): Promise<'delivered' | 'closed'> => {
+    try {
+      await handleOf(runId).signal(signal, value);
+      return 'delivered';
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return 'closed';
+      throw error;
+    }
+  };
 
   /**
    * The outcome of a workflow that closed without answering the update (a canceled run closes at once): read from its
@@ -107,25 +117,8 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
       }
     },
 
-    async deliverCallback(runId, callback) {
-      try {
-        await handleOf(runId).signal(workerCallbackSignal, callback);
-        return 'delivered';
-      } catch (error) {
-        if (error instanceof WorkflowNotFoundError) return 'closed';
-        throw error;
-      }
-    },
-
-    async deliverAnswer(runId, answer) {
-      try {
-        await handleOf(runId).signal(answerSignal, answer);
-        return 'delivered';
-      } catch (error) {
-        if (error instanceof WorkflowNotFoundError) return 'closed';
-        throw error;
-      }
-    },
+    deliverCallback: (runId, callback) => signalRun(runId, workerCallbackSignal, callback),
+    deliverAnswer: (runId, answer) => signalRun(runId, answerSignal, answer),
 
     async cancelRun(runId, waitMs) {
       const handle = handleOf(runId);
