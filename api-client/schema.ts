@@ -1286,6 +1286,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/control/api/v1/runs/{run_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a run that waits out the model's usage limit now, before its reset time: its workflow asks the gate to resume the agent's session (docs/runs.md#waiting-out-a-usage-limit)
+         * @description Resume a run that waits out the model's usage limit now, before its reset time: its workflow asks the gate to resume the agent's session (docs/runs.md#waiting-out-a-usage-limit). Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        post: operations["resumeRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/control/api/v1/source-lineage": {
         parameters: {
             query?: never;
@@ -5697,9 +5717,16 @@ export interface operations {
                             run_id: string;
                             session_id: string | null;
                             /** @enum {string} */
-                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
+                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
                             transitions: components["schemas"]["Transition"][];
                             updated_at: string;
+                            /** @description While the run waits out the model's usage limit (state usage_limited); null otherwise */
+                            usage_limit: {
+                                /** @description When the limit resets, as the tool said; null when it named no time */
+                                resets_at: string | null;
+                                /** @description When the run's session resumes by itself */
+                                resumes_at: string;
+                            } | null;
                             wake_gate_url: string;
                             workflow_id: string;
                             /** @enum {string} */
@@ -8448,7 +8475,7 @@ export interface operations {
                             project_id: string;
                             run_id: string | null;
                             started: string | null;
-                            state: ("prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled") | null;
+                            state: ("prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled") | null;
                             /** @enum {string} */
                             status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
                         }[];
@@ -11530,7 +11557,7 @@ export interface operations {
                         queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review") | null;
                         run_id: string;
                         /** @enum {string} */
-                        state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
+                        state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
                         workflow_id: string;
                     };
                 };
@@ -12299,7 +12326,7 @@ export interface operations {
                             next_action_hint: string | null;
                             project_id: string;
                             project_name: string;
-                            run_state: ("prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled") | null;
+                            run_state: ("prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled") | null;
                             selection_rank: number;
                             /** @enum {string} */
                             status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
@@ -14783,7 +14810,7 @@ export interface operations {
                             cause: {
                                 exit_code?: number;
                                 /** @enum {string} */
-                                kind: "model_error" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
+                                kind: "model_error" | "usage_limit" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
                                 message?: string;
                                 /** @description The HTTP status the model server answered */
                                 model_status?: number;
@@ -14793,6 +14820,11 @@ export interface operations {
                                     outcome: string;
                                     pid: number;
                                 }[];
+                                /**
+                                 * Format: date-time
+                                 * @description With usage_limit: when the limit resets, where the tool said
+                                 */
+                                resets_at?: string;
                                 signal?: string;
                             } | null;
                             /** @description How many CPUs its gate pins it to; null: not pinned */
@@ -14835,7 +14867,7 @@ export interface operations {
                             run_id: string;
                             session_id: string | null;
                             /** @enum {string} */
-                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
+                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
                             /** @description The agent's tokens as the worker last reported them; null when it reported none */
                             token_usage: {
                                 input_tokens: number;
@@ -14843,6 +14875,13 @@ export interface operations {
                                 total_tokens: number;
                             } | null;
                             updated_at: string;
+                            /** @description While the run waits out the model's usage limit (state usage_limited); null otherwise */
+                            usage_limit: {
+                                /** @description When the limit resets, as the tool said; null when it named no time */
+                                resets_at: string | null;
+                                /** @description When the run's session resumes by itself */
+                                resumes_at: string;
+                            } | null;
                             workflow_id: string;
                             workload_class: string;
                         } | null;
@@ -15754,9 +15793,16 @@ export interface operations {
                             run_id: string;
                             session_id: string | null;
                             /** @enum {string} */
-                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
+                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
                             transitions: components["schemas"]["Transition"][];
                             updated_at: string;
+                            /** @description While the run waits out the model's usage limit (state usage_limited); null otherwise */
+                            usage_limit: {
+                                /** @description When the limit resets, as the tool said; null when it named no time */
+                                resets_at: string | null;
+                                /** @description When the run's session resumes by itself */
+                                resumes_at: string;
+                            } | null;
                             wake_gate_url: string;
                             workflow_id: string;
                             /** @enum {string} */
@@ -16643,7 +16689,7 @@ export interface operations {
                 search?: string;
                 /** @description One of -created_at, created_at, -updated_at, updated_at; -created_at when absent */
                 sort?: "-created_at" | "created_at" | "-updated_at" | "updated_at";
-                state?: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
+                state?: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
             };
             header?: never;
             path?: never;
@@ -16665,7 +16711,7 @@ export interface operations {
                             cause: {
                                 exit_code?: number;
                                 /** @enum {string} */
-                                kind: "model_error" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
+                                kind: "model_error" | "usage_limit" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
                                 message?: string;
                                 /** @description The HTTP status the model server answered */
                                 model_status?: number;
@@ -16675,6 +16721,11 @@ export interface operations {
                                     outcome: string;
                                     pid: number;
                                 }[];
+                                /**
+                                 * Format: date-time
+                                 * @description With usage_limit: when the limit resets, where the tool said
+                                 */
+                                resets_at?: string;
                                 signal?: string;
                             } | null;
                             /** @description How many CPUs its gate pins it to; null: not pinned */
@@ -16717,7 +16768,7 @@ export interface operations {
                             run_id: string;
                             session_id: string | null;
                             /** @enum {string} */
-                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
+                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
                             /** @description The agent's tokens as the worker last reported them; null when it reported none */
                             token_usage: {
                                 input_tokens: number;
@@ -16725,6 +16776,13 @@ export interface operations {
                                 total_tokens: number;
                             } | null;
                             updated_at: string;
+                            /** @description While the run waits out the model's usage limit (state usage_limited); null otherwise */
+                            usage_limit: {
+                                /** @description When the limit resets, as the tool said; null when it named no time */
+                                resets_at: string | null;
+                                /** @description When the run's session resumes by itself */
+                                resumes_at: string;
+                            } | null;
                             workflow_id: string;
                             workload_class: string;
                         }[];
@@ -16855,7 +16913,7 @@ export interface operations {
                 search?: string;
                 /** @description One of -created_at, created_at, -updated_at, updated_at; -created_at when absent */
                 sort?: "-created_at" | "created_at" | "-updated_at" | "updated_at";
-                state?: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
+                state?: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
             };
             header?: never;
             path?: never;
@@ -17070,7 +17128,7 @@ export interface operations {
                             cause: {
                                 exit_code?: number;
                                 /** @enum {string} */
-                                kind: "model_error" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
+                                kind: "model_error" | "usage_limit" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
                                 message?: string;
                                 /** @description The HTTP status the model server answered */
                                 model_status?: number;
@@ -17080,6 +17138,11 @@ export interface operations {
                                     outcome: string;
                                     pid: number;
                                 }[];
+                                /**
+                                 * Format: date-time
+                                 * @description With usage_limit: when the limit resets, where the tool said
+                                 */
+                                resets_at?: string;
                                 signal?: string;
                             } | null;
                             /** @description How many CPUs its gate pins it to; null: not pinned */
@@ -17129,7 +17192,7 @@ export interface operations {
                             run_id: string;
                             session_id: string | null;
                             /** @enum {string} */
-                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
+                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
                             /** @description The agent's tokens as the worker last reported them; null when it reported none */
                             token_usage: {
                                 input_tokens: number;
@@ -17138,6 +17201,13 @@ export interface operations {
                             } | null;
                             transitions: components["schemas"]["Transition"][];
                             updated_at: string;
+                            /** @description While the run waits out the model's usage limit (state usage_limited); null otherwise */
+                            usage_limit: {
+                                /** @description When the limit resets, as the tool said; null when it named no time */
+                                resets_at: string | null;
+                                /** @description When the run's session resumes by itself */
+                                resumes_at: string;
+                            } | null;
                             wake_gate_url: string;
                             workflow_id: string;
                             /** @enum {string} */
@@ -17946,6 +18016,229 @@ export interface operations {
             };
         };
     };
+    resumeRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    idempotency_key: string;
+                    /** @description Why the run is resumed early, for its audit trail */
+                    note?: string;
+                    requested_by: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Which of the run's usage limits this resumes: the n-th is n */
+                        limit_number: number;
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description True when this idempotency_key had asked before: the first result is returned, and the request was sent to the run again */
+                        replayed: boolean;
+                        /** @description When the run would have resumed by itself */
+                        resumes_at: string;
+                        run_id: string;
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
+            403: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicting state, or an idempotency key reused with a different payload */
+            409: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A path parameter is longer than the router takes */
+            414: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body is not JSON (Content-Type application/json) */
+            415: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
+                };
+            };
+            /** @description Not available in this configuration (feature switched off, or a read-only store) */
+            501: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listSourceLineage: {
         parameters: {
             query?: {
@@ -18287,7 +18580,7 @@ export interface operations {
                     cause?: {
                         exit_code?: number;
                         /** @enum {string} */
-                        kind: "model_error" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
+                        kind: "model_error" | "usage_limit" | "crash" | "signal" | "token_budget" | "stall" | "exit" | "reaped";
                         message?: string;
                         /** @description The HTTP status the model server answered */
                         model_status?: number;
@@ -18297,16 +18590,21 @@ export interface operations {
                             outcome: string;
                             pid: number;
                         }[];
+                        /**
+                         * Format: date-time
+                         * @description With usage_limit: when the limit resets, where the tool said
+                         */
+                        resets_at?: string;
                         signal?: string;
                     } | null;
                     delivered_at: string | null;
                     /** @enum {string} */
-                    event_type: "session_started" | "session_continued" | "question_pending" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error";
+                    event_type: "session_started" | "session_continued" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error";
                     evidence?: {
                         [key: string]: unknown;
                     } | null;
                     /** @enum {string} */
-                    gate_state: "running" | "pending_idle_gate" | "waiting_for_process_exit" | "waiting_for_quiet_window" | "question_pending" | "wake_ready" | "finished_pending_gate" | "finished_ready" | "cancelled" | "error";
+                    gate_state: "running" | "pending_idle_gate" | "waiting_for_process_exit" | "waiting_for_quiet_window" | "question_pending" | "usage_limited" | "wake_ready" | "finished_pending_gate" | "finished_ready" | "cancelled" | "error";
                     idempotency_key: string;
                     idle_seen_at: string | null;
                     process_tracking: {
@@ -18335,6 +18633,7 @@ export interface operations {
                         tool_name: string;
                     }) | null;
                     reason: string;
+                    resumes_at?: string | null;
                     run_id: string;
                     seen_at: string;
                     session_id: string | null;

@@ -43,6 +43,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /control/api/v1/runs/{run_id}/gate': 'getRunGateView',
   'POST /control/api/runs/{run_id}/cancel': 'cancelRun',
   'POST /control/api/v1/runs/{run_id}/answer': 'answerRun',
+  'POST /control/api/v1/runs/{run_id}/resume': 'resumeRun',
   'GET /control/api/projects/{project_id}': 'getProjectUnversioned',
   'GET /control/api/papers': 'listPapersByPage',
   'GET /control/api/publication-automation': 'listReviews',

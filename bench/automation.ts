@@ -104,7 +104,7 @@ async function main(): Promise<void> {
         pump: { enabled: true, followupLaunch: true, paperDraft: true },
       },
       launchers: {
-        runs: { startRun: unreachable, deliverCallback: unreachable, deliverAnswer: unreachable, cancelRun: unreachable, workflowUiUrl: () => null },
+        runs: { startRun: unreachable, deliverCallback: unreachable, deliverAnswer: unreachable, deliverResumeNow: unreachable, cancelRun: unreachable, workflowUiUrl: () => null },
         papers: { startStep: unreachable, stepResult: unreachable, runRewriteBatch: unreachable, runDraftNext: unreachable, stepWorkflowStatus: unreachable },
         cycles: { startCycle: unreachable, cycleProgress: unreachable },
       },

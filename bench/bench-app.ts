@@ -48,7 +48,7 @@ export async function startBenchApp(
       pump: { enabled: false, followupLaunch: false, paperDraft: false },
     },
     launchers: {
-      runs: { startRun: noTemporal, deliverCallback: noTemporal, deliverAnswer: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
+      runs: { startRun: noTemporal, deliverCallback: noTemporal, deliverAnswer: noTemporal, deliverResumeNow: noTemporal, cancelRun: noTemporal, workflowUiUrl: () => null },
       papers: { startStep: noTemporal, stepResult: noTemporal, runRewriteBatch: noTemporal, runDraftNext: noTemporal, stepWorkflowStatus: noTemporal },
       cycles: { startCycle: noTemporal, cycleProgress: noTemporal },
     },

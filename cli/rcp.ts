@@ -199,6 +199,17 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
       print(out(command), answer, () => `${answer.run_id}: answer ${answer.answer_number} sent; the agent's session resumes with it${answer.allowed_tools.length > 0 ? ` (allowed: ${answer.allowed_tools.map((tool) => `${tool.rule} ${tool.scope}`).join(', ')})` : ''}`);
     });
 
+  runs
+    .command('resume <run_id>')
+    .description("resume a run that waits out the model's usage limit now, before its reset: its agent's session resumes")
+    .option('--note <text>', 'why, for the audit trail')
+    .action(async (runId: string, options: { note?: string }, command: Command) => {
+      const rcp = client(io);
+      const body = { requested_by: requestedBy(), idempotency_key: rcp.idempotencyKey(), ...(options.note ? { note: options.note } : {}) };
+      const answer = await rcp.data(rcp.api.POST('/control/api/v1/runs/{run_id}/resume', { params: { path: { run_id: runId } }, body }));
+      print(out(command), answer, () => `${answer.run_id}: resuming now (usage limit ${answer.limit_number}; it would have resumed at ${answer.resumes_at})`);
+    });
+
   program
     .command('cancel <run_id>')
     .description('cancel a run')

@@ -21,8 +21,9 @@ export async function watchRun(rcp: ControlClient, runId: string, options: { out
       ? { samples: window.samples_in_window, needed: window.samples_needed, verdict: window.verdict, reasons: window.reasons, waiting_s: window.waiting_sec, overdue: window.overdue }
       : null;
     const view = { run_id: runId, state: detail.run.state, gate_state: gateState, quiet_window: quiet, elapsed_s: elapsedSeconds(detail.run.created_at, detail.run.finished_at), finished: detail.finished };
-    // A run waiting on its agent's question waits on the operator: the line says so, and how to answer.
-    const asks = detail.run.state === 'question_pending' ? `  ${c.red('waits on your answer')}: rcp runs question ${runId}` : '';
+    // A run waiting on its agent's question waits on the operator: the line says so, and how to answer. One waiting out
+    // a usage limit says when it resumes, and how to resume it now.
+    const asks = detail.run.state === 'question_pending' ? `  ${c.red('waits on your answer')}: rcp runs question ${runId}` : limitWait(detail.run.usage_limit, runId);
     const line = `run ${runId}  ${c.bold(view.state)}  gate ${gateState ?? '-'}${quiet ? `  ${describeWindow(quiet, c)}` : ''}${asks}  ${formatElapsed(view.elapsed_s)}`;
     const key = `${view.state}/${view.gate_state}/${quiet?.verdict ?? ''}/${quiet?.overdue ?? ''}`;
     if (live) output.out.write(`\r\u001b[2K${line}`);
@@ -65,4 +66,9 @@ function formatElapsed(seconds: number): string {
 async function gateView(rcp: ControlClient, runId: string) {
   const { data } = await rcp.api.GET('/control/api/v1/runs/{run_id}/gate', { params: { path: { run_id: runId } } });
   return data ?? null;
+}
+
+/** For a run waiting out the model's usage limit: when it resumes, and how to resume it now. */
+function limitWait(usageLimit: { resumes_at: string } | null, runId: string): string {
+  return usageLimit ? `  usage limit: resumes at ${usageLimit.resumes_at} (now: rcp runs resume ${runId})` : '';
 }

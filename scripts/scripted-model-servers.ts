@@ -20,10 +20,12 @@ export type ModelStep = { usage?: number; delayMs?: number } & (
   | { kind: 'hang' }
   /** The request is answered with this HTTP status and an error body, as a failing model server answers. */
   | { kind: 'fail'; status: number }
+  /** The request is refused with 429 for a usage limit that resets `resetSec` from now, as each API words one. */
+  | { kind: 'limit'; resetSec: number }
 );
 
 /** A step the server answers with a model's turn. */
-type AnsweredStep = Exclude<ModelStep, { kind: 'hang' } | { kind: 'fail' }>;
+type AnsweredStep = Exclude<ModelStep, { kind: 'hang' } | { kind: 'fail' } | { kind: 'limit' }>;
 
 /** What `npm run model:scripted` answers every conversation with: the agent writes a finished study, then ends. */
 export const FINISHED_STUDY: ModelStep[] = [
@@ -65,6 +67,8 @@ abstract class ScriptedModelServer {
   protected abstract isModelRequest(request: IncomingMessage): boolean;
   /** How many tool results the conversation so far carries: where an unscripted conversation is in `fallback`. */
   protected abstract toolResultsIn(body: Record<string, any>): number;
+  /** The 429 this API refuses a request with for a usage limit resetting `resetSec` from now: its headers and body. */
+  protected abstract usageLimit(resetSec: number): { headers: Record<string, string>; body: Record<string, unknown> };
   /** Streams the answer that takes `step`. */
   protected abstract stream(step: AnsweredStep, id: (kind: string) => string, response: ServerResponse): void;
 
@@ -119,6 +123,11 @@ abstract class ScriptedModelServer {
       response.writeHead(step.status, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'api_error', message: `scripted failure ${step.status}` } }));
       return;
     }
+    if (step.kind === 'limit') {
+      const refusal = this.usageLimit(step.resetSec);
+      response.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(step.resetSec), ...refusal.headers }).end(JSON.stringify(refusal.body));
+      return;
+    }
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     this.stream(step, (kind) => `${kind}_${this.idPrefix}_${n}`, response);
     response.end();
@@ -133,6 +142,12 @@ export class ResponsesServer extends ScriptedModelServer {
     const server = new ResponsesServer(port, fallback);
     await server.up();
     return server;
+  }
+
+  /** The ChatGPT backend's words for a plan's usage limit, which Codex reads (it passes no header on). */
+  protected usageLimit(resetSec: number) {
+    const resetsAt = Math.ceil(Date.now() / 1000) + resetSec;
+    return { headers: {}, body: { error: { type: 'usage_limit_reached', message: 'The usage limit has been reached', resets_in_seconds: resetSec, resets_at: resetsAt } } };
   }
 
   protected toolResultsIn(body: Record<string, any>): number {
@@ -188,6 +203,15 @@ export class MessagesServer extends ScriptedModelServer {
     const server = new MessagesServer(port, fallback);
     await server.up();
     return server;
+  }
+
+  /** Anthropic's rate-limit refusal with its reset headers (Claude Code words it without them). */
+  protected usageLimit(resetSec: number) {
+    const resetsAt = new Date(Date.now() + resetSec * 1000);
+    return {
+      headers: { 'anthropic-ratelimit-requests-reset': resetsAt.toISOString(), 'anthropic-ratelimit-unified-reset': String(Math.ceil(resetsAt.getTime() / 1000)), 'x-should-retry': 'false' },
+      body: { type: 'error', error: { type: 'rate_limit_error', message: 'This request would exceed your rate limit.' } },
+    };
   }
 
   protected toolResultsIn(body: Record<string, any>): number {

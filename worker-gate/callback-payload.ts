@@ -3,8 +3,8 @@ import { callbackIdempotencyKey, type TelemetrySample } from './contract/gate-na
 import { causeOf, type CallbackIntent, type GateRun } from './domain/gate-run.ts';
 import type { CallbackEventType } from './contract/gate-names.ts';
 
-/** The callbacks that say how a run ended (or paused, ready for its next turn): they carry its cause when known. */
-const FINISHING: ReadonlySet<CallbackEventType> = new Set(['wake_ready', 'session_finished_ready', 'gate_timeout', 'gate_error']);
+/** The callbacks that say how a run ended (or paused, ready for its next turn, or for a usage limit): they carry its cause when known. */
+const FINISHING: ReadonlySet<CallbackEventType> = new Set(['wake_ready', 'session_finished_ready', 'gate_timeout', 'gate_error', 'usage_limited']);
 
 export interface CallbackPayloadInput {
   run: GateRun;
@@ -66,6 +66,7 @@ export function buildCallbackPayload({ run, callback, sample, evidence, seenAt }
     evidence,
     ...(run.token_usage ? { token_usage: run.token_usage } : {}),
     ...(cause ? { cause } : {}),
+    ...(callback.event_type === 'usage_limited' && run.usage_limit ? { resumes_at: run.usage_limit.resumes_at } : {}),
     idempotency_key: callbackIdempotencyKey(run.run_id, callback.event_type, callback.observed_at),
   };
 }

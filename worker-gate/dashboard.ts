@@ -11,8 +11,8 @@ import type { AgentIsolation } from './contract/agent-isolation.ts';
 import type { capacityReport } from './capacity.ts';
 
 const SERVICE_NAME = 'research-control-plane worker gate';
-/** A pending question is settled for the gate, but the run still waits for a person. */
-const UNSETTLED_COUNTED_AS_WAITING: ReadonlySet<GateState> = new Set(['question_pending']);
+/** A pending question or a usage limit is settled for the gate, but the run still waits (for a person, for the reset). */
+const UNSETTLED_COUNTED_AS_WAITING: ReadonlySet<GateState> = new Set(['question_pending', 'usage_limited']);
 
 export interface DashboardInput {
   config: WorkerGateConfig;

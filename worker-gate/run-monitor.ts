@@ -32,6 +32,7 @@ import { buildCallbackPayload } from './callback-payload.ts';
 import { checkAgentNamedPid } from './agent-named-pid.ts';
 import { inspectEvidence } from './evidence.ts';
 import { budgetLeftOf, continuationsOf, continuationVerdict, missingEvidence } from './domain/evidence-gaps.ts';
+import { usageLimitWait } from './domain/usage-limit-wait.ts';
 import { profileFor, stallAfterSecFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
 import { clockTicksPerSecond, readCmdline, readProcessTable, type ProcessInfo } from './process-table.ts';
@@ -178,6 +179,10 @@ export class RunMonitor {
       cause: event.cause,
       token_budget_exceeded:
         event.token_budget_exceeded === undefined ? undefined : { budget: event.token_budget_exceeded, tokens_used: event.token_usage?.total_tokens ?? 0 },
+      usage_limit:
+        event.event === 'session-end' && event.cause?.kind === 'usage_limit'
+          ? usageLimitWait(found, { cause: event.cause, sessionTokens: event.token_usage?.total_tokens ?? 0, now: new Date(receivedAt), backoffSec: this.options.config.usage_limit_backoff_sec })
+          : undefined,
     });
     const { outcome } = applied;
     let run = applied.run;

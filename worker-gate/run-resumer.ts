@@ -53,9 +53,12 @@ function resumeResponse(run: GateRun, resumeId: string, alreadyResumed: boolean)
   return { ok: true, run_id: run.run_id, resume_id: resumeId, gate_state: run.gate_state, already_resumed: alreadyResumed, resumes: run.resumes?.length ?? 0, root_pid: run.root_pid };
 }
 
+/** The states a run's session resumes from: it waits on an answer, or for the model's usage limit to reset. */
+const RESUMABLE_STATES: ReadonlySet<GateRun['gate_state']> = new Set(['question_pending', 'usage_limited']);
+
 /**
- * The run a resume is for, while it waits on an answer: 404 for an unknown run, the first answer again for a
- * resume_id already taken (409 with another prompt), 409 naming its state for a run not waiting on an answer.
+ * The run a resume is for, while it waits on an answer or a usage limit: 404 for an unknown run, the first answer again
+ * for a resume_id already taken (409 with another prompt), 409 naming its state for a run waiting on neither.
  */
 function waitingRun(run: GateRun | undefined, runId: string, resumeId: string, promptSha: string): GateRun | ResumeResponse {
   if (!run) throw new HttpError(404, `unknown run '${runId}': nothing runs for it here`);
@@ -64,8 +67,8 @@ function waitingRun(run: GateRun | undefined, runId: string, resumeId: string, p
     if (earlier.prompt_sha256 !== promptSha) throw new HttpError(409, `resume '${resumeId}' of run '${runId}' was already made with a different prompt`);
     return resumeResponse(run, resumeId, true);
   }
-  if (run.gate_state !== 'question_pending') {
-    throw new HttpError(409, `run '${runId}' is ${run.gate_state} (${run.gate_reason}), not waiting on an answer: there is nothing to resume`);
+  if (!RESUMABLE_STATES.has(run.gate_state)) {
+    throw new HttpError(409, `run '${runId}' is ${run.gate_state} (${run.gate_reason}), not waiting on an answer or a usage limit: there is nothing to resume`);
   }
   return run;
 }
@@ -84,7 +87,7 @@ export class RunResumer {
     this.options = options;
   }
 
-  /** Once per resume_id: a repeated one answers what the first did. */
+  /** With an answer, or after a usage limit; once per resume_id: a repeated one answers what the first did. */
   resume(runId: string, request: ResumeRunRequest): Promise<ResumeResponse> {
     return this.oneAtATime(runId, () => this.resumeWithAnswer(runId, request));
   }

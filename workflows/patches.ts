@@ -28,10 +28,16 @@ export const RUN_PATCHES = {
    * and the item went to needs_review.
    */
   answersResumeSession: 'answers-resume-session',
+  /**
+   * A model's usage limit no longer ends the run: it waits, keeping its lane, until the limit resets (or an operator
+   * resumes it), then the gate resumes the session (docs/runs.md#waiting-out-a-usage-limit). Before, gates had no
+   * usage_limited callback, and the limit's end came as gate_error.
+   */
+  usageLimitWaits: 'usage-limit-waits',
 } as const;
 
 /** The patch the current code ends with: new history fixtures carry its id in their name. */
-export const NEWEST_RUN_PATCH: string = RUN_PATCHES.answersResumeSession;
+export const NEWEST_RUN_PATCH: string = RUN_PATCHES.usageLimitWaits;
 
 /**
  * Patch ids of the queue pump tick. A tick lives seconds, but a tick in flight across an upgrade replays its old

@@ -70,6 +70,13 @@ export const RunSchema = z.object({
   session_id: z.string().nullable(),
   question: z.string().nullable().describe("The question the agent waits on, as text; null when none waits"),
   question_detail: AgentQuestionSchema.nullable().describe("The waiting question's choices, or the tool call a permission request is for; null when none waits, or the agent's tool gave no detail"),
+  usage_limit: z
+    .object({
+      resets_at: z.string().nullable().describe('When the limit resets, as the tool said; null when it named no time'),
+      resumes_at: z.string().describe("When the run's session resumes by itself"),
+    })
+    .nullable()
+    .describe("While the run waits out the model's usage limit (state usage_limited); null otherwise"),
   decision: z.string().nullable(),
   decision_summary: z.string().nullable(),
   evidence: foreignObject(`The evidence the completion callback carried. ${GATE_ANSWER}`).nullable(),

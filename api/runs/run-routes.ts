@@ -12,6 +12,7 @@ import { RUN_STATES } from '../../capabilities/runs/domain/run-state.ts';
 import { quietWindowsOf, runGateView, type QuietWindowView } from '../../capabilities/runs/run-gate-view.ts';
 import { cancelRun, runDetail, type CancelRunResult } from '../../capabilities/runs/runs.ts';
 import { answerRun } from '../../capabilities/runs/run-answers.ts';
+import { resumeRun } from '../../capabilities/runs/run-resumes.ts';
 import type { AgentAnswer } from '../../capabilities/runs/domain/agent-answer.ts';
 import { AgentQuestionSchema, PERMISSION_DECISIONS, QUESTION_LABEL_MAX } from '../../worker-gate/contract/agent-question.ts';
 import { idempotencyKey, requestedBy } from '../command-fields.ts';
@@ -50,6 +51,21 @@ function agentAnswerOf(body: z.output<typeof AnswerBody>): AgentAnswer {
   if (body.choice !== undefined) return { kind: 'choice', choice: body.choice, note: body.note };
   return { kind: 'text', text: body.answer ?? '' };
 }
+
+const ResumeBody = z.strictObject({
+  requested_by: requestedBy,
+  idempotency_key: idempotencyKey,
+  note: z.string().trim().min(1).max(ANSWER_NOTE_MAX).optional().describe('Why the run is resumed early, for its audit trail'),
+});
+
+const ResumeAnswer = z.object({
+  ok: z.literal(true),
+  run_id: z.string(),
+  limit_number: z.number().int().describe("Which of the run's usage limits this resumes: the n-th is n"),
+  resumes_at: z.string().describe('When the run would have resumed by itself'),
+  replayed: z.boolean().describe('True when this idempotency_key had asked before: the first result is returned, and the request was sent to the run again'),
+});
+export type ResumeDocumented = Assert<Documents<typeof ResumeAnswer, Awaited<ReturnType<typeof resumeRun>>>>;
 
 const AllowedToolAnswer = z.object({ rule: z.string(), scope: z.enum(['once', 'run']) });
 
@@ -203,6 +219,18 @@ export async function runRoutes(instance: FastifyInstance, deps: Pick<AppDeps, '
   app.post('/control/api/v1/runs/:run_id/answer', { config, schema: answer }, async (request) => {
     const { requested_by, idempotency_key } = request.body;
     return answerRun(runs, { run_id: request.params.run_id, answer: agentAnswerOf(request.body), requested_by, idempotency_key, request_id: request.id });
+  });
+
+  const resume = {
+    tags,
+    summary: "Resume a run that waits out the model's usage limit now, before its reset time: its workflow asks the gate to resume the agent's session (docs/runs.md#waiting-out-a-usage-limit)",
+    params: RunParams,
+    body: ResumeBody,
+    response: { 200: ResumeAnswer, ...errorResponses(401, 403, 404, 409, 422, 501, 503) },
+  };
+  app.post('/control/api/v1/runs/:run_id/resume', { config, schema: resume }, async (request) => {
+    const { requested_by, idempotency_key, note } = request.body;
+    return resumeRun(runs, { run_id: request.params.run_id, requested_by, idempotency_key, note, request_id: request.id });
   });
 
   const cancel = {

@@ -1,4 +1,4 @@
-import type { DispatchOutcome, RunAnswer, RunCallback, RunWorkflowInput } from '../../workflows/runs/run-messages.ts';
+import type { DispatchOutcome, RunAnswer, ResumeNow, RunCallback, RunWorkflowInput } from '../../workflows/runs/run-messages.ts';
 import { CommandRefusedError } from '../../platform/command-errors.ts';
 
 export type StartedRun = { started: false; reason: string } | { started: true; workflow_id: string; outcome: DispatchOutcome | null };
@@ -15,6 +15,8 @@ export interface RunLauncher {
   deliverCallback(runId: string, callback: RunCallback): Promise<'delivered' | 'closed'>;
   /** Signals the operator's answer to the run's workflow; `closed` when the workflow has already finished or never existed. */
   deliverAnswer(runId: string, answer: RunAnswer): Promise<'delivered' | 'closed'>;
+  /** Signals an operator's request to resume a run waiting out a usage limit now; `closed` as for an answer. */
+  deliverResumeNow(runId: string, request: ResumeNow): Promise<'delivered' | 'closed'>;
   /** Requests cancellation and waits up to waitMs for the workflow to close. */
   cancelRun(runId: string, waitMs: number): Promise<'canceled' | 'closed' | 'pending'>;
   /** The run's page in the Temporal UI, when the UI address is known. */

@@ -9,6 +9,7 @@ import {
 } from './domain/run-state.ts';
 import type { QueueStatus } from './domain/queue-status.ts';
 import type { AgentQuestion } from '../../worker-gate/contract/agent-question.ts';
+import type { UsageLimitWait } from '../../worker-gate/contract/usage-limit.ts';
 import type { WorkloadClass } from '../../worker-gate/contract/workload.ts';
 import { appendAuditEvent } from '../../platform/store/audit-events.ts';
 import { callbackCause } from './store/callback-ledger.ts';
@@ -36,6 +37,8 @@ export interface RunRow {
   question: string | null;
   /** The waiting question's choices, or the tool call a permission request is for (worker-gate/contract/agent-question.ts). */
   question_detail: AgentQuestion | null;
+  /** While the run waits out the model's usage limit: when it resets and when the run resumes (docs/runs.md#waiting-out-a-usage-limit). */
+  usage_limit: UsageLimitWait | null;
   decision: string | null;
   decision_summary: string | null;
   evidence: Record<string, unknown> | null;
@@ -52,7 +55,7 @@ export interface RunRow {
 }
 
 export const RUN_COLUMNS =
-  'run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, session_id, question, question_detail, ' +
+  'run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, session_id, question, question_detail, usage_limit, ' +
   'decision, decision_summary, evidence, prepare_result, dispatch_result, last_error, finished_at, gpu_indices, cpu_count, created_at, updated_at';
 
 export async function getRun(q: Queryable, runId: string, options: { forUpdate?: boolean } = {}): Promise<RunRow | undefined> {
@@ -190,6 +193,8 @@ export interface TransitionDetail {
   dispatch_result?: Record<string, unknown>;
   /** The answered question is cleared from the run. */
   clears_question?: boolean;
+  /** With usage_limited: the limit the run waits out; null clears it (the session resumed). */
+  usage_limit?: UsageLimitWait | null;
   /** Anything else worth keeping in the audit event (the callback key, the failing stage). */
   audit?: Record<string, unknown>;
 }
@@ -222,6 +227,10 @@ export interface TransitionResult {
   queue_item: QueueItemRow | null;
 }
 
+/** While the model's usage limit holds: the run keeps its lane, and its session resumes by itself. */
+const usageLimitHint = (resumesAt: string) =>
+  `the model's usage limit was hit: the run resumes by itself at ${resumesAt}, or now with POST /control/api/v1/runs/{run_id}/resume (rcp runs resume)`;
+
 /** While the agent waits on its question: the run keeps its lane, and the answer resumes its session. */
 const QUESTION_WAITING_HINT = 'answer the agent\'s question (POST /control/api/v1/runs/{run_id}/answer, or rcp runs answer)';
 
@@ -231,6 +240,12 @@ const NEXT_ACTION_HINTS: Partial<Record<QueueStatus, string>> = {
   dispatch_error: 'fix the worker or the item, then requeue',
   queued: 'waiting for dispatch',
 };
+
+function nextActionHint(transition: RunTransition, status: QueueStatus, detail: TransitionDetail): string | null {
+  if (transition === 'question_asked') return QUESTION_WAITING_HINT;
+  if (transition === 'usage_limited' && detail.usage_limit) return usageLimitHint(detail.usage_limit.resumes_at);
+  return NEXT_ACTION_HINTS[status] ?? null;
+}
 
 function nextQueueStatus(transition: RunTransition, item: QueueItemRow): { status: QueueStatus; failures: number } | null {
   const rule = TRANSITION_RULES[transition];
@@ -305,6 +320,7 @@ async function updateRun(tx: Queryable, run: RunRow, toState: RunState, detail: 
             session_id = COALESCE($3, session_id),
             question = CASE WHEN $12 THEN $4 ELSE COALESCE($4, question) END,
             question_detail = CASE WHEN $12 THEN $13::jsonb ELSE COALESCE($13::jsonb, question_detail) END,
+            usage_limit = CASE WHEN $14 THEN $15::jsonb ELSE usage_limit END,
             decision = COALESCE($5, decision),
             decision_summary = COALESCE($6, decision_summary),
             evidence = COALESCE($7::jsonb, evidence),
@@ -328,6 +344,8 @@ async function updateRun(tx: Queryable, run: RunRow, toState: RunState, detail: 
       // An answer clears the question it answered: the run's detail shows only a question still waiting.
       transitionClearsQuestion(detail),
       detail.question_detail ? JSON.stringify(detail.question_detail) : null,
+      detail.usage_limit !== undefined,
+      detail.usage_limit ? JSON.stringify(detail.usage_limit) : null,
     ],
   );
   return result.rows[0]!;
@@ -356,7 +374,7 @@ async function updateQueueItem(
       queue.failures,
       FLAGGING_TRANSITIONS.has(transition),
       detail.last_error ?? null,
-      transition === 'question_asked' ? QUESTION_WAITING_HINT : (NEXT_ACTION_HINTS[queue.status] ?? null),
+      nextActionHint(transition, queue.status, detail),
       transition === 'answered',
     ],
   );

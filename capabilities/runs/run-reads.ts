@@ -7,6 +7,7 @@ import type { Queryable } from '../../platform/store/store.ts';
 import { RUN_CAUSE_SQL, RUN_TOKEN_USAGE_SQL } from './store/callback-ledger.ts';
 import type { TokenUsage } from '../../worker-gate/contract/agent-runtimes.ts';
 import type { RunCause } from '../../worker-gate/contract/run-cause.ts';
+import type { UsageLimitWait } from '../../worker-gate/contract/usage-limit.ts';
 
 /** The run list (`GET /control/api/v1/runs`): a run's summary, without the gate's large JSON answers. */
 
@@ -21,6 +22,7 @@ export interface RunListRow {
   session_id: string | null;
   question: string | null;
   question_detail: AgentQuestion | null;
+  usage_limit: UsageLimitWait | null;
   decision: string | null;
   decision_summary: string | null;
   last_error: string | null;
@@ -38,7 +40,7 @@ export interface RunListRow {
 }
 
 const RUN_LIST_COLUMNS =
-  'run_id, project_id, workflow_id, state, lane, workload_class, requested_by, session_id, question, question_detail, decision, ' +
+  'run_id, project_id, workflow_id, state, lane, workload_class, requested_by, session_id, question, question_detail, usage_limit, decision, ' +
   `decision_summary, last_error, paper_status, ${RUN_TOKEN_USAGE_SQL}, ${RUN_CAUSE_SQL}, finished_at, gpu_indices, cpu_count, created_at, updated_at`;
 
 export const RUN_ORDERS: readonly KeysetOrder[] = [

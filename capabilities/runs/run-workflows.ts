@@ -17,6 +17,7 @@ import {
   dispatchOutcomeUpdate,
   RUN_WORKFLOW_TYPE,
   answerSignal,
+  resumeNowSignal,
   workerCallbackSignal,
   type DispatchOutcome,
 } from '../../workflows/runs/run-messages.ts';
@@ -119,6 +120,7 @@ export function temporalRunLauncher(client: Client, settings: RunLauncherSetting
 
     deliverCallback: (runId, callback) => signalRun(runId, workerCallbackSignal, callback),
     deliverAnswer: (runId, answer) => signalRun(runId, answerSignal, answer),
+    deliverResumeNow: (runId, request) => signalRun(runId, resumeNowSignal, request),
 
     async cancelRun(runId, waitMs) {
       const handle = handleOf(runId);

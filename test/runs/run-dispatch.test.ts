@@ -226,6 +226,7 @@ describe('live dispatch switched off', () => {
       startRun,
       deliverCallback: vi.fn(async () => 'closed' as const),
       deliverAnswer: vi.fn(async () => 'closed' as const),
+      deliverResumeNow: vi.fn(async () => 'closed' as const),
       cancelRun: vi.fn(async () => 'closed' as const),
       workflowUiUrl: () => null,
     };

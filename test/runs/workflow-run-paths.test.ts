@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -24,6 +24,7 @@ import { insertQueueItem } from '../../capabilities/runs/queue-items.ts';
 import { setFlag } from '../../capabilities/runs/queue-flags.ts';
 import type { Store } from '../../platform/store/store.ts';
 import { workerCallbackSignal, type RunCallback, type RunTimings, type RunWorkflowInput } from '../../workflows/runs/run-messages.ts';
+import { USAGE_LIMIT_RESUME_PROMPT } from '../../worker-gate/contract/usage-limit.ts';
 import { NEWEST_RUN_PATCH } from '../../workflows/patches.ts';
 import type { runWorkflow } from '../../workflows/runs/run-workflow.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -50,7 +51,7 @@ import { workflowListing } from '../support/workflow-listing.ts';
  */
 
 const TASK_QUEUE = `run-paths-${process.pid}`;
-const LANES = ['completed', 'finished', 'burst', 'timeout', 'gate-timeout', 'question', 'failed', 'canceled', 'race', 'lost', 'readonly', 'paused'] as const;
+const LANES = ['completed', 'finished', 'burst', 'timeout', 'gate-timeout', 'question', 'limited', 'failed', 'canceled', 'race', 'lost', 'readonly', 'paused'] as const;
 /** A lane whose gate address has nothing listening. */
 const DOWN_LANE = 'down';
 
@@ -271,6 +272,54 @@ describe('the run workflow on each of its paths', () => {
     expect((await runRow(input.run_id))!.last_error).toMatch(/^the answer could not resume the agent's session: .*409.*not waiting on an answer/);
     expect(await transitionsOf(input.run_id)).toEqual(['claimed', 'prepared', 'worker_accepted', 'question_asked', 'resume_failed']);
     await keepHistory('run-resume-failed', input.run_id);
+  });
+
+  /** Dispatches a fake agent that hits the model's usage limit, and signals the run the gate's usage_limited callback. */
+  async function limitedRun(scenario: 'usage-limit' | 'usage-limit-long', n: number) {
+    const input = await seed('limited', { scenario }, n);
+    await dispatched(input);
+    const limited = await receiver.waitFor(input.run_id, 'usage_limited', 30_000);
+    const usageLimit = { resets_at: limited.body.cause!.resets_at!, resumes_at: limited.body.resumes_at! };
+    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'usage_limited', { gate_state: 'usage_limited', usage_limit: usageLimit }));
+    return { input, usageLimit };
+  }
+
+  it('waits out a usage limit keeping its lane, then the gate resumes the same session by itself', { timeout: 90_000 }, async () => {
+    const { input, usageLimit } = await limitedRun('usage-limit', 1);
+    await expect.poll(async () => (await runRow(input.run_id))?.state, { timeout: 20_000 }).toBe('usage_limited');
+    expect((await runRow(input.run_id))!.usage_limit).toEqual(usageLimit);
+    const item = await queueItem(input.project_id);
+    expect(item).toMatchObject({ status: 'running', manual_review_required: false, last_run_state: 'usage_limited' });
+    expect(item!.next_action_hint).toContain(`resumes by itself at ${usageLimit.resumes_at}`);
+    // The resume comes at the gate's time, not before.
+    await expect.poll(async () => (await runRow(input.run_id))?.state, { timeout: 30_000, interval: 250 }).toBe('running');
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(usageLimit.resumes_at) - 1_000);
+    expect((await runRow(input.run_id))!.usage_limit).toBeNull();
+    const onGate = await gateClient(gateFixture).runView(input.run_id);
+    expect(onGate?.resumes?.map((resume: { resume_id: string }) => resume.resume_id)).toEqual(['limit-1']);
+    // The resumed session was told why: the fake agent notes the prompt it resumed with.
+    const notes = join(gateFixture.projectRoot, input.project_id, 'run_notes.md');
+    await expect.poll(() => readFile(notes, 'utf8').catch(() => ''), { timeout: 30_000, interval: 250 }).toContain(USAGE_LIMIT_RESUME_PROMPT);
+    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'session_finished_ready', { gate_state: 'finished_ready' }));
+    expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'reconciled', queue_status: 'completed' });
+    expect(await transitionsOf(input.run_id)).toEqual(['claimed', 'prepared', 'worker_accepted', 'usage_limited', 'limit_resumed', 'wake_received', 'reconciling', 'completed']);
+    await keepHistory('run-usage-limit', input.run_id);
+  });
+
+  it('resumes a run waiting out a usage limit when an operator asks, long before its reset', { timeout: 90_000 }, async () => {
+    const { input, usageLimit } = await limitedRun('usage-limit-long', 2);
+    expect(Date.parse(usageLimit.resumes_at) - Date.now()).toBeGreaterThan(3_000_000);
+    await expect.poll(async () => (await runRow(input.run_id))?.state, { timeout: 20_000 }).toBe('usage_limited');
+    expect(await launcher().deliverResumeNow(input.run_id, { limit_number: 1, requested_by: 'run-paths-test' })).toBe('delivered');
+    await expect.poll(async () => (await runRow(input.run_id))?.state, { timeout: 30_000, interval: 250 }).toBe('running');
+    const resumed = (await store.query<{ payload: Record<string, unknown> }>("SELECT payload FROM audit_events WHERE entity_id = $1 AND event_type = 'run.limit_resumed'", [input.run_id])).rows[0];
+    expect(resumed?.payload).toMatchObject({ limit_number: 1, resumed_early_by: 'run-paths-test' });
+    const onGate = await gateClient(gateFixture).runView(input.run_id);
+    expect(onGate?.resumes?.map((resume: { resume_id: string }) => resume.resume_id)).toEqual(['limit-1']);
+    expect(onGate?.gate_state).toBe('running');
+    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'session_finished_ready', { gate_state: 'finished_ready' }));
+    expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'reconciled', queue_status: 'completed' });
+    await keepHistory('run-usage-limit-resumed-early', input.run_id);
   });
 
   it('answers a failed dispatch with the gate\'s status and releases the claim', { timeout: 90_000 }, async () => {

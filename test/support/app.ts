@@ -60,6 +60,7 @@ export const UNREACHABLE_TEMPORAL: RunLauncher = {
   startRun: () => Promise.reject(new Error('this test app has no Temporal connection')),
   deliverCallback: () => Promise.reject(new Error('this test app has no Temporal connection')),
   deliverAnswer: () => Promise.reject(new Error('this test app has no Temporal connection')),
+  deliverResumeNow: () => Promise.reject(new Error('this test app has no Temporal connection')),
   cancelRun: () => Promise.reject(new Error('this test app has no Temporal connection')),
   workflowUiUrl: () => null,
 };

@@ -8,6 +8,7 @@ import { agentRecord, dispatchedRun, leaveLingeringProcess, preparedRun, session
 import { CallbackReceiver, waitUntil } from '../support/gate.ts';
 import { ResponsesServer } from '../../scripts/scripted-model-servers.ts';
 import { testPort } from '../support/ports.ts';
+import { USAGE_LIMIT_RESUME_PROMPT } from '../../worker-gate/contract/usage-limit.ts';
 
 /**
  * Codex CLI, the real binary (scripts/ensure-agents.sh), under a real gate process with agent_runtime "codex", against
@@ -15,7 +16,7 @@ import { testPort } from '../support/ports.ts';
  * scenarios run at once, each its own project and conversation (the prompt holds the key the model server scripts).
  */
 
-// expected duration: ~80 s
+// expected duration: ~90 s
 
 // The quiet window needs idle_sustain_sec (min 30) of samples after the agent's processes exited.
 const WINDOW_MS = 90_000;
@@ -180,6 +181,37 @@ describe.concurrent('Codex CLI under the gate', () => {
     expect(continuation).toContain('Your session ended, but the run is not finished');
     expect(continuation).toContain('`run_notes.md` in the project directory');
     expect((await continuingGate.client.runView(runId))?.resumes?.map((resume: { resume_id: string }) => resume.resume_id)).toEqual(['continue-1']);
+  });
+
+  it('(j) the model refuses for a usage limit resetting in a few seconds: the run waits with the reset Codex names, and resumed after it the same session finishes', { timeout: 2 * WINDOW_MS }, async () => {
+    model.script('codex-j', [
+      { kind: 'command', cmd: 'echo first half done' },
+      { kind: 'limit', resetSec: 3 },
+      { kind: 'command', cmd: WRITE_EVIDENCE },
+      { kind: 'message', text: 'Finished after the limit reset.' },
+    ]);
+    const runId = await dispatched(gate, await prepared(gate, 'codex-j'));
+    const limited = await receiver.waitFor(runId, 'usage_limited', 60_000);
+    const cause = limited.body.cause!;
+    expect(limited.body.gate_state).toBe('usage_limited');
+    expect(cause).toMatchObject({ kind: 'usage_limit', exit_code: 1 });
+    expect(cause.message).toMatch(/usage limit/i);
+    // Codex names the reset to the minute ("Try again at 4:44 AM"): the gate resumes a few seconds past the time it names.
+    const resetsAt = Date.parse(cause.resets_at!);
+    const resumesAt = Date.parse(limited.body.resumes_at!);
+    expect(Math.abs(resetsAt - Date.now())).toBeLessThan(90_000);
+    expect(resumesAt).toBeGreaterThanOrEqual(resetsAt);
+    expect((await gate.client.runView(runId))?.usage_limit).toEqual({ resets_at: cause.resets_at, resumes_at: limited.body.resumes_at });
+
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(resumesAt, Date.now() + 10_000) - Date.now())));
+    const resumedAt = Date.now();
+    expect((await gate.client.resume(runId, { resume_id: 'limit-1', prompt: USAGE_LIMIT_RESUME_PROMPT })).status).toBe(200);
+    const next = await waitUntil('the resumed request', () => model.requestsOf('codex-j').find((request) => JSON.stringify(request.body.input).includes('usage limit that stopped your session')), 60_000);
+    console.log(`codex: ${next.at - resumedAt} ms from the resume after a usage limit to the model's next request`);
+    // The same conversation: the first half's command output is in it.
+    expect(JSON.stringify(next.body.input)).toContain('first half done');
+    await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(callbackTypes(runId)).toEqual(['session_started', 'usage_limited', 'session_finished_ready']);
   });
 
   it('(h) a second question after a resume: the run waits on it again, and a second resume answers it', { timeout: 3 * WINDOW_MS }, async () => {

@@ -67,13 +67,14 @@ export const RunCauseSchema = z
     signal: z.string().regex(/^SIG[A-Z0-9]{1,12}$/).optional(),
     model_status: z.number().int().min(100).max(599).optional().describe('The HTTP status the model server answered'),
     message: z.string().max(RUN_CAUSE_MESSAGE_MAX).optional(),
+    resets_at: z.iso.datetime({ offset: true }).optional().describe('With usage_limit: when the limit resets, where the tool said'),
     reaped: z
       .array(z.strictObject({ pid: z.number().int().min(1), command: z.string().max(RUN_CAUSE_COMMAND_MAX), outcome: z.string().max(40) }))
       .max(RUN_CAUSE_REAPED_MAX)
       .optional()
       .describe('Processes of the run the gate stopped or reaped'),
   })
-  .describe('Why the run ended: model_error, crash, signal, token_budget, stall, exit or reaped');
+  .describe('Why the run ended: model_error, usage_limit, crash, signal, token_budget, stall, exit or reaped');
 
 export const GateCallbackPayloadSchema = z.strictObject({
   event_type: z.enum(CALLBACK_EVENT_TYPES),
@@ -95,6 +96,8 @@ export const GateCallbackPayloadSchema = z.strictObject({
   token_usage: TokenUsageSchema.nullable().optional(),
   /** Why the run ended; on finishing callbacks whose cause the gate knows. */
   cause: RunCauseSchema.nullable().optional(),
+  /** With usage_limited: when the run's session resumes by itself (docs/worker-gate.md#waiting-out-a-usage-limit). */
+  resumes_at: z.iso.datetime({ offset: true }).nullable().optional(),
   idempotency_key: z.string().min(1),
 });
 export type GateCallbackPayload = z.infer<typeof GateCallbackPayloadSchema>;

@@ -282,6 +282,11 @@ export const GateRunViewSchema = z.object({
   ended: z.boolean(),
   question: z.string().nullable(),
   question_detail: AgentQuestionSchema.nullable().optional().describe('The pending question with its choices, or the tool call a permission request is for; absent from older records'),
+  usage_limit: z
+    .object({ resets_at: z.string().nullable(), resumes_at: z.string() })
+    .nullable()
+    .optional()
+    .describe("While the run waits out the model's usage limit: when the limit resets (as the tool said) and when the session resumes; absent from older records"),
   resumes: z.array(ResumeRecordSchema).optional().describe("The run's session resumed by the control plane: one entry per resume; absent from older records"),
   allowed_tools: z.array(z.string()).optional().describe('Tools allowed for the rest of the run by an answer to a permission request; absent from older records'),
   tokens_before_session: TokenUsageSchema.nullable().optional().describe("What the run's sessions before its current one spent (set by a resume); absent from older records"),

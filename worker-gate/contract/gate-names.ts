@@ -29,6 +29,8 @@ export const GATE_STATES = [
   'waiting_for_process_exit',
   'waiting_for_quiet_window',
   'question_pending',
+  /** The model refused for a usage limit: the run waits for its reset, then its session resumes. */
+  'usage_limited',
   'wake_ready',
   'finished_pending_gate',
   'finished_ready',
@@ -40,13 +42,14 @@ export type GateState = (typeof GATE_STATES)[number];
 /** States after which the gate sends nothing more for the current session. */
 export const SETTLED_GATE_STATES: ReadonlySet<GateState> = new Set([
   'question_pending',
+  'usage_limited',
   'wake_ready',
   'finished_ready',
   'cancelled',
   'error',
 ]);
 
-/** Settled states the run does not leave for the control plane: only a pending question waits for more. */
+/** Settled states the run does not leave for the control plane: only a pending question or a usage limit waits for more. */
 export const RUN_OVER_GATE_STATES: ReadonlySet<GateState> = new Set(['wake_ready', 'finished_ready', 'cancelled', 'error']);
 
 export const CALLBACK_EVENT_TYPES = [
@@ -54,6 +57,8 @@ export const CALLBACK_EVENT_TYPES = [
   /** The session ended without its evidence, and the gate resumed it (docs/worker-gate.md#continuing-a-premature-stop). */
   'session_continued',
   'question_pending',
+  /** The model refused for a usage limit; the callback says when the session resumes (docs/worker-gate.md#waiting-out-a-usage-limit). */
+  'usage_limited',
   'wake_ready',
   'session_finished_ready',
   'gate_timeout',

@@ -3,7 +3,9 @@
  * answering 500, a crash, a signal, a budget stop, a stall and reaped processes read differently on the control plane.
  */
 
-export const RUN_CAUSE_KINDS = ['model_error', 'crash', 'signal', 'token_budget', 'stall', 'exit', 'reaped'] as const;
+import { isUsageLimit, usageLimitResetOf } from './usage-limit.ts';
+
+export const RUN_CAUSE_KINDS = ['model_error', 'usage_limit', 'crash', 'signal', 'token_budget', 'stall', 'exit', 'reaped'] as const;
 export type RunCauseKind = (typeof RUN_CAUSE_KINDS)[number];
 
 /** Bounds of a cause: it travels in every finishing callback and is shown as is. */
@@ -24,6 +26,8 @@ export interface RunCause {
   /** The HTTP status the model server answered, when the tool's error names one. */
   model_status?: number;
   message?: string;
+  /** With usage_limit: when the limit resets, where the tool's words say (ISO 8601). */
+  resets_at?: string;
   reaped?: ReapedCause[];
 }
 
@@ -45,15 +49,23 @@ export function modelStatusOf(text: string | null | undefined): number | null {
 
 /**
  * The cause of a tool's end as its runner saw it: a signal it died of, a budget stop, a non-zero exit with the model's
- * error in its stream, or without one (a crash). A zero exit is an `exit`.
+ * error in its stream (a usage limit, with its reset where the tool words one, read against `now`), or without one (a
+ * crash). A zero exit is an `exit`.
  */
-export function toolEndCause(end: { exitCode: number; signal: string | null; lastError: string | null; spawnError: string | null; stoppedOverBudget: boolean }): RunCause {
+export function toolEndCause(
+  end: { exitCode: number; signal: string | null; lastError: string | null; spawnError: string | null; stoppedOverBudget: boolean },
+  now: Date = new Date(),
+): RunCause {
   if (end.spawnError) return { kind: 'crash', exit_code: end.exitCode, message: boundedMessage(`the tool did not start: ${end.spawnError}`) };
   const message = end.lastError ? { message: boundedMessage(end.lastError) } : {};
   if (end.stoppedOverBudget) return { kind: 'token_budget', exit_code: end.exitCode, ...(end.signal ? { signal: end.signal } : {}), ...message };
   if (end.signal) return { kind: 'signal', exit_code: end.exitCode, signal: end.signal, ...message };
   if (end.exitCode === 0) return { kind: 'exit', exit_code: 0, ...message };
   const status = modelStatusOf(end.lastError);
+  if (end.lastError && (status === 429 || isUsageLimit(end.lastError))) {
+    const resetsAt = usageLimitResetOf(end.lastError, now);
+    return { kind: 'usage_limit', exit_code: end.exitCode, ...(status === null ? {} : { model_status: status }), ...message, ...(resetsAt ? { resets_at: resetsAt.toISOString() } : {}) };
+  }
   if (end.lastError) return { kind: 'model_error', exit_code: end.exitCode, ...(status === null ? {} : { model_status: status }), ...message };
   return { kind: 'crash', exit_code: end.exitCode };
 }

@@ -6,6 +6,7 @@ import {
   type LifecycleEvent,
 } from '../contract/gate-names.ts';
 import type { AgentQuestion } from '../contract/agent-question.ts';
+import type { UsageLimitWait } from '../contract/usage-limit.ts';
 
 /** The part of a gate run record that lifecycle events change. Times are ISO 8601 strings from the gate's clock. */
 export interface GateSession {
@@ -20,9 +21,12 @@ export interface GateSession {
   question: string | null;
   /** The pending question with its choices, or the tool call a permission request is for; absent from older records. */
   question_detail?: AgentQuestion | null;
+  /** While the run waits out the model's usage limit: when its session resumes; absent from older records. */
+  usage_limit?: UsageLimitWait | null;
   gate_state: GateState;
   gate_reason: string;
 }
+
 
 export interface LifecycleInput {
   event: LifecycleEvent;
@@ -34,6 +38,8 @@ export interface LifecycleInput {
   exit_code?: number | undefined;
   /** With session-end: the launcher stopped the agent past this token budget, having seen `tokens_used`. */
   token_budget_exceeded?: { budget: number; tokens_used: number } | undefined;
+  /** With session-end: the model refused for a usage limit, and the run waits until then. */
+  usage_limit?: UsageLimitWait | undefined;
   /** Gate clock time the event was received. */
   received_at: string;
 }
@@ -116,6 +122,13 @@ export function applyLifecycleEvent(current: GateSession, input: LifecycleInput)
         session.gate_state = 'error';
         session.gate_reason = `token budget exceeded: the agent spent ${tokens_used} tokens of its budget of ${budget}, and the gate stopped it`;
         callbacks.push({ event_type: 'gate_error', observed_at: input.received_at });
+        break;
+      }
+      if (input.usage_limit) {
+        session.usage_limit = input.usage_limit;
+        session.gate_state = 'usage_limited';
+        session.gate_reason = `the model refused for a usage limit; the session resumes at ${input.usage_limit.resumes_at}`;
+        callbacks.push({ event_type: 'usage_limited', observed_at: input.received_at });
         break;
       }
       if (input.exit_code !== undefined && input.exit_code !== 0) {

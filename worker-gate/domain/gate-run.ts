@@ -334,8 +334,9 @@ function withEarlierSessions(run: GateRun, session: TokenUsage): TokenUsage {
 }
 
 /**
- * The run's session starts again with an answer (docs/worker-gate.md#resuming-a-run): the question is cleared, the gate
- * watches for the new session's events and processes as after a dispatch, and what the run spent so far stays counted.
+ * The run's session starts again with an answer, or after a usage limit (docs/worker-gate.md#resuming-a-run): the
+ * question or the limit is cleared, the gate watches for the new session's events and processes as after a dispatch,
+ * and what the run spent so far stays counted.
  * The run keeps its slot, cgroup, GPUs and CPUs; `eventTokenSha256` is the new session's own event token.
  */
 export function resumedRun(run: GateRun, resume: ResumeRecord, eventTokenSha256: string, runAllowedTools: string[]): GateRun {
@@ -345,6 +346,7 @@ export function resumedRun(run: GateRun, resume: ResumeRecord, eventTokenSha256:
     gate_reason: `resumed (${resume.resume_id}); waiting for the agent to report`,
     question: null,
     question_detail: null,
+    usage_limit: null,
     last_event: null,
     idle_seen_at: null,
     ended: false,

@@ -46,7 +46,8 @@ const listed = (values: readonly (number | string)[]) => values.join(', ');
 
 /**
  * Whether a run of the gate holds a slot: from its dispatch until it is over. A run whose agent waits on a person's
- * answer keeps its slot, GPUs and CPUs, so that its session resumes where it was (docs/runs.md#answering-the-agent).
+ * answer, or for the model's usage limit to reset, keeps its slot, GPUs and CPUs, so that its session resumes where it
+ * was (docs/runs.md#answering-the-agent, docs/runs.md#waiting-out-a-usage-limit).
  */
 export const holdsSlot = (run: GateRun): boolean => !RUN_OVER_GATE_STATES.has(run.gate_state);
 

@@ -73,7 +73,19 @@ export interface RunCallback {
   question: string | null;
   /** With question_pending: the question's choices, or the tool call a permission request is for. Absent from older signals. */
   question_detail?: AgentQuestion | null;
+  /**
+   * With usage_limited: when the limit resets, as the tool said, and when the gate asks the run to resume (null when
+   * its gate named no time). Absent from other callbacks.
+   */
+  usage_limit?: { resets_at: string | null; resumes_at: string | null };
   evidence: RunEvidence | null;
+}
+
+/** An operator's request to resume a run waiting out a usage limit before its time (docs/runs.md#waiting-out-a-usage-limit). */
+export interface ResumeNow {
+  /** Which of the run's usage limits it is for: the n-th limit is n. */
+  limit_number: number;
+  requested_by: string;
 }
 
 /** An operator's answer to the agent, recorded in the ledger (run_answers), for the run to resume the session with. */
@@ -87,7 +99,17 @@ export interface RunAnswer {
 /** Where a run is: the workflow's current details in the Temporal UI (workflows/runs/run-workflow.ts). */
 export interface RunProgress {
   run_id: string;
-  phase: 'claiming' | 'preflight' | 'preparing' | 'dispatching' | 'awaiting_callbacks' | 'awaiting_answer' | 'resuming' | 'reconciling' | 'finished';
+  phase:
+    | 'claiming'
+    | 'preflight'
+    | 'preparing'
+    | 'dispatching'
+    | 'awaiting_callbacks'
+    | 'awaiting_answer'
+    | 'awaiting_limit_reset'
+    | 'resuming'
+    | 'reconciling'
+    | 'finished';
   run_state: string | null;
   queue_status: string | null;
   callbacks_seen: number;
@@ -105,5 +127,7 @@ export interface RunWorkflowResult {
 export const workerCallbackSignal = defineSignal<[RunCallback]>('workerCallback');
 /** The operator's answer to the agent's question; a repeated one (same answer_number) changes nothing. */
 export const answerSignal = defineSignal<[RunAnswer]>('answer');
+/** Resume a run waiting out a usage limit now; a repeated one (same limit_number) changes nothing. */
+export const resumeNowSignal = defineSignal<[ResumeNow]>('resumeNow');
 /** Answers once the dispatch phase has an outcome; the HTTP call of a live dispatch-next waits on it. */
 export const dispatchOutcomeUpdate = defineUpdate<DispatchOutcome>('dispatchOutcome');

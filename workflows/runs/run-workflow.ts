@@ -25,6 +25,8 @@ import {
   workerCallbackSignal,
   type DispatchOutcome,
   answerSignal,
+  resumeNowSignal,
+  type ResumeNow,
   type RunAnswer,
   type RunCallback,
   type RunProgress,
@@ -32,6 +34,7 @@ import {
   type RunWorkflowResult,
 } from './run-messages.ts';
 import { RUN_PATCHES } from '../patches.ts';
+import { LIMIT_RESUME_PREFIX, USAGE_LIMIT_RESUME_PROMPT } from '../../worker-gate/contract/usage-limit.ts';
 
 /**
  * One run of a queued item (docs/runs.md#runs): claim → preflight → prepare → dispatch on the worker gate, then wait for
@@ -82,6 +85,9 @@ type Phase = RunProgress['phase'];
 /** A resume may first wait, up to 15 s on the gate, for the asking session's processes to end (docs/worker-gate.md#resuming-a-run). */
 const RESUME_SLACK_SEC = 20;
 
+/** How long a run waits out a usage limit its gate named no resume time for (a gate of another implementation). */
+const DEFAULT_LIMIT_WAIT_SEC = 15 * 60;
+
 /** How long a run started without question_wait_sec in its timings waits for an answer: a week. */
 const DEFAULT_QUESTION_WAIT_SEC = 7 * 24 * 3600;
 
@@ -127,6 +133,9 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   let questionsAsked = 0;
   /** How many times the gate continued the run's session after a premature stop. */
   let continuations = 0;
+  /** How many usage limits the run has waited out, and the operators' requests to resume before the reset. */
+  let limitsWaited = 0;
+  const resumeRequests = new Map<number, ResumeNow>();
 
   setHandler(dispatchOutcomeUpdate, async () => {
     await condition(() => outcome !== undefined);
@@ -146,6 +155,9 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
 
   setHandler(answerSignal, (answer) => {
     if (!answers.has(answer.answer_number)) answers.set(answer.answer_number, answer);
+  });
+  setHandler(resumeNowSignal, (request) => {
+    if (!resumeRequests.has(request.limit_number)) resumeRequests.set(request.limit_number, request);
   });
 
   const settle = (value: DispatchOutcome) => {
@@ -300,20 +312,50 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
       return false;
     }
     const answer = answers.get(number)!;
+    const resumed = await resumeSession({ resume_id: `answer-${number}`, prompt: answer.prompt, allowed_tools: answer.allowed_tools }, 'the answer', { answer_number: number });
+    if (!resumed) return false;
+    await transition('answered', { clears_question: true, audit: { answer_number: number } }, number);
+    enter('awaiting_callbacks');
+    return true;
+  }
+
+  /**
+   * The model refused for a usage limit: the run keeps its lane and waits until its gate's resume time, or until an
+   * operator resumes it, then the gate resumes the session (docs/runs.md#waiting-out-a-usage-limit). True when the
+   * session resumed, false when the run ended here (the gate could not resume it).
+   */
+  async function awaitLimitReset(callback: RunCallback, audit: Record<string, unknown>): Promise<boolean> {
+    const number = limitsWaited + 1;
+    const resumesAt = callback.usage_limit?.resumes_at ?? new Date(Date.now() + DEFAULT_LIMIT_WAIT_SEC * 1000).toISOString();
+    const usageLimit = { resets_at: callback.usage_limit?.resets_at ?? null, resumes_at: resumesAt };
+    const limited = await transition('usage_limited', { session_id: callback.session_id, usage_limit: usageLimit, audit: { ...audit, ...usageLimit } }, number);
+    if (!limited.applied && limited.run_state !== 'usage_limited') return false;
+    limitsWaited = number;
+    enter('awaiting_limit_reset');
+    const waitMs = Date.parse(resumesAt) - Date.now();
+    if (waitMs > 0) await condition(() => resumeRequests.has(number), waitMs);
+    const early = resumeRequests.get(number);
+    const resumed = await resumeSession({ resume_id: `${LIMIT_RESUME_PREFIX}${number}`, prompt: USAGE_LIMIT_RESUME_PROMPT, allowed_tools: [] }, 'the usage limit\'s end', { limit_number: number });
+    if (!resumed) return false;
+    await transition('limit_resumed', { usage_limit: null, audit: { limit_number: number, ...(early ? { resumed_early_by: early.requested_by } : {}) } }, number);
+    enter('awaiting_callbacks');
+    return true;
+  }
+
+  /** Asks the gate to resume the run's session; a gate that cannot ends the run (resume_failed). True when it resumed. */
+  async function resumeSession(resume: { resume_id: string; prompt: string; allowed_tools: RunAnswer['allowed_tools'] }, what: string, audit: Record<string, unknown>): Promise<boolean> {
     enter('resuming');
     try {
       const timeoutSec = timings.gate_call_timeout_sec + RESUME_SLACK_SEC;
       const resumeGate = proxyActivities<Pick<GateActivities, 'resumeOnWorker'>>({ ...gateOptions, startToCloseTimeout: `${timeoutSec + 5} seconds` });
-      await resumeGate.resumeOnWorker({ run_id: runId, timeout_sec: timeoutSec, resume_id: `answer-${number}`, prompt: answer.prompt, allowed_tools: answer.allowed_tools });
+      await resumeGate.resumeOnWorker({ run_id: runId, timeout_sec: timeoutSec, ...resume });
+      return true;
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
       const failure = error.cause instanceof ApplicationFailure ? error.cause : undefined;
-      await transition('resume_failed', { last_error: `the answer could not resume the agent's session: ${failure?.message ?? error.message}`, audit: { answer_number: number } });
+      await transition('resume_failed', { last_error: `${what} could not resume the agent's session: ${failure?.message ?? error.message}`, audit });
       return false;
     }
-    await transition('answered', { clears_question: true, audit: { answer_number: number } }, number);
-    enter('awaiting_callbacks');
-    return true;
   }
 
   /** True when the callback finished the run. */
@@ -333,6 +375,11 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
           return (await transition(name, { session_id: callback.session_id, question: callback.question, audit })).applied;
         }
         return !(await awaitAnswer(callback, audit));
+      case 'usage_limited':
+        if (!patched(RUN_PATCHES.usageLimitWaits)) {
+          return (await transition('gate_error', { last_error: `usage_limited: ${callback.reason}`, audit })).applied;
+        }
+        return !(await awaitLimitReset(callback, audit));
       case 'gate_timeout':
       case 'gate_error':
         return (await transition(name, { last_error: `${callback.event_type}: ${callback.reason}`, audit })).applied;

@@ -12,6 +12,7 @@ export const RUN_STATES = [
   'awaiting_wake',
   'running',
   'question_pending',
+  'usage_limited',
   'wake_ready',
   'session_finished_ready',
   'gate_timeout',
@@ -24,7 +25,8 @@ export type RunState = (typeof RUN_STATES)[number];
 
 /**
  * States after which a run changes no more; callbacks for such a run are recorded and ignored. A run whose agent waits
- * on a question is not finished: its workflow waits for the answer and resumes the session (docs/runs.md#answering-the-agent).
+ * on a question, or for the model's usage limit to reset, is not finished: its workflow waits for the answer or the
+ * reset and resumes the session (docs/runs.md#answering-the-agent, docs/runs.md#waiting-out-a-usage-limit).
  */
 export const FINISHED_RUN_STATES: ReadonlySet<RunState> = new Set([
   'gate_timeout',
@@ -46,6 +48,8 @@ export const RUN_TRANSITIONS = [
   'answered',
   'question_unanswered',
   'resume_failed',
+  'usage_limited',
+  'limit_resumed',
   'wake_received',
   'reconciling',
   'completed',
@@ -67,8 +71,9 @@ export interface TransitionRule {
 }
 
 const BEFORE_WAKE: readonly RunState[] = ['awaiting_wake', 'running'];
-const IN_FLIGHT: readonly RunState[] = ['prepared', 'dispatching', 'awaiting_wake', 'running', 'question_pending', 'wake_ready', 'session_finished_ready'];
+const IN_FLIGHT: readonly RunState[] = ['prepared', 'dispatching', 'awaiting_wake', 'running', 'question_pending', 'usage_limited', 'wake_ready', 'session_finished_ready'];
 const WAITING_ON_AN_ANSWER: readonly RunState[] = ['question_pending'];
+const WAITING_TO_RESUME: readonly RunState[] = ['question_pending', 'usage_limited'];
 
 export const TRANSITION_RULES: Readonly<Record<RunTransition, TransitionRule>> = {
   prepared: { from: ['dispatching'], runState: 'prepared', queueStatus: null },
@@ -84,8 +89,12 @@ export const TRANSITION_RULES: Readonly<Record<RunTransition, TransitionRule>> =
   answered: { from: WAITING_ON_AN_ANSWER, runState: 'running', queueStatus: 'running' },
   // No answer came within agent_question_wait_sec: the run ends, timed out, and its item waits for review (lane freed).
   question_unanswered: { from: WAITING_ON_AN_ANSWER, runState: 'gate_timeout', queueStatus: 'needs_review' },
-  // The gate could not resume the session with the answer.
-  resume_failed: { from: WAITING_ON_AN_ANSWER, runState: 'gate_error', queueStatus: 'blocked' },
+  // The gate could not resume the session (with the answer, or after the usage limit).
+  resume_failed: { from: WAITING_TO_RESUME, runState: 'gate_error', queueStatus: 'blocked' },
+  // The model refused for a usage limit: the run waits for the reset, keeping its lane, then its session resumes.
+  usage_limited: { from: BEFORE_WAKE, runState: 'usage_limited', queueStatus: 'running' },
+  // The limit's wait ended (or an operator resumed the run early), and the gate resumed the session.
+  limit_resumed: { from: ['usage_limited'], runState: 'running', queueStatus: 'running' },
   // runState is the callback's event type (wake_ready or session_finished_ready), given with the transition.
   wake_received: { from: BEFORE_WAKE, runState: null, queueStatus: 'wake_received' },
   reconciling: { from: ['wake_ready', 'session_finished_ready'], runState: null, queueStatus: 'reconciling' },
@@ -110,6 +119,7 @@ export const CALLBACK_TRANSITIONS: Readonly<Record<CallbackEventType, RunTransit
   session_started: 'session_started',
   session_continued: 'continued',
   question_pending: 'question_pending',
+  usage_limited: 'usage_limited',
   wake_ready: 'wake_received',
   session_finished_ready: 'wake_received',
   gate_timeout: 'gate_timeout',

@@ -166,6 +166,10 @@ export const workerGateFields = {
     description:
       "Worker gate: how many times a run whose agent ended its session without what it is judged on (run_notes.md, .research/decision.json) is resumed with a prompt naming what is missing, before it is judged as it is (docs/worker-gate.md#continuing-a-premature-stop). The run's token budget covers every continuation. 0 judges a run on its first session.",
   }),
+  usage_limit_backoff_sec: doc(z.number().int().min(1).max(7 * 24 * 3600).default(900), {
+    description:
+      "Worker gate: how long a run whose model refused for a usage limit waits before its session resumes, when the tool's message names no reset time; also the least wait after a resumed session hits the limit again at once (docs/worker-gate.md#waiting-out-a-usage-limit). A named reset is waited for, a week at most.",
+  }),
   run_gpus: doc(RunGpusSchema.default('all'), {
     description:
       "Worker gate: the GPUs it offers to runs. 'all': every GPU nvidia-smi reports; a list of indices (as nvidia-smi numbers them): only those ([] offers none). A dispatch's gpu_indices naming another GPU, or one a run of this gate still holds, is answered 409; the run's agent sees only its own GPUs (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES).",
