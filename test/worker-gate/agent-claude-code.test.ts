@@ -9,6 +9,7 @@ import { agentRecord, dispatchedRun, leaveLingeringProcess, EVIDENCE, preparedRu
 import { CallbackReceiver, waitUntil } from '../support/gate.ts';
 import { MessagesServer } from '../../scripts/scripted-model-servers.ts';
 import { testPort } from '../support/ports.ts';
+import { USAGE_LIMIT_RESUME_PROMPT } from '../../worker-gate/contract/usage-limit.ts';
 
 /**
  * Claude Code, the real binary (scripts/ensure-agents.sh), under a real gate process with agent_runtime
@@ -16,7 +17,7 @@ import { testPort } from '../support/ports.ts';
  * and the callbacks, end to end. The scenarios run at once, each its own project and conversation.
  */
 
-// expected duration: ~105 s
+// expected duration: ~115 s
 
 // The quiet window needs idle_sustain_sec (min 30) of samples after the agent's processes exited.
 const WINDOW_MS = 90_000;
@@ -45,7 +46,8 @@ beforeAll(async () => {
   receiver = await CallbackReceiver.start();
   model = await MessagesServer.start(await testPort());
   [gate, gateWithoutModel, gateInTmux, continuingGate] = await Promise.all([
-    startClaudeGate(model.baseUrl),
+    // Claude Code names no reset with a 429: its run waits usage_limit_backoff_sec.
+    startClaudeGate(model.baseUrl, { usage_limit_backoff_sec: 3 }),
     startClaudeGate(`http://127.0.0.1:${await testPort()}`),
     startClaudeGate(model.baseUrl, { agent_tmux_enabled: true }),
     startClaudeGate(model.baseUrl, { agent_continue_limit: 1 }),
@@ -212,6 +214,33 @@ describe.concurrent('Claude Code under the gate', () => {
     // The SIGINT reached the tool itself in its sandbox, which ended on it (bwrap, signalled, would have died of it).
     expect(await sessionRecord(gate, 'claude-d')).toMatchObject({ token_budget: 2_000, stopped_over_budget: true, signal: null });
     expect(model.requestsOf('claude-d').length).toBeLessThan(6);
+  });
+
+  it('(j) the model refuses with a 429 rate limit: the run waits usage_limit_backoff_sec (Claude Code names no reset), and resumed after it the same session finishes', { timeout: 2 * WINDOW_MS }, async () => {
+    model.script('claude-j', [
+      { kind: 'command', cmd: 'echo first half done' },
+      { kind: 'limit', resetSec: 3 },
+      ...EVIDENCE.map(({ path, content }) => ({ kind: 'write' as const, path, content })),
+      { kind: 'message', text: 'Finished after the limit reset.' },
+    ]);
+    const runId = await dispatchedRun(gate, await prepared(gate, 'claude-j'));
+    const limited = await receiver.waitFor(runId, 'usage_limited', 60_000);
+    const cause = limited.body.cause!;
+    expect(cause).toMatchObject({ kind: 'usage_limit', exit_code: 1 });
+    expect(cause.message).toContain('429');
+    expect(cause.resets_at).toBeUndefined();
+    const resumesAt = Date.parse(limited.body.resumes_at!);
+    expect(resumesAt - Date.parse(limited.body.seen_at)).toBeGreaterThanOrEqual(2_000);
+    expect(resumesAt - Date.parse(limited.body.seen_at)).toBeLessThanOrEqual(4_000);
+
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, resumesAt - Date.now())));
+    const resumedAt = Date.now();
+    expect((await gate.client.resume(runId, { resume_id: 'limit-1', prompt: USAGE_LIMIT_RESUME_PROMPT })).status).toBe(200);
+    const next = await waitUntil('the resumed request', () => model.requestsOf('claude-j').find((request) => JSON.stringify(request.body.messages).includes('usage limit that stopped your session')), 60_000);
+    console.log(`claude-code: ${next.at - resumedAt} ms from the resume after a usage limit to the model's next request`);
+    expect(JSON.stringify(next.body.messages)).toContain('first half done');
+    await receiver.waitFor(runId, 'session_finished_ready', WINDOW_MS);
+    expect(callbackTypes(runId)).toEqual(['session_started', 'usage_limited', 'session_finished_ready']);
   });
 
   it('(e) the model server is down: the agent exits non-zero and the run ends in gate_error within seconds', { timeout: WINDOW_MS }, async () => {
