@@ -46,7 +46,7 @@ export function compactJson(value, max = 160) {
 /** The tone a status shows in: what needs a person is bad, what runs is busy, what finished well is good. */
 const TONES = {
   bad: ['blocked', 'needs_review', 'dispatch_error', 'gate_error', 'gate_timeout', 'question_pending', 'rejected', 'human_review_required', 'BLOCKED', 'fail', 'error', 'cancelled'],
-  warn: ['needs-review', 'changes_requested', 'accepted_risk', 'negative', 'inconclusive', 'paused', 'waiting_for_quiet_window', 'waiting_for_process_exit', 'pending_idle_gate', 'finished_pending_gate'],
+  warn: ['needs-review', 'changes_requested', 'accepted_risk', 'negative', 'inconclusive', 'paused', 'usage_limited', 'waiting_for_quiet_window', 'waiting_for_process_exit', 'pending_idle_gate', 'finished_pending_gate'],
   busy: ['dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling', 'prepared', 'wake_ready', 'session_finished_ready', 'draft_generating', 'publication_generating', 'in_review', 'triage_ready', 'draft_review'],
   good: ['completed', 'reconciled', 'READY', 'pass', 'admitted', 'finalized', 'approved_for_finalization', 'publication_draft', 'finalize_positive', 'finished_ready', 'ok', 'drafted', 'promoted', 'live_dispatch', 'imported'],
   quiet: ['canceled', 'archived', 'not_applicable', 'merged', 'pending', 'unreviewed', 'noop'],

@@ -7,6 +7,7 @@ import { age, badge, card, CursorPager, empty, externalLink, facts, fill, fillPa
 import { confirmCommand } from './ui-commands.js';
 import { filterBar } from './ui-forms.js';
 import { answersCard, createRunQuestion } from './run-questions.js';
+import { createUsageLimit } from './run-usage-limit.js';
 
 /** The agent's token usage as the worker reported it: the total, and on the detail its input and output. */
 function tokens(usage, { detailed = false } = {}) {
@@ -37,7 +38,7 @@ function causeView(cause) {
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
-const RUN_STATES = ['prepared', 'dispatching', 'awaiting_wake', 'running', 'question_pending', 'wake_ready', 'session_finished_ready', 'gate_timeout', 'gate_error', 'reconciled', 'dispatch_error', 'canceled'];
+const RUN_STATES = ['prepared', 'dispatching', 'awaiting_wake', 'running', 'question_pending', 'usage_limited', 'wake_ready', 'session_finished_ready', 'gate_timeout', 'gate_error', 'reconciled', 'dispatch_error', 'canceled'];
 /** @type {[string, string][]} */
 const SORTS = [
   ['-created_at', 'Newest'],
@@ -185,6 +186,10 @@ function createRunDetail(runId) {
     detail.invalidate();
     return refresh();
   });
+  const usageLimit = createUsageLimit(runId, () => {
+    detail.invalidate();
+    return refresh();
+  });
   const el = h('div', { class: 'panel' }, h('p', null, link('#/runs', '← Lanes and runs')), h('h2', null, 'Run ', h('code', null, runId)), cancelHolder, cancelOutput, detail.el);
 
   function showCancel(finished) {
@@ -227,6 +232,7 @@ function createRunDetail(runId) {
         ['Workflow', [h('code', null, answer.temporal.workflow_id), answer.temporal.ui_url ? [' · ', externalLink(answer.temporal.ui_url, 'Open in the Temporal UI')] : null]],
       ])),
       asked,
+      usageLimit.usageLimitCard(answer),
       answersCard(answer.answers, asked ? null : question.output),
       run.last_error ? h('p', { class: 'error-text' }, run.last_error) : null,
       h(

@@ -15,12 +15,15 @@ import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunSta
  * Temporal worker and a worker gate. The fake agent asks, is answered through the API (twice, a second question in
  * the same run) and through `rcp`, and finishes; then a real Codex asks the scripted model's question, and the answer
  * reaches the model in the resumed session's next request. A session that ends without its evidence is continued once,
- * and the run records it.
+ * and the run records it. Runs whose model refused for a usage limit wait it out: one resumes by itself at its time,
+ * others are resumed early through the API and `rcp`, or canceled while they wait.
  */
 
-// expected duration: ~120 s
+// expected duration: ~160 s
 
 const WAIT_MS = 120_000;
+/** One lane per usage-limit run, so that they wait side by side. */
+const LIMIT_LANES = ['limit-self', 'limit-api', 'limit-rcp', 'limit-cancel'];
 const RCP = fileURLToPath(new URL('../../bin/rcp.js', import.meta.url));
 
 let stack: RunStack;
@@ -40,7 +43,9 @@ beforeAll(async () => {
       agent_continue_limit: 1,
     },
     gateEnv: { OPENAI_BASE_URL: responses.baseUrl, OPENAI_API_KEY: 'sk-scripted-0123456789' },
-    controlPlaneOverrides: (gate) => ({ worker_targets: { 'answers-fake': gateTarget(gate), 'answers-codex': gateTarget(gate), 'answers-premature': gateTarget(gate) } }),
+    controlPlaneOverrides: (gate) => ({
+      worker_targets: Object.fromEntries(['answers-fake', 'answers-codex', 'answers-premature', ...LIMIT_LANES].map((lane) => [lane, gateTarget(gate)])),
+    }),
   });
 }, RUN_STACK_START_MS);
 
@@ -179,5 +184,73 @@ describe('the operator answers the agent', () => {
     expect(detail.run.transitions.map((row: { transition: string }) => row.transition)).toContain('continued');
     const continued = detail.events.find((event: { event_type: string }) => event.event_type === 'run.continued');
     expect(continued?.payload.reason).toContain('`.research/decision.json`');
+  });
+
+  it('waits out usage limits keeping the lane: one run resumes by itself at its time, others early through the API and rcp, one is canceled while it waits', { timeout: 3 * WAIT_MS }, async () => {
+    const runs: Record<string, string> = {};
+    for (const lane of LIMIT_LANES) {
+      const scenario = lane === 'limit-self' ? 'usage-limit' : 'usage-limit-long';
+      await stack.seed(lane, { projectName: `Usage limit [${lane}]`, lane, scenario: { scenario, decision: 'finalize_positive' } });
+      runs[lane] = await dispatchLive(lane);
+    }
+    const limited = async (lane: string) =>
+      waitUntil(`${lane} to wait out its usage limit`, async () => {
+        const detail = await runDetail(runs[lane]!);
+        return detail.run.state === 'usage_limited' ? detail : undefined;
+      }, WAIT_MS, 250);
+
+    // Waiting, the run says when it resumes, keeps its lane, and its queue item says why it waits.
+    const self = await limited('limit-self');
+    const resumesAt = Date.parse(self.run.usage_limit.resumes_at);
+    expect(resumesAt - Date.now()).toBeLessThan(15_000);
+    expect(self.finished).toBe(false);
+    expect(await queueItem('limit-self')).toMatchObject({ status: 'running', manual_review_required: false, last_run_state: 'usage_limited' });
+    expect((await queueItem('limit-self')).next_action_hint).toContain(`resumes by itself at ${self.run.usage_limit.resumes_at}`);
+    const lane = (await stack.api('GET', '/control/api/v1/lanes')).body.lanes.find((entry: { lane: string }) => entry.lane === 'limit-self');
+    expect(lane).toMatchObject({ idle: false, active: { run: { run_id: runs['limit-self'], state: 'usage_limited' } } });
+
+    // Resumed early through the API: the same key again gets the first result; with another payload, 409.
+    const apiRun = runs['limit-api']!;
+    const long = await limited('limit-api');
+    expect(Date.parse(long.run.usage_limit.resumes_at) - Date.now()).toBeGreaterThan(3_000_000);
+    const resume = (body: Record<string, unknown>) => stack.api('POST', `/control/api/v1/runs/${apiRun}/resume`, { requested_by: 'limits-test', ...body });
+    expect((await resume({})).status).toBe(422);
+    const first = await resume({ idempotency_key: 'k-resume', note: 'the plan was upgraded' });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body).toMatchObject({ ok: true, run_id: apiRun, limit_number: 1, resumes_at: long.run.usage_limit.resumes_at, replayed: false });
+    expect((await resume({ idempotency_key: 'k-resume', note: 'the plan was upgraded' })).body).toMatchObject({ limit_number: 1, replayed: true });
+    expect((await resume({ idempotency_key: 'k-resume', note: 'another reason' })).status).toBe(409);
+
+    const rcpRun = runs['limit-rcp']!;
+    await limited('limit-rcp');
+    expect(await rcp('runs', 'resume', rcpRun)).toContain(`${rcpRun}: resuming now (usage limit 1;`);
+
+    // Canceled while it waits: the run ends, its lane is free, and its agent's session never resumes.
+    const cancelRun = runs['limit-cancel']!;
+    await limited('limit-cancel');
+    const canceled = await stack.api('POST', `/control/api/runs/${cancelRun}/cancel`, { requested_by: 'limits-test' });
+    expect(canceled.status, JSON.stringify(canceled.body)).toBe(200);
+    expect(canceled.body).toMatchObject({ state: 'canceled', queue_status: 'canceled' });
+    expect((await stack.gateApi.runView(cancelRun))?.gate_state).toBe('cancelled');
+
+    for (const project of ['limit-self', 'limit-api', 'limit-rcp']) {
+      await waitUntil(`${project} to complete`, async () => ((await queueItem(project)).status === 'completed' ? true : undefined), WAIT_MS, 500);
+      const done = await runDetail(runs[project]!);
+      expect(done.run).toMatchObject({ state: 'reconciled', decision: 'finalize_positive', usage_limit: null });
+      expect(done.run.transitions.map((row: { transition: string }) => row.transition)).toEqual(['claimed', 'prepared', 'worker_accepted', 'session_started', 'usage_limited', 'limit_resumed', 'wake_received', 'reconciling', 'completed']);
+      expect((await stack.gateApi.runView(runs[project]!))?.resumes?.map((resume: { resume_id: string }) => resume.resume_id)).toEqual(['limit-1']);
+    }
+    // The self-resumed run waited for its time; the others did not.
+    const resumedAt = (detail: Record<string, any>) => Date.parse(detail.run.transitions.find((row: { transition: string }) => row.transition === 'limit_resumed').created_at);
+    expect(resumedAt(await runDetail(runs['limit-self']!))).toBeGreaterThanOrEqual(resumesAt - 1_000);
+    const early = await runDetail(apiRun);
+    expect(early.events.find((event: { event_type: string }) => event.event_type === 'run.resume_requested')?.payload).toMatchObject({ limit_number: 1, note: 'the plan was upgraded' });
+    expect(early.events.find((event: { event_type: string }) => event.event_type === 'run.limit_resumed')?.payload).toMatchObject({ resumed_early_by: 'limits-test' });
+
+    // Nothing to resume on a finished run: 409 naming its state.
+    const late = await stack.api('POST', `/control/api/v1/runs/${apiRun}/resume`, { requested_by: 'limits-test', idempotency_key: 'k-late' });
+    expect(late.status).toBe(409);
+    expect(JSON.stringify(late.body)).toContain(`run '${apiRun}' is reconciled: it waits out no usage limit`);
+    expect(await count("SELECT 1 FROM audit_events WHERE entity_id = $1 AND event_type = 'run.resume_requested'", [rcpRun])).toBe(1);
   });
 });
