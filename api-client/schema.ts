@@ -19160,7 +19160,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, ui-commands.js, ui-forms.js, ui.js */
+                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js */
                 file: string;
             };
             cookie?: never;
@@ -19291,7 +19291,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, ui-commands.js, ui-forms.js, ui.js */
+                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js */
                 file: string;
             };
             cookie?: never;

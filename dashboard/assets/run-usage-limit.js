@@ -28,7 +28,7 @@ export function createUsageLimit(runId, refresh) {
     const run = answer.run;
     if (run.state !== 'usage_limited' || !run.usage_limit) return null;
     const limit = limitsHit(run);
-    if (request?.limit !== limit) request = { limit, key: newKey() };
+    if (request === null || request.limit !== limit) request = { limit, key: newKey() };
     const key = request.key;
     const resume = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: 'primary', 'data-key': 'resume-now' }, 'Resume now'));
     resume.addEventListener('click', () =>

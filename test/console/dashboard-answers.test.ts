@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { insertProject } from '../../capabilities/runs/projects.ts';
 import { insertQueueItem } from '../../capabilities/runs/queue-items.ts';
 import type { RunLauncher } from '../../capabilities/runs/run-launcher.ts';
-import type { RunAnswer } from '../../workflows/runs/run-messages.ts';
+import type { ResumeNow, RunAnswer } from '../../workflows/runs/run-messages.ts';
 import { startTestApp, TEST_TOKEN, UNREACHABLE_TEMPORAL, type TestApp } from '../support/app.ts';
 import { inPage, launchChromium, openDashboard, seriousAccessibilityViolations, type DashboardTab } from '../support/browser.ts';
 
@@ -23,6 +23,8 @@ const STAMP = '20261201T090000Z';
 const CHOICE_RUN = `choice-${STAMP}`;
 const PERMISSION_RUN = `permission-${STAMP}`;
 const WORDS_RUN = `words-${STAMP}`;
+const LIMITED_RUN = `limited-${STAMP}`;
+const LIMIT = { resets_at: '2026-12-01T13:00:00.000Z', resumes_at: '2026-12-01T13:00:05.000Z' };
 
 const CHOICE_DETAIL = {
   kind: 'question',
@@ -43,8 +45,13 @@ const WORDS_QUESTION = `How many seeds should each configuration run? ${PROBE}`;
 
 let delivery: 'delivered' | 'closed' | 'unreachable' = 'delivered';
 const delivered: { run_id: string; answer: RunAnswer }[] = [];
+const resumesDelivered: { run_id: string; request: ResumeNow }[] = [];
 const runs: RunLauncher = {
   ...UNREACHABLE_TEMPORAL,
+  async deliverResumeNow(runId, request) {
+    resumesDelivered.push({ run_id: runId, request });
+    return 'delivered';
+  },
   async deliverAnswer(runId, answer) {
     if (delivery === 'unreachable') throw new Error('Temporal did not answer');
     delivered.push({ run_id: runId, answer });
@@ -75,8 +82,28 @@ async function seedWaitingRun(runId: string, projectId: string, question: string
   });
 }
 
+/** A run waiting out the model's usage limit (a `usage_limited` transition), its item running, not flagged. */
+async function seedLimitedRun(runId: string, projectId: string): Promise<void> {
+  await t.store.transaction(async (tx) => {
+    await insertProject(tx, { project_id: projectId, project_name: `Project ${projectId}`, project_dir: projectId, workload_class: 'unknown' });
+    await insertQueueItem(tx, { project_id: projectId, project_name: `Project ${projectId}`, status: 'running', lane: `lane-${projectId}` });
+    await tx.query(
+      `INSERT INTO runs (run_id, project_id, workflow_id, state, lane, wake_gate_url, workload_class, requested_by, usage_limit)
+       VALUES ($1, $2, $3, 'usage_limited', $4, 'http://127.0.0.1:9', 'unknown', 'test', $5::jsonb)`,
+      [runId, projectId, `run:${runId}`, `lane-${projectId}`, JSON.stringify(LIMIT)],
+    );
+    await tx.query(
+      `INSERT INTO run_transitions (run_id, transition, occurrence, from_state, to_state, queue_status)
+       VALUES ($1, 'usage_limited', 1, 'running', 'usage_limited', 'running')`,
+      [runId],
+    );
+    await tx.query('UPDATE queue_items SET current_run_id = $1 WHERE project_id = $2', [runId, projectId]);
+  });
+}
+
 beforeAll(async () => {
   t = await startTestApp({ runs });
+  await seedLimitedRun(LIMITED_RUN, 'limited');
   await seedWaitingRun(CHOICE_RUN, 'choice', CHOICE_DETAIL.questions.map((question) => question.question).join('\n'), CHOICE_DETAIL);
   await seedWaitingRun(PERMISSION_RUN, 'permission', `permission for Bash: ${JSON.stringify(PERMISSION_DETAIL.tool_input)}`, PERMISSION_DETAIL);
   await seedWaitingRun(WORDS_RUN, 'words', WORDS_QUESTION, null);
@@ -273,6 +300,35 @@ describe('answering from the run page', () => {
       expect(await answers.innerText()).toContain('Bash (for the run)');
       expect(await pageWidth(tab)).toEqual({ page: 390, viewport: 390 });
       expect(tab.problems.filter((problem) => !problem.includes('409'))).toEqual([]);
+    } finally {
+      await tab.close();
+    }
+  });
+});
+
+describe('the run page shows a usage-limit wait', () => {
+  it('with when the run resumes, and a Resume now that asks once per limit', { timeout: 60_000 }, async () => {
+    const tab = await signedIn(390);
+    try {
+      await tab.open(`#/runs/${LIMITED_RUN}`);
+      const card = tab.card('Usage limit');
+      await expect.poll(() => card.innerText()).toContain('waiting for the limit');
+      expect(await pageWidth(tab)).toEqual({ page: 390, viewport: 390 });
+      const button = card.getByRole('button', { name: 'Resume now' });
+      await button.click();
+      await expect.poll(() => tab.card('Usage limit').innerText()).toContain('Resume requested');
+      await tab.card('Usage limit').getByRole('button', { name: 'Resume now' }).click();
+      await expect.poll(() => resumesDelivered.length).toBe(2);
+      const posted = tab.calls.filter((call) => call.method === 'POST' && call.path === `/control/api/v1/runs/${LIMITED_RUN}/resume`).map((call) => JSON.parse(call.body ?? 'null'));
+      expect(posted).toHaveLength(2);
+      // The same limit, the same key: the API answers the first request again instead of recording a second.
+      expect(posted[1].idempotency_key).toBe(posted[0].idempotency_key);
+      expect(resumesDelivered.map((sent) => sent.request)).toEqual([
+        { limit_number: 1, requested_by: posted[0].requested_by },
+        { limit_number: 1, requested_by: posted[0].requested_by },
+      ]);
+      expect(await t.store.query("SELECT 1 FROM audit_events WHERE entity_id = $1 AND event_type = 'run.resume_requested'", [LIMITED_RUN]).then((result) => result.rows.length)).toBe(1);
+      expect(tab.problems).toEqual([]);
     } finally {
       await tab.close();
     }

@@ -253,6 +253,8 @@ describe('the contract on real traffic, judged by Prism', () => {
     await call('cancelRun', { params: { run_id: 'journey-no-such-run' }, body: { ...by, reason: 'journey' } });
     // The journey's run asks nothing: the answer is refused (409), as the document says it may be.
     await call('answerRun', { params: { run_id: runId }, body: { ...by, idempotency_key: 'journey-answer', answer: 'Use the test split.' } });
+    // Nor does it wait out a usage limit: the early resume is refused (409) too.
+    await call('resumeRun', { params: { run_id: runId }, body: { ...by, idempotency_key: 'journey-resume' } });
     await call('receiveWorkerCallback', {
       bearer: CALLBACK_TOKEN,
       body: {
