@@ -2008,7 +2008,7 @@ export interface components {
             project_name: string;
             selection_rank: number;
             /** @enum {string} */
-            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
             updated_at: string;
             /** @enum {string} */
             workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
@@ -2044,7 +2044,7 @@ export interface components {
         Transition: {
             created_at: string;
             from_state: string | null;
-            queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review") | null;
+            queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited") | null;
             to_state: string;
             transition: string;
         };
@@ -2543,7 +2543,7 @@ export interface operations {
                                 project_name?: string;
                                 selection_rank?: number;
                                 /** @enum {string} */
-                                status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                                status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
                                 /** @enum {string} */
                                 workload_class?: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
                             }[];
@@ -5722,6 +5722,8 @@ export interface operations {
                             updated_at: string;
                             /** @description While the run waits out the model's usage limit (state usage_limited); null otherwise */
                             usage_limit: {
+                                /** @description false: a long wait, whose lane is free for other items until the run takes it back */
+                                holds_slot?: boolean;
                                 /** @description When the limit resets, as the tool said; null when it named no time */
                                 resets_at: string | null;
                                 /** @description When the run's session resumes by itself */
@@ -8477,7 +8479,7 @@ export interface operations {
                             started: string | null;
                             state: ("prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled") | null;
                             /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
                         }[];
                         alerts: {
                             channels: {
@@ -8738,7 +8740,7 @@ export interface operations {
                 page_size?: number;
                 search?: string;
                 sort?: "project_id" | "project_name" | "status" | "manual_review_required" | "dispatch_priority" | "selection_rank" | "machine_target" | "workload_class" | "current_run_id" | "last_run_state" | "next_action_hint" | "last_error" | "candidate_id" | "lane" | "dispatch_failures" | "gpu_count" | "gpu_memory_mib" | "cpu_count" | "created_at" | "updated_at" | "-project_id" | "-project_name" | "-status" | "-manual_review_required" | "-dispatch_priority" | "-selection_rank" | "-machine_target" | "-workload_class" | "-current_run_id" | "-last_run_state" | "-next_action_hint" | "-last_error" | "-candidate_id" | "-lane" | "-dispatch_failures" | "-gpu_count" | "-gpu_memory_mib" | "-cpu_count" | "-created_at" | "-updated_at";
-                status?: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                status?: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
             };
             header?: never;
             path: {
@@ -8890,7 +8892,7 @@ export interface operations {
                 page_size?: number;
                 search?: string;
                 sort?: "project_id" | "project_name" | "status" | "manual_review_required" | "dispatch_priority" | "selection_rank" | "machine_target" | "workload_class" | "current_run_id" | "last_run_state" | "next_action_hint" | "last_error" | "candidate_id" | "lane" | "dispatch_failures" | "gpu_count" | "gpu_memory_mib" | "cpu_count" | "created_at" | "updated_at" | "-project_id" | "-project_name" | "-status" | "-manual_review_required" | "-dispatch_priority" | "-selection_rank" | "-machine_target" | "-workload_class" | "-current_run_id" | "-last_run_state" | "-next_action_hint" | "-last_error" | "-candidate_id" | "-lane" | "-dispatch_failures" | "-gpu_count" | "-gpu_memory_mib" | "-cpu_count" | "-created_at" | "-updated_at";
-                status?: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                status?: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
             };
             header?: never;
             path: {
@@ -11554,7 +11556,7 @@ export interface operations {
                         };
                         /** @enum {boolean} */
                         ok: true;
-                        queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review") | null;
+                        queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited") | null;
                         run_id: string;
                         /** @enum {string} */
                         state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
@@ -12329,7 +12331,7 @@ export interface operations {
                             run_state: ("prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled") | null;
                             selection_rank: number;
                             /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
                             updated_at: string;
                             /** @enum {string} */
                             workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
@@ -12365,6 +12367,7 @@ export interface operations {
                             queued: number;
                             reconciling: number;
                             running: number;
+                            usage_limited: number;
                             wake_received: number;
                         };
                         dispatch_blockers: string[];
@@ -13365,7 +13368,7 @@ export interface operations {
                                     project_name: string;
                                     selection_rank: number;
                                     /** @enum {string} */
-                                    status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                                    status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
                                     updated_at: string;
                                     /** @enum {string} */
                                     workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
@@ -14128,7 +14131,7 @@ export interface operations {
                             reason: "agent_question" | "dispatch_error" | "blocked" | "quiet_window_overdue" | "manual_review" | "paper_human_review" | "paper_import";
                             since: string;
                             /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
                             updated_at: string;
                         } | {
                             hint: string;
@@ -14159,7 +14162,7 @@ export interface operations {
                             /** @description The question its run's agent waits on, for the operator to answer on the run's page; null when none waits */
                             question: string | null;
                             /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
                             updated_at: string;
                         }[];
                         links: {
@@ -14224,6 +14227,7 @@ export interface operations {
                                     queued: number;
                                     reconciling: number;
                                     running: number;
+                                    usage_limited: number;
                                     wake_received: number;
                                 };
                                 manual_review_required: number;
@@ -14877,6 +14881,8 @@ export interface operations {
                             updated_at: string;
                             /** @description While the run waits out the model's usage limit (state usage_limited); null otherwise */
                             usage_limit: {
+                                /** @description false: a long wait, whose lane is free for other items until the run takes it back */
+                                holds_slot?: boolean;
                                 /** @description When the limit resets, as the tool said; null when it named no time */
                                 resets_at: string | null;
                                 /** @description When the run's session resumes by itself */
@@ -15484,7 +15490,7 @@ export interface operations {
                             project_id: string;
                             project_name: string;
                             /** @description The status of the project's queue item; null when it has none */
-                            queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review") | null;
+                            queue_status: ("queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited") | null;
                             updated_at: string;
                             /** @enum {string} */
                             workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
@@ -15798,6 +15804,8 @@ export interface operations {
                             updated_at: string;
                             /** @description While the run waits out the model's usage limit (state usage_limited); null otherwise */
                             usage_limit: {
+                                /** @description false: a long wait, whose lane is free for other items until the run takes it back */
+                                holds_slot?: boolean;
                                 /** @description When the limit resets, as the tool said; null when it named no time */
                                 resets_at: string | null;
                                 /** @description When the run's session resumes by itself */
@@ -16079,7 +16087,7 @@ export interface operations {
                 search?: string;
                 /** @description One of dispatch, -updated_at, updated_at, -created_at, project_id; dispatch when absent */
                 sort?: "dispatch" | "-updated_at" | "updated_at" | "-created_at" | "project_id";
-                status?: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                status?: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
             };
             header?: never;
             path?: never;
@@ -16123,7 +16131,7 @@ export interface operations {
                             project_name: string;
                             selection_rank: number;
                             /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
                             updated_at: string;
                             /** @enum {string} */
                             workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
@@ -16255,7 +16263,7 @@ export interface operations {
                 search?: string;
                 /** @description One of dispatch, -updated_at, updated_at, -created_at, project_id; dispatch when absent */
                 sort?: "dispatch" | "-updated_at" | "updated_at" | "-created_at" | "project_id";
-                status?: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                status?: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
             };
             header?: never;
             path?: never;
@@ -16778,6 +16786,8 @@ export interface operations {
                             updated_at: string;
                             /** @description While the run waits out the model's usage limit (state usage_limited); null otherwise */
                             usage_limit: {
+                                /** @description false: a long wait, whose lane is free for other items until the run takes it back */
+                                holds_slot?: boolean;
                                 /** @description When the limit resets, as the tool said; null when it named no time */
                                 resets_at: string | null;
                                 /** @description When the run's session resumes by itself */
@@ -17203,6 +17213,8 @@ export interface operations {
                             updated_at: string;
                             /** @description While the run waits out the model's usage limit (state usage_limited); null otherwise */
                             usage_limit: {
+                                /** @description false: a long wait, whose lane is free for other items until the run takes it back */
+                                holds_slot?: boolean;
                                 /** @description When the limit resets, as the tool said; null when it named no time */
                                 resets_at: string | null;
                                 /** @description When the run's session resumes by itself */
@@ -18605,6 +18617,7 @@ export interface operations {
                     } | null;
                     /** @enum {string} */
                     gate_state: "running" | "pending_idle_gate" | "waiting_for_process_exit" | "waiting_for_quiet_window" | "question_pending" | "usage_limited" | "wake_ready" | "finished_pending_gate" | "finished_ready" | "cancelled" | "error";
+                    holds_slot?: boolean;
                     idempotency_key: string;
                     idle_seen_at: string | null;
                     process_tracking: {
@@ -19464,7 +19477,7 @@ export interface operations {
                             project_name: string;
                             selection_rank: number;
                             /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
                             updated_at: string;
                             /** @enum {string} */
                             workload_class: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
@@ -22201,7 +22214,7 @@ export interface operations {
                             project_name?: string;
                             selection_rank?: number;
                             /** @enum {string} */
-                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                            status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
                             /** @enum {string} */
                             workload_class?: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
                         }[];
@@ -22233,6 +22246,7 @@ export interface operations {
                             queued: number;
                             reconciling: number;
                             running: number;
+                            usage_limited: number;
                             wake_received: number;
                         };
                         total_paper_rows: number;
@@ -22489,7 +22503,7 @@ export interface operations {
                         project_name?: string;
                         selection_rank?: number;
                         /** @enum {string} */
-                        status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review";
+                        status: "queued" | "dispatching" | "running" | "awaiting_wake" | "wake_received" | "reconciling" | "completed" | "paused" | "canceled" | "dispatch_error" | "blocked" | "needs_review" | "usage_limited";
                         /** @enum {string} */
                         workload_class?: "unknown" | "cpu_only" | "gpu_required" | "inference_eval" | "training" | "control_plane" | "agent_harness";
                     } & {

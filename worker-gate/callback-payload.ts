@@ -66,7 +66,7 @@ export function buildCallbackPayload({ run, callback, sample, evidence, seenAt }
     evidence,
     ...(run.token_usage ? { token_usage: run.token_usage } : {}),
     ...(cause ? { cause } : {}),
-    ...(callback.event_type === 'usage_limited' && run.usage_limit ? { resumes_at: run.usage_limit.resumes_at } : {}),
+    ...(callback.event_type === 'usage_limited' && run.usage_limit ? { resumes_at: run.usage_limit.resumes_at, holds_slot: run.usage_limit.holds_slot ?? true } : {}),
     idempotency_key: callbackIdempotencyKey(run.run_id, callback.event_type, callback.observed_at),
   };
 }

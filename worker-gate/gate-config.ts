@@ -39,6 +39,7 @@ export type WorkerGateConfig = Pick<
   | 'run_gpus'
   | 'agent_continue_limit'
   | 'usage_limit_backoff_sec'
+  | 'usage_limit_hold_sec'
   | 'stale_project_process_reaper_enabled'
   | 'stale_project_process_grace_sec'
   | 'stale_project_process_term_grace_sec'

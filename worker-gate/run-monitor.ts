@@ -181,7 +181,7 @@ export class RunMonitor {
         event.token_budget_exceeded === undefined ? undefined : { budget: event.token_budget_exceeded, tokens_used: event.token_usage?.total_tokens ?? 0 },
       usage_limit:
         event.event === 'session-end' && event.cause?.kind === 'usage_limit'
-          ? usageLimitWait(found, { cause: event.cause, sessionTokens: event.token_usage?.total_tokens ?? 0, now: new Date(receivedAt), backoffSec: this.options.config.usage_limit_backoff_sec })
+          ? usageLimitWait(found, { cause: event.cause, sessionTokens: event.token_usage?.total_tokens ?? 0, now: new Date(receivedAt), backoffSec: this.options.config.usage_limit_backoff_sec, holdSec: this.options.config.usage_limit_hold_sec })
           : undefined,
     });
     const { outcome } = applied;

@@ -15,6 +15,7 @@ import type { RunRecords } from './run-records.ts';
 import { reapProcesses } from './stale-reaper.ts';
 import { reopenRunCgroup, type RunCgroup } from './run-cgroups/index.ts';
 import { confinementFor, pinProject, recordScriptStarted, runEnvironment, runScriptOf } from './run-launch.ts';
+import { retakeConflict, slotHoldersOf } from './domain/run-placement.ts';
 
 /** How long a resume waits for the asking session to end on its own (docs/worker-gate.md#resuming-a-run), and how often it looks. */
 const ASKING_SESSION_END_MS = 15_000;
@@ -127,6 +128,10 @@ export class RunResumer {
     // Read again: the asking session's end (with its tokens) came in meanwhile, or a cancel did.
     const run = waitingRun(runs.get(runId), runId, request.resume_id, promptSha);
     if ('already_resumed' in run) return run;
+    if (run.gate_state === 'usage_limited' && run.usage_limit?.holds_slot === false) {
+      const conflict = retakeConflict(run, slotHoldersOf(runs.all()), this.options.config.run_slots);
+      if (conflict) throw new HttpError(409, `run '${runId}' let its slot go while it waited out a usage limit, and cannot take it back now: ${conflict}`);
+    }
     const budgetLeft = budgetLeftOf(run);
     if (budgetLeft !== null && budgetLeft <= 0) {
       throw new HttpError(409, `run '${runId}' has spent its token budget (${run.token_usage?.total_tokens ?? 0} of ${run.token_budget} tokens): its session is not resumed`);

@@ -14,6 +14,7 @@ import { WorkerGateError, workerGateClient } from '../../capabilities/runs/worke
 import { heartbeating } from '../heartbeat.ts';
 import { claimPlaced } from '../../capabilities/runs/run-placements.ts';
 import { GpuTakenError } from '../../capabilities/runs/store/gpu-placements.ts';
+import { retakeLane, type LaneRetake } from '../../capabilities/runs/lane-retake.ts';
 import { GATE_CALL_FAILED, GATE_UNAVAILABLE, isRejectedWrite, UNKNOWN_LANE, PERMANENT_FAILURE_TYPES, type GateFailureDetails } from '../../capabilities/runs/domain/run-failures.ts';
 
 /**
@@ -209,6 +210,17 @@ export function createRunActivities(deps: RunActivityDeps) {
       if (response.status === 404) return { stopped: false, detail: response.body };
       if (response.status >= 200 && response.status < 300) return { stopped: true, detail: response.body };
       throw gateFailure(new WorkerGateError(`worker gate answered ${response.status} to the cancel of ${run.run_id}`, response.status, response.status >= 500, response.body));
+    },
+
+    /** A run back from a long usage-limit wait takes its lane again (capabilities/runs/lane-retake.ts). */
+    async retakeLane(input: { run_id: string }): Promise<LaneRetake> {
+      const run = await getRun(store, input.run_id);
+      if (!run) return { retaken: false, reason: `unknown run '${input.run_id}'` };
+      try {
+        return await retakeLane(store, { run_id: run.run_id, target: settings.routing.lanes.get(run.lane)?.name ?? run.lane });
+      } catch (error) {
+        throw ledgerFailure(error);
+      }
     },
 
     async transitionRun(request: TransitionRequest): Promise<TransitionOutcome> {

@@ -74,6 +74,7 @@ export const RunSchema = z.object({
     .object({
       resets_at: z.string().nullable().describe('When the limit resets, as the tool said; null when it named no time'),
       resumes_at: z.string().describe("When the run's session resumes by itself"),
+      holds_slot: z.boolean().optional().describe('false: a long wait, whose lane is free for other items until the run takes it back'),
     })
     .nullable()
     .describe("While the run waits out the model's usage limit (state usage_limited); null otherwise"),

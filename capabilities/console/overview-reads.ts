@@ -1,5 +1,5 @@
 import type { PaperStatus, ReviewStatus } from '../papers/domain/paper-status.ts';
-import { ACTIVE_QUEUE_STATUSES, type QueueStatus } from '../runs/domain/queue-status.ts';
+import { RUN_OWNED_QUEUE_STATUSES, type QueueStatus } from '../runs/domain/queue-status.ts';
 import type { Queryable } from '../../platform/store/store.ts';
 
 /**
@@ -80,7 +80,7 @@ export async function attentionQueueItems(q: Queryable, limit: number): Promise<
 export async function activeQueueItems(q: Queryable, limit: number): Promise<OverviewQueueItem[]> {
   const result = await q.query<OverviewQueueItem>(
     `SELECT ${OVERVIEW_QUEUE_COLUMNS} FROM queue_items WHERE status = ANY ($1::text[]) ORDER BY updated_at DESC, project_id LIMIT $2`,
-    [[...ACTIVE_QUEUE_STATUSES], limit],
+    [[...RUN_OWNED_QUEUE_STATUSES], limit],
   );
   return result.rows;
 }

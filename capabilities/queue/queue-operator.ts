@@ -1,4 +1,4 @@
-import { isInFlight, QUEUE_ITEM_COMMANDS, type QueueStatus } from '../runs/domain/queue-status.ts';
+import { isRunOwned, QUEUE_ITEM_COMMANDS, type QueueStatus } from '../runs/domain/queue-status.ts';
 import { appendAuditEvent } from '../../platform/store/audit-events.ts';
 import { lockOperatorFlags, setFlag, type FlagName, type OperatorFlags } from '../runs/queue-flags.ts';
 import { getProject } from '../runs/projects.ts';
@@ -69,7 +69,7 @@ async function lockedItem(tx: Queryable, projectId: string): Promise<QueueItemRo
 }
 
 function refuseInFlight(item: QueueItemRow): void {
-  if (isInFlight(item.status)) {
+  if (isRunOwned(item.status)) {
     throw new CommandRefusedError(
       409,
       `project '${item.project_id}' is ${item.status} (in flight, run '${item.current_run_id ?? 'unknown'}'); cancel the run first`,

@@ -24,7 +24,7 @@ import {
 import { recordLineage, type LineageKind, type LineageLink } from './research-lineage.ts';
 import { getSourcesByIds, insertSource, listSources } from './store/research-sources.ts';
 import type { Queryable, Store } from '../../platform/store/store.ts';
-import { isInFlight } from '../runs/domain/queue-status.ts';
+import { isRunOwned } from '../runs/domain/queue-status.ts';
 import { researchContractOf } from '../runs/domain/run-prompt.ts';
 import { CommandRefusedError } from '../../platform/command-errors.ts';
 
@@ -225,7 +225,7 @@ export function createResearchFacility(store: Store, options: ResearchFacilityOp
     }
     const projectId = projectIdFor(candidate.dedupe_key);
     const existingItem = await getQueueItem(q, projectId, { forUpdate });
-    if (existingItem && isInFlight(existingItem.status)) {
+    if (existingItem && isRunOwned(existingItem.status)) {
       throw new CommandRefusedError(409, `project '${projectId}' has a queue row in flight (${existingItem.status}); it is left untouched`);
     }
     if (existingItem || (await getProject(q, projectId))) {

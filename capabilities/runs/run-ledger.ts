@@ -228,8 +228,8 @@ export interface TransitionResult {
 }
 
 /** While the model's usage limit holds: the run keeps its lane, and its session resumes by itself. */
-const usageLimitHint = (resumesAt: string) =>
-  `the model's usage limit was hit: the run resumes by itself at ${resumesAt}, or now with POST /control/api/v1/runs/{run_id}/resume (rcp runs resume)`;
+const usageLimitHint = (wait: UsageLimitWait) =>
+  `the model's usage limit was hit: the run resumes by itself at ${wait.resumes_at}${wait.holds_slot === false ? ' (its lane is free meanwhile, and taken back then)' : ''}, or now with POST /control/api/v1/runs/{run_id}/resume (rcp runs resume)`;
 
 /** While the agent waits on its question: the run keeps its lane, and the answer resumes its session. */
 const QUESTION_WAITING_HINT = 'answer the agent\'s question (POST /control/api/v1/runs/{run_id}/answer, or rcp runs answer)';
@@ -243,13 +243,15 @@ const NEXT_ACTION_HINTS: Partial<Record<QueueStatus, string>> = {
 
 function nextActionHint(transition: RunTransition, status: QueueStatus, detail: TransitionDetail): string | null {
   if (transition === 'question_asked') return QUESTION_WAITING_HINT;
-  if (transition === 'usage_limited' && detail.usage_limit) return usageLimitHint(detail.usage_limit.resumes_at);
+  if (transition === 'usage_limited' && detail.usage_limit) return usageLimitHint(detail.usage_limit);
   return NEXT_ACTION_HINTS[status] ?? null;
 }
 
-function nextQueueStatus(transition: RunTransition, item: QueueItemRow): { status: QueueStatus; failures: number } | null {
+function nextQueueStatus(transition: RunTransition, item: QueueItemRow, detail: TransitionDetail): { status: QueueStatus; failures: number } | null {
   const rule = TRANSITION_RULES[transition];
   if (rule.queueStatus === null) return null;
+  // A long usage-limit wait lets the lane go: the item leaves the lane's statuses until the run takes it back.
+  if (transition === 'usage_limited' && detail.usage_limit?.holds_slot === false) return { status: 'usage_limited', failures: item.dispatch_failures };
   if (transition === 'dispatch_failed') {
     const failures = item.dispatch_failures + 1;
     return { status: failures >= MAX_CONSECUTIVE_DISPATCH_FAILURES ? 'dispatch_error' : 'queued', failures };
@@ -277,7 +279,7 @@ export async function applyRunTransition(tx: Queryable, request: TransitionReque
   const detail = request.detail ?? {};
   const toState = rule.runState ?? detail.run_state ?? run.state;
   const updatedRun = await updateRun(tx, run, toState, detail);
-  const queue = current ? nextQueueStatus(request.transition, current) : null;
+  const queue = current ? nextQueueStatus(request.transition, current, detail) : null;
   const updatedItem = current && queue ? await updateQueueItem(tx, current, updatedRun, queue, request.transition, detail) : item ?? null;
 
   // A transition a worker's callback caused records why the run ended as the worker told it.

@@ -49,7 +49,7 @@ const signalOf = (body: WorkerCallback): RunCallback => ({
   seen_at: body.seen_at,
   question: body.question ?? null,
   ...(body.question_detail ? { question_detail: body.question_detail } : {}),
-  ...(body.event_type === 'usage_limited' ? { usage_limit: { resets_at: body.cause?.resets_at ?? null, resumes_at: body.resumes_at ?? null } } : {}),
+  ...(body.event_type === 'usage_limited' ? { usage_limit: { resets_at: body.cause?.resets_at ?? null, resumes_at: body.resumes_at ?? null, holds_slot: body.holds_slot ?? true } } : {}),
   evidence: readRunEvidence(body.evidence),
 });
 

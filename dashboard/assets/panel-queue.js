@@ -10,7 +10,7 @@ import { field, filterBar } from './ui-forms.js';
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
 const GROUPS = ['active', 'queued', 'blocked', 'paused', 'completed', 'all'];
-const STATUSES = ['queued', 'dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling', 'completed', 'paused', 'canceled', 'dispatch_error', 'blocked', 'needs_review'];
+const STATUSES = ['queued', 'dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling', 'completed', 'paused', 'canceled', 'dispatch_error', 'blocked', 'needs_review', 'usage_limited'];
 /** @type {[string, string][]} */
 const SORTS = [
   ['dispatch', 'Dispatch order'],

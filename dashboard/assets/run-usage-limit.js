@@ -41,7 +41,14 @@ export function createUsageLimit(runId, refresh) {
     );
     return card(
       'Usage limit',
-      h('p', null, badge('usage_limited', 'waiting for the limit'), " The model refused for its usage limit: the run keeps its lane, and the agent's session resumes by itself."),
+      h(
+        'p',
+        null,
+        badge('usage_limited', 'waiting for the limit'),
+        run.usage_limit.holds_slot === false
+          ? " The model refused for its usage limit: the wait is long, so the run's lane is free for other items meanwhile. The run takes it back, and the agent's session resumes by itself."
+          : " The model refused for its usage limit: the run keeps its lane, and the agent's session resumes by itself.",
+      ),
       facts([
         ['Resumes at', when(run.usage_limit.resumes_at)],
         ['Limit resets', run.usage_limit.resets_at ? when(run.usage_limit.resets_at) : 'the tool named no time'],

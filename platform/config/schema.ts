@@ -135,6 +135,7 @@ const FIELD_ORDER: readonly FieldName[] = [
   'run_gpus',
   'agent_continue_limit',
   'usage_limit_backoff_sec',
+  'usage_limit_hold_sec',
   'stale_project_process_reaper_enabled',
   'stale_project_process_grace_sec',
   'stale_project_process_term_grace_sec',

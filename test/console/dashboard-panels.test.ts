@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../../capabilities/papers/domain/paper-status.ts';
-import { QUEUE_GROUPS, QUEUE_STATUSES, isInFlight } from '../../capabilities/runs/domain/queue-status.ts';
+import { QUEUE_GROUPS, QUEUE_STATUSES, isRunOwned } from '../../capabilities/runs/domain/queue-status.ts';
 import { RUN_STATES } from '../../capabilities/runs/domain/run-state.ts';
 import { openStore } from '../../platform/store/open-store.ts';
 import { insertProject } from '../../capabilities/runs/projects.ts';
@@ -53,7 +53,7 @@ async function seedQueue(): Promise<void> {
         dispatch_priority: 60 + (n % 7),
         selection_rank: n,
         workload_class: 'unknown',
-        ...(isInFlight(item.status) ? { lane: `lane-${item.status.replaceAll('_', '-')}` } : {}),
+        ...(isRunOwned(item.status) ? { lane: `lane-${item.status.replaceAll('_', '-')}` } : {}),
       });
     }
   });
@@ -231,7 +231,7 @@ describe('each panel shows what the API answers', () => {
 
   it('queue: every group tab with its count, rows in the dispatch order, and cursor paging', { timeout: 60_000 }, async () => {
     const byGroup = (await api('GET', '/control/api/v1/overview')).body.operator_detail_counts.queue.by_group;
-    expect(byGroup).toMatchObject({ queued: 32, blocked: 4, active: 6, paused: 1, completed: 2, all: 44 });
+    expect(byGroup).toMatchObject({ queued: 32, blocked: 4, active: 7, paused: 1, completed: 2, all: 45 });
     await tab.open('#/queue');
     const tabs = tab.page.getByRole('tab');
     await expect.poll(() => tabs.count()).toBe(QUEUE_GROUPS.length);

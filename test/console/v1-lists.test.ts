@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paperIdFor } from '../../capabilities/papers/domain/paper-status.ts';
-import { QUEUE_STATUSES, isInFlight } from '../../capabilities/runs/domain/queue-status.ts';
+import { QUEUE_STATUSES, isRunOwned } from '../../capabilities/runs/domain/queue-status.ts';
 import { insertProject } from '../../capabilities/runs/projects.ts';
 import { insertQueueItem } from '../../capabilities/runs/queue-items.ts';
 import type { Queryable } from '../../platform/store/store.ts';
@@ -287,7 +287,7 @@ describe('the operator commands a queue row offers', () => {
           const projectId = `cmd-${status.replaceAll('_', '-')}${flagged ? '-flagged' : ''}`;
           seededRows.set(projectId, { status, flagged });
           await insertProject(q, { project_id: projectId, project_name: projectId, project_dir: projectId, workload_class: 'unknown' });
-          await insertQueueItem(q, { project_id: projectId, project_name: projectId, status, manual_review_required: flagged, ...(isInFlight(status) ? { lane: `cmd-lane-${projectId}` } : {}) });
+          await insertQueueItem(q, { project_id: projectId, project_name: projectId, status, manual_review_required: flagged, ...(isRunOwned(status) ? { lane: `cmd-lane-${projectId}` } : {}) });
         }
       }
     });

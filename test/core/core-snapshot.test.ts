@@ -11,7 +11,7 @@ import {
   type LiveQueueRow,
 } from '../../capabilities/core/domain/core-snapshot.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES } from '../../capabilities/papers/domain/paper-status.ts';
-import { isInFlight, QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
+import { isRunOwned, QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
 
 const projectId = fc.constantFrom(...Array.from({ length: 12 }, (_, i) => `p${i}`));
 const queueRow: fc.Arbitrary<CoreQueueRow> = fc.record(
@@ -52,7 +52,7 @@ describe('the Core queue projection', () => {
         expect(projection.total_queue_rows).toBe(lastOf.size);
         expect(Object.values(projection.status_counts).reduce((sum, n) => sum + n, 0)).toBe(lastOf.size);
         for (const status of QUEUE_STATUSES) expect(projection.status_counts[status]).toBe([...lastOf.values()].filter((row) => row.status === status).length);
-        const inFlight = [...lastOf.values()].filter((row) => isInFlight(row.status));
+        const inFlight = [...lastOf.values()].filter((row) => isRunOwned(row.status));
         expect(projection.active_rows).toEqual(inFlight.sort((a, b) => (a.project_id < b.project_id ? -1 : 1)).slice(0, CORE_LIMITS.active_rows));
         const papers = new Map(paper_rows.map((row) => [row.paper_id, row]));
         expect(projection.total_paper_rows).toBe(papers.size);
@@ -89,8 +89,8 @@ describe('enforce', () => {
         for (const change of changes) {
           const current = liveById.get(change.project_id);
           expect(current).toBeDefined();
-          expect(isInFlight(current!.status)).toBe(false);
-          expect(isInFlight(change.status)).toBe(false);
+          expect(isRunOwned(current!.status)).toBe(false);
+          expect(isRunOwned(change.status)).toBe(false);
           expect(Object.keys(change.from).length).toBeGreaterThan(0);
           for (const [field, value] of Object.entries(change.from)) expect(current![field as keyof LiveQueueRow]).toBe(value);
         }

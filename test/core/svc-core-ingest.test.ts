@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CORE_ROW_MAX_BYTES, CORE_ROW_MAX_DEPTH } from '../../api/core/core-routes.ts';
 import { CORE_MODES } from '../../capabilities/core/domain/core-snapshot.ts';
 import { PAPER_STATUSES, REVIEW_STATUSES, paperIdFor } from '../../capabilities/papers/domain/paper-status.ts';
-import { isInFlight, QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
+import { isRunOwned, QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
 import { ensurePaper, recordDraft } from '../../capabilities/papers/store/draft-ledger.ts';
 import { setReviewStatus } from '../../capabilities/papers/paper-ledger.ts';
 import { insertProject } from '../../capabilities/runs/projects.ts';
@@ -38,7 +38,7 @@ async function seedQueue(): Promise<void> {
       machine_target: n % 2 === 0 ? 'gpu-box' : null,
       workload_class: 'cpu_only',
       next_action_hint: `hint ${n}`,
-      lane: isInFlight(status) ? `lane-${n}` : null,
+      lane: isRunOwned(status) ? `lane-${n}` : null,
     });
   }
   await t.store.query(`UPDATE queue_items SET last_error = 'preflight failed', last_run_state = 'gate_error' WHERE status = 'dispatch_error'`);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isInFlight, type QueueStatus } from '../../capabilities/runs/domain/queue-status.ts';
+import { isRunOwned, type QueueStatus } from '../../capabilities/runs/domain/queue-status.ts';
 import { insertProject } from '../../capabilities/runs/projects.ts';
 import { insertQueueItem } from '../../capabilities/runs/queue-items.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
@@ -28,7 +28,7 @@ beforeAll(async () => {
         project_id: row.id,
         project_name: `Project ${row.id}`,
         status: row.status,
-        ...(isInFlight(row.status) ? { lane: row.id } : {}),
+        ...(isRunOwned(row.status) ? { lane: row.id } : {}),
         manual_review_required: row.flagged ?? false,
         dispatch_priority: row.priority ?? 50,
         machine_target: row.target ?? null,

@@ -3,7 +3,7 @@ import {
   ACTIVE_QUEUE_STATUSES,
   QUEUE_GROUPS,
   QUEUE_STATUSES,
-  isInFlight,
+  isRunOwned,
   queueGroupsOf,
   type QueueStatus,
 } from '../../capabilities/runs/domain/queue-status.ts';
@@ -92,18 +92,21 @@ const count = async (store: Store, sql: string, params: unknown[] = []) =>
   Number((await store.query<{ n: unknown }>(sql, params)).rows[0]!.n);
 
 describe('queue status (pure)', () => {
-  it('lists the statuses and the in-flight ones', () => {
-    expect(QUEUE_STATUSES).toHaveLength(12);
+  it('lists the statuses, the in-flight ones, and those a run owns', () => {
+    expect(QUEUE_STATUSES).toHaveLength(13);
     expect(ACTIVE_QUEUE_STATUSES.every((status) => QUEUE_STATUSES.includes(status))).toBe(true);
-    expect(QUEUE_STATUSES.filter(isInFlight)).toEqual([
+    expect(ACTIVE_QUEUE_STATUSES).toEqual(['dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling']);
+    // A run waiting out a usage limit with its lane let go still owns its item.
+    expect(QUEUE_STATUSES.filter(isRunOwned)).toEqual([
       'dispatching',
       'running',
       'awaiting_wake',
       'wake_received',
       'reconciling',
+      'usage_limited',
     ]);
-    expect(isInFlight('queued')).toBe(false);
-    expect(isInFlight('completed')).toBe(false);
+    expect(isRunOwned('queued')).toBe(false);
+    expect(isRunOwned('completed')).toBe(false);
   });
 
   it('puts each row in its groups; a flagged row is also blocked', () => {
@@ -284,7 +287,7 @@ describe.each(ENGINES)('research facility store on $name', (engine) => {
         const projectId = `q-${status.replace(/_/g, '-')}`;
         await store.transaction(async (tx) => {
           await insertProject(tx, { project_id: projectId, project_name: projectId, project_dir: `projects/${projectId}` });
-          await insertQueueItem(tx, { project_id: projectId, project_name: projectId, status, ...(isInFlight(status) ? { lane: projectId } : {}) });
+          await insertQueueItem(tx, { project_id: projectId, project_name: projectId, status, ...(isRunOwned(status) ? { lane: projectId } : {}) });
         });
       }
       await store.transaction((tx) =>

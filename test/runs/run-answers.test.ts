@@ -16,7 +16,8 @@ import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunSta
  * the same run) and through `rcp`, and finishes; then a real Codex asks the scripted model's question, and the answer
  * reaches the model in the resumed session's next request. A session that ends without its evidence is continued once,
  * and the run records it. Runs whose model refused for a usage limit wait it out: one resumes by itself at its time,
- * others are resumed early through the API and `rcp`, or canceled while they wait.
+ * keeping its lane; others, whose long waits let their lanes go, are resumed early through the API and `rcp` (taking
+ * their lanes back), or canceled while they wait.
  */
 
 // expected duration: ~160 s
@@ -41,6 +42,8 @@ beforeAll(async () => {
       workload_profiles: { training: { idle_sustain_sec: 30, cpu_idle_threshold_pct: 100, gpu_idle_avg_threshold_pct: 100, gpu_idle_peak_threshold_pct: 100, vram_delta_threshold_mib: 1_000_000 } },
       dispatch_timeout_sec: 30,
       agent_continue_limit: 1,
+      // A usage-limit wait over a minute lets its lane go.
+      usage_limit_hold_sec: 60,
     },
     gateEnv: { OPENAI_BASE_URL: responses.baseUrl, OPENAI_API_KEY: 'sk-scripted-0123456789' },
     controlPlaneOverrides: (gate) => ({
@@ -186,7 +189,7 @@ describe('the operator answers the agent', () => {
     expect(continued?.payload.reason).toContain('`.research/decision.json`');
   });
 
-  it('waits out usage limits keeping the lane: one run resumes by itself at its time, others early through the API and rcp, one is canceled while it waits', { timeout: 3 * WAIT_MS }, async () => {
+  it('waits out usage limits: a short wait keeps its lane and resumes by itself at its time; long ones let it go, and are resumed early through the API and rcp or canceled', { timeout: 3 * WAIT_MS }, async () => {
     const runs: Record<string, string> = {};
     for (const lane of LIMIT_LANES) {
       const scenario = lane === 'limit-self' ? 'usage-limit' : 'usage-limit-long';
@@ -213,6 +216,11 @@ describe('the operator answers the agent', () => {
     const apiRun = runs['limit-api']!;
     const long = await limited('limit-api');
     expect(Date.parse(long.run.usage_limit.resumes_at) - Date.now()).toBeGreaterThan(3_000_000);
+    // An hour's wait lets the lane go: the item is usage_limited, and the lane idle for other items.
+    expect(long.run.usage_limit.holds_slot).toBe(false);
+    expect(await queueItem('limit-api')).toMatchObject({ status: 'usage_limited', current_run_id: apiRun });
+    const freed = (await stack.api('GET', '/control/api/v1/lanes')).body.lanes.find((entry: { lane: string }) => entry.lane === 'limit-api');
+    expect(freed).toMatchObject({ idle: true });
     const resume = (body: Record<string, unknown>) => stack.api('POST', `/control/api/v1/runs/${apiRun}/resume`, { requested_by: 'limits-test', ...body });
     expect((await resume({})).status).toBe(422);
     const first = await resume({ idempotency_key: 'k-resume', note: 'the plan was upgraded' });
@@ -240,6 +248,8 @@ describe('the operator answers the agent', () => {
       expect(done.run.transitions.map((row: { transition: string }) => row.transition)).toEqual(['claimed', 'prepared', 'worker_accepted', 'session_started', 'usage_limited', 'limit_resumed', 'wake_received', 'reconciling', 'completed']);
       expect((await stack.gateApi.runView(runs[project]!))?.resumes?.map((resume: { resume_id: string }) => resume.resume_id)).toEqual(['limit-1']);
     }
+    // The runs that let their lane go took it back before they resumed.
+    expect(await count("SELECT 1 FROM audit_events WHERE event_type = 'run.lane_retaken' AND entity_id = ANY ($1::text[])", [[apiRun, rcpRun]])).toBe(2);
     // The self-resumed run waited for its time; the others did not.
     const resumedAt = (detail: Record<string, any>) => Date.parse(detail.run.transitions.find((row: { transition: string }) => row.transition === 'limit_resumed').created_at);
     expect(resumedAt(await runDetail(runs['limit-self']!))).toBeGreaterThanOrEqual(resumesAt - 1_000);

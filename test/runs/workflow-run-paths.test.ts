@@ -275,11 +275,11 @@ describe('the run workflow on each of its paths', () => {
   });
 
   /** Dispatches a fake agent that hits the model's usage limit, and signals the run the gate's usage_limited callback. */
-  async function limitedRun(scenario: 'usage-limit' | 'usage-limit-long', n: number) {
+  async function limitedRun(scenario: 'usage-limit' | 'usage-limit-long', n: number, holdsSlot = true) {
     const input = await seed('limited', { scenario }, n);
     await dispatched(input);
     const limited = await receiver.waitFor(input.run_id, 'usage_limited', 30_000);
-    const usageLimit = { resets_at: limited.body.cause!.resets_at!, resumes_at: limited.body.resumes_at! };
+    const usageLimit = { resets_at: limited.body.cause!.resets_at!, resumes_at: limited.body.resumes_at!, holds_slot: holdsSlot };
     await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'usage_limited', { gate_state: 'usage_limited', usage_limit: usageLimit }));
     return { input, usageLimit };
   }
@@ -320,6 +320,28 @@ describe('the run workflow on each of its paths', () => {
     await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'session_finished_ready', { gate_state: 'finished_ready' }));
     expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'reconciled', queue_status: 'completed' });
     await keepHistory('run-usage-limit-resumed-early', input.run_id);
+  });
+
+  it('lets its lane go for a long usage-limit wait, and takes it back to resume once the item running there has left it', { timeout: 120_000 }, async () => {
+    const { input, usageLimit } = await limitedRun('usage-limit', 3, false);
+    await expect.poll(async () => (await queueItem(input.project_id))?.status, { timeout: 20_000 }).toBe('usage_limited');
+    expect((await queueItem(input.project_id))!.next_action_hint).toContain('its lane is free meanwhile');
+    // Another item takes the lane meanwhile.
+    const other = await seed('limited', { scenario: 'slow', work_sec: 120 }, 4);
+    await dispatched(other);
+    // Its wait over, the run finds the lane held: it waits, and tries again.
+    await expect.poll(async () => (await runRow(input.run_id))?.state, { timeout: 30_000, interval: 500 }).toBe('usage_limited');
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(usageLimit.resumes_at) + 2_000 - Date.now())));
+    expect((await runRow(input.run_id))!.state).toBe('usage_limited');
+    expect(await queueItem(input.project_id)).toMatchObject({ status: 'usage_limited' });
+    expect(await launcher().cancelRun(other.run_id, 30_000)).toBe('canceled');
+    // The lane free, the next try takes it back and the session resumes.
+    await expect.poll(async () => (await runRow(input.run_id))?.state, { timeout: 40_000, interval: 500 }).toBe('running');
+    expect(await queueItem(input.project_id)).toMatchObject({ status: 'running', lane: 'limited' });
+    expect((await store.query("SELECT 1 FROM audit_events WHERE entity_id = $1 AND event_type = 'run.lane_retaken'", [input.run_id])).rows).toHaveLength(1);
+    await handleOf(input.run_id).signal(workerCallbackSignal, callback(input.run_id, 'session_finished_ready', { gate_state: 'finished_ready' }));
+    expect(await handleOf(input.run_id).result()).toMatchObject({ run_state: 'reconciled', queue_status: 'completed' });
+    await keepHistory('run-usage-limit-lane-released', input.run_id);
   });
 
   it('answers a failed dispatch with the gate\'s status and releases the claim', { timeout: 90_000 }, async () => {

@@ -179,3 +179,39 @@ describe.concurrent('resuming a run whose agent asked a question', () => {
     expect(await startModes(runId)).toEqual(['exec']);
   });
 });
+
+describe('resuming a run that waited out a usage limit', () => {
+  it('a long wait lets the slot go: another run takes it, the resume is refused while it holds it, and goes through once it is gone', { timeout: 60_000 }, async () => {
+    const oneSlot = await writeGateConfig({ callbackUrl: receiver.url, overrides: { run_slots: 1, usage_limit_hold_sec: 0 } });
+    const small = await startGateProcess(oneSlot);
+    try {
+      const on = gateClient(oneSlot);
+      const runId = 'limit-slot-run';
+      expect((await on.launch(runId, 'usage-limit-long')).status).toBe(200);
+      const limited = await receiver.waitFor(runId, 'usage_limited', 20_000);
+      expect(limited.body).toMatchObject({ gate_state: 'usage_limited', holds_slot: false, cause: { kind: 'usage_limit', message: "You've hit your usage limit. Try again in 3600 seconds." } });
+      expect((await on.runView(runId))?.usage_limit).toMatchObject({ holds_slot: false });
+
+      // The slot is free meanwhile: another run is dispatched into it.
+      const other = 'limit-slot-other-run';
+      expect((await on.launch(other, 'hold')).status).toBe(200);
+      const refused = await on.resume(runId, { resume_id: 'limit-1', prompt: 'The limit has reset.' });
+      expect(refused.status).toBe(409);
+      expect(refused.body.detail).toBe(`run '${runId}' let its slot go while it waited out a usage limit, and cannot take it back now: all 1 slots hold runs: ${other}`);
+      expect((await on.runView(runId))?.gate_state).toBe('usage_limited');
+
+      expect((await on.call('POST', `/runs/${other}/cancel`)).status).toBe(200);
+      const resumed = await on.resume(runId, { resume_id: 'limit-1', prompt: 'The limit has reset.' });
+      expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+      expect(resumed.body).toMatchObject({ gate_state: 'running', resumes: 1 });
+      // Resumed, it holds the slot again: the next dispatch finds every slot held.
+      const third = await on.launch('limit-slot-third-run', 'hold');
+      expect(third.status).toBe(409);
+      expect(JSON.stringify(third.body)).toContain(`all 1 slots hold runs: ${runId}`);
+    } finally {
+      await small.kill('SIGTERM');
+      await rm(oneSlot.dir, { recursive: true, force: true });
+    }
+  });
+});
+

@@ -5,6 +5,7 @@ import { RunCauseSchema } from '../../worker-gate/contract/callback-body.ts';
 import { applyLifecycleEvent, freshSession } from '../../worker-gate/domain/gate-lifecycle.ts';
 import { usageLimitWait } from '../../worker-gate/domain/usage-limit-wait.ts';
 import { startingRun, type GateRun } from '../../worker-gate/domain/gate-run.ts';
+import { holdsSlot, retakeConflict, slotHoldersOf } from '../../worker-gate/domain/run-placement.ts';
 
 /** A model's usage limit as the tools word it, and the wait the gate makes of it (docs/worker-gate.md#waiting-out-a-usage-limit). */
 
@@ -86,17 +87,36 @@ describe('the wait a usage limit asks for', () => {
   const later = (sec: number) => new Date(NOW.getTime() + sec * 1000).toISOString();
 
   it('waits until a few seconds past the reset the tool named, or now when it named one just past', () => {
-    expect(usageLimitWait(run(), { cause: { kind: 'usage_limit', resets_at: later(60) }, sessionTokens: 500, now: NOW, backoffSec: 900 })).toEqual({ resets_at: later(60), resumes_at: later(65) });
-    expect(usageLimitWait(run(), { cause: { kind: 'usage_limit', resets_at: later(-20) }, sessionTokens: 500, now: NOW, backoffSec: 900 }).resumes_at).toBe(later(5));
+    expect(usageLimitWait(run(), { cause: { kind: 'usage_limit', resets_at: later(60) }, sessionTokens: 500, now: NOW, backoffSec: 900, holdSec: 600 })).toEqual({ resets_at: later(60), resumes_at: later(65), holds_slot: true });
+    expect(usageLimitWait(run(), { cause: { kind: 'usage_limit', resets_at: later(-20) }, sessionTokens: 500, now: NOW, backoffSec: 900, holdSec: 600 }).resumes_at).toBe(later(5));
   });
 
   it('waits usage_limit_backoff_sec when no reset was named, and a week at most', () => {
-    expect(usageLimitWait(run(), { cause: { kind: 'usage_limit' }, sessionTokens: 0, now: NOW, backoffSec: 900 })).toEqual({ resets_at: null, resumes_at: later(900) });
-    expect(usageLimitWait(run(), { cause: { kind: 'usage_limit', resets_at: later(30 * 24 * 3600) }, sessionTokens: 0, now: NOW, backoffSec: 900 }).resumes_at).toBe(later(7 * 24 * 3600));
+    expect(usageLimitWait(run(), { cause: { kind: 'usage_limit' }, sessionTokens: 0, now: NOW, backoffSec: 900, holdSec: 600 })).toEqual({ resets_at: null, resumes_at: later(900), holds_slot: false });
+    expect(usageLimitWait(run(), { cause: { kind: 'usage_limit', resets_at: later(30 * 24 * 3600) }, sessionTokens: 0, now: NOW, backoffSec: 900, holdSec: 600 }).resumes_at).toBe(later(7 * 24 * 3600));
+  });
+
+  it('lets the slot go for a wait longer than usage_limit_hold_sec, and a run so waiting holds no slot', () => {
+    const short = usageLimitWait(run(), { cause: { kind: 'usage_limit', resets_at: later(595) }, sessionTokens: 1, now: NOW, backoffSec: 900, holdSec: 600 });
+    const long = usageLimitWait(run(), { cause: { kind: 'usage_limit', resets_at: later(596) }, sessionTokens: 1, now: NOW, backoffSec: 900, holdSec: 600 });
+    expect([short.holds_slot, long.holds_slot]).toEqual([true, false]);
+    const waiting = (wait: typeof short): GateRun => ({ ...run(), gate_state: 'usage_limited', usage_limit: wait });
+    expect(slotHoldersOf([waiting(short), waiting(long)]).map((holder) => holder.run_id)).toEqual(['r-1']);
+    // A record from before holds_slot existed keeps its slot.
+    expect(holdsSlot({ ...run(), gate_state: 'usage_limited', usage_limit: { resets_at: null, resumes_at: later(5) } })).toBe(true);
+  });
+
+  it('a run taking its slot back finds it held, or its GPUs or CPUs taken, or free', () => {
+    const waiting: GateRun = { ...run(), gate_state: 'usage_limited', gpu_indices: [1], cpus: [2, 3] };
+    expect(retakeConflict(waiting, [{ run_id: 'r-2', gpu_indices: [0], cpus: [0, 1] }], 2)).toBeNull();
+    expect(retakeConflict(waiting, [{ run_id: 'r-2', gpu_indices: null, cpus: null }], 1)).toBe("all 1 slots hold runs: r-2");
+    expect(retakeConflict(waiting, [{ run_id: 'r-2', gpu_indices: [1], cpus: [3] }], 4)).toBe("GPU 1 is held by run 'r-2'; CPU 3 is held by run 'r-2'");
+    // Its own record among the holders is not a conflict.
+    expect(retakeConflict(waiting, [{ run_id: 'r-1', gpu_indices: [1], cpus: [2, 3] }], 1)).toBeNull();
   });
 
   it('a session resumed after a limit that hits it again before spending anything waits at least the backoff', () => {
-    const again = { cause: { kind: 'usage_limit' as const, resets_at: later(-10) }, now: NOW, backoffSec: 900 };
+    const again = { cause: { kind: 'usage_limit' as const, resets_at: later(-10) }, now: NOW, backoffSec: 900, holdSec: 600 };
     expect(usageLimitWait(run(['limit-1']), { ...again, sessionTokens: 0 }).resumes_at).toBe(later(900));
     // One that got work done hit a new limit: its named reset holds.
     expect(usageLimitWait(run(['limit-1']), { ...again, sessionTokens: 2_000 }).resumes_at).toBe(later(5));

@@ -98,6 +98,8 @@ export const GateCallbackPayloadSchema = z.strictObject({
   cause: RunCauseSchema.nullable().optional(),
   /** With usage_limited: when the run's session resumes by itself (docs/worker-gate.md#waiting-out-a-usage-limit). */
   resumes_at: z.iso.datetime({ offset: true }).nullable().optional(),
+  /** With usage_limited: false when the wait is long and the gate let the run's slot go meanwhile. */
+  holds_slot: z.boolean().optional(),
   idempotency_key: z.string().min(1),
 });
 export type GateCallbackPayload = z.infer<typeof GateCallbackPayloadSchema>;

@@ -283,7 +283,7 @@ export const GateRunViewSchema = z.object({
   question: z.string().nullable(),
   question_detail: AgentQuestionSchema.nullable().optional().describe('The pending question with its choices, or the tool call a permission request is for; absent from older records'),
   usage_limit: z
-    .object({ resets_at: z.string().nullable(), resumes_at: z.string() })
+    .object({ resets_at: z.string().nullable(), resumes_at: z.string(), holds_slot: z.boolean().optional().describe('false: a long wait, its slot free for other runs meanwhile') })
     .nullable()
     .optional()
     .describe("While the run waits out the model's usage limit: when the limit resets (as the tool said) and when the session resumes; absent from older records"),

@@ -10,6 +10,11 @@ export interface UsageLimitWait {
   resets_at: string | null;
   /** When the run's session resumes by itself. */
   resumes_at: string;
+  /**
+   * Whether the run keeps its slot (its lane, GPUs and CPUs) while it waits; false for a wait longer than the gate's
+   * usage_limit_hold_sec, whose slot other runs may take meanwhile. Absent from older records: it keeps it.
+   */
+  holds_slot?: boolean;
 }
 
 /** The prefix of a usage limit's resume ids: `limit-1`, `limit-2`, … */

@@ -47,9 +47,11 @@ const listed = (values: readonly (number | string)[]) => values.join(', ');
 /**
  * Whether a run of the gate holds a slot: from its dispatch until it is over. A run whose agent waits on a person's
  * answer, or for the model's usage limit to reset, keeps its slot, GPUs and CPUs, so that its session resumes where it
- * was (docs/runs.md#answering-the-agent, docs/runs.md#waiting-out-a-usage-limit).
+ * was (docs/runs.md#answering-the-agent, docs/runs.md#waiting-out-a-usage-limit); one whose wait is longer than
+ * usage_limit_hold_sec lets them go until it resumes.
  */
-export const holdsSlot = (run: GateRun): boolean => !RUN_OVER_GATE_STATES.has(run.gate_state);
+export const holdsSlot = (run: GateRun): boolean =>
+  !RUN_OVER_GATE_STATES.has(run.gate_state) && !(run.gate_state === 'usage_limited' && run.usage_limit?.holds_slot === false);
 
 /** The slot holders among the gate's run records, oldest dispatch first. */
 export function slotHoldersOf(runs: readonly GateRun[]): SlotHolder[] {
@@ -108,4 +110,20 @@ export function placeRun(input: PlacementInput): Placement {
     return { ok: false, reason: `cpu_count ${request.cpu_count}: only ${free.length} of this gate's ${input.pinnableCpus.length} CPUs are free (${free.length > 0 ? listed(free) : 'none'})${by}` };
   }
   return { ok: true, cpus: free.slice(0, request.cpu_count) };
+}
+
+/**
+ * Why a run that let its slot go for a long usage-limit wait cannot take it back now (a 409), or null: every slot is
+ * held by other runs, or another run took one of its GPUs or CPUs.
+ */
+export function retakeConflict(run: GateRun, holders: readonly SlotHolder[], slots: number): string | null {
+  const others = holders.filter((holder) => holder.run_id !== run.run_id);
+  if (others.length >= slots) return `all ${slots} slots hold runs: ${listed(others.map((holder) => holder.run_id))}`;
+  const gpus = gpuHolders(others);
+  const cpus = cpuHolders(others);
+  const taken = [
+    ...(run.gpu_indices ?? []).filter((index) => gpus.has(index)).map((index) => `GPU ${index} is held by run '${gpus.get(index)}'`),
+    ...(run.cpus ?? []).filter((cpu) => cpus.has(cpu)).map((cpu) => `CPU ${cpu} is held by run '${cpus.get(cpu)}'`),
+  ];
+  return taken.length > 0 ? taken.join('; ') : null;
 }

@@ -22,14 +22,14 @@ function limitedAgain(run: GateRun, sessionTokens: number): boolean {
 /**
  * The wait a usage-limit end asks for: until the reset the tool named (a few seconds past it), else `backoffSec` from
  * now; at least `backoffSec` when the session resumed after a limit hit it again at once (`sessionTokens`: what that
- * session spent); a week at most.
+ * session spent); a week at most. A wait longer than `holdSec` lets the run's slot go meanwhile.
  */
-export function usageLimitWait(run: GateRun, limit: { cause: RunCause; sessionTokens: number; now: Date; backoffSec: number }): UsageLimitWait {
+export function usageLimitWait(run: GateRun, limit: { cause: RunCause; sessionTokens: number; now: Date; backoffSec: number; holdSec: number }): UsageLimitWait {
   const { cause, now, backoffSec } = limit;
   const resetsAt = cause.resets_at ? new Date(cause.resets_at) : null;
   const nowMs = now.getTime();
   let resumesMs = resetsAt ? Math.max(resetsAt.getTime(), nowMs) + RESET_SLACK_SEC * 1000 : nowMs + backoffSec * 1000;
   if (limitedAgain(run, limit.sessionTokens)) resumesMs = Math.max(resumesMs, nowMs + backoffSec * 1000);
   resumesMs = Math.min(resumesMs, nowMs + USAGE_LIMIT_MAX_WAIT_SEC * 1000);
-  return { resets_at: resetsAt ? resetsAt.toISOString() : null, resumes_at: new Date(resumesMs).toISOString() };
+  return { resets_at: resetsAt ? resetsAt.toISOString() : null, resumes_at: new Date(resumesMs).toISOString(), holds_slot: resumesMs - nowMs <= limit.holdSec * 1000 };
 }

@@ -77,7 +77,7 @@ export interface RunCallback {
    * With usage_limited: when the limit resets, as the tool said, and when the gate asks the run to resume (null when
    * its gate named no time). Absent from other callbacks.
    */
-  usage_limit?: { resets_at: string | null; resumes_at: string | null };
+  usage_limit?: { resets_at: string | null; resumes_at: string | null; holds_slot?: boolean };
   evidence: RunEvidence | null;
 }
 
@@ -107,6 +107,7 @@ export interface RunProgress {
     | 'awaiting_callbacks'
     | 'awaiting_answer'
     | 'awaiting_limit_reset'
+    | 'retaking_lane'
     | 'resuming'
     | 'reconciling'
     | 'finished';

@@ -11,6 +11,7 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
+  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -45,7 +46,7 @@ import { LIMIT_RESUME_PREFIX, USAGE_LIMIT_RESUME_PROMPT } from '../../worker-gat
  * (docs/architecture.md#changing-a-workflow).
  */
 
-type LedgerActivities = Pick<RunActivities, 'claimRun' | 'transitionRun'>;
+type LedgerActivities = Pick<RunActivities, 'claimRun' | 'transitionRun' | 'retakeLane'>;
 type PreflightActivities = Pick<RunActivities, 'preflightRun'>;
 type GateActivities = Pick<RunActivities, 'prepareRun' | 'dispatchRun' | 'cancelOnWorker' | 'resumeOnWorker'>;
 
@@ -84,6 +85,9 @@ type Phase = RunProgress['phase'];
 
 /** A resume may first wait, up to 15 s on the gate, for the asking session's processes to end (docs/worker-gate.md#resuming-a-run). */
 const RESUME_SLACK_SEC = 20;
+
+/** How often a run back from a long usage-limit wait tries again to take its lane while another item runs there. */
+const LANE_RETAKE_RETRY_MS = 15_000;
 
 /** How long a run waits out a usage limit its gate named no resume time for (a gate of another implementation). */
 const DEFAULT_LIMIT_WAIT_SEC = 15 * 60;
@@ -327,7 +331,7 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   async function awaitLimitReset(callback: RunCallback, audit: Record<string, unknown>): Promise<boolean> {
     const number = limitsWaited + 1;
     const resumesAt = callback.usage_limit?.resumes_at ?? new Date(Date.now() + DEFAULT_LIMIT_WAIT_SEC * 1000).toISOString();
-    const usageLimit = { resets_at: callback.usage_limit?.resets_at ?? null, resumes_at: resumesAt };
+    const usageLimit = { resets_at: callback.usage_limit?.resets_at ?? null, resumes_at: resumesAt, holds_slot: callback.usage_limit?.holds_slot ?? true };
     const limited = await transition('usage_limited', { session_id: callback.session_id, usage_limit: usageLimit, audit: { ...audit, ...usageLimit } }, number);
     if (!limited.applied && limited.run_state !== 'usage_limited') return false;
     limitsWaited = number;
@@ -335,11 +339,22 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     const waitMs = Date.parse(resumesAt) - Date.now();
     if (waitMs > 0) await condition(() => resumeRequests.has(number), waitMs);
     const early = resumeRequests.get(number);
+    if (!usageLimit.holds_slot) await retakeLane();
     const resumed = await resumeSession({ resume_id: `${LIMIT_RESUME_PREFIX}${number}`, prompt: USAGE_LIMIT_RESUME_PROMPT, allowed_tools: [] }, 'the usage limit\'s end', { limit_number: number });
     if (!resumed) return false;
     await transition('limit_resumed', { usage_limit: null, audit: { limit_number: number, ...(early ? { resumed_early_by: early.requested_by } : {}) } }, number);
     enter('awaiting_callbacks');
     return true;
+  }
+
+  /** Takes back the lane a long usage-limit wait let go, trying again while another item runs there. */
+  async function retakeLane(): Promise<void> {
+    enter('retaking_lane');
+    for (;;) {
+      const retake = await recorded('retake lane', () => ledger(`retake lane: run ${runId}`).retakeLane({ run_id: runId }));
+      if (retake.retaken) return;
+      await sleep(LANE_RETAKE_RETRY_MS);
+    }
   }
 
   /** Asks the gate to resume the run's session; a gate that cannot ends the run (resume_failed). True when it resumed. */

@@ -14,7 +14,7 @@
  */
 import type { PaperPipelineCounts } from '../../papers/domain/paper-candidacy.ts';
 import type { PaperStatus } from '../../papers/domain/paper-status.ts';
-import { isInFlight, QUEUE_GROUP_STATUSES, type QueueStatus } from '../../runs/domain/queue-status.ts';
+import { isRunOwned, QUEUE_GROUP_STATUSES, type QueueStatus } from '../../runs/domain/queue-status.ts';
 
 export const OPERATOR_LANES = ['attention', 'running', 'write', 'publish', 'imported'] as const;
 export type OperatorLane = (typeof OPERATOR_LANES)[number];
@@ -28,7 +28,7 @@ export interface QueueRowFacts {
 /** The lane of a queue item: attention or running, or none. */
 export function queueItemLane(item: QueueRowFacts): 'attention' | 'running' | null {
   if (item.manual_review_required || (QUEUE_GROUP_STATUSES.blocked as readonly string[]).includes(item.status)) return 'attention';
-  return isInFlight(item.status) ? 'running' : null;
+  return isRunOwned(item.status) ? 'running' : null;
 }
 
 /** The paper status that puts a paper in the attention lane. */

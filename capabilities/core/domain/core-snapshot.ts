@@ -3,7 +3,7 @@
  * from the latest one, and what `compare` and `enforce` do with a snapshot against the live queue. Pure.
  */
 import type { PaperStatus, ReviewStatus } from '../../papers/domain/paper-status.ts';
-import { isInFlight, QUEUE_STATUSES, type QueueStatus } from '../../runs/domain/queue-status.ts';
+import { isRunOwned, QUEUE_STATUSES, type QueueStatus } from '../../runs/domain/queue-status.ts';
 import type { WorkloadClass } from '../../../worker-gate/contract/workload.ts';
 
 export const CORE_MODES = ['off', 'shadow', 'compare', 'enforce'] as const;
@@ -102,7 +102,7 @@ export function projectQueue(snapshot: { queue_rows: readonly CoreQueueRow[]; pa
   const papers = lastById(snapshot.paper_rows, (row) => row.paper_id);
   const statusCounts = Object.fromEntries(QUEUE_STATUSES.map((status) => [status, 0])) as Record<QueueStatus, number>;
   for (const row of queue.rows) statusCounts[row.status] += 1;
-  const active = queue.rows.filter((row) => isInFlight(row.status)).sort((a, b) => (a.project_id < b.project_id ? -1 : 1));
+  const active = queue.rows.filter((row) => isRunOwned(row.status)).sort((a, b) => (a.project_id < b.project_id ? -1 : 1));
   const warnings = [
     ...queue.duplicates.map((id) => `project_id ${id} appears more than once in queue_rows; the last row counts`),
     ...papers.duplicates.map((id) => `paper_id ${id} appears more than once in paper_rows; the last row counts`),
@@ -179,8 +179,8 @@ export function planEnforce(snapshotRows: readonly CoreQueueRow[], live: readonl
   for (const row of rows) {
     const current = liveById.get(row.project_id);
     if (!current) skipped.not_in_live_queue += 1;
-    else if (isInFlight(current.status)) skipped.live_row_in_flight += 1;
-    else if (isInFlight(row.status)) skipped.in_flight_status_not_applied += 1;
+    else if (isRunOwned(current.status)) skipped.live_row_in_flight += 1;
+    else if (isRunOwned(row.status)) skipped.in_flight_status_not_applied += 1;
     else {
       const wanted = {
         status: row.status,

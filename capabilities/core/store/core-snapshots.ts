@@ -1,5 +1,5 @@
 import type { CoreMode, CorePaperRow, CoreQueueRow, LiveQueueRow, QueueRowChange, SkipReason } from '../domain/core-snapshot.ts';
-import { ACTIVE_QUEUE_STATUSES } from '../../runs/domain/queue-status.ts';
+import { RUN_OWNED_QUEUE_STATUSES } from '../../runs/domain/queue-status.ts';
 import type { Queryable } from '../../../platform/store/store.ts';
 
 /** The Core snapshot ledger (migration 0010) and Core's reads and writes of the live queue. */
@@ -95,7 +95,7 @@ export async function applyQueueRowChange(tx: Queryable, change: QueueRowChange)
   const result = await tx.query(
     `UPDATE queue_items SET status = $2, manual_review_required = $3, dispatch_priority = $4, selection_rank = $5
       WHERE project_id = $1 AND NOT (status = ANY ($6::text[]))`,
-    [change.project_id, change.status, change.manual_review_required, change.dispatch_priority, change.selection_rank, [...ACTIVE_QUEUE_STATUSES]],
+    [change.project_id, change.status, change.manual_review_required, change.dispatch_priority, change.selection_rank, [...RUN_OWNED_QUEUE_STATUSES]],
   );
   return result.rowCount > 0;
 }

@@ -13,10 +13,12 @@ export const QUEUE_STATUSES = [
   'dispatch_error',
   'blocked',
   'needs_review',
+  /** Its run waits out the model's usage limit, long enough that its lane was let go (docs/runs.md#waiting-out-a-usage-limit). */
+  'usage_limited',
 ] as const;
 export type QueueStatus = (typeof QUEUE_STATUSES)[number];
 
-/** A row in one of these statuses is in flight: a run owns it and queue mutations must not overwrite it. */
+/** A row in one of these statuses is in flight: its run holds the row's lane. */
 export const ACTIVE_QUEUE_STATUSES = [
   'dispatching',
   'running',
@@ -30,8 +32,15 @@ export function isQueueStatus(value: unknown): value is QueueStatus {
   return typeof value === 'string' && (QUEUE_STATUSES as readonly string[]).includes(value);
 }
 
-export function isInFlight(status: string): status is ActiveQueueStatus {
-  return (ACTIVE_QUEUE_STATUSES as readonly string[]).includes(status);
+/**
+ * A row in one of these statuses is owned by a run, and queue mutations must not overwrite it: in flight on its lane,
+ * or waiting out a usage limit with its lane let go (the run takes a lane back when it resumes).
+ */
+export const RUN_OWNED_QUEUE_STATUSES = [...ACTIVE_QUEUE_STATUSES, 'usage_limited'] as const satisfies readonly QueueStatus[];
+export type RunOwnedQueueStatus = (typeof RUN_OWNED_QUEUE_STATUSES)[number];
+
+export function isRunOwned(status: string): status is RunOwnedQueueStatus {
+  return (RUN_OWNED_QUEUE_STATUSES as readonly string[]).includes(status);
 }
 
 export const QUEUE_GROUPS = ['active', 'queued', 'blocked', 'paused', 'completed', 'all'] as const;
@@ -46,7 +55,7 @@ export function isQueueGroup(value: unknown): value is QueueGroup {
  * its status, so a flagged queued row is in both `queued` and `blocked`; `all` holds every row.
  */
 export const QUEUE_GROUP_STATUSES: Readonly<Record<Exclude<QueueGroup, 'all'>, readonly QueueStatus[]>> = {
-  active: ACTIVE_QUEUE_STATUSES,
+  active: RUN_OWNED_QUEUE_STATUSES,
   queued: ['queued'],
   blocked: ['blocked', 'needs_review', 'dispatch_error'],
   paused: ['paused'],

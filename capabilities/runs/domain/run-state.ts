@@ -91,7 +91,8 @@ export const TRANSITION_RULES: Readonly<Record<RunTransition, TransitionRule>> =
   question_unanswered: { from: WAITING_ON_AN_ANSWER, runState: 'gate_timeout', queueStatus: 'needs_review' },
   // The gate could not resume the session (with the answer, or after the usage limit).
   resume_failed: { from: WAITING_TO_RESUME, runState: 'gate_error', queueStatus: 'blocked' },
-  // The model refused for a usage limit: the run waits for the reset, keeping its lane, then its session resumes.
+  // The model refused for a usage limit: the run waits for the reset, keeping its lane, then its session resumes. A long
+  // wait lets the lane go: the store moves the item to usage_limited instead (capabilities/runs/run-ledger.ts).
   usage_limited: { from: BEFORE_WAKE, runState: 'usage_limited', queueStatus: 'running' },
   // The limit's wait ended (or an operator resumed the run early), and the gate resumed the session.
   limit_resumed: { from: ['usage_limited'], runState: 'running', queueStatus: 'running' },

@@ -170,6 +170,10 @@ export const workerGateFields = {
     description:
       "Worker gate: how long a run whose model refused for a usage limit waits before its session resumes, when the tool's message names no reset time; also the least wait after a resumed session hits the limit again at once (docs/worker-gate.md#waiting-out-a-usage-limit). A named reset is waited for, a week at most.",
   }),
+  usage_limit_hold_sec: doc(z.number().int().min(0).max(7 * 24 * 3600).default(600), {
+    description:
+      "Worker gate: the longest usage-limit wait during which the run keeps its slot, GPUs and CPUs (and the control plane its lane). A longer wait lets them go, for other runs, until the run resumes and takes them back (docs/worker-gate.md#waiting-out-a-usage-limit). 0 lets every waiting run's slot go.",
+  }),
   run_gpus: doc(RunGpusSchema.default('all'), {
     description:
       "Worker gate: the GPUs it offers to runs. 'all': every GPU nvidia-smi reports; a list of indices (as nvidia-smi numbers them): only those ([] offers none). A dispatch's gpu_indices naming another GPU, or one a run of this gate still holds, is answered 409; the run's agent sees only its own GPUs (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES).",

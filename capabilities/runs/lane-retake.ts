@@ -1,0 +1,46 @@
+import { appendAuditEvent } from '../../platform/store/audit-events.ts';
+import type { Queryable, Store } from '../../platform/store/store.ts';
+import { getQueueItem } from './queue-items.ts';
+import { getRun } from './run-ledger.ts';
+import { GpuTakenError, placeOnGpus } from './store/gpu-placements.ts';
+
+/**
+ * A run that let its lane go for a long usage-limit wait takes it back before its session resumes
+ * (docs/runs.md#waiting-out-a-usage-limit): its item is running on its lane again, on the GPUs it was placed on.
+ */
+
+export type LaneRetake = { retaken: true } | { retaken: false; reason: string };
+
+async function retake(tx: Queryable, runId: string, target: string): Promise<LaneRetake> {
+  const run = await getRun(tx, runId, { forUpdate: true });
+  if (!run) return { retaken: false, reason: `unknown run '${runId}'` };
+  const item = await getQueueItem(tx, run.project_id, { forUpdate: true });
+  if (!item || item.current_run_id !== run.run_id) return { retaken: false, reason: `the item of run '${runId}' has moved on to another run` };
+  // Taken already: a retry of a retake that went through.
+  if (item.status !== 'usage_limited') return { retaken: true };
+  await tx.query(`UPDATE queue_items SET status = 'running', lane = $2, next_action_hint = NULL WHERE project_id = $1`, [item.project_id, run.lane]);
+  await placeOnGpus(tx, target, run.run_id, run.gpu_indices ?? []);
+  await appendAuditEvent(tx, {
+    entity_type: 'run',
+    entity_id: run.run_id,
+    event_type: 'run.lane_retaken',
+    payload: { project_id: run.project_id, lane: run.lane, gpu_indices: run.gpu_indices },
+    actor: 'run-workflow',
+  });
+  return { retaken: true };
+}
+
+/**
+ * Takes the run's lane (and GPUs) back, or says why not: another item runs on the lane, or another run was placed on
+ * one of its GPUs. Both are read by the database's own constraints, so two claims cannot both win.
+ */
+export async function retakeLane(store: Store, request: { run_id: string; target: string }): Promise<LaneRetake> {
+  try {
+    return await store.transaction((tx) => retake(tx, request.run_id, request.target));
+  } catch (error) {
+    if (error instanceof GpuTakenError) return { retaken: false, reason: error.message };
+    // The one-active-row-per-lane index refused the item back on its lane.
+    if ((error as { code?: string }).code === '23505') return { retaken: false, reason: 'another item runs on its lane' };
+    throw error;
+  }
+}
