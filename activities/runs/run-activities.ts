@@ -215,7 +215,7 @@ export function createRunActivities(deps: RunActivityDeps) {
     /** A run back from a long usage-limit wait takes its lane again (capabilities/runs/lane-retake.ts). */
     async retakeLane(input: { run_id: string }): Promise<LaneRetake> {
       const run = await getRun(store, input.run_id);
-      if (!run) return { retaken: false, reason: `unknown run '${input.run_id}'` };
+      if (!run) return { retaken: false, reason: `unknown run '${input.run_id}'`, lost: true };
       try {
         return await retakeLane(store, { run_id: run.run_id, target: settings.routing.lanes.get(run.lane)?.name ?? run.lane });
       } catch (error) {

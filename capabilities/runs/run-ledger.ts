@@ -227,7 +227,7 @@ export interface TransitionResult {
   queue_item: QueueItemRow | null;
 }
 
-/** While the model's usage limit holds: the run keeps its lane, and its session resumes by itself. */
+/** While the model's usage limit holds: the run keeps its lane (a long wait lets it go), and its session resumes by itself. */
 const usageLimitHint = (wait: UsageLimitWait) =>
   `the model's usage limit was hit: the run resumes by itself at ${wait.resumes_at}${wait.holds_slot === false ? ' (its lane is free meanwhile, and taken back then)' : ''}, or now with POST /control/api/v1/runs/{run_id}/resume (rcp runs resume)`;
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RunCauseSchema, WorkerCallbackSchema } from '../../worker-gate/contract/callback-body.ts';
-import { applyRunEvent, startingRun, type GateRun } from '../../worker-gate/domain/gate-run.ts';
+import { applyRunEvent, type GateRun } from '../../worker-gate/domain/gate-run.ts';
+import { gateRunAt } from '../support/gate-runs.ts';
 import { detectStall } from '../../worker-gate/domain/gate-run-watch.ts';
 import { exitStatusCause, modelStatusOf, toolEndCause } from '../../worker-gate/contract/run-cause.ts';
 import { buildCallbackPayload } from '../../worker-gate/callback-payload.ts';
@@ -10,28 +11,7 @@ import { buildCallbackPayload } from '../../worker-gate/callback-payload.ts';
 const T0 = '2026-01-01T00:00:00.000Z';
 const at = (sec: number) => new Date(Date.parse(T0) + sec * 1000).toISOString();
 
-function running(): GateRun {
-  const run = startingRun(
-    {
-      run_id: 'r-1',
-      project_id: 'p-1',
-      project_name: 'p-1',
-      project_dir: '/projects/p-1',
-      prompt_file: '/projects/p-1/prompt.md',
-      workload_class: 'unknown',
-      machine_target: null,
-      mode: 'exec',
-      model: 'm',
-      reasoning_effort: 'low',
-      sandbox: 'workspace-write',
-      token_budget: null,
-      request_hash: 'h',
-      vram_baseline_mib: null,
-    },
-    T0,
-  );
-  return { ...run, dispatch_status: 'started' };
-}
+const running = (): GateRun => gateRunAt(T0, { dispatch_status: 'started' });
 
 describe('the cause of a tool end, as the runner derives it', () => {
   it.each([

@@ -4,7 +4,8 @@ import { toolEndCause } from '../../worker-gate/contract/run-cause.ts';
 import { RunCauseSchema } from '../../worker-gate/contract/callback-body.ts';
 import { applyLifecycleEvent, freshSession } from '../../worker-gate/domain/gate-lifecycle.ts';
 import { usageLimitWait } from '../../worker-gate/domain/usage-limit-wait.ts';
-import { startingRun, type GateRun } from '../../worker-gate/domain/gate-run.ts';
+import type { GateRun } from '../../worker-gate/domain/gate-run.ts';
+import { gateRunAt } from '../support/gate-runs.ts';
 import { holdsSlot, retakeConflict, slotHoldersOf } from '../../worker-gate/domain/run-placement.ts';
 
 /** A model's usage limit as the tools word it, and the wait the gate makes of it (docs/worker-gate.md#waiting-out-a-usage-limit). */
@@ -61,26 +62,7 @@ describe('a usage limit in the tools\' words', () => {
 });
 
 function run(resumeIds: string[] = []): GateRun {
-  const started = startingRun(
-    {
-      run_id: 'r-1',
-      project_id: 'p-1',
-      project_name: 'p-1',
-      project_dir: '/projects/p-1',
-      prompt_file: '/projects/p-1/prompt.md',
-      workload_class: 'unknown',
-      machine_target: null,
-      mode: 'exec',
-      model: 'm',
-      reasoning_effort: 'low',
-      sandbox: 'workspace-write',
-      token_budget: null,
-      request_hash: 'h',
-      vram_baseline_mib: null,
-    },
-    NOW.toISOString(),
-  );
-  return { ...started, resumes: resumeIds.map((resume_id) => ({ resume_id, at: NOW.toISOString(), prompt_sha256: 'x', allowed_tools: [] })) };
+  return gateRunAt(NOW.toISOString(), { resumes: resumeIds.map((resume_id) => ({ resume_id, at: NOW.toISOString(), prompt_sha256: 'x', allowed_tools: [] })) });
 }
 
 describe('the wait a usage limit asks for', () => {

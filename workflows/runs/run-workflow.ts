@@ -324,9 +324,9 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
   }
 
   /**
-   * The model refused for a usage limit: the run keeps its lane and waits until its gate's resume time, or until an
-   * operator resumes it, then the gate resumes the session (docs/runs.md#waiting-out-a-usage-limit). True when the
-   * session resumed, false when the run ended here (the gate could not resume it).
+   * The model refused for a usage limit: the run waits until its gate's resume time, or until an operator resumes it,
+   * keeping its lane (a long wait lets it go and takes it back then), and the gate resumes the session
+   * (docs/runs.md#waiting-out-a-usage-limit). True when the session resumed, false when the run ended here.
    */
   async function awaitLimitReset(callback: RunCallback, audit: Record<string, unknown>): Promise<boolean> {
     const number = limitsWaited + 1;
@@ -339,7 +339,7 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     const waitMs = Date.parse(resumesAt) - Date.now();
     if (waitMs > 0) await condition(() => resumeRequests.has(number), waitMs);
     const early = resumeRequests.get(number);
-    if (!usageLimit.holds_slot) await retakeLane();
+    if (!usageLimit.holds_slot && !(await retakeLane(number))) return false;
     const resumed = await resumeSession({ resume_id: `${LIMIT_RESUME_PREFIX}${number}`, prompt: USAGE_LIMIT_RESUME_PROMPT, allowed_tools: [] }, 'the usage limit\'s end', { limit_number: number });
     if (!resumed) return false;
     await transition('limit_resumed', { usage_limit: null, audit: { limit_number: number, ...(early ? { resumed_early_by: early.requested_by } : {}) } }, number);
@@ -347,12 +347,19 @@ export async function runWorkflow(input: RunWorkflowInput): Promise<RunWorkflowR
     return true;
   }
 
-  /** Takes back the lane a long usage-limit wait let go, trying again while another item runs there. */
-  async function retakeLane(): Promise<void> {
+  /**
+   * Takes back the lane a long usage-limit wait let go, trying again while another item runs there. False when it never
+   * can (the run's item moved on): the run then ends here.
+   */
+  async function retakeLane(limitNumber: number): Promise<boolean> {
     enter('retaking_lane');
     for (;;) {
       const retake = await recorded('retake lane', () => ledger(`retake lane: run ${runId}`).retakeLane({ run_id: runId }));
-      if (retake.retaken) return;
+      if (retake.retaken) return true;
+      if (retake.lost) {
+        await transition('resume_failed', { last_error: `the run could not take its lane back after its usage limit: ${retake.reason}`, audit: { limit_number: limitNumber } });
+        return false;
+      }
       await sleep(LANE_RETAKE_RETRY_MS);
     }
   }
