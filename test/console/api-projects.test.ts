@@ -166,6 +166,7 @@ describe('GET /control/api/projects/{project_id}', () => {
         session_id: null,
         question: null,
         question_detail: null,
+        usage_limit: null,
         decision: null,
         decision_summary: null,
         evidence: null,

@@ -213,6 +213,7 @@ describe('a seeded queue', () => {
       dispatch_error: 1,
       blocked: 1,
       needs_review: 1,
+      usage_limited: 0,
       papers: 0,
       paper_pipeline: emptyPaperPipelineCounts(),
       queue_total: 13,

@@ -84,7 +84,8 @@ describe('GET /control/api/v1/overview', () => {
     );
     const needsPerson = (row: { status: string; manual_review_required: boolean }) =>
       row.manual_review_required || ['blocked', 'needs_review', 'dispatch_error'].includes(row.status);
-    const inFlight = ['dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling'];
+    // In flight on a lane, or waiting out a usage limit with its lane let go: either way its run owns it.
+    const inFlight = ['dispatching', 'running', 'awaiting_wake', 'wake_received', 'reconciling', 'usage_limited'];
     const expected = {
       attention: queue.rows.filter(needsPerson).length + papers.rows.filter((p) => p.paper_status === 'human_review_required').length,
       running: queue.rows.filter((row) => !needsPerson(row) && inFlight.includes(row.status)).length,
@@ -95,7 +96,7 @@ describe('GET /control/api/v1/overview', () => {
     };
     const body = await overview();
     expect(body.operator_counts).toEqual(expected);
-    expect(expected).toMatchObject({ attention: 12 + 3 + 1, running: 5, publish: 0 });
+    expect(expected).toMatchObject({ attention: 13 + 3 + 1, running: 6, publish: 0 });
     expect(body.paper_pipeline).toEqual({
       write_needed: 2,
       raw_completed_no_paper_candidates: 1,
@@ -106,14 +107,14 @@ describe('GET /control/api/v1/overview', () => {
     const status = await t.app.inject({ method: 'GET', url: '/control/api/status', headers: t.auth });
     expect(status.json().counts.paper_pipeline).toEqual(body.paper_pipeline);
     // The flagged running item is a run waiting on its agent's question; the other flagged rows wait for a review.
-    expect(body.operator_detail_counts.attention).toEqual({ agent_question: 3, dispatch_error: 2, blocked: 2, manual_review: 8, paper_human_review: 1 });
+    expect(body.operator_detail_counts.attention).toEqual({ agent_question: 3, dispatch_error: 2, blocked: 2, manual_review: 9, paper_human_review: 1 });
     expect(body.operator_detail_counts.queue.by_status.running).toBe(2);
     // Each queue tab counts the rows the v1 queue list shows under it (a flagged queued row is in two tabs).
     for (const group of QUEUE_GROUPS) {
       const listed = await t.app.inject({ method: 'GET', url: `/control/api/v1/queue?group=${group}&page_size=200`, headers: t.auth });
       expect(body.operator_detail_counts.queue.by_group[group], group).toBe(listed.json().items.length);
     }
-    expect(body.operator_detail_counts.queue.by_group).toMatchObject({ all: 24, queued: 2, blocked: 12 + 3, active: 10 });
+    expect(body.operator_detail_counts.queue.by_group).toMatchObject({ all: 26, queued: 2, blocked: 13 + 3, active: 12 });
     expect(body.operator_detail_counts.papers.total).toBe(PAPER_STATUSES.length + REVIEW_STATUSES.length);
   });
 
@@ -124,13 +125,13 @@ describe('GET /control/api/v1/overview', () => {
       ...Array(3).fill('agent_question'),
       ...Array(2).fill('dispatch_error'),
       ...Array(2).fill('blocked'),
-      ...Array(8).fill('manual_review'),
+      ...Array(9).fill('manual_review'),
       'paper_human_review',
     ]);
     expect(body.actionable_items[0]).toMatchObject({ kind: 'queue_item', status: 'running', hint: expect.stringMatching(/answer it/) });
     expect(body.actionable_items[1]).toMatchObject({ kind: 'queue_item', status: 'needs_review', hint: expect.stringMatching(/answer it/) });
     expect(body.active_items.map((item: { status: string }) => item.status).sort()).toEqual(
-      ['awaiting_wake', 'dispatching', 'reconciling', 'running', 'wake_received'].flatMap((s) => [s, s]).sort(),
+      ['awaiting_wake', 'dispatching', 'reconciling', 'running', 'usage_limited', 'wake_received'].flatMap((s) => [s, s]).sort(),
     );
     expect(body.recent_events.length).toBeLessThanOrEqual(3);
 

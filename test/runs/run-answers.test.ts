@@ -17,10 +17,10 @@ import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunSta
  * reaches the model in the resumed session's next request. A session that ends without its evidence is continued once,
  * and the run records it. Runs whose model refused for a usage limit wait it out: one resumes by itself at its time,
  * keeping its lane; others, whose long waits let their lanes go, are resumed early through the API and `rcp` (taking
- * their lanes back), or canceled while they wait.
+ * their lanes back), or canceled while they wait; and a real Codex's usage limit is waited out at the time it names.
  */
 
-// expected duration: ~160 s
+// expected duration: ~220 s
 
 const WAIT_MS = 120_000;
 /** One lane per usage-limit run, so that they wait side by side. */
@@ -176,6 +176,32 @@ describe('the operator answers the agent', () => {
 
     await waitUntil('the Codex run to complete', async () => ((await queueItem(key)).status === 'completed' ? true : undefined), WAIT_MS, 500);
     expect((await runDetail(runId)).run).toMatchObject({ state: 'reconciled', decision: 'finalize_positive' });
+  });
+
+  it("waits out a real Codex's usage limit: the run resumes by itself at the time Codex names, in the same conversation, and completes", { timeout: 2 * WAIT_MS }, async () => {
+    const key = 'limit-codex';
+    responses.script(key, [
+      { kind: 'command', cmd: 'echo first half done' },
+      { kind: 'limit', resetSec: 3 },
+      { kind: 'command', cmd: WRITE_EVIDENCE },
+      { kind: 'message', text: 'Finished after the limit reset.' },
+    ]);
+    await stack.seed(key, { projectName: `Answers [${key}]`, lane: 'answers-codex', scenario: {}, item: { workload_class: 'training' } });
+    const runId = await dispatchLive(key);
+    const limited = await waitUntil('the run to wait out the usage limit', async () => {
+      const detail = await runDetail(runId);
+      return detail.run.state === 'usage_limited' ? detail : undefined;
+    }, WAIT_MS, 250);
+    // Codex names the reset to the minute; the run resumes a few seconds past it, within about a minute.
+    expect(limited.run.usage_limit.resets_at).not.toBeNull();
+    const resumesAt = Date.parse(limited.run.usage_limit.resumes_at);
+    expect(resumesAt - Date.now()).toBeLessThan(70_000);
+    const next = await waitUntil('the resumed session to ask the model', () => responses.requestsOf(key).find((request) => JSON.stringify(request.body.input).includes('usage limit that stopped your session')), WAIT_MS, 50);
+    expect(next.at).toBeGreaterThanOrEqual(resumesAt - 1_000);
+    console.log(`codex: the resumed session's first model request came ${next.at - resumesAt} ms after the run's resume time`);
+    expect(JSON.stringify(next.body.input)).toContain('first half done');
+    await waitUntil('the Codex run to complete', async () => ((await queueItem(key)).status === 'completed' ? true : undefined), WAIT_MS, 500);
+    expect((await runDetail(runId)).run).toMatchObject({ state: 'reconciled', decision: 'finalize_positive', usage_limit: null });
   });
 
   it('records the continuation of a session that ended without its evidence, and completes on the continued session', { timeout: 2 * WAIT_MS }, async () => {

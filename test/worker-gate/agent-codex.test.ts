@@ -201,7 +201,7 @@ describe.concurrent('Codex CLI under the gate', () => {
     const resumesAt = Date.parse(limited.body.resumes_at!);
     expect(Math.abs(resetsAt - Date.now())).toBeLessThan(90_000);
     expect(resumesAt).toBeGreaterThanOrEqual(resetsAt);
-    expect((await gate.client.runView(runId))?.usage_limit).toEqual({ resets_at: cause.resets_at, resumes_at: limited.body.resumes_at });
+    expect((await gate.client.runView(runId))?.usage_limit).toEqual({ resets_at: cause.resets_at, resumes_at: limited.body.resumes_at, holds_slot: true });
 
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(resumesAt, Date.now() + 10_000) - Date.now())));
     const resumedAt = Date.now();
