@@ -153,7 +153,8 @@ describe('the queue pump', () => {
   });
 
   it('keeps dispatching to idle lanes while the draft-next it started waits on a slow writer', { timeout: 120_000 }, async () => {
-    writer.delayMs = 12_000;
+    // Longer than a pump tick's dispatch takes on a loaded machine: a whole CI run once saw it outlast 12 s.
+    writer.delayMs = 30_000;
     const { runId } = await seedCompletedRun(stack, 'pump-paper');
     const paperId = paperIdFor('pump-paper', runId);
     await waitUntil('the writer to be asked', () => (writer.writing > 0 ? true : undefined), 30_000, 100);

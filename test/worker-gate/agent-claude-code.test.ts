@@ -114,8 +114,9 @@ describe.concurrent('Claude Code under the gate', () => {
       { kind: 'message', text: 'Fetched nothing: the server is not there.' },
     ]);
     const runId = await dispatchedRun(gate, await prepared(gate, 'claude-c'));
-    // Seconds alone; with every scenario of both agent files at once, the agent's start alone has taken 19 s.
-    const asked = await receiver.waitFor(runId, 'question_pending', 60_000);
+    // Seconds alone; with every scenario of both agent files at once, the agent's start alone has taken 19 s, and a
+    // whole CI run has seen this wait pass 60 s.
+    const asked = await receiver.waitFor(runId, 'question_pending', 120_000);
     expect(asked.body.question).toMatch(/^permission for Bash: .*Which dataset should I use\?/);
     expect(asked.body.question_detail).toMatchObject({ kind: 'permission', tool_name: 'Bash', tool_input: { command: ASKED_COMMAND } });
     // The hook refused the call: the model was told so and ended its turn.
@@ -224,7 +225,7 @@ describe.concurrent('Claude Code under the gate', () => {
       { kind: 'message', text: 'Finished after the limit reset.' },
     ]);
     const runId = await dispatchedRun(gate, await prepared(gate, 'claude-j'));
-    const limited = await receiver.waitFor(runId, 'usage_limited', 60_000);
+    const limited = await receiver.waitFor(runId, 'usage_limited', 120_000);
     const cause = limited.body.cause!;
     expect(cause).toMatchObject({ kind: 'usage_limit', exit_code: 1 });
     expect(cause.message).toContain('429');

@@ -191,7 +191,7 @@ describe.concurrent('Codex CLI under the gate', () => {
       { kind: 'message', text: 'Finished after the limit reset.' },
     ]);
     const runId = await dispatched(gate, await prepared(gate, 'codex-j'));
-    const limited = await receiver.waitFor(runId, 'usage_limited', 60_000);
+    const limited = await receiver.waitFor(runId, 'usage_limited', 120_000);
     const cause = limited.body.cause!;
     expect(limited.body.gate_state).toBe('usage_limited');
     expect(cause).toMatchObject({ kind: 'usage_limit', exit_code: 1 });

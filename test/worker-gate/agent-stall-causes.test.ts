@@ -16,11 +16,14 @@ import { testPort } from '../support/ports.ts';
  * and each finishing callback says why the run ended (its cause).
  */
 
-// expected duration: ~60 s
+// expected duration: ~80 s
 
-/** Long enough for a tool's start on a loaded machine; a hung model is caught after this much silence. */
-const STALL_SEC = 20;
-const RUN_MS = 90_000;
+/**
+ * Long enough for a tool's start on a loaded machine (the suite runs the real-agent files side by side, a dozen tools
+ * at once on two cores: a start took over 20 s there); a hung model is caught after this much silence.
+ */
+const STALL_SEC = 45;
+const RUN_MS = 120_000;
 const OPENAI_KEY = 'sk-scripted-model-key-0123456789';
 const ANTHROPIC_KEY = 'sk-ant-scripted-model-key-0123456789';
 
@@ -83,7 +86,7 @@ describe.concurrent.each(['codex', 'claude-code'] as const)('%s under the gate',
     serverOf(runtime).script(key, Array.from({ length: 5 }, () => ({ kind: 'hang' as const })));
     const started = Date.now();
     const { runId, rootPid } = await dispatched(runtime, key);
-    const tool = await waitUntil('the tool to start', () => (descendantsOf(rootPid).length > 0 ? descendantsOf(rootPid) : undefined), 30_000);
+    const tool = await waitUntil('the tool to start', () => (descendantsOf(rootPid).length > 0 ? descendantsOf(rootPid) : undefined), 60_000);
 
     const failed = await receiver.waitFor(runId, 'gate_error', RUN_MS);
     expect(failed.body.reason).toMatch(new RegExp(`^stalled: no model answer, tool event or usage change for ${STALL_SEC} s`));
@@ -107,7 +110,7 @@ describe.concurrent.each(['codex', 'claude-code'] as const)('%s under the gate',
     const key = `${runtime}-kill`;
     serverOf(runtime).script(key, Array.from({ length: 5 }, () => ({ kind: 'hang' as const })));
     const { runId, rootPid } = await dispatched(runtime, key);
-    await waitUntil('the model request', () => (serverOf(runtime).requestsOf(key).length > 0 ? true : undefined), 60_000);
+    await waitUntil('the model request', () => (serverOf(runtime).requestsOf(key).length > 0 ? true : undefined), 90_000);
     const tool = readProcessTable({ withCwd: false }).find((proc) => proc.ppid === rootPid)!;
     process.kill(tool.pid, 'SIGKILL');
     const failed = await receiver.waitFor(runId, 'gate_error', RUN_MS);
