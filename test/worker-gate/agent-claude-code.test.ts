@@ -119,15 +119,17 @@ describe.concurrent('Claude Code under the gate', () => {
     const asked = await receiver.waitFor(runId, 'question_pending', 120_000);
     expect(asked.body.question).toMatch(/^permission for Bash: .*Which dataset should I use\?/);
     expect(asked.body.question_detail).toMatchObject({ kind: 'permission', tool_name: 'Bash', tool_input: { command: ASKED_COMMAND } });
-    // The hook refused the call: the model was told so and ended its turn.
-    const refused = await waitUntil('the refusal to reach the model', () => model.requestsOf('claude-c')[1], 60_000);
+    // The hook refused the call: the model was told so and ended its turn. Found by content, not by place: under a
+    // loaded CI run Claude Code has sent its first request twice.
+    const holds = (text: string) => (request: { body: Record<string, any> }) => JSON.stringify(request.body.messages).includes(text);
+    const refused = await waitUntil('the refusal to reach the model', () => model.requestsOf('claude-c').find(holds(REFUSAL)), 60_000);
     expect(JSON.stringify(refused.body.messages)).toContain(REFUSAL);
 
     const answer = 'The operator allowed your command: run it again.';
     const resumedAt = Date.now();
     const resumed = await gate.client.resume(runId, { resume_id: 'claude-c-allow', prompt: answer, allowed_tools: [{ rule: `Bash(${ASKED_COMMAND})`, scope: 'once' }] });
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
-    const next = await waitUntil('the resumed session to ask the model', () => model.requestsOf('claude-c')[2], 60_000);
+    const next = await waitUntil('the resumed session to ask the model', () => model.requestsOf('claude-c').find(holds(answer)), 60_000);
     console.log(`claude-code: ${next.at - resumedAt} ms from the resume call to the model's next request`);
     const resumedConversation = JSON.stringify(next.body.messages);
     expect(resumedConversation).toContain(answer);
