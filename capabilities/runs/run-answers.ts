@@ -5,7 +5,7 @@ import { CommandRefusedError } from '../../platform/command-errors.ts';
 import type { AgentQuestion, AllowedTool } from '../../worker-gate/contract/agent-question.ts';
 import { answerProblem, resumeFor, type AgentAnswer } from './domain/agent-answer.ts';
 import { getQueueItem } from './queue-items.ts';
-import { getRun } from './run-ledger.ts';
+import { getRun, transitionCount } from './run-ledger.ts';
 import type { RunLauncher } from './run-launcher.ts';
 
 /** Answering the agent's question (docs/runs.md#answering-the-agent): recorded once per key, then signalled to the run. */
@@ -47,12 +47,6 @@ const ANSWER_COLUMNS = 'answer_number, question, question_detail, answer, prompt
 export async function listRunAnswers(q: Queryable, runId: string): Promise<RecordedAnswer[]> {
   const result = await q.query<RecordedAnswer>(`SELECT ${ANSWER_COLUMNS} FROM run_answers WHERE run_id = $1 ORDER BY answer_number`, [runId]);
   return result.rows;
-}
-
-/** How many questions the run's agent has asked (each `question_asked` transition is one). */
-async function questionsAsked(q: Queryable, runId: string): Promise<number> {
-  const result = await q.query<{ asked: number }>("SELECT count(*)::int AS asked FROM run_transitions WHERE run_id = $1 AND transition = 'question_asked'", [runId]);
-  return result.rows[0]?.asked ?? 0;
 }
 
 /**
@@ -109,7 +103,8 @@ async function recordAnswer(tx: Queryable, request: AnswerRunRequest): Promise<O
   if (!item || item.current_run_id !== run.run_id || item.status !== 'running') {
     throw new CommandRefusedError(409, `run '${run.run_id}' stopped waiting for an answer (its item is ${item?.status ?? 'gone'}): requeue the item to start afresh`);
   }
-  const asked = await questionsAsked(tx, run.run_id);
+  // Each question the agent asked is one `question_asked` transition.
+  const asked = await transitionCount(tx, run.run_id, 'question_asked');
   const answers = await listRunAnswers(tx, run.run_id);
   if (asked === 0) throw new CommandRefusedError(409, `run '${run.run_id}' asked its question before answers existed: requeue its item to start afresh`);
   if (answers.length >= asked) throw new AlreadyAnsweredError(answers.at(-1)!);

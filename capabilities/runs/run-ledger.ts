@@ -208,6 +208,12 @@ export interface TransitionRequest {
   actor?: string;
 }
 
+/** How many times the run went through `transition` (a repeatable one: each question, each usage limit). */
+export async function transitionCount(q: Queryable, runId: string, transition: RunTransition): Promise<number> {
+  const result = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM run_transitions WHERE run_id = $1 AND transition = $2', [runId, transition]);
+  return result.rows[0]?.n ?? 0;
+}
+
 /** A transition for a run the ledger does not have (a workflow canceled before its claim). */
 export class UnknownRunError extends Error {
   readonly runId: string;

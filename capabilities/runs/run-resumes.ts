@@ -2,7 +2,7 @@ import { appendAuditEvent } from '../../platform/store/audit-events.ts';
 import { runIdempotent } from '../../platform/store/idempotency-keys.ts';
 import type { Queryable, Store } from '../../platform/store/store.ts';
 import { CommandRefusedError } from '../../platform/command-errors.ts';
-import { getRun } from './run-ledger.ts';
+import { getRun, transitionCount } from './run-ledger.ts';
 import type { RunLauncher } from './run-launcher.ts';
 
 /**
@@ -27,12 +27,6 @@ export interface ResumeRunResult {
   resumes_at: string;
   /** True when this key had asked before: the first result is returned, and the request was sent to the run again. */
   replayed: boolean;
-}
-
-/** How many usage limits the run has hit (each `usage_limited` transition is one). */
-async function limitsHit(q: Queryable, runId: string): Promise<number> {
-  const result = await q.query<{ hit: number }>("SELECT count(*)::int AS hit FROM run_transitions WHERE run_id = $1 AND transition = 'usage_limited'", [runId]);
-  return result.rows[0]?.hit ?? 0;
 }
 
 /**
@@ -60,7 +54,8 @@ async function recordResume(tx: Queryable, request: ResumeRunRequest): Promise<O
   if (run.state !== 'usage_limited' || !run.usage_limit) {
     throw new CommandRefusedError(409, `run '${run.run_id}' is ${run.state}: it waits out no usage limit, so there is nothing to resume`);
   }
-  const limitNumber = await limitsHit(tx, run.run_id);
+  // Each usage limit the run hit is one `usage_limited` transition.
+  const limitNumber = await transitionCount(tx, run.run_id, 'usage_limited');
   await appendAuditEvent(tx, {
     entity_type: 'run',
     entity_id: run.run_id,
