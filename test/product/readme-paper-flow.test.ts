@@ -5,6 +5,7 @@ import { FINISHED_STUDY, ResponsesServer } from '../../scripts/scripted-model-se
 import { waitUntil } from '../support/gate.ts';
 import { testPort } from '../support/ports.ts';
 import { ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from '../support/run-stack.ts';
+import { AGENT_DISPATCH_TIMEOUT_SEC } from '../support/agent-gates.ts';
 
 /**
  * The flow of docs/papers.md#from-a-run-to-an-imported-paper, step by step through the control API, with Codex as the agent
@@ -27,12 +28,12 @@ beforeAll(async () => {
   stack = await startRunStack({
     gateOverrides: {
       agent_runtime: 'codex',
-      dispatch_timeout_sec: 30,
+      dispatch_timeout_sec: AGENT_DISPATCH_TIMEOUT_SEC,
       workload_profiles: Object.fromEntries(['inference_eval', 'training', 'cpu_only', 'gpu_required'].map((name) => [name, QUICK_PROFILE])),
     },
     gateEnv: { OPENAI_BASE_URL: model.baseUrl, OPENAI_API_KEY: 'scripted' },
     // One machine, as in docs/papers.md#from-a-run-to-an-imported-paper: the control plane drafts from the project directories the gate's agents write.
-    controlPlaneOverrides: (gate) => ({ project_root: gate.projectRoot }),
+    controlPlaneOverrides: (gate) => ({ dispatch_timeout_sec: AGENT_DISPATCH_TIMEOUT_SEC, project_root: gate.projectRoot }),
   });
 }, RUN_STACK_START_MS);
 

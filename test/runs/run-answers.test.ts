@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinnedAgentBinary } from '../../worker-gate/launchers/installed-agents.ts';
 import { ResponsesServer } from '../../scripts/scripted-model-servers.ts';
-import { WRITE_EVIDENCE } from '../support/agent-gates.ts';
+import { AGENT_DISPATCH_TIMEOUT_SEC, WRITE_EVIDENCE } from '../support/agent-gates.ts';
 import { CONTROL_TOKEN, waitUntil } from '../support/gate.ts';
 import { testPort } from '../support/ports.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from '../support/run-stack.ts';
@@ -40,13 +40,13 @@ beforeAll(async () => {
       // The fake agent serves every class but training, which a real Codex serves.
       agent_runtime_by_workload_class: { training: 'codex' },
       workload_profiles: { training: { idle_sustain_sec: 30, cpu_idle_threshold_pct: 100, gpu_idle_avg_threshold_pct: 100, gpu_idle_peak_threshold_pct: 100, vram_delta_threshold_mib: 1_000_000 } },
-      dispatch_timeout_sec: 30,
+      dispatch_timeout_sec: AGENT_DISPATCH_TIMEOUT_SEC,
       agent_continue_limit: 1,
       // A usage-limit wait over a minute lets its lane go.
       usage_limit_hold_sec: 60,
     },
     gateEnv: { OPENAI_BASE_URL: responses.baseUrl, OPENAI_API_KEY: 'sk-scripted-0123456789' },
-    controlPlaneOverrides: (gate) => ({
+    controlPlaneOverrides: (gate) => ({ dispatch_timeout_sec: AGENT_DISPATCH_TIMEOUT_SEC,
       worker_targets: Object.fromEntries(['answers-fake', 'answers-codex', 'answers-premature', ...LIMIT_LANES].map((lane) => [lane, gateTarget(gate)])),
     }),
   });

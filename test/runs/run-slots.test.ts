@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTIVE_QUEUE_STATUSES } from '../../capabilities/runs/domain/queue-status.ts';
 import { pinnedAgentBinary } from '../../worker-gate/launchers/installed-agents.ts';
 import { ResponsesServer } from '../../scripts/scripted-model-servers.ts';
-import { EVIDENCE } from '../support/agent-gates.ts';
+import { AGENT_DISPATCH_TIMEOUT_SEC, EVIDENCE } from '../support/agent-gates.ts';
 import { CONTROL_TOKEN, FAKE_GPU_BIN, gateClient, waitUntil } from '../support/gate.ts';
 import { testPort } from '../support/ports.ts';
 import { gateTarget, ledgerReads, RUN_STACK_START_MS, startRunStack, type RunStack } from '../support/run-stack.ts';
@@ -46,10 +46,10 @@ beforeAll(async () => {
       agent_runtime_by_workload_class: { training: 'codex' },
       // The built-in training profile waits 180 s of quiet; these agents stop at once.
       workload_profiles: { training: { idle_sustain_sec: 30, cpu_idle_threshold_pct: 100, gpu_idle_avg_threshold_pct: 100, gpu_idle_peak_threshold_pct: 100, vram_delta_threshold_mib: 1_000_000 } },
-      dispatch_timeout_sec: 30,
+      dispatch_timeout_sec: AGENT_DISPATCH_TIMEOUT_SEC,
     },
     gateEnv: { PATH: `${FAKE_GPU_BIN}:${process.env.PATH ?? ''}`, FAKE_NVIDIA_SMI_DIR: gpuDir, OPENAI_BASE_URL: responses.baseUrl, OPENAI_API_KEY: 'sk-scripted-0123456789' },
-    controlPlaneOverrides: (gate) => ({ worker_targets: { 'gpu-box': { ...gateTarget(gate), slots: 5 } } }),
+    controlPlaneOverrides: (gate) => ({ dispatch_timeout_sec: AGENT_DISPATCH_TIMEOUT_SEC, worker_targets: { 'gpu-box': { ...gateTarget(gate), slots: 5 } } }),
   });
 }, RUN_STACK_START_MS);
 

@@ -6,6 +6,13 @@ import type { LaunchedRuntime } from '../../worker-gate/contract/agent-runtimes.
 import { agentRecordsPath } from '../../worker-gate/launchers/records.ts';
 import { gateClient, startGateProcess, writeGateConfig, type CallbackReceiver, type GateFixture, type GateProcess } from './gate.ts';
 
+/**
+ * How long a real agent's launcher may take to print its root and exit: about a second alone, but a loaded two-core CI
+ * run, where the real-agent files start side by side, once kept one past 30 s. Runs on a real agent use it on the gate
+ * and on the control plane alike, so the control plane never gives up on a dispatch the gate still runs.
+ */
+export const AGENT_DISPATCH_TIMEOUT_SEC = 120;
+
 /** A real gate process whose runs start a real agent tool (agent_runtime), for the tests of each tool. */
 export interface AgentGate {
   fixture: GateFixture;
@@ -20,7 +27,7 @@ export async function startAgentGate(
   overrides: Record<string, unknown> = {},
 ): Promise<AgentGate> {
   // A file's tests run side by side on its gates, each with a run of its own.
-  const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: runtime, dispatch_timeout_sec: 30, run_slots: 8, ...overrides } });
+  const fixture = await writeGateConfig({ callbackUrl: receiver.url, overrides: { agent_runtime: runtime, dispatch_timeout_sec: AGENT_DISPATCH_TIMEOUT_SEC, run_slots: 8, ...overrides } });
   const process = await startGateProcess(fixture, env);
   return { fixture, process, client: gateClient(fixture) };
 }

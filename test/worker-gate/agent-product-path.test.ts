@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LaunchedRuntime } from '../../worker-gate/contract/agent-runtimes.ts';
 import { pinnedAgentBinary } from '../../worker-gate/launchers/installed-agents.ts';
-import { EVIDENCE } from '../support/agent-gates.ts';
+import { AGENT_DISPATCH_TIMEOUT_SEC, EVIDENCE } from '../support/agent-gates.ts';
 import { gateClient, waitUntil } from '../support/gate.ts';
 import { MessagesServer, ResponsesServer, type ModelStep } from '../../scripts/scripted-model-servers.ts';
 import { testPort } from '../support/ports.ts';
@@ -37,10 +37,10 @@ beforeAll(async () => {
       // The built-in inference_eval profile waits 300 s of quiet; this test's agents stop at once. The fixture's
       // thresholds (100 % CPU counts as idle) stay, as for every other class here.
       workload_profiles: { inference_eval: { idle_sustain_sec: 30, cpu_idle_threshold_pct: 100, gpu_idle_avg_threshold_pct: 100, gpu_idle_peak_threshold_pct: 100, vram_delta_threshold_mib: 1_000_000 } },
-      dispatch_timeout_sec: 30,
+      dispatch_timeout_sec: AGENT_DISPATCH_TIMEOUT_SEC,
     },
     gateEnv: { OPENAI_BASE_URL: responses.baseUrl, OPENAI_API_KEY: 'sk-scripted-0123456789', ANTHROPIC_BASE_URL: messages.baseUrl, ANTHROPIC_API_KEY: 'sk-ant-scripted-0123456789' },
-    controlPlaneOverrides: (gate) => ({ worker_targets: { codexLane: gateTarget(gate), claudeLane: gateTarget(gate) } }),
+    controlPlaneOverrides: (gate) => ({ dispatch_timeout_sec: AGENT_DISPATCH_TIMEOUT_SEC, worker_targets: { codexLane: gateTarget(gate), claudeLane: gateTarget(gate) } }),
   });
 }, RUN_STACK_START_MS);
 
