@@ -16125,8 +16125,8 @@ export interface operations {
                             machine_target: string | null;
                             manual_review_required: boolean;
                             next_action_hint: string | null;
-                            /** @description mark_paused and/or requeue, as the row's status allows */
-                            operator_actions: ("mark_paused" | "requeue")[];
+                            /** @description The commands the row takes now, as its status and review flag allow: mark_paused, requeue, dispatch (dispatch-next with its project_id) */
+                            operator_actions: ("mark_paused" | "requeue" | "dispatch")[];
                             project_id: string;
                             project_name: string;
                             selection_rank: number;
@@ -19434,6 +19434,8 @@ export interface operations {
                     force_preflight?: boolean;
                     /** @description A live call's key: the same key with the same body answers the first call's answer and starts no second run (a retry after a dropped connection or a 504 attaches to the run); a different body answers 409. Ignored by a dry run. */
                     idempotency_key?: string;
+                    /** @description The queue item to dispatch instead of the next in dispatch order: it must be queued and unflagged and fit an idle lane of its worker target, else the answer is a noop saying why; an unknown project answers 404 */
+                    project_id?: string;
                     requested_by: string;
                 };
             };
@@ -19559,6 +19561,17 @@ export interface operations {
             };
             /** @description Not allowed: a missing or invalid CSRF token on a dashboard session, or a mode the configuration does not allow */
             403: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown resource */
+            404: {
                 headers: {
                     /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
                     "X-Request-Id"?: string;

@@ -112,12 +112,13 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
 
   program
     .command('dispatch')
-    .description('dispatch the next queue item: always its dry run first; --live dispatches it')
+    .description('dispatch the next queue item, or the one --project names: always its dry run first; --live dispatches it')
+    .option('--project <project_id>', 'the item to dispatch instead of the next in dispatch order')
     .option('--live', 'dispatch for real after the dry run')
     .option('--yes', 'do not ask before the live call')
-    .action(async (options: { live?: boolean; yes?: boolean }, command: Command) => {
+    .action(async (options: { project?: string; live?: boolean; yes?: boolean }, command: Command) => {
       const rcp = client(io);
-      const dry = await rcp.data(rcp.api.POST('/control/dispatch-next', { body: { dry_run: true, requested_by: requestedBy() } }));
+      const dry = await rcp.data(rcp.api.POST('/control/dispatch-next', { body: { dry_run: true, requested_by: requestedBy(), ...(options.project ? { project_id: options.project } : {}) } }));
       const o = out(command);
       if (!options.live || dry.action !== 'dry_run_dispatch') {
         const where = dry.placement ? ` (${dry.placement.reason})` : '';
@@ -127,7 +128,9 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
       }
       if (!o.json) o.err.write(`dry run: ${dry.candidate?.project_id} on ${dry.dispatch_route?.machine_target ?? 'default'}\n`);
       await confirm(io, `dispatch ${dry.candidate?.project_id} live?`, Boolean(options.yes));
-      const live = await rcp.data(rcp.api.POST('/control/dispatch-next', { body: { dry_run: false, requested_by: requestedBy(), idempotency_key: rcp.idempotencyKey() } }));
+      // The live call dispatches the item the dry run showed, not whatever has come first meanwhile.
+      const body = { dry_run: false, requested_by: requestedBy(), project_id: dry.candidate?.project_id, idempotency_key: rcp.idempotencyKey() };
+      const live = await rcp.data(rcp.api.POST('/control/dispatch-next', { body }));
       print(o, live, () => `${live.action}: ${live.candidate?.project_id ?? ''} run ${live.run_id ?? '-'}${live.reason ? ` (${live.reason})` : ''}`);
       if (live.action !== 'live_dispatch') exit.code = EXIT.failed;
     });

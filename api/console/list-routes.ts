@@ -53,7 +53,7 @@ export function withOperatorActions<Page extends { items: QueueItemRow[] }>(page
 
 /** A v1 queue row: the queue item and the operator commands it takes now (what a dashboard offers for it). */
 const QueueRowSchema = QueueItemSchema.extend({
-  operator_actions: z.array(z.enum(Object.keys(QUEUE_ITEM_COMMANDS) as [keyof typeof QUEUE_ITEM_COMMANDS])).describe('mark_paused and/or requeue, as the row\'s status allows'),
+  operator_actions: z.array(z.enum(Object.keys(QUEUE_ITEM_COMMANDS) as [keyof typeof QUEUE_ITEM_COMMANDS])).describe('The commands the row takes now, as its status and review flag allow: mark_paused, requeue, dispatch (dispatch-next with its project_id)'),
 });
 
 const ProjectRowSchema = ProjectSchema.extend({

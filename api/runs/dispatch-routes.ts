@@ -14,6 +14,12 @@ const DispatchNextBody = z.strictObject({
   dry_run: z.boolean().default(true),
   requested_by: z.string().trim().min(1).max(200),
   force_preflight: z.boolean().default(false),
+  project_id: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('The queue item to dispatch instead of the next in dispatch order: it must be queued and unflagged and fit an idle lane of its worker target, else the answer is a noop saying why; an unknown project answers 404'),
   agent: z
     .strictObject({
       model: z.string().regex(AGENT_NAME_PATTERN, AGENT_NAME_RULE).optional(),
@@ -84,7 +90,7 @@ export async function dispatchRoutes(instance: FastifyInstance, deps: Pick<AppDe
     tags: ['dispatch'],
     summary: 'What would be dispatched where (dry run, the default), or a live dispatch',
     body: DispatchNextBody,
-    response: { 200: DispatchNextAnswer, ...errorResponses(401, 403, 409, 422, 501, 502, 503, 504) },
+    response: { 200: DispatchNextAnswer, ...errorResponses(401, 403, 404, 409, 422, 501, 502, 503, 504) },
   };
   app.post('/control/dispatch-next', { config: { auth: 'control' }, schema }, async (request) => {
     const started = performance.now();

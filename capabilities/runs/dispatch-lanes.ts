@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { lanesMissingOnSomeReplica } from '../../platform/cluster/replica-ledger.ts';
 import { REPLICA_LOST_AFTER_MS } from '../../platform/cluster/replicas.ts';
 import type { Store } from '../../platform/store/store.ts';
-import { nextPlacedCandidate, type PlacedCandidate } from './run-placements.ts';
+import type { PlacedCandidate } from './run-placements.ts';
+import type { FoundCandidate } from './dispatch-choice.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
 import { leasedLanes, releaseLaneLease, renewLaneLease, takeLaneLease } from './store/lane-leases.ts';
 
@@ -37,13 +38,20 @@ export async function unavailableLanes(store: Store, settings: DispatchSettings)
   return { all: new Set([...leased, ...notEverywhere]), notEverywhere };
 }
 
+/** A search for a candidate that passes over the lanes in `skip` (held by other calls, or not everywhere configured). */
+export type CandidateSearch = (skip: ReadonlySet<string>) => Promise<FoundCandidate>;
+
 /**
  * The candidate of a live call, with its lane leased to this call (capabilities/runs/store/lane-leases.ts). A lane another call holds
- * is passed over for the next idle one. Once leased, the lane's first item is read (and placed) again: the one seen
- * before the lease may have been dispatched (and even finished) by the call that held the lane meanwhile. Null when no
- * idle lane has an item that fits.
+ * is passed over for the next idle one. Once leased, the lane's candidate is searched again: the one seen before the
+ * lease may have been dispatched (and even finished) by the call that held the lane meanwhile. Null when no idle lane
+ * has a candidate that fits.
  */
-export async function leaseCandidate(deps: { store: Store; settings: DispatchSettings }, first: PlacedCandidate | null): Promise<{ next: PlacedCandidate; holder: string } | null> {
+export async function leaseCandidate(
+  deps: { store: Store; settings: DispatchSettings },
+  first: PlacedCandidate | null,
+  search: CandidateSearch,
+): Promise<{ next: PlacedCandidate; holder: string } | null> {
   const { store, settings } = deps;
   const lanes = [...settings.routing.lanes.keys()];
   const holder = randomUUID();
@@ -52,12 +60,12 @@ export async function leaseCandidate(deps: { store: Store; settings: DispatchSet
   for (let tries = 0; seen && tries <= lanes.length; tries += 1) {
     const lane = seen.lane;
     if (await takeLaneLease(store, lane, holder, LANE_LEASE_TTL_MS)) {
-      const fresh = (await nextPlacedCandidate(deps, new Set(lanes.filter((other) => other !== lane)))).next;
+      const fresh = (await search(new Set(lanes.filter((other) => other !== lane)))).next;
       if (fresh) return { next: fresh, holder };
       await releaseLaneLease(store, lane, holder);
     }
     skip.add(lane);
-    seen = (await nextPlacedCandidate(deps, new Set([...skip, ...(await unavailableLanes(store, settings)).all]))).next;
+    seen = (await search(new Set([...skip, ...(await unavailableLanes(store, settings)).all]))).next;
   }
   return null;
 }

@@ -3,7 +3,8 @@ import { runIdFor } from './domain/run-state.ts';
 import { countActiveItems } from './dispatch-candidates.ts';
 import { nextPlacedCandidate, type PlacedCandidate } from './run-placements.ts';
 import { answerStarted, candidateView, placementView, type AnswerWith, type CandidateView, type ChosenRun, type DispatchAnswer } from './dispatch-answer.ts';
-import { keepLeased, leaseCandidate, unavailableLanes } from './dispatch-lanes.ts';
+import { keepLeased, leaseCandidate, unavailableLanes, type CandidateSearch } from './dispatch-lanes.ts';
+import { placeChosen } from './dispatch-choice.ts';
 import { noopReason } from './dispatch-noop-reason.ts';
 import { readFlags } from './queue-flags.ts';
 import { releaseLaneLease } from './store/lane-leases.ts';
@@ -29,6 +30,8 @@ export interface DispatchNextRequest {
   force_preflight: boolean;
   /** This call's agent settings, over the configured defaults. */
   agent?: Partial<AgentDefaults> | undefined;
+  /** The item to dispatch instead of the next in dispatch order (capabilities/runs/dispatch-choice.ts). */
+  project_id?: string | undefined;
   /** A live call's idempotency key: its retries start no second run (dispatchKeyed). */
   idempotency_key?: string | undefined;
 }
@@ -108,11 +111,20 @@ async function dispatchOnce(deps: DispatchDeps, body: DispatchNextRequest, befor
   if (flags.queue_paused) return answer('paused', 'the queue is paused', { candidate: null, dispatch_route: null });
 
   const unavailable = await unavailableLanes(deps.store, settings);
-  const first = await nextPlacedCandidate(deps, unavailable.all);
+  const projectId = body.project_id;
+  const search: CandidateSearch = projectId === undefined ? (skip) => nextPlacedCandidate(deps, skip) : (skip) => placeChosen(deps, projectId, skip);
+  const first = await search(unavailable.all);
   // A dry run only looks; a live call leases the lane it will dispatch to (and may move on to another idle one).
-  const leased = body.dry_run ? { next: first.next, holder: null } : await leaseCandidate(deps, first.next);
+  const leased = body.dry_run ? { next: first.next, holder: null } : await leaseCandidate(deps, first.next, search);
   const next = leased?.next;
-  if (!next) return answer('noop', await noopReason(deps.store, settings, unavailable, first.refusals), { candidate: null, dispatch_route: null });
+  if (!next) {
+    // A chosen item is looked at again: a live call may have lost its lane to another call since the first look.
+    const reason =
+      projectId === undefined
+        ? await noopReason(deps.store, settings, unavailable, first.refusals)
+        : ((await search(unavailable.all)).reason ?? `another dispatch call held ${projectId}'s lane; try again`);
+    return answer('noop', reason, { candidate: null, dispatch_route: null });
+  }
   const target = settings.routing.lanes.get(next.lane)!;
   const candidate = candidateView(next.item);
   const route = dispatchRouteOf(target);

@@ -1,5 +1,5 @@
 // @ts-check
-/** Queue: its groups as tabs, search, sort and cursor paging; pause and resume; park and requeue; dispatch the next item. */
+/** Queue: its groups as tabs, search, sort and cursor paging; pause and resume; park and requeue; dispatch the next item or a chosen one. */
 import { ACTOR, api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { count, words } from './format.js';
@@ -68,12 +68,9 @@ export function preflightView(preflight) {
   );
 }
 
-function dispatchResult(answer, preview) {
-  const went = answer.candidate?.project_id;
-  const previewed = preview?.candidate?.project_id;
+function dispatchResult(answer) {
   return [
     h('p', null, badge(answer.action), ' ', answer.reason),
-    went && previewed && went !== previewed ? h('p', { class: 'notice' }, `The queue changed after the dry run: ${answer.candidate.project_name} went, not ${preview.candidate.project_name}.`) : null,
     answer.run_id ? h('p', null, 'Run ', link(`#/runs/${segment(answer.run_id)}`, answer.run_id), ` (workflow ${answer.workflow_id})`) : null,
     answer.preflight && !answer.preflight.ok ? preflightView(answer.preflight) : null,
   ];
@@ -161,6 +158,9 @@ export function createQueuePanel(context) {
         ? h('button', { type: 'button', 'data-key': `requeue-${item.project_id}`, onClick: (event) => requeue(event.currentTarget, item) }, 'Requeue')
         : null,
       actions.includes('mark_paused') ? h('button', { type: 'button', 'data-key': `park-${item.project_id}`, onClick: () => openPark(item) }, 'Park…') : null,
+      actions.includes('dispatch')
+        ? h('button', { type: 'button', 'data-key': `dispatch-${item.project_id}`, onClick: () => void chooseForDispatch(item) }, 'Dispatch…')
+        : null,
     );
   }
 
@@ -180,10 +180,17 @@ export function createQueuePanel(context) {
     ],
   });
 
+  // Blank: the next item in dispatch order. A queued row's Dispatch button fills it in and runs the dry run.
+  const dispatchProject = /** @type {HTMLInputElement} */ (h('input', { type: 'text', maxlength: 200, autocomplete: 'off', spellcheck: 'false' }));
   const dispatch = new DryRunCommand({
-    title: 'Dispatch the next item',
-    description: 'The dry run shows which item would go to which worker and runs the worker preflight; nothing is dispatched.',
-    dryRun: () => api('POST', '/control/dispatch-next', { dry_run: true, requested_by: ACTOR, force_preflight: true }),
+    title: 'Dispatch an item',
+    description: 'The dry run shows which item would go to which worker and runs the worker preflight; nothing is dispatched. The live call dispatches the item the dry run showed.',
+    fields: [field('Project id', dispatchProject, 'Blank: the next item in dispatch order.')],
+    read: () => {
+      const projectId = dispatchProject.value.trim();
+      return projectId ? { project_id: projectId } : {};
+    },
+    dryRun: (input) => api('POST', '/control/dispatch-next', { dry_run: true, requested_by: ACTOR, force_preflight: true, ...input }),
     preview: dispatchPreview,
     liveLabel: 'Dispatch it live',
     blocked: (preview) => {
@@ -192,13 +199,22 @@ export function createQueuePanel(context) {
       if (preview.preflight && !preview.preflight.ok) return 'The worker preflight failed: fix the worker, then dry run again.';
       return null;
     },
-    // The preview's key: a live call retried after an error (a dropped connection, a 504) attaches to the run the
-    // first one started, if it did, and never starts a second.
-    live: (_input, key) => api('POST', '/control/dispatch-next', { dry_run: false, requested_by: ACTOR, idempotency_key: key }),
+    // The item the dry run showed, not whatever has come first since. The preview's key: a live call retried after an
+    // error (a dropped connection, a 504) attaches to the run the first one started, if it did, and never starts a second.
+    live: (_input, key, preview) => api('POST', '/control/dispatch-next', { dry_run: false, requested_by: ACTOR, project_id: preview.candidate.project_id, idempotency_key: key }),
     result: dispatchResult,
     progress: 'Dispatching (prepare, then dispatch on the worker)…',
     onLive: () => void refresh(),
   });
+  /** A row's Dispatch button: the item goes into the dispatch card, whose dry run runs at once. */
+  const chooseForDispatch = async (item) => {
+    dispatchProject.value = item.project_id;
+    dispatch.inputsChanged();
+    dispatch.el.scrollIntoView({ block: 'nearest' });
+    await dispatch.dryRun();
+    const next = dispatch.liveButton.hidden || dispatch.liveButton.disabled ? dispatchProject : dispatch.liveButton;
+    next.focus();
+  };
 
   // Pause and resume: the form stays put across polls (what is typed survives); the flags decide which part shows.
   const pauseReason = /** @type {HTMLInputElement} */ (h('input', { type: 'text', maxlength: 2000 }));

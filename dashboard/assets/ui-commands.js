@@ -70,7 +70,7 @@ export async function runCommand(button, output, action, options) {
  *   read?: () => any,
  *   dryRun: (input: any) => Promise<any>,
  *   preview: (answer: any, input: any) => Child,
- *   live: (input: any, key: string) => Promise<any>,
+ *   live: (input: any, key: string, preview: any) => Promise<any>,
  *   result: (answer: any, preview: any) => Child,
  *   liveLabel: string,
  *   blocked?: (preview: any) => string | null,
@@ -210,7 +210,7 @@ export class DryRunCommand {
     }
     await this.busyWith(this.spec.progress ?? 'Running…', async () => {
       try {
-        const answer = await this.spec.live(previewed.input, previewed.key);
+        const answer = await this.spec.live(previewed.input, previewed.key, previewed.answer);
         this.previewed = null;
         this.output.replaceChildren(outcome(h('h4', null, 'Done'), this.spec.result(answer, previewed.answer)));
         this.spec.onLive?.(answer);

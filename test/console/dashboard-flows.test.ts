@@ -210,13 +210,18 @@ describe('the dashboard as an operator uses it', () => {
     const projectId = (await stack.api('GET', '/control/api/v1/queue?group=queued')).body.items.find((item: { project_name: string }) => item.project_name === XSS_TITLE).project_id;
     await stack.writeScenario(projectId, { scenario: 'normal', work_sec: 1, decision: 'finalize_positive', results: { score: 0.91, baseline_score: 0.84 } });
 
-    // Dispatch it: the dry run shows the candidate, its route and the preflight; a double click dispatches once.
+    // Dispatch it, chosen from its row: the dry run shows the candidate, its route and the preflight; a double click
+    // dispatches once.
     await tab.open('#/queue');
-    const dispatch = tab.card('Dispatch the next item');
+    const dispatch = tab.card('Dispatch an item');
     expect(await dispatch.getByRole('button', { name: 'Dispatch it live' }).count()).toBe(0);
-    await dispatch.getByRole('button', { name: 'Dry run' }).click();
+    await tab.card('Items').locator('tbody tr', { hasText: projectId }).getByRole('button', { name: 'Dispatch…' }).click();
     const preview = dispatch.locator('.preview');
     await expect.poll(() => preview.innerText()).toContain(XSS_TITLE);
+    expect(await dispatch.getByLabel('Project id').inputValue()).toBe(projectId);
+    await expect.poll(() => inPage(tab.page, 'document.activeElement?.textContent')).toBe('Dispatch it live');
+    const dryRuns = tab.calls.filter((call) => call.path === '/control/dispatch-next' && call.body?.includes('"dry_run":true'));
+    expect(JSON.parse(dryRuns.at(-1)!.body!)).toMatchObject({ project_id: projectId });
     expect(await preview.innerText()).toMatch(/Route\s+default \(gpu worker\)[\s\S]*Preflight:\s+ready/);
     await tab.screenshot('queue-dispatch-preview');
 
@@ -243,6 +248,7 @@ describe('the dashboard as an operator uses it', () => {
     expect(keys).toHaveLength(2);
     expect(keys[0]).toEqual(expect.any(String));
     expect(keys[1]).toBe(keys[0]);
+    expect(liveCalls('/control/dispatch-next').map((call) => JSON.parse(call.body!).project_id)).toEqual([projectId, projectId]);
     // One run started: the only other is the one canceled above.
     const runs: { state: string }[] = (await stack.api('GET', '/control/api/v1/runs')).body.items;
     expect(runs).toHaveLength(2);

@@ -259,7 +259,7 @@ describe('each panel shows what the API answers', () => {
     for (const item of blocked.items) {
       const row = items.locator('tbody tr', { hasText: item.project_id });
       expect(await row.getByRole('button').allInnerTexts(), item.project_id).toEqual(
-        item.operator_actions.map((action: string) => ({ requeue: 'Requeue', mark_paused: 'Park…' })[action]),
+        item.operator_actions.map((action: string) => ({ requeue: 'Requeue', mark_paused: 'Park…', dispatch: 'Dispatch…' })[action]),
       );
     }
 
@@ -277,7 +277,7 @@ describe('each panel shows what the API answers', () => {
 
   it('queue: dispatch is dry run first, and its live button says why it is disabled while live dispatch is off', { timeout: 30_000 }, async () => {
     await tab.open('#/queue');
-    const dispatch = tab.card('Dispatch the next item');
+    const dispatch = tab.card('Dispatch an item');
     expect(await dispatch.getByRole('button', { name: 'Dispatch it live' }).count()).toBe(0);
     await dispatch.getByRole('button', { name: 'Dry run' }).click();
     const live = dispatch.getByRole('button', { name: 'Dispatch it live' });
@@ -525,8 +525,8 @@ describe('every panel is usable', () => {
       await narrow.settled();
       await fits('a candidate\'s detail');
       await narrow.open('#/queue');
-      await narrow.card('Dispatch the next item').getByRole('button', { name: 'Dry run' }).click();
-      await narrow.card('Dispatch the next item').locator('.preview').waitFor();
+      await narrow.card('Dispatch an item').getByRole('button', { name: 'Dry run' }).click();
+      await narrow.card('Dispatch an item').locator('.preview').waitFor();
       await narrow.settled();
       await fits('the dispatch preview');
 

@@ -294,7 +294,7 @@ describe('the operator commands a queue row offers', () => {
     const rows = (await page('/control/api/v1/queue?search=cmd-&page_size=200')).items as { project_id: string; operator_actions: string[] }[];
     expect(rows).toHaveLength(seededRows.size);
     const offered = Object.fromEntries(rows.map((row) => [row.project_id, row.operator_actions]));
-    expect(offered['cmd-queued']).toEqual(['mark_paused']);
+    expect(offered['cmd-queued']).toEqual(['mark_paused', 'dispatch']);
     expect(offered['cmd-queued-flagged']).toEqual(['requeue', 'mark_paused']);
     expect(offered['cmd-running']).toEqual([]);
     expect(offered['cmd-paused']).toEqual(['requeue']);
@@ -312,6 +312,11 @@ describe('the operator commands a queue row offers', () => {
         // Back to the seeded state, so the next command is tried on the row as it was offered.
         if (changed) await t.store.query('UPDATE queue_items SET status = $2, manual_review_required = $3 WHERE project_id = $1', [row.project_id, seededRow.status, seededRow.flagged]);
       }
+      // Dispatch is offered exactly where a dispatch-next of the row would not refuse it for its own state.
+      const chosen = await t.app.inject({ method: 'POST', headers: t.auth, url: '/control/dispatch-next', payload: { dry_run: true, requested_by: 'test', project_id: row.project_id } });
+      expect(chosen.statusCode).toBe(200);
+      const refusedForItsState = /, not queued|is flagged for manual review/.test(chosen.json().reason);
+      expect(!refusedForItsState, `dispatch on ${row.project_id}: ${chosen.json().reason}`).toBe(row.operator_actions.includes('dispatch'));
     }
   });
 });

@@ -92,8 +92,11 @@ describe('rcp', () => {
     await stack.writeScenario(item.project_id, { scenario: 'normal', decision: 'finalize_positive', results: { accuracy: 0.93 } });
     const planned = await rcp(['dispatch']);
     expect(planned.stdout).toContain(`dry_run_dispatch: ${item.project_id}`);
-    const live = await rcpJson(['dispatch', '--live', '--yes']);
-    expect(live.action).toBe('live_dispatch');
+    // The item chosen by name: the dry run shows it, and the live call dispatches that one.
+    const chosen = await rcp(['dispatch', '--project', item.project_id]);
+    expect(chosen.stdout).toContain(`dry_run_dispatch: ${item.project_id}`);
+    const live = await rcpJson(['dispatch', '--project', item.project_id, '--live', '--yes']);
+    expect(live).toMatchObject({ action: 'live_dispatch', candidate: { project_id: item.project_id } });
     stack.agents.remember(live);
 
     // In a terminal, one line updated in place until the run completes; exit 0.
@@ -137,7 +140,7 @@ describe('rcp', () => {
     const damaged = join(home, 'damaged');
     await mkdir(join(damaged, 'research-control-plane'), { recursive: true });
     await writeFile(join(damaged, 'research-control-plane', 'rcp.json'), '{"url": ');
-    const [unknown, badFlag, wrongToken, down, notLoggedIn, unreadable, unconfirmed] = await Promise.all([
+    const [unknown, badFlag, wrongToken, down, notLoggedIn, unreadable, unconfirmed, unknownProject] = await Promise.all([
       rcp(['bogus']),
       rcp(['queue', '--group', 'nowhere']),
       rcp(['status'], { env: userEnv({ RCP_URL: stack.cpFixture.url, RCP_TOKEN: 'not-the-token-0123456789abcdef' }) }),
@@ -145,6 +148,7 @@ describe('rcp', () => {
       rcp(['status'], { env: userEnv({ XDG_CONFIG_HOME: join(home, 'nobody') }) }),
       rcp(['status'], { env: userEnv({ XDG_CONFIG_HOME: damaged }) }),
       rcp(['dispatch', '--live']),
+      rcp(['dispatch', '--project', 'no-such-project']),
     ]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr.trim().split('\n')[0]).toBe("error: unknown command 'bogus'");
@@ -166,7 +170,10 @@ describe('rcp', () => {
 
     expect(unconfirmed.code).not.toBe(0);
     expect(unconfirmed.stderr).not.toContain('    at ');
-    for (const result of [unknown, badFlag, wrongToken, down, notLoggedIn, unreadable]) expect(result.stderr).not.toContain('    at ');
+    expect(unknownProject.code).toBe(1);
+    expect(unknownProject.stderr).toMatch(/^error: 404: unknown project 'no-such-project' \(request [\w-]+\)\n$/);
+
+    for (const result of [unknown, badFlag, wrongToken, down, notLoggedIn, unreadable, unknownProject]) expect(result.stderr).not.toContain('    at ');
   });
 
   it('prints a completion script for bash that names its commands', { timeout: 60_000 }, async () => {

@@ -89,16 +89,19 @@ export function queueGroupCounts(groups: readonly (QueueGroupMember & { n: numbe
 export const QUEUE_ITEM_COMMANDS = {
   mark_paused: ['queued', 'blocked', 'needs_review', 'dispatch_error'],
   requeue: ['paused', 'blocked', 'needs_review', 'dispatch_error', 'canceled'],
+  /** dispatch-next with the row's project_id (docs/runs.md#dispatching-the-item-you-chose); an unflagged row only. */
+  dispatch: ['queued'],
 } as const satisfies Record<string, readonly QueueStatus[]>;
 export type QueueItemCommand = keyof typeof QUEUE_ITEM_COMMANDS;
 
 /**
  * The commands an operator can give a row now: what a dashboard offers. Requeue also takes a flagged queued row,
- * since it clears the review flag.
+ * since it clears the review flag; dispatch takes an unflagged one only.
  */
 export function queueItemCommands(row: QueueGroupMember): QueueItemCommand[] {
   const commands: QueueItemCommand[] = [];
   if ((QUEUE_ITEM_COMMANDS.requeue as readonly QueueStatus[]).includes(row.status) || (row.status === 'queued' && row.manual_review_required)) commands.push('requeue');
   if ((QUEUE_ITEM_COMMANDS.mark_paused as readonly QueueStatus[]).includes(row.status)) commands.push('mark_paused');
+  if ((QUEUE_ITEM_COMMANDS.dispatch as readonly QueueStatus[]).includes(row.status) && !row.manual_review_required) commands.push('dispatch');
   return commands;
 }
