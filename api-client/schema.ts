@@ -1330,6 +1330,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/control/api/v1/why": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why nothing moves: for the queued items the next dispatch would consider, every lane and every active run, what holds it
+         * @description Why nothing moves: for the queued items the next dispatch would consider, every lane and every active run, what holds it. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        get: operations["whyNothingMoves"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Why nothing moves: for the queued items the next dispatch would consider, every lane and every active run, what holds it (headers only)
+         * @description Why nothing moves: for the queued items the next dispatch would consider, every lane and every active run, what holds it. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        head: operations["whyNothingMovesHeaders"];
+        patch?: never;
+        trace?: never;
+    };
     "/control/api/worker-callback": {
         parameters: {
             query?: never;
@@ -18579,6 +18603,297 @@ export interface operations {
             };
         };
     };
+    whyNothingMoves: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What stops every dispatch now, whatever the item; empty when dispatch is open */
+                        blockers: {
+                            /** @enum {string} */
+                            kind: "maintenance" | "paused" | "live_dispatch_off" | "read_only" | "no_worker_target";
+                            /** @description Why, in words, with what would change it */
+                            reason: string;
+                        }[];
+                        checked_at: string;
+                        /** @description The first 25 queued items in dispatch order, flagged ones included: those the next dispatches would consider */
+                        items: {
+                            /**
+                             * @description dispatchable: the next dispatch takes it; anything else names what holds it
+                             * @enum {string}
+                             */
+                            kind: "dispatchable" | "maintenance" | "paused" | "live_dispatch_off" | "read_only" | "no_worker_target" | "flagged" | "no_lane" | "lane_busy" | "lane_held" | "lane_not_everywhere" | "preflight_failing" | "does_not_fit" | "behind";
+                            /** @description The free lane it would go to; null when none of its target is free, or it has none */
+                            lane: string | null;
+                            project_id: string;
+                            project_name: string;
+                            /** @description Why, in words, with what would change it */
+                            reason: string;
+                        }[];
+                        /** @description Every configured lane (each slot of each worker target) */
+                        lanes: {
+                            /**
+                             * @description ready: idle, and the next dispatch takes an item there; waiting: idle, but its first item cannot go; no_work: idle, nothing routes to it
+                             * @enum {string}
+                             */
+                            kind: "ready" | "busy" | "held" | "not_everywhere" | "preflight_failing" | "waiting" | "no_work";
+                            lane: string;
+                            machine_target: string;
+                            /** @description The item running there, or the item that goes (or waits) there next */
+                            project_id: string | null;
+                            /** @description Why, in words, with what would change it */
+                            reason: string;
+                            /** @description The run holding the lane; null while it is free */
+                            run_id: string | null;
+                        }[];
+                        queue: {
+                            /** @description When a run last started or ended (before any run, when the oldest queued item was queued); null when nothing waited yet */
+                            last_moved_at: string | null;
+                            queued: number;
+                        };
+                        /** @description The runs not finished yet, oldest first (at most 200), and why each has not finished */
+                        runs: {
+                            /**
+                             * @description question and overdue wait for a person; the others for the agent, its gate or the usage limit
+                             * @enum {string}
+                             */
+                            kind: "starting" | "question" | "usage_limit" | "quiet_window" | "overdue" | "gate_silent" | "finishing";
+                            lane: string;
+                            project_id: string;
+                            /** @description Why, in words, with what would change it */
+                            reason: string;
+                            run_id: string;
+                            /** @enum {string} */
+                            state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
+                        }[];
+                        /** @description One sentence: whether anything can go now, and what holds the rest */
+                        summary: string;
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
+                };
+            };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    whyNothingMovesHeaders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     receiveWorkerCallback: {
         parameters: {
             query?: never;
@@ -19173,7 +19488,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js */
+                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js, why-view.js */
                 file: string;
             };
             cookie?: never;
@@ -19304,7 +19619,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js */
+                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js, why-view.js */
                 file: string;
             };
             cookie?: never;

@@ -25,6 +25,7 @@ import { sessionRoutes } from './session.ts';
 import { statusRoutes } from './console/status-routes.ts';
 import { v1ListRoutes } from './console/list-routes.ts';
 import { v1OverviewRoutes } from './console/overview-routes.ts';
+import { whyRoutes } from './console/why-routes.ts';
 import { v1ResearchRoutes } from './research/research-reads-routes.ts';
 import { workerCallbackRoutes } from './runs/callback-routes.ts';
 
@@ -63,6 +64,7 @@ export async function controlPlaneRoutes(app: FastifyInstance, options: ControlP
   await app.register(paperDraftingRoutes, deps);
   await app.register(v1ListRoutes, deps);
   await app.register(v1OverviewRoutes, deps);
+  await app.register(whyRoutes, deps);
   await app.register(v1ResearchRoutes, deps);
   await app.register(coreRoutes, deps);
   await app.register(dashboardRoutes);

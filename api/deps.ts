@@ -3,6 +3,7 @@ import type { AgentIsolation } from '../worker-gate/contract/agent-isolation.ts'
 import type { RunCgroupsStatus } from '../worker-gate/contract/gate-endpoints.ts';
 import type { CoreSettings } from '../capabilities/core/core-ingest.ts';
 import type { CycleLauncher } from '../capabilities/automation/cycle-launcher.ts';
+import type { PumpDeps } from '../capabilities/automation/queue-pump.ts';
 import type { AlertSettings } from '../capabilities/automation/queue-alerts.ts';
 import type { DispatchSettings } from '../capabilities/runs/dispatch-settings.ts';
 import type { PaperLauncher } from '../capabilities/papers/paper-launcher.ts';
@@ -73,6 +74,8 @@ export interface AppDeps {
   cycles: CycleLauncher;
   /** The Research Facility: intake, planning and promotion into the queue. */
   facility: ResearchFacility;
+  /** queue_pump_enabled and its parts: GET /control/api/v1/why says whether queued items go without a person. */
+  pump: PumpDeps['pump'];
   /** The research provider (research_provider_* and RESEARCH_PROVIDER_API_KEY) and its budget limits. */
   researchProvider: ProviderBatchSettings;
   /** legacy_notes_api_enabled: serve GET /control/api/intake/legacy-notes. */

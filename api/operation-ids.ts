@@ -73,6 +73,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /control/api/v1/papers/{paper_id}/draft': 'getPaperDraft',
   'GET /control/api/v1/overview': 'getOverview',
   'GET /control/api/v1/lanes': 'listLanes',
+  'GET /control/api/v1/why': 'whyNothingMoves',
   'GET /control/api/v1/automation-readiness': 'getAutomationReadiness',
   'GET /control/api/v1/research-quality': 'getResearchQuality',
   'GET /control/api/v1/source-lineage': 'listSourceLineage',

@@ -113,8 +113,7 @@ export type ProcessDeps = Omit<AppDeps, keyof Services>;
 
 /** The routes' deps: the services, and what the serving process adds. */
 export function routeDeps(services: Services, process: ProcessDeps): AppDeps {
-  const { pump: _routesNeedNoPump, ...forRoutes } = services;
-  return { ...forRoutes, ...process };
+  return { ...services, ...process };
 }
 
 /** The Temporal worker's activities' deps, on the same services the routes get. */

@@ -55,3 +55,11 @@ export function explain(error: unknown): { line: string; code: number } {
   }
   return { line: `error: ${error instanceof Error ? error.message : String(error)}`, code: EXIT.failed };
 }
+
+/**
+ * Text another party wrote (an agent's question, a reason quoting it), made safe for a terminal: control characters and
+ * bidirectional overrides are shown as \u escapes, never obeyed. Tabs and newlines stay.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

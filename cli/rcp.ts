@@ -5,7 +5,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { createControlClient, type ControlClient } from 'research-control-plane/client';
 import { cancelText, causeText, cycleText } from './answers.ts';
 import { completionScript } from './completion.ts';
-import { colours, EXIT, explain, print, table, UsageError, type Output } from './output.ts';
+import { colours, EXIT, explain, print, table, terminalSafe, UsageError, type Output } from './output.ts';
 import { readProfile, writeProfile } from './profile.ts';
 import { watchRun } from './watch.ts';
 import { answerFields, questionText, type AnswerOptions } from './run-questions.ts';
@@ -155,6 +155,22 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
       print(out(command), answer, () => table(rows, ['lane', 'target', 'slot', 'state', 'run', 'run_state', 'gpus', 'next']));
     });
 
+  program
+    .command('why')
+    .description('why nothing moves: what holds each queued item the next dispatch would consider, each lane and each active run')
+    .action(async (_options: unknown, command: Command) => {
+      const rcp = client(io);
+      const answer = await rcp.data(rcp.api.GET('/control/api/v1/why'));
+      print(out(command), answer, () => {
+        const safe = <T extends { reason: string }>(rows: T[]) => rows.map((row) => ({ ...row, reason: terminalSafe(row.reason) }));
+        const parts = [terminalSafe(answer.summary)];
+        if (answer.items.length > 0) parts.push('', table(safe(answer.items).map((item) => ({ item: item.project_id, lane: item.lane, why: item.kind, reason: item.reason })), ['item', 'lane', 'why', 'reason']));
+        if (answer.lanes.length > 0) parts.push('', table(safe(answer.lanes).map((lane) => ({ lane: lane.lane, target: lane.machine_target, why: lane.kind, reason: lane.reason })), ['lane', 'target', 'why', 'reason']));
+        if (answer.runs.length > 0) parts.push('', table(safe(answer.runs).map((run) => ({ run: run.run_id, state: run.state, why: run.kind, reason: run.reason })), ['run', 'state', 'why', 'reason']));
+        return parts.join('\n');
+      });
+    });
+
   const runs = program
     .command('runs')
     .description('runs, newest first; rcp runs watch <run_id> follows one')
@@ -182,7 +198,7 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
       const rcp = client(io);
       const detail = await rcp.data(rcp.api.GET('/control/api/v1/runs/{run_id}', { params: { path: { run_id: runId }, query: {} } }));
       const question = { run_id: runId, state: detail.run.state, question: detail.run.question, question_detail: detail.run.question_detail, permission_effect: detail.permission_effect };
-      print(out(command), question, () => questionText(detail));
+      print(out(command), question, () => terminalSafe(questionText(detail)));
     });
   runs
     .command('answer <run_id>')

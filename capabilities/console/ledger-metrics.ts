@@ -5,6 +5,7 @@ import type { ServiceMetrics } from '../../platform/http/metrics.ts';
 import { queueCounts, runCountsByState } from './store/status-reads.ts';
 import { queueFindings, type QueueCheckDeps } from '../automation/queue-alerts.ts';
 import { readLaneHoldings } from '../runs/lanes.ts';
+import { queueLastMovedAt } from '../runs/run-reads.ts';
 
 /**
  * The control plane's ledger series (docs/operations.md#metrics-and-observability), read from the store at each scrape: the
@@ -22,6 +23,15 @@ export function registerControlPlaneMetrics(metrics: ServiceMetrics, deps: Queue
     const counts = await runCountsByState(store);
     return RUN_STATES.map((state) => ({ labels: { state }, value: counts[state] ?? 0 }));
   });
+  metrics.gaugeReadAtScrape(
+    'rcp_queue_last_moved_timestamp_seconds',
+    'When the queue last moved, Unix seconds: a run started or ended (before any run, when the oldest queued item was queued); 0 while nothing waited yet',
+    [],
+    async () => {
+      const movedAt = await queueLastMovedAt(store);
+      return [{ labels: {}, value: movedAt === null ? 0 : Date.parse(movedAt) / 1000 }];
+    },
+  );
   registerLaneMetrics(metrics, deps);
   metrics.gaugeReadAtScrape(
     'rcp_queue_alert_findings',

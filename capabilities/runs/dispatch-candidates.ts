@@ -101,6 +101,12 @@ export async function nextDispatchCandidate(
   return { item, lane };
 }
 
+/** The first `limit` queued items in dispatch order, flagged ones included (why-nothing-moves reads them). */
+export async function queuedItemsInOrder(q: Queryable, limit: number): Promise<QueueItemRow[]> {
+  const result = await q.query<QueueItemRow>(`SELECT ${QUEUE_ITEM_COLUMNS} FROM queue_items WHERE status = 'queued' ORDER BY ${DISPATCH_ORDER} LIMIT $1`, [limit]);
+  return result.rows;
+}
+
 export async function countActiveItems(q: Queryable): Promise<number> {
   const result = await q.query<{ count: number }>('SELECT count(*) AS count FROM queue_items WHERE status = ANY($1::text[])', [
     [...ACTIVE_QUEUE_STATUSES],

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { lanesMissingOnSomeReplica } from '../../platform/cluster/replica-ledger.ts';
 import { REPLICA_LOST_AFTER_MS } from '../../platform/cluster/replicas.ts';
-import type { Store } from '../../platform/store/store.ts';
+import type { Queryable, Store } from '../../platform/store/store.ts';
 import type { PlacedCandidate } from './run-placements.ts';
 import type { FoundCandidate } from './dispatch-choice.ts';
 import type { DispatchSettings } from './dispatch-settings.ts';
@@ -33,7 +33,7 @@ export function keepLeased(store: Store, lane: string, holder: string): () => vo
  * has not configured (a worker target being added one replica at a time): any replica's worker may run the run's
  * activities, so a lane must be known to all of them first. `notEverywhere` names the latter, for the answer.
  */
-export async function unavailableLanes(store: Store, settings: DispatchSettings): Promise<{ all: Set<string>; notEverywhere: Set<string> }> {
+export async function unavailableLanes(store: Queryable, settings: DispatchSettings): Promise<{ all: Set<string>; notEverywhere: Set<string> }> {
   const [leased, notEverywhere] = await Promise.all([leasedLanes(store), lanesMissingOnSomeReplica(store, [...settings.routing.lanes.keys()], REPLICA_LOST_AFTER_MS)]);
   return { all: new Set([...leased, ...notEverywhere]), notEverywhere };
 }

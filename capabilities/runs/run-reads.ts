@@ -1,5 +1,5 @@
 import type { AgentQuestion } from '../../worker-gate/contract/agent-question.ts';
-import type { RunState } from './domain/run-state.ts';
+import { FINISHED_RUN_STATES, type RunState } from './domain/run-state.ts';
 import type { PaperStatus } from '../papers/domain/paper-status.ts';
 import { ascending, descending, selectKeysetPage, type KeysetOrder, type KeysetPage } from '../../platform/store/keyset.ts';
 import { containsPattern, sqlParams } from '../../platform/store/sql-params.ts';
@@ -79,4 +79,27 @@ export async function walkRuns(
 export async function getRunSummary(q: Queryable, runId: string): Promise<RunListRow | undefined> {
   const result = await q.query<RunListRow>(`SELECT ${RUN_LIST_COLUMNS} FROM runs WHERE run_id = $1`, [runId]);
   return result.rows[0];
+}
+
+/** The runs not finished yet, oldest first, at most `limit` of them. */
+export async function activeRuns(q: Queryable, limit: number): Promise<RunListRow[]> {
+  const result = await q.query<RunListRow>(
+    `SELECT ${RUN_LIST_COLUMNS} FROM runs WHERE state <> ALL($1::text[]) ORDER BY created_at, run_id LIMIT $2`,
+    [[...FINISHED_RUN_STATES], limit],
+  );
+  return result.rows;
+}
+
+/**
+ * When the queue last moved: the newest run start (a claim) or run end. Before any run, when the oldest queued item was
+ * queued; null with neither (nothing has waited yet).
+ */
+export async function queueLastMovedAt(q: Queryable): Promise<string | null> {
+  const result = await q.query<{ moved_at: string | null }>(
+    `SELECT coalesce(
+       (SELECT greatest(max(created_at), max(finished_at)) FROM runs),
+       (SELECT min(created_at) FROM queue_items WHERE status = 'queued')
+     ) AS moved_at`,
+  );
+  return result.rows[0]?.moved_at ?? null;
 }

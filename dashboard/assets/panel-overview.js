@@ -1,10 +1,11 @@
 // @ts-check
-/** Overview: the five operator lanes, what needs a person first, automation readiness, and the health of every part. */
+/** Overview: the five operator lanes, why nothing moves, what needs a person first, automation readiness, and the health of every part. */
 import { api, segment, withQuery } from './api.js';
 import { h, Region } from './dom.js';
 import { count, words } from './format.js';
 import { age, badge, card, empty, externalLink, facts, fill, link, table } from './ui.js';
 import { runCommand } from './ui-commands.js';
+import { whyView } from './why-view.js';
 
 /** @typedef {import('./app.js').PanelContext} PanelContext */
 
@@ -143,6 +144,7 @@ function eventsView(overview) {
 export function createOverviewPanel(_context) {
   const lanes = new Region();
   const actionable = new Region();
+  const why = new Region();
   const readiness = new Region();
   const health = new Region();
   const events = new Region();
@@ -171,6 +173,7 @@ export function createOverviewPanel(_context) {
     { class: 'panel' },
     h('h2', null, 'Overview'),
     card('Operator lanes', lanes.el),
+    card('Why nothing moves', why.el),
     h(
       'div',
       { class: 'columns' },
@@ -201,6 +204,8 @@ export function createOverviewPanel(_context) {
       }),
       Date.now() - readinessReadAt < READINESS_EVERY_MS ? null : fill(readiness, 'Reading automation readiness', () => readReadiness(), (answer) => readinessView(answer, criteria)),
       fill(health, 'Reading health', readHealth, healthView),
+      // Without its check time, which changes on every read and would redraw the region each time.
+      fill(why, 'Reading why nothing moves', () => api('GET', '/control/api/v1/why').then(({ checked_at: _checkedAt, ...answer }) => answer), whyView),
     ]);
   }
 

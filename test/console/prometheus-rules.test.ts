@@ -110,13 +110,14 @@ describe('deploy/prometheus/rcp-alerts.yml', () => {
     }
     // One for each of: a run hung, a gate unreachable, dispatch errors, callbacks failing (both ends), config drift
     // between replicas, a schedule whose ticks stopped completing, Temporal task latency (workflow and activity tasks),
-    // a slot held past its run's expected runtime.
+    // a slot held past its run's expected runtime, a queue that has not moved.
     expect(rules().map((rule) => rule.alert).sort()).toEqual([
       'RcpCallbacksRefused',
       'RcpConfigDrift',
       'RcpDispatchErrors',
       'RcpGateCallbacksUndelivered',
       'RcpGateUnreachable',
+      'RcpQueueNotMoving',
       'RcpRunHung',
       'RcpScheduleStalled',
       'RcpSlotHeldPastExpectedRuntime',

@@ -319,6 +319,7 @@ describe('the contract on real traffic, judged by Prism', () => {
     await ok('getPaperDraft', { params: paper });
     await ok('getOverview');
     await ok('listLanes');
+    await ok('whyNothingMoves');
     await ok('getAutomationReadiness');
     await ok('getResearchQuality');
     await ok('listSourceLineage');
