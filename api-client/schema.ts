@@ -1262,6 +1262,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/control/api/v1/runs/{run_id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The run's result files, asked of its worker gate: run_notes.md, the decision file and results/, with sizes and SHA-256 hashes
+         * @description The run's result files, asked of its worker gate: run_notes.md, the decision file and results/, with sizes and SHA-256 hashes. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        get: operations["listRunFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * The run's result files, asked of its worker gate: run_notes.md, the decision file and results/, with sizes and SHA-256 hashes (headers only)
+         * @description The run's result files, asked of its worker gate: run_notes.md, the decision file and results/, with sizes and SHA-256 hashes. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        head: operations["listRunFilesHeaders"];
+        patch?: never;
+        trace?: never;
+    };
+    "/control/api/v1/runs/{run_id}/files/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One result file of the run with its preview: text, Markdown or JSON cut at 256 KiB, a PNG, JPEG or SVG image whole up to 2 MiB
+         * @description One result file of the run with its preview: text, Markdown or JSON cut at 256 KiB, a PNG, JPEG or SVG image whole up to 2 MiB. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        get: operations["getRunFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * One result file of the run with its preview: text, Markdown or JSON cut at 256 KiB, a PNG, JPEG or SVG image whole up to 2 MiB (headers only)
+         * @description One result file of the run with its preview: text, Markdown or JSON cut at 256 KiB, a PNG, JPEG or SVG image whole up to 2 MiB. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        head: operations["getRunFileHeaders"];
+        patch?: never;
+        trace?: never;
+    };
     "/control/api/v1/runs/{run_id}/gate": {
         parameters: {
             query?: never;
@@ -17730,6 +17778,644 @@ export interface operations {
             };
         };
     };
+    listRunFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        files: {
+                            media_type: string;
+                            /** @description Relative to the project directory */
+                            path: string;
+                            /**
+                             * @description How the file is previewed; none for a type that is not
+                             * @enum {string}
+                             */
+                            preview: "text" | "markdown" | "json" | "image" | "none";
+                            /** @description Hex SHA-256 of the whole file; null for a file over 67108864 bytes */
+                            sha256: string | null;
+                            size: number;
+                        }[];
+                        project_dir: string;
+                        /** @description Files not listed: a link, a hard link, not a regular file, an unsafe name */
+                        refused: {
+                            path: string;
+                            reason: string;
+                        }[];
+                        run_id: string;
+                        /** @description More files, or deeper ones, were left out (the bounds of a project's evidence) */
+                        truncated: boolean;
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicting state, or an idempotency key reused with a different payload */
+            409: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A path parameter is longer than the router takes */
+            414: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
+                };
+            };
+            /** @description A worker gate, agent, hosted paper writer or research provider failed */
+            502: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listRunFilesHeaders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Conflicting state, or an idempotency key reused with a different payload */
+            409: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter is longer than the router takes */
+            414: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A worker gate, agent, hosted paper writer or research provider failed */
+            502: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getRunFile: {
+        parameters: {
+            query: {
+                /** @description A path the file list names */
+                path: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The preview: the text (cut at the cap), or the image's bytes; null when the file has no preview */
+                        content: string | null;
+                        /**
+                         * @description utf8 for text; base64 for an image
+                         * @enum {string}
+                         */
+                        encoding: "utf8" | "base64";
+                        media_type: string;
+                        /** @description Relative to the project directory */
+                        path: string;
+                        /**
+                         * @description How the file is previewed; none for a type that is not
+                         * @enum {string}
+                         */
+                        preview: "text" | "markdown" | "json" | "image" | "none";
+                        /** @description Hex SHA-256 of the whole file; null for a file over 67108864 bytes */
+                        sha256: string | null;
+                        size: number;
+                        /** @description The text was cut at the cap, or the image is too large to preview */
+                        truncated: boolean;
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicting state, or an idempotency key reused with a different payload */
+            409: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A path parameter is longer than the router takes */
+            414: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
+                };
+            };
+            /** @description A worker gate, agent, hosted paper writer or research provider failed */
+            502: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getRunFileHeaders: {
+        parameters: {
+            query: {
+                /** @description A path the file list names */
+                path: string;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Conflicting state, or an idempotency key reused with a different payload */
+            409: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter is longer than the router takes */
+            414: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A worker gate, agent, hosted paper writer or research provider failed */
+            502: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     getRunGateView: {
         parameters: {
             query?: never;
@@ -19488,7 +20174,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js, why-view.js */
+                /** @description One of: api.js, app.css, app.js, dom.js, format.js, markdown.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-files.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js, why-view.js */
                 file: string;
             };
             cookie?: never;
@@ -19619,7 +20305,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description One of: api.js, app.css, app.js, dom.js, format.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js, why-view.js */
+                /** @description One of: api.js, app.css, app.js, dom.js, format.js, markdown.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-files.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js, why-view.js */
                 file: string;
             };
             cookie?: never;

@@ -44,6 +44,8 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'POST /control/api/runs/{run_id}/cancel': 'cancelRun',
   'POST /control/api/v1/runs/{run_id}/answer': 'answerRun',
   'POST /control/api/v1/runs/{run_id}/resume': 'resumeRun',
+  'GET /control/api/v1/runs/{run_id}/files': 'listRunFiles',
+  'GET /control/api/v1/runs/{run_id}/files/content': 'getRunFile',
   'GET /control/api/projects/{project_id}': 'getProjectUnversioned',
   'GET /control/api/papers': 'listPapersByPage',
   'GET /control/api/publication-automation': 'listReviews',
@@ -91,6 +93,8 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'POST /dispatch': 'gateDispatch',
   'POST /runs/{run_id}/cancel': 'gateCancelRun',
   'POST /runs/{run_id}/resume': 'gateResumeRun',
+  'GET /runs/{run_id}/files': 'gateListRunFiles',
+  'GET /runs/{run_id}/files/content': 'gateGetRunFile',
   'POST /legacy-agent/event': 'gateRecordAgentEvent',
   'GET /dashboard/api': 'gateGetDashboard',
 };

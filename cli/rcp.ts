@@ -201,6 +201,45 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
       print(out(command), question, () => terminalSafe(questionText(detail)));
     });
   runs
+    .command('files <run_id>')
+    .description("the run's result files on its worker: run_notes.md, the decision file and results/, with sizes and SHA-256")
+    .action(async (runId: string, _options: unknown, command: Command) => {
+      const rcp = client(io);
+      const listed = await rcp.data(rcp.api.GET('/control/api/v1/runs/{run_id}/files', { params: { path: { run_id: runId } } }));
+      print(out(command), listed, () => {
+        const rows = listed.files.map((file) => ({ path: terminalSafe(file.path), size: file.size, sha256: file.sha256 ?? '(too large to hash)', preview: file.preview }));
+        const notes = [
+          ...(listed.truncated ? ['(more files were left out: the list is bounded)'] : []),
+          ...listed.refused.map((refused) => `not listed: ${terminalSafe(refused.path)}: ${terminalSafe(refused.reason)}`),
+        ];
+        return [rows.length > 0 ? table(rows, ['path', 'size', 'sha256', 'preview']) : 'no result files', ...notes].join('\n');
+      });
+    });
+  runs
+    .command('cat <run_id> <path>')
+    .description('one result file of the run: text as text (control characters escaped), an image\'s bytes when stdout is not a terminal')
+    .action(async (runId: string, path: string, _options: unknown, command: Command) => {
+      const rcp = client(io);
+      const file = await rcp.data(rcp.api.GET('/control/api/v1/runs/{run_id}/files/content', { params: { path: { run_id: runId }, query: { path } } }));
+      const o = out(command);
+      if (o.json) return print(o, file, () => '');
+      if (file.content === null) {
+        o.err.write(`${terminalSafe(file.path)}: ${file.size} bytes of ${file.media_type}${file.truncated ? ', too large to preview' : ', no preview for this type'}\n`);
+        exit.code = EXIT.failed;
+        return;
+      }
+      if (file.encoding === 'base64') {
+        if (o.out.isTTY) {
+          o.err.write(`${terminalSafe(file.path)} is a ${file.media_type} image of ${file.size} bytes: redirect stdout to a file to save it\n`);
+          exit.code = EXIT.failed;
+        } else o.out.write(Buffer.from(file.content, 'base64'));
+        return;
+      }
+      o.out.write(terminalSafe(file.content));
+      if (!file.content.endsWith('\n')) o.out.write('\n');
+      if (file.truncated) o.err.write(`(a preview: the file has ${file.size} bytes, and only its beginning is shown)\n`);
+    });
+  runs
     .command('answer <run_id>')
     .description("answer the agent's question or permission request: its session resumes with the answer")
     .option('--text <answer>', 'the answer in words')

@@ -21,6 +21,7 @@ import {
   RunIdSchema,
 } from './contract/gate-endpoints.ts';
 import type { WorkerGate } from './worker-gate.ts';
+import { RunFileContentSchema, RunFileQuerySchema, RunFilesSchema } from './contract/run-files.ts';
 import { gateIdentityProof } from '../platform/http/tokens.ts';
 
 const RunParamsSchema = z.strictObject({ run_id: RunIdSchema });
@@ -133,6 +134,35 @@ export async function workerGateRoutes(instance: FastifyInstance, { gate, token,
       },
     },
     async (request) => gate.resume(request.params.run_id, request.body),
+  );
+
+  app.get(
+    '/runs/:run_id/files',
+    {
+      config: { auth: 'gate' },
+      schema: {
+        tags,
+        summary: "The run's result files: run_notes.md, the decision file and results/, with sizes and hashes",
+        params: RunParamsSchema,
+        response: { 200: RunFilesSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => gate.runFiles(request.params.run_id),
+  );
+
+  app.get(
+    '/runs/:run_id/files/content',
+    {
+      config: { auth: 'gate' },
+      schema: {
+        tags,
+        summary: 'One result file of the run, with its preview capped in size',
+        params: RunParamsSchema,
+        querystring: RunFileQuerySchema,
+        response: { 200: RunFileContentSchema, ...errorResponses(400, 401, 404, 409, 422) },
+      },
+    },
+    async (request) => gate.runFile(request.params.run_id, request.query.path),
   );
 
   app.post(

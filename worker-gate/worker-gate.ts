@@ -18,6 +18,10 @@ import { CancelsBeforeDispatch, RunRecords } from './run-records.ts';
 import { RunCgroupHost, type RunCgroupsStatus } from './run-cgroups/index.ts';
 import { AgentSandbox } from './agent-sandbox/index.ts';
 import { capacityReport } from './capacity.ts';
+import { listRunFiles, readRunFile } from './run-files.ts';
+import type { GateRun } from './domain/gate-run.ts';
+import { HttpError } from '../platform/http/errors.ts';
+import type { RunFileContent, RunFiles } from './contract/run-files.ts';
 import type { AgentIsolation } from './contract/agent-isolation.ts';
 
 export type { CancelResponse, DispatchResponse } from './dispatcher.ts';
@@ -178,6 +182,21 @@ export class WorkerGate {
 
   resume(runId: string, request: ResumeRunRequest): Promise<ResumeResponse> {
     return this.resumer.resume(runId, request);
+  }
+
+  /** The run's result files (docs/worker-gate.md#a-runs-result-files); 404 for a run this gate does not hold. */
+  runFiles(runId: string): Promise<RunFiles> {
+    return listRunFiles(this.config.project_root, this.heldRun(runId));
+  }
+
+  runFile(runId: string, path: string): Promise<RunFileContent> {
+    return readRunFile(this.config.project_root, this.heldRun(runId), path);
+  }
+
+  private heldRun(runId: string): GateRun {
+    const run = this.runs.get(runId);
+    if (!run) throw new HttpError(404, `this gate holds no run ${runId}`);
+    return run;
   }
 
   recordEvent(event: ControlPlaneEvent): EventResponse {

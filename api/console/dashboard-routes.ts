@@ -22,7 +22,8 @@ export const DASHBOARD_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self'",
+  // blob: for a run's result images, drawn from bytes the page read (dashboard/assets/run-files.js); never fetched.
+  "img-src 'self' blob:",
   "connect-src 'self'",
   "base-uri 'none'",
   "form-action 'none'",

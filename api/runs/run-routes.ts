@@ -13,6 +13,8 @@ import { quietWindowsOf, runGateView, type QuietWindowView } from '../../capabil
 import { cancelRun, runDetail, type CancelRunResult } from '../../capabilities/runs/runs.ts';
 import { answerRun } from '../../capabilities/runs/run-answers.ts';
 import { resumeRun } from '../../capabilities/runs/run-resumes.ts';
+import { readRunFile, readRunFiles } from '../../capabilities/runs/run-files.ts';
+import { RunFileContentSchema, RunFileQuerySchema, RunFilesSchema } from '../../worker-gate/contract/run-files.ts';
 import type { AgentAnswer } from '../../capabilities/runs/domain/agent-answer.ts';
 import { AgentQuestionSchema, PERMISSION_DECISIONS, QUESTION_LABEL_MAX } from '../../worker-gate/contract/agent-question.ts';
 import { idempotencyKey, requestedBy } from '../command-fields.ts';
@@ -208,6 +210,25 @@ export async function runRoutes(instance: FastifyInstance, deps: Pick<AppDeps, '
     response: { 200: RunGateViewAnswer, ...errorResponses(401, 404, 409, 422, 502) },
   };
   app.get('/control/api/v1/runs/:run_id/gate', { config, schema: gateView }, async (request) => runGateView(deps, request.params.run_id));
+
+  const files = {
+    tags,
+    summary: "The run's result files, asked of its worker gate: run_notes.md, the decision file and results/, with sizes and SHA-256 hashes",
+    params: RunParams,
+    response: { 200: RunFilesSchema, ...errorResponses(401, 404, 409, 422, 502) },
+  };
+  app.get('/control/api/v1/runs/:run_id/files', { config, schema: files }, async (request) => readRunFiles({ store: deps.store.reads, dispatch: deps.dispatch }, request.params.run_id));
+
+  const file = {
+    tags,
+    summary: 'One result file of the run with its preview: text, Markdown or JSON cut at 256 KiB, a PNG, JPEG or SVG image whole up to 2 MiB',
+    params: RunParams,
+    querystring: RunFileQuerySchema,
+    response: { 200: RunFileContentSchema, ...errorResponses(400, 401, 404, 409, 422, 502) },
+  };
+  app.get('/control/api/v1/runs/:run_id/files/content', { config, schema: file }, async (request) =>
+    readRunFile({ store: deps.store.reads, dispatch: deps.dispatch }, request.params.run_id, request.query.path),
+  );
 
   const answer = {
     tags,

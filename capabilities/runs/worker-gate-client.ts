@@ -139,6 +139,9 @@ export interface WorkerGateClient {
   cancelRun(runId: string): Promise<WorkerGateResponse>;
   healthz(): Promise<WorkerGateResponse>;
   dashboard(query?: { limit?: number; event_limit?: number }): Promise<WorkerGateResponse>;
+  /** The run's result files (docs/worker-gate.md#a-runs-result-files), and one of them with its preview. */
+  runFiles(runId: string): Promise<WorkerGateResponse>;
+  runFile(runId: string, path: string): Promise<WorkerGateResponse>;
 }
 
 /**
@@ -228,6 +231,15 @@ export function workerGateClient(target: WorkerTarget, options: { timeoutMs: num
     },
     healthz() {
       return gateRequest(base, { method: 'GET', path: 'healthz', timeoutMs: options.timeoutMs, ...trace });
+    },
+    async runFiles(runId) {
+      await proven();
+      return gateRequest(base, { method: 'GET', path: `runs/${encodeURIComponent(runId)}/files`, token, timeoutMs: options.timeoutMs, ...traceAndSignal });
+    },
+    async runFile(runId, path) {
+      await proven();
+      const query = new URLSearchParams({ path });
+      return gateRequest(base, { method: 'GET', path: `runs/${encodeURIComponent(runId)}/files/content?${query}`, token, timeoutMs: options.timeoutMs, ...traceAndSignal });
     },
     async dashboard(query = {}) {
       await proven();

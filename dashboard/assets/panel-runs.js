@@ -7,6 +7,7 @@ import { age, badge, card, CursorPager, empty, externalLink, facts, fill, fillPa
 import { confirmCommand } from './ui-commands.js';
 import { filterBar } from './ui-forms.js';
 import { answersCard, createRunQuestion } from './run-questions.js';
+import { createRunFiles } from './run-files.js';
 import { createUsageLimit } from './run-usage-limit.js';
 
 /** The agent's token usage as the worker reported it: the total, and on the detail its input and output. */
@@ -190,6 +191,7 @@ function createRunDetail(runId) {
     detail.invalidate();
     return refresh();
   });
+  const files = createRunFiles(runId);
   const el = h('div', { class: 'panel' }, h('p', null, link('#/runs', '← Lanes and runs')), h('h2', null, 'Run ', h('code', null, runId)), cancelHolder, cancelOutput, detail.el);
 
   function showCancel(finished) {
@@ -241,6 +243,8 @@ function createRunDetail(runId) {
         card('Decision', run.decision ? [h('p', null, badge(run.decision)), run.decision_summary ? h('blockquote', null, run.decision_summary) : null] : empty('No decision yet: the agent writes it when it finishes.')),
         card('Evidence', evidenceView(run.evidence)),
       ),
+      // The same card on every redraw: what it shows is read apart from the run, when asked.
+      files.el,
       card(
         'Transitions',
         table({

@@ -278,6 +278,12 @@ describe('the contract on real traffic, judged by Prism', () => {
       150_000,
       1_000,
     );
+    // Its result files, through the control plane and on the gate itself.
+    const files = await ok('listRunFiles', { params: { run_id: runId } });
+    expect(files.files.map((file: { path: string }) => file.path)).toContain('results/main/metrics.json');
+    await ok('getRunFile', { params: { run_id: runId }, query: { path: 'results/main/metrics.json' } });
+    await ok('gateListRunFiles', { bearer: GATE_TOKEN, params: { run_id: runId } });
+    await ok('gateGetRunFile', { bearer: GATE_TOKEN, params: { run_id: runId }, query: { path: 'run_notes.md' } });
 
     // A paper drafted from the run, reviewed, packaged and its import recorded, through both review prefixes
     await ok('draftNextPaper', { body: { ...by, dry_run: true } });
