@@ -1,9 +1,4 @@
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertProject } from '../../capabilities/runs/projects.ts';
 import { insertQueueItem, type QueueItemInsert } from '../../capabilities/runs/queue-items.ts';
@@ -12,6 +7,7 @@ import { gateIdentityProof } from '../../platform/http/tokens.ts';
 import { NO_WORKERS, startTestApp, TEST_TOKEN, type TestApp } from '../support/app.ts';
 import { launchChromium, openDashboard } from '../support/browser.ts';
 import { scrape, sampleValue } from '../support/prometheus.ts';
+import { rcpCli } from '../support/rcp-cli.ts';
 
 // expected duration: ~20 s
 
@@ -184,26 +180,15 @@ describe('why nothing moves', () => {
   });
 
   it('prints in rcp why, with the agent\'s control characters shown, not obeyed', { timeout: 60_000 }, async () => {
-    const home = await mkdtemp(join(tmpdir(), 'rcp-why-'));
-    try {
-      const rcp = join(fileURLToPath(new URL('../..', import.meta.url)), 'bin', 'rcp.js');
-      const env = { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: home, RCP_URL: controlUrl, RCP_TOKEN: TEST_TOKEN, NO_COLOR: '1' };
-      const child = spawn(process.execPath, [rcp, 'why'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk) => (stdout += chunk));
-      child.stderr.on('data', (chunk) => (stderr += chunk));
-      const code = await new Promise((resolve) => child.on('close', resolve));
-      expect(code, stderr).toBe(0);
-      expect(stdout.split('\n')[0]).toMatch(/^1 item can go now, first go-first to free/);
-      expect(stdout).toMatch(/^ITEM +LANE +WHY +REASON$/m);
-      expect(stdout).toMatch(/^after-big +- +behind +waits behind too-big for cpu-box$/m);
-      expect(stdout).toMatch(/^RUN +STATE +WHY +REASON$/m);
-      expect(stdout).toContain('Which dataset should I use? \\u001b[31mthe red one\\u001b[0m');
-      expect(stdout).not.toContain('\u001b');
-    } finally {
-      await rm(home, { recursive: true, force: true });
-    }
+    const { code, stdout, stderr } = await rcpCli(['why'], { url: controlUrl, token: TEST_TOKEN });
+    expect(code, stderr).toBe(0);
+    const text = stdout.toString();
+    expect(text.split('\n')[0]).toMatch(/^1 item can go now, first go-first to free/);
+    expect(text).toMatch(/^ITEM +LANE +WHY +REASON$/m);
+    expect(text).toMatch(/^after-big +- +behind +waits behind too-big for cpu-box$/m);
+    expect(text).toMatch(/^RUN +STATE +WHY +REASON$/m);
+    expect(text).toContain('Which dataset should I use? \\u001b[31mthe red one\\u001b[0m');
+    expect(text).not.toContain('\u001b');
   });
 
   it('shows on the overview at 1440 and 390 px: the summary, and each reason as text', { timeout: 60_000 }, async () => {

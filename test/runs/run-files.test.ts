@@ -1,14 +1,13 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { link, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTROL_TOKEN, gateClient, waitUntil } from '../support/gate.ts';
 import { inPage, launchChromium, openDashboard } from '../support/browser.ts';
 import { RUN_STACK_START_MS, startRunStack, type RunStack } from '../support/run-stack.ts';
+import { rcpCli } from '../support/rcp-cli.ts';
 
 // expected duration: ~30 s
 
@@ -113,34 +112,19 @@ describe("a run's result files", () => {
   });
 
   it('print in rcp runs files and rcp runs cat: text as text, an image\'s bytes to a pipe', { timeout: 60_000 }, async () => {
-    const home = await mkdtemp(join(tmpdir(), 'rcp-files-home-'));
-    const rcp = (args: string[]) =>
-      new Promise<{ code: number | null; stdout: Buffer; stderr: string }>((resolve) => {
-        const bin = join(fileURLToPath(new URL('../..', import.meta.url)), 'bin', 'rcp.js');
-        const env = { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: home, RCP_URL: stack.cpFixture.url, RCP_TOKEN: CONTROL_TOKEN, NO_COLOR: '1' };
-        const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-        const out: Buffer[] = [];
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
-        child.stderr.on('data', (chunk) => (stderr += chunk));
-        child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out), stderr }));
-      });
-    try {
-      const [listed, notes, png, log] = await Promise.all([
-        rcp(['runs', 'files', runId]),
-        rcp(['runs', 'cat', runId, 'run_notes.md']),
-        rcp(['runs', 'cat', runId, 'results/plots/loss.png']),
-        rcp(['runs', 'cat', runId, 'results/train.log']),
-      ]);
-      expect(listed.code, listed.stderr).toBe(0);
-      expect(listed.stdout.toString()).toMatch(new RegExp(`^results/plots/loss\\.png +${PNG.length} +${sha256(PNG)} +image$`, 'm'));
-      expect(listed.stdout.toString()).toContain('not listed: results/linked.txt');
-      expect(notes.stdout.toString()).toBe(NOTES);
-      expect(png.stdout.equals(PNG)).toBe(true);
-      expect(log.stderr).toContain(`the file has ${BIG_LOG.length} bytes, and only its beginning is shown`);
-    } finally {
-      await rm(home, { recursive: true, force: true });
-    }
+    const control = { url: stack.cpFixture.url, token: CONTROL_TOKEN };
+    const [listed, notes, png, log] = await Promise.all([
+      rcpCli(['runs', 'files', runId], control),
+      rcpCli(['runs', 'cat', runId, 'run_notes.md'], control),
+      rcpCli(['runs', 'cat', runId, 'results/plots/loss.png'], control),
+      rcpCli(['runs', 'cat', runId, 'results/train.log'], control),
+    ]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout.toString()).toMatch(new RegExp(`^results/plots/loss\\.png +${PNG.length} +${sha256(PNG)} +image$`, 'm'));
+    expect(listed.stdout.toString()).toContain('not listed: results/linked.txt');
+    expect(notes.stdout.toString()).toBe(NOTES);
+    expect(png.stdout.equals(PNG)).toBe(true);
+    expect(log.stderr).toContain(`the file has ${BIG_LOG.length} bytes, and only its beginning is shown`);
   });
 
   it('show on the run page at 1440 and 390 px: Markdown whose markup stays text, a capped log, an image', { timeout: 90_000 }, async () => {
