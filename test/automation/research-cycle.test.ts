@@ -142,9 +142,11 @@ describe('run-cycle', () => {
       const runs = await stack.store.query(`SELECT 1 FROM runs WHERE project_id = 'crash-cycle' AND state IN ('awaiting_wake', 'running')`);
       return runs.rowCount ? true : undefined;
     }, 60_000, 200);
-    // Followed meanwhile, it reports the stages it has finished so far.
-    const midway = await stack.api('GET', '/control/api/research/cycles/cycle-crash-1');
-    expect(midway.body).toMatchObject({ action: 'research_cycle_running', stages: expect.arrayContaining([expect.objectContaining({ name: 'promote', action: 'promoted' })]) });
+    // Followed meanwhile, it reports the stages it has finished so far. Its worker answers that query within 3 s or the
+    // answer says none (a loaded CI machine can take longer): asked until it does.
+    await expect
+      .poll(async () => (await stack.api('GET', '/control/api/research/cycles/cycle-crash-1')).body, { timeout: 30_000, interval: 500 })
+      .toMatchObject({ action: 'research_cycle_running', stages: expect.arrayContaining([expect.objectContaining({ name: 'promote', action: 'promoted' })]) });
     await stack.cp.kill('SIGKILL');
     await stack.restartControlPlane();
 
