@@ -104,18 +104,20 @@ async function withFits(deps: WhyDeps, queued: readonly QueueItemRow[], lanes: r
     if (lane.active || lane.leased || lane.notEverywhere || failing) continue;
     freeByTarget.set(lane.target, [...(freeByTarget.get(lane.target) ?? []), lane]);
   }
+  // The free lanes are handed out in dispatch order first; the placements are then read side by side.
+  const planned = queued.map((item) => {
+    const resolved = resolveLane(item, deps.dispatch.routing);
+    const fact: ItemFact = {
+      project_id: item.project_id,
+      project_name: item.project_name,
+      manual_review_required: item.manual_review_required,
+      route: resolved.ok ? { ok: true, target: resolved.target.name } : { ok: false, reason: resolved.reason },
+    };
+    const lane = resolved.ok && !item.manual_review_required ? freeByTarget.get(resolved.target.name)?.shift() : undefined;
+    return { item, fact, lane };
+  });
   return Promise.all(
-    queued.map(async (item): Promise<ItemFact> => {
-      const resolved = resolveLane(item, deps.dispatch.routing);
-      const fact: ItemFact = {
-        project_id: item.project_id,
-        project_name: item.project_name,
-        manual_review_required: item.manual_review_required,
-        route: resolved.ok ? { ok: true, target: resolved.target.name } : { ok: false, reason: resolved.reason },
-      };
-      if (!resolved.ok || item.manual_review_required) return fact;
-      const free = freeByTarget.get(resolved.target.name);
-      const lane = free?.shift();
+    planned.map(async ({ item, fact, lane }): Promise<ItemFact> => {
       if (!lane) return fact;
       const placement = await placementOn(deps.reads, deps.dispatch, { item, lane: deps.dispatch.routing.lanes.get(lane.lane)! });
       return { ...fact, fits: placement.ok ? { ok: true } : { ok: false, reason: `${item.project_id} ${placement.reason}` } };
