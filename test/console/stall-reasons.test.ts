@@ -30,6 +30,9 @@ describe('why nothing moves, by its rules', () => {
   it('says so when no worker target is configured, and when the queue is empty', () => {
     const why = whyNothingMoves(facts({ lanes: [], items: [], queuedCount: 0 }));
     expect(why.blockers).toEqual([{ kind: 'no_worker_target', reason: 'no worker target is configured (set worker_wake_gate_url or worker_targets)' }]);
+    expect(why.summary).toBe(
+      'Nothing dispatches: no worker target is configured (set worker_wake_gate_url or worker_targets). The queue holds no queued item (promote a candidate to queue one).',
+    );
     expect(whyNothingMoves(facts({ items: [], queuedCount: 0 })).summary).toBe('The queue holds no queued item (promote a candidate to queue one).');
   });
 

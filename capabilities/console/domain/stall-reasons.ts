@@ -238,14 +238,16 @@ export function runWhy(run: RunFact): RunWhy {
 function summaryOf(facts: WhyFacts, blockers: readonly Reason<DispatchBlocker>[], items: readonly ItemWhy[], runs: readonly RunWhy[]): string {
   const parts: string[] = [];
   const going = items.filter((item) => item.kind === 'dispatchable');
-  if (blockers.length > 0) parts.push(`nothing dispatches: ${blockers.map((blocker) => blocker.reason).join('; ')}`);
-  else if (going.length > 0) parts.push(`${plural(going.length, 'item can', 'items can')} go now, first ${going[0]!.project_id} to ${going[0]!.lane}${facts.pumpEnabled ? '' : PUMP_OFF}`);
-  else if (facts.queuedCount === 0) parts.push('the queue holds no queued item (promote a candidate to queue one)');
+  const empty = 'the queue holds no queued item (promote a candidate to queue one)';
+  if (blockers.length > 0) {
+    parts.push(`nothing dispatches: ${blockers.map((blocker) => blocker.reason).join('; ')}`);
+    if (facts.queuedCount === 0) parts.push(empty);
+  } else if (going.length > 0) parts.push(`${plural(going.length, 'item can', 'items can')} go now, first ${going[0]!.project_id} to ${going[0]!.lane}${facts.pumpEnabled ? '' : PUMP_OFF}`);
+  else if (facts.queuedCount === 0) parts.push(empty);
   else parts.push(`no queued item can go now: ${items[0]!.project_id} ${items[0]!.kind === 'behind' ? items[0]!.reason : `waits: ${items[0]!.reason}`}`);
   if (runs.length > 0) {
     const forYou = runs.filter((run) => run.kind === 'question' || run.kind === 'overdue').length;
     parts.push(`${plural(runs.length, 'run is', 'runs are')} active${forYou > 0 ? `, ${forYou} waiting for you` : ''}`);
   }
-  const text = parts.join('. ');
-  return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+  return `${parts.map((part) => `${part.charAt(0).toUpperCase()}${part.slice(1)}`).join('. ')}.`;
 }
