@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
-import { closeSync, read } from 'node:fs';
 import { relative } from 'node:path';
-import { promisify } from 'node:util';
 import { EVIDENCE_CAPS } from './contract/evidence-caps.ts';
 import {
   DECISION_FILE,
@@ -24,8 +22,6 @@ import { HttpError } from '../platform/http/errors.ts';
  * link and read from that handle only up to the size it had when opened, and every listing and preview is bounded.
  */
 
-const readAt = promisify(read);
-const CHUNK_BYTES = 64 * 1024;
 /** Bytes hashed for one listing, all files together; files past it are listed without their hash. */
 const LISTING_HASH_BUDGET = 256 * 1024 * 1024;
 const NO_SIZE_LIMIT = Number.MAX_SAFE_INTEGER;
@@ -39,22 +35,6 @@ function pinnedProject(projectRoot: string, projectDir: string): PinnedDir {
   }
 }
 
-/** Reads the file from its handle, up to `limit` bytes of it, chunk by chunk; closes it. */
-async function consume(file: PinnedFile, limit: number, onChunk: (chunk: Buffer) => void): Promise<void> {
-  try {
-    const buffer = Buffer.alloc(Math.min(CHUNK_BYTES, Math.max(1, Math.min(limit, file.size))));
-    const end = Math.min(limit, file.size);
-    for (let at = 0; at < end; ) {
-      const { bytesRead } = await readAt(file.fd, buffer, 0, Math.min(buffer.length, end - at), at);
-      if (bytesRead === 0) break;
-      onChunk(Buffer.from(buffer.subarray(0, bytesRead)));
-      at += bytesRead;
-    }
-  } finally {
-    closeSync(file.fd);
-  }
-}
-
 /** Opens a result file once, whatever its size; refused as platform/files/pinned-dir.ts refuses. */
 const openResult = (project: PinnedDir, path: string): PinnedFile => project.openFile(path, NO_SIZE_LIMIT);
 
@@ -64,7 +44,7 @@ async function describe(project: PinnedDir, path: string, budget: { left: number
   const hash = createHash('sha256');
   if (hashed) {
     budget.left -= file.size;
-    await consume(file, file.size, (chunk) => hash.update(chunk));
+    await PinnedDir.streamFile(file, (chunk) => hash.update(chunk));
   } else PinnedDir.release(file);
   return { path, size: file.size, sha256: hashed ? hash.digest('hex') : null, ...mediaTypeOf(path) };
 }
@@ -159,14 +139,14 @@ export async function readRunFile(projectRoot: string, run: { project_dir: strin
   const hash = createHash('sha256');
   const kept: Buffer[] = [];
   let keptBytes = 0;
-  await consume(file, hashed ? file.size : keep, (chunk) => {
+  await PinnedDir.streamFile(file, (chunk) => {
     if (hashed) hash.update(chunk);
     if (keptBytes < keep) {
       const part = chunk.subarray(0, keep - keptBytes);
       kept.push(part);
       keptBytes += part.length;
     }
-  });
+  }, hashed ? file.size : keep);
   const bytes = Buffer.concat(kept);
   const base = { path, size: file.size, sha256: hashed ? hash.digest('hex') : null, ...type };
   if (type.preview === 'none') return { ...base, encoding: 'utf8', content: null, truncated: false };

@@ -23,7 +23,7 @@ export interface FoundCandidate {
 }
 
 /** The chosen item; 404 when the queue holds no such project. */
-export async function chosenItem(store: Store, projectId: string): Promise<QueueItemRow> {
+async function chosenItem(store: Store, projectId: string): Promise<QueueItemRow> {
   const item = await getQueueItem(store, projectId);
   if (!item) throw new CommandRefusedError(404, `unknown project '${projectId}'`);
   return item;
@@ -35,7 +35,6 @@ function ineligibility(item: QueueItemRow): string | null {
   if (item.manual_review_required) return `${item.project_id} is flagged for manual review (requeue it to clear the flag)`;
   return null;
 }
-
 
 /**
  * Where the chosen item goes now: the first idle lane of its worker target that no call holds (`skip`), and its

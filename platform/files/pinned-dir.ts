@@ -229,14 +229,15 @@ export class PinnedDir {
 
   /**
    * Streams a file opened by openFile to `onChunk` and closes it. Reads at most the size fstat gave when it was opened
-   * (a file growing meanwhile gives no more), so a caller's budget holds.
+   * (a file growing meanwhile gives no more), and no more than `maxBytes` of it, so a caller's budget holds.
    */
-  static async streamFile(file: PinnedFile, onChunk: (chunk: Buffer) => void): Promise<void> {
+  static async streamFile(file: PinnedFile, onChunk: (chunk: Buffer) => void, maxBytes = file.size): Promise<void> {
+    const end = Math.min(file.size, maxBytes);
     try {
-      const buffer = Buffer.alloc(Math.min(CHUNK_BYTES, Math.max(1, file.size)));
+      const buffer = Buffer.alloc(Math.min(CHUNK_BYTES, Math.max(1, end)));
       let at = 0;
-      while (at < file.size) {
-        const { bytesRead } = await readAt(file.fd, buffer, 0, Math.min(buffer.length, file.size - at), at);
+      while (at < end) {
+        const { bytesRead } = await readAt(file.fd, buffer, 0, Math.min(buffer.length, end - at), at);
         if (bytesRead === 0) break;
         onChunk(Buffer.from(buffer.subarray(0, bytesRead)));
         at += bytesRead;
