@@ -5,7 +5,6 @@ import { unavailableLanes } from '../runs/dispatch-lanes.ts';
 import type { DispatchSettings } from '../runs/dispatch-settings.ts';
 import { resolveLane } from '../runs/domain/worker-lanes.ts';
 import { readLanes } from '../runs/lanes.ts';
-import { readFlags } from '../runs/queue-flags.ts';
 import { quietWindowsOf } from '../runs/run-gate-view.ts';
 import { placementOn } from '../runs/run-placements.ts';
 import { activeRuns, queueLastMovedAt } from '../runs/run-reads.ts';
@@ -38,8 +37,7 @@ const WAITING_ON_THE_AGENT: ReadonlySet<RunState> = new Set(['awaiting_wake', 'r
 export async function readWhyNothingMoves(deps: WhyDeps): Promise<WhyNothingMoves & { checked_at: string; queue: { queued: number; last_moved_at: string | null } }> {
   const { reads: store, dispatch } = deps;
   const checkedAt = new Date().toISOString();
-  const [flags, lanesRead, unavailable, observations, queued, counts, runs, lastMovedAt] = await Promise.all([
-    readFlags(store),
+  const [lanesRead, unavailable, observations, queued, counts, runs, lastMovedAt] = await Promise.all([
     readLanes(store, dispatch),
     unavailableLanes(store, dispatch),
     latestWorkerObservations(store),
@@ -79,8 +77,9 @@ export async function readWhyNothingMoves(deps: WhyDeps): Promise<WhyNothingMove
     quiet_window: windows.get(run.run_id) ?? null,
   }));
 
+  const { queue_paused, maintenance_mode } = lanesRead.dispatch;
   const why = whyNothingMoves({
-    flags,
+    flags: { queue_paused, maintenance_mode },
     liveDispatchEnabled: dispatch.liveDispatchEnabled,
     readOnly: deps.readOnly,
     pumpEnabled: deps.pump.enabled,
