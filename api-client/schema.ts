@@ -1354,6 +1354,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/control/api/v1/runs/{run_id}/transcript": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A page of the run's transcript: its agent's messages, tool calls and their output, token usage and lifecycle, in order
+         * @description A page of the run's transcript: its agent's messages, tool calls and their output, token usage and lifecycle, in order. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        get: operations["getRunTranscript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * A page of the run's transcript: its agent's messages, tool calls and their output, token usage and lifecycle, in order (headers only)
+         * @description A page of the run's transcript: its agent's messages, tool calls and their output, token usage and lifecycle, in order. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        head: operations["getRunTranscriptHeaders"];
+        patch?: never;
+        trace?: never;
+    };
+    "/control/api/v1/runs/{run_id}/transcript/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The run's transcript as server-sent events: `entry` events (id: the seq) after `after` or Last-Event-ID, `state` on each change of the run's state, `end` once the run is finished and its transcript sent
+         * @description The run's transcript as server-sent events: `entry` events (id: the seq) after `after` or Last-Event-ID, `state` on each change of the run's state, `end` once the run is finished and its transcript sent. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        get: operations["streamRunTranscript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * The run's transcript as server-sent events: `entry` events (id: the seq) after `after` or Last-Event-ID, `state` on each change of the run's state, `end` once the run is finished and its transcript sent (headers only)
+         * @description The run's transcript as server-sent events: `entry` events (id: the seq) after `after` or Last-Event-ID, `state` on each change of the run's state, `end` once the run is finished and its transcript sent. Takes the control API token, or a dashboard session (with its CSRF token on anything but a read). Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        head: operations["streamRunTranscriptHeaders"];
+        patch?: never;
+        trace?: never;
+    };
     "/control/api/v1/source-lineage": {
         parameters: {
             query?: never;
@@ -1416,6 +1464,26 @@ export interface paths {
          * @description A worker gate's completion callback; a redelivery answers the first answer. Takes the completion callback token only. Errors are answered as ErrorBody, {"detail": ...}.
          */
         post: operations["receiveWorkerCallback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/control/api/worker-transcript": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A worker gate's push of new transcript entries of a run; entries already held are left as they are
+         * @description A worker gate's push of new transcript entries of a run; entries already held are left as they are. Takes the completion callback token only. Errors are answered as ErrorBody, {"detail": ...}.
+         */
+        post: operations["receiveWorkerTranscript"];
         delete?: never;
         options?: never;
         head?: never;
@@ -18961,6 +19029,563 @@ export interface operations {
             };
         };
     };
+    getRunTranscript: {
+        parameters: {
+            query?: {
+                /** @description Entries after this seq: 0 (the default) for the first page, next_after of the previous page for the next */
+                after?: number;
+                /** @description An integer, 1–500; 200 when absent */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        entries: {
+                            /**
+                             * Format: date-time
+                             * @description When the gate saw it (or the simulated agent made it)
+                             */
+                            at: string;
+                            /**
+                             * @description message: what the agent said; tool_call: a command or tool it ran; tool_output: what that gave back; usage: its tokens spent so far; lifecycle: its session started, stopped, asked, ended
+                             * @enum {string}
+                             */
+                            kind: "message" | "tool_call" | "tool_output" | "usage" | "lifecycle";
+                            /** @description The entry's number within its run, from 1, without gaps */
+                            seq: number;
+                            /** @description The agent's text, cut at 4,000 characters, with the gate's secrets replaced by [redacted]. Untrusted: show it as text */
+                            text: string;
+                            /** @description The tool of a tool_call or tool_output (Bash, command_execution, …), else null */
+                            tool: string | null;
+                        }[];
+                        has_more: boolean;
+                        /** @description The seq to ask after for the next page (the `after` asked when this page is empty) */
+                        next_after: number;
+                        run_id: string;
+                        /** @enum {string} */
+                        run_state: "prepared" | "dispatching" | "awaiting_wake" | "running" | "question_pending" | "usage_limited" | "wake_ready" | "session_finished_ready" | "gate_timeout" | "gate_error" | "reconciled" | "dispatch_error" | "canceled";
+                        /** @description When the run's state last changed */
+                        run_updated_at: string;
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A path parameter is longer than the router takes */
+            414: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
+                };
+            };
+        };
+    };
+    getRunTranscriptHeaders: {
+        parameters: {
+            query?: {
+                /** @description Entries after this seq: 0 (the default) for the first page, next_after of the previous page for the next */
+                after?: number;
+                /** @description An integer, 1–500; 200 when absent */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter is longer than the router takes */
+            414: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    streamRunTranscript: {
+        parameters: {
+            query?: {
+                /** @description Entries after this seq; a Last-Event-ID header (an EventSource reconnecting) takes its place */
+                after?: number;
+            };
+            header?: {
+                /** @description The id of the last event received, sent by an EventSource reconnecting */
+                "last-event-id"?: string;
+            };
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An event stream (text/event-stream) */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A path parameter is longer than the router takes */
+            414: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
+                };
+            };
+        };
+    };
+    streamRunTranscriptHeaders: {
+        parameters: {
+            query?: {
+                /** @description Entries after this seq; a Last-Event-ID header (an EventSource reconnecting) takes its place */
+                after?: number;
+            };
+            header?: {
+                /** @description The id of the last event received, sent by an EventSource reconnecting */
+                "last-event-id"?: string;
+            };
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An event stream (text/event-stream) */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter is longer than the router takes */
+            414: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     listSourceLineage: {
         parameters: {
             query?: {
@@ -19843,6 +20468,192 @@ export interface operations {
             };
         };
     };
+    receiveWorkerTranscript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    entries: {
+                        /**
+                         * Format: date-time
+                         * @description When the gate saw it (or the simulated agent made it)
+                         */
+                        at: string;
+                        /**
+                         * @description message: what the agent said; tool_call: a command or tool it ran; tool_output: what that gave back; usage: its tokens spent so far; lifecycle: its session started, stopped, asked, ended
+                         * @enum {string}
+                         */
+                        kind: "message" | "tool_call" | "tool_output" | "usage" | "lifecycle";
+                        /** @description The entry's number within its run, from 1, without gaps */
+                        seq: number;
+                        /** @description The agent's text, cut at 4,000 characters, with the gate's secrets replaced by [redacted]. Untrusted: show it as text */
+                        text: string;
+                        /** @description The tool of a tool_call or tool_output (Bash, command_execution, …), else null */
+                        tool: string | null;
+                    }[];
+                    run_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        run_id: string;
+                        /** @description The highest seq the control plane holds of the run: the gate sends only entries after it */
+                        stored_through: number;
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked */
+            400: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Unknown resource */
+            404: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request did not arrive whole in time (the connection is closed) */
+            408: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body is not JSON (Content-Type application/json) */
+            415: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Host header names a host this server is not configured to answer (allowed_hosts) */
+            421: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request failed validation: one {loc, msg, type} entry per problem */
+            422: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many requests from this client address; Retry-After says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds until this client may try again */
+                    "Retry-After"?: number;
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request headers are too large (the connection is closed) */
+            431: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description An unexpected failure; request_id names it in the server log */
+            500: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
+                };
+            };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     redirectToDashboard: {
         parameters: {
             query?: never;
@@ -20174,7 +20985,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description One of: api.js, app.css, app.js, dom.js, format.js, markdown.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-files.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js, why-view.js */
+                /** @description One of: api.js, app.css, app.js, dom.js, format.js, markdown.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-files.js, run-questions.js, run-transcript.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js, why-view.js */
                 file: string;
             };
             cookie?: never;
@@ -20305,7 +21116,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description One of: api.js, app.css, app.js, dom.js, format.js, markdown.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-files.js, run-questions.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js, why-view.js */
+                /** @description One of: api.js, app.css, app.js, dom.js, format.js, markdown.js, panel-events.js, panel-overview.js, panel-paper-detail.js, panel-papers.js, panel-queue.js, panel-research.js, panel-runs.js, research-views.js, run-files.js, run-questions.js, run-transcript.js, run-usage-limit.js, ui-commands.js, ui-forms.js, ui.js, why-view.js */
                 file: string;
             };
             cookie?: never;

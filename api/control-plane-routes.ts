@@ -28,6 +28,7 @@ import { v1OverviewRoutes } from './console/overview-routes.ts';
 import { whyRoutes } from './console/why-routes.ts';
 import { v1ResearchRoutes } from './research/research-reads-routes.ts';
 import { workerCallbackRoutes } from './runs/callback-routes.ts';
+import { transcriptRoutes } from './runs/transcript-routes.ts';
 
 export interface ControlPlaneRouteOptions {
   deps: AppDeps;
@@ -59,6 +60,7 @@ export async function controlPlaneRoutes(app: FastifyInstance, options: ControlP
   await app.register(dispatchRoutes, deps);
   await app.register(workerCallbackRoutes, deps);
   await app.register(runRoutes, deps);
+  await app.register(transcriptRoutes, deps);
   await app.register(projectRoutes, deps);
   await app.register(paperRoutes, deps);
   await app.register(paperDraftingRoutes, deps);

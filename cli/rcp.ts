@@ -8,6 +8,7 @@ import { completionScript } from './completion.ts';
 import { colours, EXIT, explain, print, table, terminalSafe, UsageError, type Output } from './output.ts';
 import { readProfile, writeProfile } from './profile.ts';
 import { watchRun } from './watch.ts';
+import { printRunLogs } from './run-logs.ts';
 import { answerFields, questionText, type AnswerOptions } from './run-questions.ts';
 
 /**
@@ -191,6 +192,13 @@ export function buildProgram(io: Io, exit: { code: number }): Command {
       exit.code = await watchRun(client(io), runId, { output: out(command), intervalMs: options.interval });
     });
 
+  runs
+    .command('logs <run_id>')
+    .description("the run's transcript: its agent's messages, tool calls and their output, token usage and lifecycle; --follow goes on live until the run finishes")
+    .option('-f, --follow', 'go on printing new entries as the agent works, until the run finishes')
+    .action(async (runId: string, options: { follow?: boolean }, command: Command) => {
+      exit.code = await printRunLogs(client(io), readProfile(io.env), runId, { output: out(command), follow: options.follow === true });
+    });
   runs
     .command('question <run_id>')
     .description("the question the run's agent waits on, with its choices (or the tool call it asks permission for)")

@@ -31,6 +31,8 @@ export interface CallbackOutboxOptions {
   retryBaseMs?: number;
   retryCapMs?: number;
   onDelivered?: (entry: OutboxEntry) => void;
+  /** Told of each callback queued (the run's transcript records what the gate reported). */
+  onQueued?: (payload: GateCallbackPayload) => void;
 }
 
 const DEFAULT_RETRY_BASE_MS = 1000;
@@ -108,6 +110,7 @@ export class CallbackOutbox {
     if (!createJsonExclusive(entryFile(this.options.dir, key), entry)) return false;
     this.entries.set(key, entry);
     this.options.logger.info({ idempotency_key: key, event_type: entry.event_type, run_id: entry.run_id }, 'callback queued');
+    this.options.onQueued?.(payload);
     this.kick();
     return true;
   }

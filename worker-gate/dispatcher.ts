@@ -82,6 +82,8 @@ export interface GateDispatcherOptions {
   cgroups: RunCgroupHost;
   /** The user and sandbox agents run as and in (docs/security.md#security-model). */
   sandbox: AgentSandbox;
+  /** Told just before a run's agent starts: its transcript follows the tool's stream from there. */
+  launching?: (runId: string, start: AgentStart) => void;
 }
 
 /** What makes two /dispatch calls the same request; the display name may differ. */
@@ -269,6 +271,7 @@ export class GateDispatcher {
     // Written before the script runs: a gate that dies now must not start the agent a second time after restart.
     runs.save(starting);
     const env = this.options.sandbox.environment(process.env, runEnvironment(starting, { eventUrl: this.options.eventUrl(), eventToken, start, confinement, tokenBudget: request.token_budget ?? null }), confinement.plan);
+    this.options.launching?.(starting.run_id, start);
     const result = await runScriptOf(runs, starting, { scriptPath: start.scriptPath, project, timeoutMs: config.dispatch_timeout_sec * 1000, cgroup, confinement, env });
     if (!result.ok) {
       if (cgroup) await this.stopCgroup(starting.run_id, cgroup);

@@ -47,6 +47,7 @@ export type WorkerGateConfig = Pick<
   | 'completion_callback_url'
   | 'completion_callback_fallback_urls'
   | 'completion_callback_token'
+  | 'worker_wake_gate_bearer_token'
   | 'completion_callback_timeout_sec'
   | 'log_events'
   | 'temporal_tls_client_key_path'

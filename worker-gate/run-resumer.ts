@@ -6,7 +6,7 @@ import { budgetLeftOf, CONTINUE_PREFIX, continuationsOf, continuePrompt } from '
 import { HttpError } from '../platform/http/errors.ts';
 import { randomToken, sha256Hex } from '../platform/http/tokens.ts';
 import type { AgentSandbox } from './agent-sandbox/index.ts';
-import { agentStartFor } from './agent-start.ts';
+import { agentStartFor, type AgentStart } from './agent-start.ts';
 import { runtimeFor, type WorkerGateConfig } from './gate-config.ts';
 import type { GateEventLog } from './gate-event-log.ts';
 import { readProcessTable } from './process-table.ts';
@@ -39,6 +39,8 @@ export interface RunResumerOptions {
   events: GateEventLog;
   eventUrl: () => string;
   sandbox: AgentSandbox;
+  /** Told just before the run's agent starts again: its transcript follows the new session's stream from there. */
+  launching?: (runId: string, start: AgentStart) => void;
 }
 
 /** What a relaunch of the run's session starts with. */
@@ -165,6 +167,7 @@ export class RunResumer {
         },
         confinement.plan,
       );
+      this.options.launching?.(run.run_id, start);
       const result = await runScriptOf(runs, resumed, { scriptPath: start.scriptPath, project, timeoutMs: config.dispatch_timeout_sec * 1000, cgroup, confinement, env });
       if (!result.ok) {
         runs.save({ ...(runs.get(run.run_id) ?? resumed), dispatch_status: 'started', gate_state: 'error', gate_reason: `the resume's dispatch script failed: ${result.detail.message}` });

@@ -7,7 +7,8 @@
  * docs/worker-gate.md#worker-gate (dispatch contract). Invoked that way it is the *launcher*: it starts itself again with `--agent`,
  * detached, its output going to `<project_dir>/.research/agent.log`, prints
  * `{"root_pid":…,"process_group_id":…}` and exits. In agent mode it posts session-start, "works" for
- * SIMULATED_AGENT_WORK_SEC seconds (default 3), writes `run_notes.md`,
+ * SIMULATED_AGENT_WORK_SEC seconds (default 3) in SIMULATED_AGENT_STEPS steps (default one a second), posting each
+ * step's tool call and output for the run's transcript as a `progress` event, writes `run_notes.md`,
  * `results/simulated/metrics.json` and `.research/decision.json`, posts session-end and exits.
  *
  * Its decision is `inconclusive` unless the prompt asks for another with a `simulate:<decision>` token
@@ -38,6 +39,8 @@ import {
 
 const simulatedEnvSchema = z.object({
   SIMULATED_AGENT_WORK_SEC: z.coerce.number().min(0).max(3600).default(3),
+  /** How many steps the work takes, each a tool call and its output in the run's transcript; one per second of work when unset. */
+  SIMULATED_AGENT_STEPS: z.coerce.number().int().min(1).max(100_000).optional(),
 });
 
 /** Decisions a prompt may ask the simulated agent for. */
@@ -55,7 +58,7 @@ function seededScore(runId: string): number {
   return createHash('sha256').update(runId).digest().readUInt32BE(0) / 2 ** 32;
 }
 
-async function runAgent(env: DispatchEnv, workSec: number): Promise<void> {
+async function runAgent(env: DispatchEnv, workSec: number, stepCount: number | undefined): Promise<void> {
   const started = new Date();
   const poster = createEventPoster(env, newSessionId('sim', env.RUN_ID));
   const resumed = env.DISPATCH_MODE === 'resume';
@@ -78,10 +81,19 @@ async function runAgent(env: DispatchEnv, workSec: number): Promise<void> {
   }
   const firstLine = prompt.split(/\r?\n/).find((line) => line.trim() !== '')?.trim() ?? '';
 
-  const steps = Math.max(1, Math.ceil(workSec));
+  const steps = stepCount ?? Math.max(1, Math.ceil(workSec));
+  await poster.post('progress', 'read the prompt', {
+    transcript: [{ kind: 'message', text: `I read the prompt${firstLine ? `: ${firstLine}` : ''}. I will work in ${steps} step(s).` }],
+  });
   for (let step = 1; step <= steps; step += 1) {
     log(`working: step ${step} of ${steps}`);
     await sleep((workSec * 1000) / steps);
+    await poster.post('progress', `step ${step} of ${steps}`, {
+      transcript: [
+        { kind: 'tool_call', tool: 'simulated_shell', text: `python experiment.py --step ${step}` },
+        { kind: 'tool_output', tool: 'simulated_shell', text: `step ${step} of ${steps}: simulated, no experiment ran` },
+      ],
+    });
   }
 
   const score = Number(seededScore(env.RUN_ID).toFixed(4));
@@ -138,9 +150,9 @@ async function runAgent(env: DispatchEnv, workSec: number): Promise<void> {
 
 async function main(): Promise<void> {
   const env = parseEnvOrExit(dispatchEnvSchema, process.env, 'simulated-agent');
-  const { SIMULATED_AGENT_WORK_SEC: workSec } = parseEnvOrExit(simulatedEnvSchema, process.env, 'simulated-agent');
+  const { SIMULATED_AGENT_WORK_SEC: workSec, SIMULATED_AGENT_STEPS: steps } = parseEnvOrExit(simulatedEnvSchema, process.env, 'simulated-agent');
   if (process.argv.includes(AGENT_FLAG)) {
-    await runAgent(env, workSec);
+    await runAgent(env, workSec, steps);
     process.exit(0);
   }
   checkWorkspaceOrExit(env, 'simulated-agent');

@@ -23,6 +23,11 @@ import type { GateRun } from './domain/gate-run.ts';
 import { HttpError } from '../platform/http/errors.ts';
 import type { RunFileContent, RunFiles } from './contract/run-files.ts';
 import type { AgentIsolation } from './contract/agent-isolation.ts';
+import { LAUNCHED_RUNTIMES, type LaunchedRuntime } from './contract/agent-runtimes.ts';
+import type { TranscriptDraft } from './contract/run-transcript.ts';
+import type { AgentStart } from './agent-start.ts';
+import { RunTranscripts, transcriptUrlBeside } from './transcripts/run-transcripts.ts';
+import { credentialValues } from './transcripts/secret-redactor.ts';
 
 export type { CancelResponse, DispatchResponse } from './dispatcher.ts';
 export type { EventResponse } from './run-monitor.ts';
@@ -48,6 +53,7 @@ export class WorkerGate {
   private readonly cancelsBeforeDispatch: CancelsBeforeDispatch;
   private readonly events: GateEventLog;
   private readonly outbox: CallbackOutbox;
+  private readonly transcripts: RunTranscripts;
   private readonly dispatcher: GateDispatcher;
   private readonly resumer: RunResumer;
   private readonly monitor: RunMonitor;
@@ -72,6 +78,17 @@ export class WorkerGate {
       logger: this.logger,
       onDelivered: (entry) =>
         this.events.append('callback_delivered', entry.run_id, { event_type: entry.event_type, idempotency_key: entry.idempotency_key, attempts: entry.attempts }),
+      onQueued: (payload) => this.transcripts.append(payload.run_id, [{ kind: 'lifecycle', tool: null, text: `the gate reports ${payload.event_type}: ${payload.reason}` }]),
+    });
+    const callbackUrls = [this.config.completion_callback_url, ...this.config.completion_callback_fallback_urls];
+    this.transcripts = new RunTranscripts({
+      dir: join(dir, 'transcripts'),
+      urls: callbackUrls.map(transcriptUrlBeside),
+      token: this.config.completion_callback_token,
+      timeoutSec: this.config.completion_callback_timeout_sec,
+      logger: this.logger,
+      secrets: [this.config.completion_callback_token, this.config.worker_wake_gate_bearer_token ?? '', ...credentialValues(process.env, this.config.agent_credential_env)],
+      runOf: (runId) => this.runs.get(runId),
     });
     this.cgroups = RunCgroupHost.detect(this.config);
     this.sandbox = AgentSandbox.detect(this.config);
@@ -79,7 +96,8 @@ export class WorkerGate {
     const exposed = agentReachProblems(this.config, { isolated: this.sandbox.report().sandboxed });
     if (exposed.length > 0) throw new Error(`the worker gate refuses to start: ${exposed.join('; ')}`);
     const shared = { config: this.config, logger: this.logger, runs: this.runs, events: this.events };
-    this.resumer = new RunResumer({ ...shared, eventUrl: options.eventUrl, sandbox: this.sandbox });
+    const launching = (runId: string, start: AgentStart) => this.followToolStream(runId, start);
+    this.resumer = new RunResumer({ ...shared, eventUrl: options.eventUrl, sandbox: this.sandbox, launching });
     this.monitor = new RunMonitor({ ...shared, outbox: this.outbox, continueSession: (run, missing) => this.resumer.continueSession(run, missing) });
     this.dispatcher = new GateDispatcher({
       ...shared,
@@ -90,7 +108,15 @@ export class WorkerGate {
       gpuInventory: () => this.monitor.gpuInventory(),
       cgroups: this.cgroups,
       sandbox: this.sandbox,
+      launching,
     });
+  }
+
+  /** A run started under a real tool: its transcript follows the stream the gate's runner keeps of it. */
+  private followToolStream(runId: string, start: AgentStart): void {
+    const runtime = start.env.AGENT_RUNTIME;
+    const records = start.env.AGENT_RECORDS;
+    if (records && LAUNCHED_RUNTIMES.includes(runtime as LaunchedRuntime)) this.transcripts.launched(runId, runtime as LaunchedRuntime, records);
   }
 
   /** The quiet window each workload class waits out before a run counts as finished, as the profiles in force set it. */
@@ -105,6 +131,7 @@ export class WorkerGate {
     this.events.load();
     this.outbox.load();
     this.runs.load();
+    this.transcripts.load();
     this.cancelsBeforeDispatch.load();
     this.dispatcher.recoverInterruptedDispatches();
     this.reportIsolation();
@@ -114,6 +141,7 @@ export class WorkerGate {
     this.logger.info({ resumed_runs: resumed.length, callbacks_pending: this.outbox.pendingCount() }, 'worker gate started');
     this.reportQuietWindows();
     this.outbox.start();
+    this.transcripts.start();
     await this.monitor.start();
     this.ready = true;
   }
@@ -161,6 +189,7 @@ export class WorkerGate {
     this.stopped = true;
     await this.monitor.stop();
     await this.outbox.stop();
+    await this.transcripts.stop();
     this.cgroups.releaseParents();
   }
 
@@ -199,7 +228,11 @@ export class WorkerGate {
     return run;
   }
 
+  /** An agent's event: the run monitor applies it, and the run's transcript records it (docs/runs.md#following-a-run-live). */
   recordEvent(event: ControlPlaneEvent): EventResponse {
+    // Recorded before the monitor applies it, so the transcript says what the agent did before what the gate made of it.
+    const run = event.run_id === undefined ? undefined : this.runs.get(event.run_id);
+    if (run && acceptsAgentEvents(run)) this.transcripts.append(run.run_id, transcriptOfEvent(event));
     return this.monitor.recordEvent(event);
   }
 
@@ -261,4 +294,11 @@ export class WorkerGate {
       limit,
     });
   }
+}
+
+/** What an agent's event adds to its run's transcript: a lifecycle line, or the entries a progress event carries. */
+function transcriptOfEvent(event: ControlPlaneEvent): TranscriptDraft[] {
+  if (event.event === 'progress') return (event.transcript ?? []).map((draft) => ({ ...draft, at: event.timestamp }));
+  const said = event.event === 'ask-user-question' ? (event.question ?? event.message) : event.message;
+  return [{ kind: 'lifecycle', tool: null, text: said ? `${event.event}: ${said}` : event.event }];
 }

@@ -8,6 +8,7 @@ import { confirmCommand } from './ui-commands.js';
 import { filterBar } from './ui-forms.js';
 import { answersCard, createRunQuestion } from './run-questions.js';
 import { createRunFiles } from './run-files.js';
+import { createRunTranscript } from './run-transcript.js';
 import { createUsageLimit } from './run-usage-limit.js';
 
 /** The agent's token usage as the worker reported it: the total, and on the detail its input and output. */
@@ -192,7 +193,8 @@ function createRunDetail(runId) {
     return refresh();
   });
   const files = createRunFiles(runId);
-  const el = h('div', { class: 'panel' }, h('p', null, link('#/runs', '← Lanes and runs')), h('h2', null, 'Run ', h('code', null, runId)), cancelHolder, cancelOutput, detail.el);
+  const transcript = createRunTranscript(runId);
+  const el = h('div', { class: 'panel' }, h('p', null, link('#/runs', '← Lanes and runs')), h('h2', null, 'Run ', h('code', null, runId)), cancelHolder, cancelOutput, detail.el, transcript.el);
 
   function showCancel(finished) {
     if (finished) {
@@ -304,6 +306,7 @@ function createRunDetail(runId) {
   }
 
   async function refresh() {
+    transcript.open();
     const answer = await fill(detail, 'Reading the run', () => api('GET', withQuery(`/control/api/v1/runs/${segment(runId)}`, { event_limit: 50 })), draw);
     if (answer) showCancel(answer.finished);
   }

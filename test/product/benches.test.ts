@@ -53,6 +53,7 @@ const BENCHES: [string, RegExp][] = [
   ['bench/gate-sampler.ts', /^gate's sampling CPU at 8 runs: [\d.]+ % of one core/m],
   ['bench/gate-slots.ts', /^sampler at 8 runs ≤ 1 % of a core: [\d.]+ %/m],
   ['bench/fleet.ts', /^cluster doubled +0 /m],
+  ['bench/transcript-stream.ts', /^tool call to dashboard delay p50 \/ p99 \/ max: [\d.]+ \/ [\d.]+ \/ [\d.]+ ms$/m],
 ];
 
 describe('every bench in its quick mode', () => {

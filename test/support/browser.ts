@@ -67,9 +67,11 @@ export async function openDashboard(browser: Browser, baseUrl: string, options: 
     inFlight += delta;
     lastChange = Date.now();
   };
-  page.on('request', () => changed(1));
-  page.on('requestfinished', () => changed(-1));
-  page.on('requestfailed', () => changed(-1));
+  // A run page's transcript stream stays open while the page shows it: it is not a request the page waits on.
+  const counted = (request: { url(): string }) => !request.url().includes('/transcript/stream');
+  page.on('request', (request) => counted(request) && changed(1));
+  page.on('requestfinished', (request) => counted(request) && changed(-1));
+  page.on('requestfailed', (request) => counted(request) && changed(-1));
   page.on('console', (message) => {
     if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()}`);
   });

@@ -41,7 +41,9 @@ export class CallbackFanOut {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
-    this.received += 1;
+    // Transcript pushes go beside the callbacks (…/worker-transcript), to the same path of each replica.
+    const path = request.url ?? '';
+    if (!path.endsWith('/worker-transcript')) this.received += 1;
     const headers: Record<string, string> = {};
     for (const name of ['authorization', 'content-type', 'x-request-id']) {
       const value = request.headers[name];
@@ -50,7 +52,7 @@ export class CallbackFanOut {
     const answers = await Promise.all(
       replicaUrls.map(async (url) => {
         try {
-          const answer = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+          const answer = await fetch(new URL(path, url), { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
           return { status: answer.status, body: await answer.text() };
         } catch (error) {
           return { status: 502, body: JSON.stringify({ detail: `replica unreachable: ${(error as Error).message}` }) };
@@ -58,7 +60,7 @@ export class CallbackFanOut {
       }),
     );
     const taken = answers.filter((answer) => answer.status >= 200 && answer.status < 300);
-    if (taken.length > 1) this.deliveredToSeveral += 1;
+    if (taken.length > 1 && !path.endsWith('/worker-transcript')) this.deliveredToSeveral += 1;
     return taken[0] ?? answers.at(-1)!;
   }
 

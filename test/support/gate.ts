@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { testPort } from './ports.ts';
 import type { GateCallbackPayload } from '../../worker-gate/contract/callback-body.ts';
+import type { TranscriptEntry, TranscriptPush } from '../../worker-gate/contract/run-transcript.ts';
 import { START_COMMAND_ARGS } from './process.ts';
 
 export const GATE_TOKEN = 'gate-test-token-0123456789abcdef';
@@ -35,6 +36,8 @@ export interface ReceivedCallback {
 /** A real HTTP server standing in for the control plane's worker-callback endpoint. It can go down and come back. */
 export class CallbackReceiver {
   readonly received: ReceivedCallback[] = [];
+  /** Transcript entries the gate pushed beside its callbacks (…/worker-transcript), by run, each seq once. */
+  readonly transcripts = new Map<string, Map<number, TranscriptEntry>>();
   private server: Server | undefined;
 
   readonly port: number;
@@ -59,6 +62,14 @@ export class CallbackReceiver {
       request.setEncoding('utf8');
       request.on('data', (chunk: string) => (text += chunk));
       request.on('end', () => {
+        if (request.url?.endsWith('/worker-transcript')) {
+          const push = JSON.parse(text) as TranscriptPush;
+          const held = this.transcripts.get(push.run_id) ?? new Map<number, TranscriptEntry>();
+          this.transcripts.set(push.run_id, held);
+          for (const entry of push.entries) held.set(entry.seq, entry);
+          response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ run_id: push.run_id, stored_through: Math.max(...held.keys()) }));
+          return;
+        }
         this.received.push({ body: JSON.parse(text) as GateCallbackPayload, headers: request.headers, at: Date.now() });
         response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
       });
@@ -76,6 +87,11 @@ export class CallbackReceiver {
     if (!server) return;
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** The run's transcript as pushed so far, in seq order. */
+  transcriptOf(runId: string): TranscriptEntry[] {
+    return [...(this.transcripts.get(runId)?.values() ?? [])].sort((a, b) => a.seq - b.seq);
   }
 
   forRun(runId: string): ReceivedCallback[] {

@@ -90,6 +90,14 @@ describe.concurrent('Claude Code under the gate', () => {
     for (const place of [events, JSON.stringify(record), gate.process.output(), dashboard, callbacks]) expect(place).not.toContain(API_KEY);
     expect((await gate.client.runView(runId))?.token_usage).toEqual({ input_tokens: 400, output_tokens: 40, total_tokens: 440 });
     expect(finished.body.token_usage).toEqual({ input_tokens: 400, output_tokens: 40, total_tokens: 440 });
+    // The run's transcript, pushed beside the callbacks: each tool call with its result, the answer and the usage.
+    const said = receiver.transcriptOf(runId);
+    expect(said.map((entry) => entry.seq)).toEqual(said.map((_, index) => index + 1));
+    expect(said.filter((entry) => entry.kind === 'tool_call' && entry.text.includes('run_notes.md'))).toHaveLength(1);
+    expect(said.filter((entry) => entry.kind === 'tool_output').length).toBeGreaterThanOrEqual(3);
+    expect(said).toContainEqual(expect.objectContaining({ kind: 'message', text: 'The experiment is done.' }));
+    expect(said.filter((entry) => entry.kind === 'usage').at(-1)?.text).toBe('440 tokens so far (input 400, output 40)');
+    expect(JSON.stringify(said)).not.toContain(API_KEY);
   });
 
   it('(b) a second dispatch in resume mode continues the same session', { timeout: 2 * WINDOW_MS + 30_000 }, async () => {

@@ -88,6 +88,14 @@ describe.concurrent('Codex CLI under the gate', () => {
     expect((await gate.client.runView(runId))?.token_usage).toEqual({ input_tokens: 200, output_tokens: 20, total_tokens: 220 });
     // And it travels with the callback to the control plane's run record.
     expect(finished.body.token_usage).toEqual({ input_tokens: 200, output_tokens: 20, total_tokens: 220 });
+    // The run's transcript, pushed beside the callbacks: the command, its output, the answer and the usage, in order.
+    const said = receiver.transcriptOf(runId);
+    expect(said.map((entry) => entry.seq)).toEqual(said.map((_, index) => index + 1));
+    expect(said).toContainEqual(expect.objectContaining({ kind: 'tool_call', tool: 'command_execution', text: expect.stringContaining('mkdir -p results/main .research') }));
+    expect(said).toContainEqual(expect.objectContaining({ kind: 'tool_output', tool: 'command_execution', text: expect.stringMatching(/^exit 0\n/) }));
+    expect(said).toContainEqual(expect.objectContaining({ kind: 'message', text: 'The experiment is done.' }));
+    expect(said).toContainEqual(expect.objectContaining({ kind: 'usage', text: '220 tokens so far (input 200, output 20)' }));
+    expect(JSON.stringify(said)).not.toContain(API_KEY);
   });
 
   it('(b) a second dispatch in resume mode continues the same session', { timeout: 2 * WINDOW_MS + 30_000 }, async () => {

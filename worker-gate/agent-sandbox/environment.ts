@@ -18,6 +18,7 @@ export const AGENT_ENV_ALLOW_LIST = [
   'NO_COLOR',
   'AGENT_EVENT_RETRY_SEC',
   'SIMULATED_AGENT_WORK_SEC',
+  'SIMULATED_AGENT_STEPS',
 ] as const;
 
 /** Set by the gate for every run (docs/worker-gate.md#worker-gate, dispatch contract), whatever the gate's environment holds. */

@@ -5,11 +5,12 @@ import { RunCauseSchema, TokenUsageSchema } from './callback-body.ts';
 import { WORKLOAD_CLASSES } from './workload.ts';
 import { AgentIsolationSchema } from './agent-isolation.ts';
 import { JsonValueSchema, jsonObject } from '../../platform/http/json-value.ts';
+import { RunIdSchema } from './run-id.ts';
+import { AgentTranscriptDraftSchema } from './run-transcript.ts';
 
 /** Request and response bodies of the worker gate's endpoints (docs/worker-gate.md#worker-gate). */
 
-const RUN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/;
-export const RunIdSchema = z.string().regex(RUN_ID_PATTERN, 'must be 1–200 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
+export { RunIdSchema };
 const ProjectIdSchema = z.string().min(1).max(200);
 /** Longest name of one path component on the file systems the gate runs on (bytes). */
 const MAX_PATH_COMPONENT_BYTES = 255;
@@ -115,6 +116,8 @@ export const ControlPlaneEventSchema = z.strictObject({
   token_budget_exceeded: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).nullish().transform((v) => v ?? undefined),
   /** With session-end, from the gate's runner: how the tool ended (exit, signal, the model's error). Reaped processes are the gate's own to add. */
   cause: RunCauseSchema.omit({ reaped: true }).nullish().transform((v) => v ?? undefined),
+  /** With progress: entries the agent adds to its run's transcript itself (the simulated agent's steps). */
+  transcript: z.array(AgentTranscriptDraftSchema).max(20).nullish().transform((v) => v ?? undefined),
 });
 export type ControlPlaneEvent = z.output<typeof ControlPlaneEventSchema>;
 
