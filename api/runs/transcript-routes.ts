@@ -81,12 +81,14 @@ export async function transcriptRoutes(instance: FastifyInstance, deps: Pick<App
       ...errorResponses(401, 404, 422),
     },
   };
-  app.get('/control/api/v1/runs/:run_id/transcript/stream', { config: { auth: 'control' }, schema: stream, exposeHeadRoute: false }, async (request, reply) => {
+  app.get('/control/api/v1/runs/:run_id/transcript/stream', { config: { auth: 'control' }, schema: stream }, async (request, reply) => {
     const runId = request.params.run_id;
     const lastEventId = request.headers['last-event-id'];
     const after = lastEventId === undefined ? request.query.after : Number(lastEventId);
     // An unknown run is a 404 answered before the stream opens.
     await readTranscript(deps.store.reads, runId, after, 1);
+    // HEAD (Fastify's copy of this route) answers the stream's headers and nothing more.
+    if (request.method === 'HEAD') return reply.type('text/event-stream; charset=utf-8').send('');
     reply.hijack();
     const raw = reply.raw;
     for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) raw.setHeader(name, value);

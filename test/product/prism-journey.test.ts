@@ -284,6 +284,11 @@ describe('the contract on real traffic, judged by Prism', () => {
     await ok('getRunFile', { params: { run_id: runId }, query: { path: 'results/main/metrics.json' } });
     await ok('gateListRunFiles', { bearer: GATE_TOKEN, params: { run_id: runId } });
     await ok('gateGetRunFile', { bearer: GATE_TOKEN, params: { run_id: runId }, query: { path: 'run_notes.md' } });
+    // Its transcript, which the gate pushed through Prism: a page, and the stream, which ends at once for a finished run.
+    const transcript = await ok('getRunTranscript', { params: { run_id: runId }, query: { limit: '2' } });
+    expect(transcript.entries.length, JSON.stringify(transcript)).toBeGreaterThan(0);
+    await waitUntil('the run to have finished 3 s ago', async () => (Date.now() - Date.parse(transcript.run_updated_at as string) > 3_500) || undefined, 10_000, 250);
+    await ok('streamRunTranscript', { params: { run_id: runId }, query: { after: '1' } });
 
     // A paper drafted from the run, reviewed, packaged and its import recorded, through both review prefixes
     await ok('draftNextPaper', { body: { ...by, dry_run: true } });

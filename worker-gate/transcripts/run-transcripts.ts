@@ -6,7 +6,7 @@ import { TRANSCRIPT_CAPS, TranscriptPushAnswerSchema, capTranscriptText, type Tr
 import type { GateRun } from '../domain/gate-run.ts';
 import { readJsonDir } from '../json-files.ts';
 import { secretRedactor } from './secret-redactor.ts';
-import { StreamTail } from './stream-tail.ts';
+import { StreamTail, streamNow } from './stream-tail.ts';
 import { TranscriptJournal, isJournalCursor } from './transcript-journal.ts';
 
 export interface RunTranscriptsOptions {
@@ -124,11 +124,10 @@ export class RunTranscripts {
    */
   launched(runId: string, runtime: LaunchedRuntime, recordsPath: string): void {
     const transcript = this.transcriptOf(runId);
-    const now = Date.now();
-    if (transcript.tail && transcript.tail.cursor.records_path === recordsPath) transcript.tail.relaunched(now);
+    if (transcript.tail && transcript.tail.cursor.records_path === recordsPath) transcript.tail.relaunched();
     else {
       transcript.tail?.close();
-      transcript.tail = new StreamTail({ runtime, records_path: recordsPath, offset: 0, not_before_ms: now });
+      transcript.tail = new StreamTail({ runtime, records_path: recordsPath, offset: 0, stale: streamNow(recordsPath) });
     }
     transcript.journal.saveCursor(transcript.tail.cursor);
   }

@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LaunchedRuntime, TokenUsage } from '../contract/agent-runtimes.ts';
 import type { TranscriptDraft } from '../contract/run-transcript.ts';
@@ -14,8 +14,11 @@ export interface StreamTailCursor {
   /** The gate's records of the run's project (launchers/records.ts), where the runner keeps the tool's stream. */
   records_path: string;
   offset: number;
-  /** Content of the stream older than this (ms since the epoch) is an earlier run's, left until the runner empties it. */
-  not_before_ms: number;
+  /**
+   * The stream as it was when the session was launched: an earlier session's, not read. Once it differs (the runner
+   * opened it fresh, the tool wrote), it is read from its start. Null when there was none.
+   */
+  stale: { size: number; mtime_ms: number } | null;
 }
 
 /** Bytes read from the stream per run and pass: a burst is taken over a few passes, not in one large read. */
@@ -28,6 +31,16 @@ const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
 
 const usageText = (usage: TokenUsage) =>
   `${usage.total_tokens.toLocaleString('en-US')} tokens so far (input ${usage.input_tokens.toLocaleString('en-US')}, output ${usage.output_tokens.toLocaleString('en-US')})`;
+
+/** The size and time of the stream kept in `recordsPath`, or null when there is none. */
+export function streamNow(recordsPath: string): { size: number; mtime_ms: number } | null {
+  try {
+    const stat = lstatSync(join(recordsPath, AGENT_RECORD_FILES.events));
+    return { size: stat.size, mtime_ms: stat.mtimeMs };
+  } catch {
+    return null;
+  }
+}
 
 /**
  * Follows the tool stream (`events.jsonl`) the gate's runner keeps for a run's project, from where it last read. The
@@ -53,7 +66,9 @@ export class StreamTail {
     const fd = this.open();
     if (fd === null) return [];
     const stat = fstatSync(fd);
-    if (stat.mtimeMs < this.cursor.not_before_ms) return [];
+    const { stale } = this.cursor;
+    if (stale && stat.size === stale.size && stat.mtimeMs === stale.mtime_ms) return [];
+    this.cursor.stale = null;
     if (stat.size < this.cursor.offset) this.restart();
     if (stat.size === this.cursor.offset) return [];
     const chunk = Buffer.alloc(Math.min(READ_CHUNK_BYTES, stat.size - this.cursor.offset));
@@ -81,9 +96,9 @@ export class StreamTail {
     return entries;
   }
 
-  /** The runner started a new session of the run: the stream is read from its start once the runner has emptied it. */
-  relaunched(notBeforeMs: number): void {
-    this.cursor.not_before_ms = notBeforeMs;
+  /** The runner starts a new session of the run: the stream is read from its start once the runner has emptied it. */
+  relaunched(): void {
+    this.cursor.stale = streamNow(this.cursor.records_path);
     this.restart();
   }
 
