@@ -47,7 +47,7 @@ export const runsFields = {
   completion_callback_url: doc(httpUrl(), {
     perReplica: true,
     description:
-      'URL that completion callbacks are posted to. Where roles holds both control_plane and worker_gate and it is left out, it is this process\'s own: http://<listen_host>:<listen_port>/control/api/worker-callback (loopback for a wildcard listen_host).',
+      'URL that completion callbacks are posted to; the gate pushes run transcripts beside it, to the same URL with its last segment worker-transcript. Where roles holds both control_plane and worker_gate and it is left out, it is this process\'s own: http://<listen_host>:<listen_port>/control/api/worker-callback (loopback for a wildcard listen_host).',
   }),
   completion_callback_token: doc(token(), {
     description: 'Bearer token sent with completion callbacks.',
