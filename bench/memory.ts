@@ -6,41 +6,26 @@
  *   npm run bench:memory       (BENCH_IDLE_SEC=20, BENCH_DURATION_SEC=10, BENCH_CONNECTIONS=10 by default;
  *                               BENCH_SHAPE=embedded or pg for one shape; BENCH_QUICK=1: seconds, bench/knobs.ts)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { httpLoad } from './figures.ts';
 import { knob, QUICK } from './knobs.ts';
 import { freePort } from '../platform/temporal/temporal-dev-server.ts';
 import { firstRunConfig } from '../platform/config/first-run.ts';
-import { benchDatabaseUrl, dropDatabase, ensureDatabase, percentileTable } from './support.ts';
+import { dropDatabase, ensureDatabase, percentileTable } from './support.ts';
+import { rssKib, START_ARGS, waitForBanner, writePgControlPlaneConfig } from './support/service-process.ts';
 
-const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const IDLE_SEC = knob('BENCH_IDLE_SEC', 20, 2);
 const DURATION_SEC = knob('BENCH_DURATION_SEC', 10, 1);
 const CONNECTIONS = knob('BENCH_CONNECTIONS', 10, 4);
 const DATABASE = QUICK ? `rcp_bench_memory_quick_${process.pid}` : 'rcp_bench_memory';
 const TOKEN = 'bench-memory-token-0123456789abcdef';
 
-/** `npm start`'s own command line (its Node flags matter here), with paths that work from another directory. */
-const START_ARGS = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
-  .split(/\s+/)
-  .slice(1)
-  .map((arg) => (/\.[jt]s$/.test(arg) ? join(REPO_ROOT, arg) : arg));
 
 const mib = (kib: number) => Math.round(kib / 1024);
 
-/** VmRSS of a process in KiB, 0 once it is gone. */
-function rssKib(pid: number): number {
-  try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return Number(match?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-}
 
 /** Direct children of `pid` whose command line contains `marker`. */
 function childPids(pid: number, marker: string): number[] {
@@ -94,38 +79,10 @@ const pgControlPlane: Shape = {
   name: 'control plane alone, pg backend',
   async prepare(dir) {
     await ensureDatabase(DATABASE);
-    const configPath = join(dir, 'config.json');
-    writeFileSync(
-      configPath,
-      JSON.stringify({
-        roles: ['control_plane'],
-        control_api_bearer_token: TOKEN,
-        completion_callback_url: 'http://127.0.0.1:9/control/api/worker-callback',
-        completion_callback_token: 'bench-memory-callback-0123456789ab',
-        state_dir: './state',
-        project_root: './projects',
-        dispatch_script_path: './agent.sh',
-        listen_host: '127.0.0.1',
-        listen_port: 0,
-        control_plane_store_backend: 'pg',
-        pg_database_url: benchDatabaseUrl(DATABASE),
-      }),
-      { mode: 0o600 },
-    );
+    const configPath = writePgControlPlaneConfig(dir, { database: DATABASE, token: TOKEN, callbackToken: 'bench-memory-callback-0123456789ab' });
     return { SVC_CONFIG: configPath };
   },
 };
-
-async function waitForBanner(child: ChildProcess, output: () => string): Promise<string> {
-  const deadline = Date.now() + 600_000;
-  while (Date.now() < deadline) {
-    const match = /API:\s+(http:\/\/[^/\s]+)/.exec(output());
-    if (match) return match[1]!;
-    if (child.exitCode !== null) throw new Error(`the service exited early:\n${output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`the service did not start:\n${output()}`);
-}
 
 async function measure(shape: Shape): Promise<Record<string, string | number>> {
   const dir = mkdtempSync(join(tmpdir(), 'rcp-bench-memory-'));

@@ -11,10 +11,9 @@
  * Knobs (environment): BENCH_RUNS=20 BENCH_SECONDS=20 BENCH_CALL_MS=500 (BENCH_QUICK=1: 4 runs, 3 s; bench/knobs.ts)
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import pino from 'pino';
 import { RunTranscripts } from '../worker-gate/transcripts/run-transcripts.ts';
@@ -23,6 +22,7 @@ import { AGENT_RECORD_FILES } from '../worker-gate/launchers/records.ts';
 import { stats, ms, loadNow, yes } from './figures.ts';
 import { knob, QUICK } from './knobs.ts';
 import { benchDatabaseUrl, dropDatabase, ensureDatabase, percentileTable } from './support.ts';
+import { rssKib, START_ARGS, waitForBanner, writePgControlPlaneConfig } from './support/service-process.ts';
 import { cpuSeconds, snapshot, withDescendants } from './support/process-cpu.ts';
 
 const RUNS = knob('BENCH_RUNS', 20, 4);
@@ -32,48 +32,20 @@ const TARGET_MS = 1000;
 const DATABASE = QUICK ? `rcp_bench_transcript_quick_${process.pid}` : 'rcp_bench_transcript';
 const TOKEN = 'bench-transcript-token-0123456789abcdef';
 const CALLBACK_TOKEN = 'bench-transcript-callback-0123456789';
-const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
-const START_ARGS = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
-  .split(/\s+/)
-  .slice(1)
-  .map((arg) => (/\.[jt]s$/.test(arg) ? join(REPO_ROOT, arg) : arg));
 
 const mib = (kib: number) => Math.round(kib / 1024);
-const rssKib = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
 const sleep = (msec: number) => new Promise<void>((resolve) => setTimeout(resolve, msec));
 
 async function startControlPlane(dir: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   await ensureDatabase(DATABASE);
-  const configPath = join(dir, 'config.json');
-  writeFileSync(
-    configPath,
-    JSON.stringify({
-      roles: ['control_plane'],
-      control_api_bearer_token: TOKEN,
-      completion_callback_url: 'http://127.0.0.1:9/control/api/worker-callback',
-      completion_callback_token: CALLBACK_TOKEN,
-      state_dir: './state',
-      project_root: './projects',
-      dispatch_script_path: './agent.sh',
-      listen_host: '127.0.0.1',
-      listen_port: 0,
-      control_plane_store_backend: 'pg',
-      pg_database_url: benchDatabaseUrl(DATABASE),
-    }),
-    { mode: 0o600 },
-  );
+  const configPath = writePgControlPlaneConfig(dir, { database: DATABASE, token: TOKEN, callbackToken: CALLBACK_TOKEN });
   const child = spawn(process.execPath, START_ARGS, { cwd: dir, env: { ...process.env, LOG_LEVEL: 'warn', SVC_CONFIG: configPath }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const deadline = Date.now() + 300_000;
-  for (;;) {
-    const url = /API:\s+(http:\/\/[^/\s]+)/.exec(output)?.[1];
-    if (url) return { url, pid: child.pid!, stop: async () => void (child.kill('SIGINT'), await exited) };
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the control plane did not start:\n${output}`);
-    await sleep(250);
-  }
+  const url = await waitForBanner(child, () => output);
+  return { url, pid: child.pid!, stop: async () => void (child.kill('SIGINT'), await exited) };
 }
 
 /** The runs the gate streams for, in the ledger as a dispatch leaves them. */
