@@ -132,7 +132,7 @@ export class RunTranscripts {
     transcript.journal.saveCursor(transcript.tail.cursor);
   }
 
-  /** Unsent entries of every run, for the gate's dashboard. */
+  /** Entries of every run the control plane has not confirmed. */
   pendingCount(): number {
     let count = 0;
     for (const transcript of this.transcripts.values()) count += transcript.journal.pending.length;
