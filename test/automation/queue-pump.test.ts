@@ -170,7 +170,9 @@ describe('the queue pump', () => {
     await waitUntil('the paper to be drafted', async () => {
       const rows = await stack.store.query<{ paper_status: string }>('SELECT paper_status FROM papers WHERE paper_id = $1', [paperId]);
       return rows.rows[0]?.paper_status === 'draft_review' ? true : undefined;
-    }, 30_000, 200);
+      // The writer answers 30 s after it was asked; what follows it (the draft's checks and ledger writes) took more
+      // than the rest of a 30 s wait on a loaded CI pass.
+    }, 60_000, 200);
     writer.delayMs = 0;
   });
 

@@ -180,7 +180,7 @@ describe('rcp', () => {
     const bash = await rcp(['completion', 'bash']);
     expect(bash.code).toBe(0);
     expect(bash.stdout).toContain('complete -F _rcp_complete rcp');
-    expect(bash.stdout).toContain('"runs") words="watch question files cat answer resume --state --project --limit --json --help"');
+    expect(bash.stdout).toContain('"runs") words="watch logs question files cat answer resume --state --project --limit --json --help"');
     const completed = await run('bash', ['-c', `${bash.stdout}\nCOMP_WORDS=(rcp ru); COMP_CWORD=1; _rcp_complete; echo "\${COMPREPLY[@]}"`]);
     expect(completed.stdout.trim()).toBe('runs');
     expect((await rcp(['completion', 'zsh'])).stdout).toContain('bashcompinit');

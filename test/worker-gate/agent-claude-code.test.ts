@@ -114,7 +114,7 @@ describe.concurrent('Claude Code under the gate', () => {
     expect(resumed).toContain('the number is 4217');
   });
 
-  it('(c) a tool call that needs a permission (-p mode has no question tool): the run goes to question_pending with it; a resume that allows that command runs it', { timeout: 2 * WINDOW_MS }, async () => {
+  it('(c) a tool call that needs a permission (-p mode has no question tool): the run goes to question_pending with it; a resume that allows that command runs it', { timeout: 3 * WINDOW_MS }, async () => {
     model.script('claude-c', [
       { kind: 'question', question: 'Which dataset should I use?' },
       { kind: 'message', text: 'Waiting for the operator.' },
@@ -130,7 +130,8 @@ describe.concurrent('Claude Code under the gate', () => {
     // The hook refused the call: the model was told so and ended its turn. Found by content, not by place: under a
     // loaded CI run Claude Code has sent its first request twice.
     const holds = (text: string) => (request: { body: Record<string, any> }) => JSON.stringify(request.body.messages).includes(text);
-    const refused = await waitUntil('the refusal to reach the model', () => model.requestsOf('claude-c').find(holds(REFUSAL)), 60_000);
+    // As long as the question itself may take on a loaded CI pass (a whole pass once saw this wait pass 60 s too).
+    const refused = await waitUntil('the refusal to reach the model', () => model.requestsOf('claude-c').find(holds(REFUSAL)), 120_000);
     expect(JSON.stringify(refused.body.messages)).toContain(REFUSAL);
 
     const answer = 'The operator allowed your command: run it again.';

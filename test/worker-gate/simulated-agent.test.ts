@@ -164,7 +164,14 @@ describe('the simulated agent, run as a dispatch script', () => {
     await waitUntil('the agent to exit', () => !isProcessAlive(launched.root_pid), 10_000);
 
     const events = receiver.forRun('alpha-run');
-    expect(events.map((e) => e.body.event)).toEqual(['session-start', 'session-end']);
+    const names = events.map((e) => e.body.event);
+    expect([names[0], names.at(-1)]).toEqual(['session-start', 'session-end']);
+    expect(new Set(names.slice(1, -1))).toEqual(new Set(['progress']));
+    // Its progress events carry its steps, for the run's transcript: what it read, then each step's call and output.
+    const said = events.flatMap((e) => (e.body.transcript as unknown[] | undefined) ?? []);
+    expect(said[0]).toEqual({ kind: 'message', text: expect.stringContaining('# alpha study') });
+    expect(said).toContainEqual({ kind: 'tool_call', tool: 'simulated_shell', text: 'python experiment.py --step 1' });
+    expect(said.at(-1)).toEqual({ kind: 'tool_output', tool: 'simulated_shell', text: expect.stringMatching(/^step (\d+) of \1: simulated/) });
     const sessionId = events[0]!.body.session_id as string;
     expect(sessionId).toMatch(/^sim-alpha-run-[0-9a-f]+$/);
     for (const { headers, body } of events) {
@@ -207,7 +214,7 @@ describe('the simulated agent, run as a dispatch script', () => {
     const notes = await readFile(join(projectDir, 'run_notes.md'), 'utf8');
     expect(notes.startsWith('# Earlier notes')).toBe(true);
     expect(notes).toMatch(/resumed/i);
-    expect(receiver.forRun('bravo-run').map((e) => e.body.event)).toEqual(['session-start', 'session-end']);
+    expect(receiver.forRun('bravo-run').map((e) => e.body.event).filter((event) => event !== 'progress')).toEqual(['session-start', 'session-end']);
     const decision = JSON.parse(await readFile(join(projectDir, '.research', 'decision.json'), 'utf8')) as Record<string, unknown>;
     expect(decision.decision).toBe('inconclusive');
   });
