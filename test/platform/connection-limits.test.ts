@@ -14,7 +14,8 @@ const LIMITS = { requestTimeoutMs: 30_000, maxConnections: 8, maxConnectionsPerA
  * all of loopback still counts as one client.
  */
 const HOARDER_ADDRESSES = ['127.0.0.2', '127.0.0.3'];
-const SLACK_MS = 1_000;
+// Node notices deadlines on a timer; a loaded CI pass has closed a connection 1,064 ms after its deadline.
+const SLACK_MS = 1_500;
 const REQUEST_TIMEOUT_ANSWER = /^HTTP\/1\.1 408 Request Timeout\r\n[\s\S]*\r\n\r\n\{"detail":"request timeout"\}$/;
 
 let t: TestApp;

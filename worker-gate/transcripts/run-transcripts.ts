@@ -52,6 +52,8 @@ export const transcriptUrlBeside = (callbackUrl: string): string => new URL('wor
  */
 export class RunTranscripts {
   private readonly transcripts = new Map<string, RunTranscript>();
+  /** Entries given to append, recorded on the next turn of the event loop. */
+  private readonly queued: { runId: string; drafts: TranscriptDraft[] }[] = [];
   private readonly redact: (text: string, eventTokenSha256?: string) => string;
   private timer: NodeJS.Timeout | undefined;
   private readonly inFlight = new Set<Promise<void>>();
@@ -84,6 +86,7 @@ export class RunTranscripts {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    this.appendQueued();
     await Promise.all(this.inFlight);
     for (const transcript of this.transcripts.values()) {
       transcript.journal.saveCursor(transcript.tail?.cursor ?? null);
@@ -92,9 +95,24 @@ export class RunTranscripts {
     }
   }
 
-  /** Adds entries to the run's transcript and pushes them at once. */
+  /**
+   * Adds entries to the run's transcript and pushes them, just after the caller's own work: an agent's hook waits on
+   * the gate's answer to its event (within the tool's hook timeout), and the journal write and the push need not hold
+   * it. Entries keep the order they were given in.
+   */
   append(runId: string, drafts: readonly TranscriptDraft[]): void {
     if (drafts.length === 0) return;
+    const at = new Date().toISOString();
+    this.queued.push({ runId, drafts: drafts.map((draft) => ({ ...draft, at: draft.at ?? at })) });
+    if (this.queued.length === 1) setImmediate(() => this.appendQueued());
+  }
+
+  private appendQueued(): void {
+    const queued = this.queued.splice(0);
+    for (const { runId, drafts } of queued) this.record(runId, drafts);
+  }
+
+  private record(runId: string, drafts: readonly TranscriptDraft[]): void {
     const transcript = this.transcriptOf(runId);
     const { journal } = transcript;
     const digest = this.options.runOf(runId)?.event_token_sha256;
@@ -155,10 +173,12 @@ export class RunTranscripts {
 
   /** One pass: reads the tool streams, pushes what is unsent, and lets go of runs that are over and wholly sent. */
   private pass(): void {
+    this.appendQueued();
     for (const [runId, transcript] of this.transcripts) {
       if (transcript.tail) {
         try {
-          this.append(runId, transcript.tail.read());
+          const read = transcript.tail.read();
+          if (read.length > 0) this.record(runId, read);
         } catch (error) {
           this.options.logger.warn({ run_id: runId, err: error }, "could not read the run's tool stream");
         }
