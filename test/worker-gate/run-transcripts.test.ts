@@ -105,10 +105,10 @@ describe('the push to the control plane', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const gateTranscripts = () =>
+  const gateTranscripts = (origin = receiver.origin, journals = 'transcripts') =>
     new RunTranscripts({
-      dir: join(dir, 'transcripts'),
-      urls: [transcriptUrlBeside(`${receiver.origin}/control/api/worker-callback`)],
+      dir: join(dir, journals),
+      urls: [transcriptUrlBeside(`${origin}/control/api/worker-callback`)],
       token: 'callback-token-0123456789',
       timeoutSec: 5,
       logger: pino({ level: 'silent' }),
@@ -153,6 +153,22 @@ describe('the push to the control plane', () => {
     expect(transcripts.pendingCount()).toBe(0);
     expect(heldOf('run-unknown-there')).toEqual([]);
     await transcripts.stop();
+  });
+
+  it('stops at once while a push hangs, keeping its entries for the next process', { timeout: 20_000 }, async () => {
+    // A control plane that takes the request and never answers.
+    const silent = await startLoopbackServer(() => undefined);
+    runs.set('run-hang', going);
+    const transcripts = gateTranscripts(silent.origin, 'transcripts-of-a-silent-control-plane');
+    transcripts.load();
+    transcripts.start();
+    transcripts.append('run-hang', [{ kind: 'message', tool: null, text: 'held' }]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const stopping = Date.now();
+    await transcripts.stop();
+    expect(Date.now() - stopping).toBeLessThan(2_000);
+    expect(transcripts.pendingCount()).toBe(1);
+    await silent.close();
   });
 
   it('keeps at most 5,000 entries of a run, the last saying it was cut', { timeout: 60_000 }, async () => {
