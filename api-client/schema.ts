@@ -4208,6 +4208,17 @@ export interface operations {
                     "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     rewriteDraftAlias: {
@@ -4538,6 +4549,17 @@ export interface operations {
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
             502: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not ready */
+            503: {
                 headers: {
                     /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
                     "X-Request-Id"?: string;
@@ -5365,6 +5387,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
+                };
+            };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -7182,6 +7215,17 @@ export interface operations {
                     "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
                 };
             };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     recordCorpusImport: {
@@ -7758,6 +7802,17 @@ export interface operations {
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
             502: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not ready */
+            503: {
                 headers: {
                     /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
                     "X-Request-Id"?: string;
@@ -8585,6 +8640,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": WithRequired<components["schemas"]["ErrorBody"], "detail" | "request_id">;
+                };
+            };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -9860,6 +9926,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Not ready */
+            503: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     getCycleHeaders: {
@@ -9988,6 +10065,15 @@ export interface operations {
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
             502: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not ready */
+            503: {
                 headers: {
                     /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
                     "X-Request-Id"?: string;
@@ -11629,6 +11715,17 @@ export interface operations {
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
             502: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not ready */
+            503: {
                 headers: {
                     /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
                     "X-Request-Id"?: string;
@@ -22282,6 +22379,17 @@ export interface operations {
             };
             /** @description A worker gate, agent, hosted paper writer or research provider failed */
             502: {
+                headers: {
+                    /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not ready */
+            503: {
                 headers: {
                     /** @description This request's id in the server log and the audit trail: the caller's own X-Request-Id when it is a safe token, else a new UUID */
                     "X-Request-Id"?: string;

@@ -65,7 +65,7 @@ export async function researchCycleRoutes(instance: FastifyInstance, deps: Pick<
     tags: ['research'],
     summary: 'A bounded research cycle: stop conditions, provider batch, promotion, dispatch, paper draft and rewrite, each at most once (dry_run defaults to true)',
     body: RunCycleBody,
-    response: { 200: RunCycleAnswer, ...errorResponses(401, 403, 409, 422, 501, 502, 504) },
+    response: { 200: RunCycleAnswer, ...errorResponses(401, 403, 409, 422, 501, 502, 503, 504) },
   };
   app.post('/control/api/research/run-cycle', { config: { auth: 'control' }, schema }, async (request) => runCycle(cycleDeps, request.body));
 
@@ -73,7 +73,7 @@ export async function researchCycleRoutes(instance: FastifyInstance, deps: Pick<
     tags: ['research'],
     summary: 'Where a live research cycle is: research_cycle_running with the stages finished so far, or its report once it has finished',
     params: z.strictObject({ run_cycle_id: z.string().min(1).max(CYCLE_KEY_MAX).describe('The idempotency key of the run-cycle call that started it') }),
-    response: { 200: RunCycleAnswer, ...errorResponses(401, 403, 404, 422, 502) },
+    response: { 200: RunCycleAnswer, ...errorResponses(401, 403, 404, 422, 502, 503) },
   };
   app.get('/control/api/research/cycles/:run_cycle_id', { config: { auth: 'control' }, schema: followSchema }, async (request) => getCycle(deps.cycles, request.params.run_cycle_id));
 }

@@ -18,9 +18,12 @@ const CLIENT_DEADLINE_MESSAGE = 'Timeout expired';
  */
 const BROKEN_STREAM_PREFIX = 'h2 protocol error';
 
-/** Whether a client call failed for a reason that passes (the client wraps the gRPC error in a ServiceError). */
+/**
+ * Whether a client call failed for a reason that passes. Most calls wrap the gRPC error in a ServiceError; the start of
+ * a run with its update (executeUpdateWithStart) throws a ServiceError that carries the gRPC status itself.
+ */
 export function isTransientTemporalError(error: unknown): boolean {
-  const grpc = error instanceof ServiceError ? error.cause : error;
+  const grpc = error instanceof ServiceError && error.cause !== undefined ? error.cause : error;
   if (!isGrpcServiceError(grpc)) return false;
   return (
     TRANSIENT_CODES.has(grpc.code) ||

@@ -117,6 +117,13 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs: num
   }
 }
 
+/** What the replica logged of a request it answered 500, so that a failure says its cause. */
+function loggedError(replicaName: string, requestId: string | null): string {
+  const lines = readFileSync(cluster.logFile(replicaName), 'utf8').split('\n');
+  const logged = lines.filter((line) => requestId !== null && line.includes(requestId) && /"level":(50|60)/.test(line));
+  return logged.length === 0 ? ' (nothing logged for it)' : `; logged: ${logged.join('\n').slice(0, 2000)}`;
+}
+
 /** Items whose agent is at work: dispatched, not yet finished. */
 const AT_WORK = ['awaiting_wake', 'running'];
 
@@ -176,7 +183,10 @@ describe('the fleet under faults', () => {
           });
           statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
           const body = (await answer.json()) as { action?: string; detail?: string; request_id?: string };
-          if (answer.status >= 500) serverErrors.push(`${answer.status} from ${replica.name}: ${body.detail} (request ${body.request_id ?? answer.headers.get('x-request-id')})`);
+          if (answer.status >= 500) {
+            const requestId = body.request_id ?? answer.headers.get('x-request-id');
+            serverErrors.push(`${answer.status} from ${replica.name}: ${JSON.stringify(body.detail)} (request ${requestId})${answer.status === 500 ? loggedError(replica.name, requestId) : ''}`);
+          }
           if (body.action !== 'live_dispatch') await sleep(300);
         } catch {
           // The replica or Temporal went away mid-call; the run it started (if any) goes on.

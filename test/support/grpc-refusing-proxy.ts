@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 /**
  * A real gRPC peer in front of a Temporal frontend: it passes every call through, byte for byte, except the methods
  * it is told to refuse, which it answers itself with a gRPC status, as Temporal Cloud answers the operator calls it
- * does not allow. Plaintext HTTP/2 (prior knowledge), as the SDK speaks to a server without TLS.
+ * does not allow. `refusals` is read at each call, so a test may change it as it goes. Plaintext HTTP/2 (prior
+ * knowledge), as the SDK speaks to a server without TLS.
  */
 export interface RefusingProxy {
   /** host:port to give a client instead of the upstream's. */

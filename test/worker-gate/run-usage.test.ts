@@ -110,9 +110,10 @@ describe("the run's own CPU, read from the machine", () => {
       await new Promise((resolve) => setTimeout(resolve, 1500));
       const after = reading();
       const pct = (run: 'busy' | 'idle', kind: 'cgroup' | 'processes') => runCpuPercent({ at_ms: before.at_ms, usage: before[run][kind] }, { at_ms: after.at_ms, usage: after[run][kind] })!;
-      // A busy loop gets at least a fair share of a core even on a loaded machine; a sleeper uses next to nothing.
-      expect(pct('busy', 'cgroup')).toBeGreaterThan(20);
-      expect(pct('busy', 'processes')).toBeGreaterThan(20);
+      // How much of a core a busy loop gets depends on what else the machine runs, so the figure is not fixed: it is
+      // clearly more than nothing, and the cgroup's counter and the process's own agree on it. A sleeper uses next to nothing.
+      expect(pct('busy', 'cgroup')).toBeGreaterThan(5);
+      expect(Math.abs(pct('busy', 'cgroup') - pct('busy', 'processes'))).toBeLessThan(Math.max(5, pct('busy', 'cgroup') * 0.25));
       expect(pct('idle', 'cgroup')).toBeLessThan(2);
       expect(pct('idle', 'processes')).toBeLessThan(2);
     } finally {

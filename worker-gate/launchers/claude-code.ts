@@ -14,12 +14,13 @@ import type { AgentStreamState, LaunchRequest, RuntimeLauncher } from './runtime
 
 /** The hook events the gate follows (worker-gate/launchers/gate-event-hook.mjs maps them to gate events). */
 const HOOK_EVENTS = ['SessionStart', 'PreToolUse', 'PermissionRequest', 'Stop', 'SessionEnd'] as const;
-const HOOK_TIMEOUT_SEC = 5;
+/** How long Claude Code lets each hook run: PermissionRequest carries a question to the gate and gets 10 s (gate-event-hook.mjs). */
+const hookTimeoutSec = (event: string) => (event === 'PermissionRequest' ? 10 : 5);
 const HOOKS_FILE = 'gate-hooks.json';
 
 /** The settings given with `--settings`: one command hook per event, each posting to the gate. */
 export function claudeHookSettings(hookCommand: (event: string) => string): string {
-  const hooks = Object.fromEntries(HOOK_EVENTS.map((event) => [event, [{ hooks: [{ type: 'command', command: hookCommand(event), timeout: HOOK_TIMEOUT_SEC }] }]]));
+  const hooks = Object.fromEntries(HOOK_EVENTS.map((event) => [event, [{ hooks: [{ type: 'command', command: hookCommand(event), timeout: hookTimeoutSec(event) }] }]]));
   return `${JSON.stringify({ hooks }, null, 2)}\n`;
 }
 

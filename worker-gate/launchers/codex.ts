@@ -19,8 +19,11 @@ const HOOK_EVENTS = {
   SessionEnd: 'session_end',
 } as const;
 
-/** Codex clamps the timeout of SessionEnd to 3 s, and a declared timeout is part of the trusted hash: 3 s for all. */
-const HOOK_TIMEOUT_SEC = 3;
+/**
+ * How long Codex lets each hook run. It clamps SessionEnd's to 3 s, and a declared timeout is part of the trusted hash, so
+ * the others declare 3 s too; PreToolUse, which carries a question to the gate, gets 10 s (gate-event-hook.mjs).
+ */
+const hookTimeoutSec = (event: string) => (event === 'PreToolUse' ? 10 : 3);
 const PROVIDER = 'rcp';
 
 /** Sorted keys, no spaces: the form whose sha256 Codex compares with a trust entry. */
@@ -67,7 +70,7 @@ export function codexConfigToml(options: { baseUrl: string | undefined; apiKeyVa
     const identity = {
       event_name: label,
       ...(event === 'SessionStart' ? { matcher: 'startup|resume' } : {}),
-      hooks: [{ type: 'command', command: options.hookCommand(event), timeout: HOOK_TIMEOUT_SEC, async: false }],
+      hooks: [{ type: 'command', command: options.hookCommand(event), timeout: hookTimeoutSec(event), async: false }],
     };
     const hash = createHash('sha256').update(canonicalJson(identity)).digest('hex');
     lines.push('', `[hooks.state.${tomlString(`${options.hooksPath}:${label}:0:0`)}]`, `trusted_hash = ${tomlString(`sha256:${hash}`)}`);
@@ -80,7 +83,7 @@ export function codexHooksJson(hookCommand: (event: string) => string): string {
   const hooks = Object.fromEntries(
     Object.keys(HOOK_EVENTS).map((event) => [
       event,
-      [{ ...(event === 'SessionStart' ? { matcher: 'startup|resume' } : {}), hooks: [{ type: 'command', command: hookCommand(event), timeout: HOOK_TIMEOUT_SEC }] }],
+      [{ ...(event === 'SessionStart' ? { matcher: 'startup|resume' } : {}), hooks: [{ type: 'command', command: hookCommand(event), timeout: hookTimeoutSec(event) }] }],
     ]),
   );
   return `${JSON.stringify({ hooks }, null, 2)}\n`;

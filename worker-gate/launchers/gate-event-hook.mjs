@@ -4,8 +4,9 @@
 //
 // Plain JavaScript with no imports of the project: a hook runs at every turn of the agent, and on Node 20 a TypeScript
 // loader would add about a second to each. It follows the retry rules of docs/worker-gate.md#worker-gate without holding the agent: it
-// tries for HOOK_BUDGET_MS, and an event not delivered by then is handed to a detached copy of this script (`--deliver`) that
-// keeps trying for AGENT_EVENT_RETRY_SEC, while the hook itself returns. It prints nothing (the tool reads a hook's stdout
+// tries for HOOK_BUDGET_MS (QUESTION_BUDGET_MS for a question, whose hook has a longer timeout), and an event not delivered by
+// then is handed to a detached copy of this script (`--deliver`) that keeps trying for AGENT_EVENT_RETRY_SEC, while the hook
+// itself returns. It prints nothing (the tool reads a hook's stdout
 // as its decision, and silence lets the agent go on), but for a question the gate took: then it refuses the tool call
 // with a reason that tells the agent to end its turn, since the answer comes as the prompt of its resumed session
 // (docs/worker-gate.md#resuming-a-run). Codex shows a PreToolUse refusal's reason to the model as the call's output;
@@ -13,6 +14,12 @@
 import { spawn } from 'node:child_process';
 
 const HOOK_BUDGET_MS = 2_000;
+/**
+ * A question is the one event whose delivery decides what the agent does next: taken by the gate, the tool call is refused
+ * and the agent ends its turn; not taken in time, the agent goes on without its answer. Its hook is given 10 s by the tool
+ * (codex.ts, claude-code.ts), so a busy machine that is slow to start the hook or to answer it still gets it there.
+ */
+const QUESTION_BUDGET_MS = 8_000;
 const POST_TIMEOUT_MS = 1_500;
 const MAX_STDIN_BYTES = 1024 * 1024;
 const MAX_TEXT = 20_000;
@@ -133,7 +140,8 @@ async function hook(hookEvent) {
     session_id: typeof input.session_id === 'string' ? input.session_id.slice(0, 200) : undefined,
     timestamp: new Date().toISOString(),
   });
-  const delivered = await post(body, Date.now() + HOOK_BUDGET_MS);
+  const budgetMs = mapped.event === 'ask-user-question' ? QUESTION_BUDGET_MS : HOOK_BUDGET_MS;
+  const delivered = await post(body, Date.now() + budgetMs);
   if (delivered === 'accepted' && mapped.event === 'ask-user-question') process.stdout.write(JSON.stringify(refusalFor(hookEvent)));
   if (delivered) return;
   const deliverer = spawn(process.execPath, [process.argv[1], '--deliver'], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
