@@ -6,11 +6,11 @@
 // loader would add about a second to each. It follows the retry rules of docs/worker-gate.md#worker-gate without holding the agent: it
 // tries for HOOK_BUDGET_MS (QUESTION_BUDGET_MS for a question, whose hook has a longer timeout), and an event not delivered by
 // then is handed to a detached copy of this script (`--deliver`) that keeps trying for AGENT_EVENT_RETRY_SEC, while the hook
-// itself returns. It prints nothing (the tool reads a hook's stdout
-// as its decision, and silence lets the agent go on), but for a question the gate took: then it refuses the tool call
-// with a reason that tells the agent to end its turn, since the answer comes as the prompt of its resumed session
-// (docs/worker-gate.md#resuming-a-run). Codex shows a PreToolUse refusal's reason to the model as the call's output;
-// Claude Code shows a PermissionRequest denial's message (an `interrupt` would end it with status 1 instead).
+// itself returns. It prints nothing (the tool reads a hook's stdout as its decision, and silence lets the agent go on),
+// but for a question the gate took: then it refuses the tool call with a reason that tells the agent to end its turn,
+// since the answer comes as the prompt of its resumed session (docs/worker-gate.md#resuming-a-run). Codex shows a
+// PreToolUse refusal's reason to the model as the call's output; Claude Code shows a PermissionRequest denial's message
+// (an `interrupt` would end it with status 1 instead).
 import { spawn } from 'node:child_process';
 
 const HOOK_BUDGET_MS = 2_000;
@@ -107,15 +107,18 @@ async function readStdin() {
 
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
-/** Posts until accepted, a final answer (a 4xx but 429), or `giveUpAt`: 'accepted', 'refused' (final), or false. */
-async function post(body, giveUpAt) {
+/**
+ * Posts until accepted, a final answer (a 4xx but 429), or `giveUpAt`: 'accepted', 'refused' (final), or false. Each
+ * try waits at most `tryMs` for the answer.
+ */
+async function post(body, giveUpAt, tryMs = POST_TIMEOUT_MS) {
   for (let attempt = 1; ; attempt += 1) {
     try {
       const response = await fetch(process.env.GATE_EVENT_URL, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.GATE_EVENT_TOKEN}` },
         body,
-        signal: AbortSignal.timeout(Math.max(100, Math.min(POST_TIMEOUT_MS, giveUpAt - Date.now()))),
+        signal: AbortSignal.timeout(Math.max(100, Math.min(tryMs, giveUpAt - Date.now()))),
       });
       await response.text().catch(() => '');
       if (response.ok) return 'accepted';
@@ -140,9 +143,11 @@ async function hook(hookEvent) {
     session_id: typeof input.session_id === 'string' ? input.session_id.slice(0, 200) : undefined,
     timestamp: new Date().toISOString(),
   });
-  const budgetMs = mapped.event === 'ask-user-question' ? QUESTION_BUDGET_MS : HOOK_BUDGET_MS;
-  const delivered = await post(body, Date.now() + budgetMs);
-  if (delivered === 'accepted' && mapped.event === 'ask-user-question') process.stdout.write(JSON.stringify(refusalFor(hookEvent)));
+  // A question waits on a slow answer too: a try given up on would leave the gate holding the question while the agent,
+  // never told, goes on.
+  const question = mapped.event === 'ask-user-question';
+  const delivered = question ? await post(body, Date.now() + QUESTION_BUDGET_MS, QUESTION_BUDGET_MS) : await post(body, Date.now() + HOOK_BUDGET_MS);
+  if (delivered === 'accepted' && question) process.stdout.write(JSON.stringify(refusalFor(hookEvent)));
   if (delivered) return;
   const deliverer = spawn(process.execPath, [process.argv[1], '--deliver'], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
   deliverer.stdin.end(body);
