@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants, mkdirSync, openSync, statSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { DISPATCH_MODES, REASONING_EFFORTS, type AgentEvent } from './contract/gate-names.ts';
 
@@ -207,9 +207,27 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((done) => setTimeout(done, ms));
 }
 
+/**
+ * Makes `dir` and the folders above it that are missing, one at a time. Not `mkdir -p`: in the sandbox the project is
+ * a mount point, and once its folder is deleted (a test's temp dir removed, a project wiped) Node's recursive mkdir
+ * finds the mount point there and the folder below it missing, and tries again without end at half a core. Here any
+ * failure but "it exists" is thrown.
+ */
+async function makeFolders(dir: string): Promise<void> {
+  const absolute = resolve(dir);
+  const parts = absolute.split(sep).filter((part) => part !== '');
+  for (let depth = 1; depth <= parts.length; depth++) {
+    try {
+      await mkdir(sep + parts.slice(0, depth).join(sep));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+}
+
 /** Writes a file so a reader sees either the old or the whole new content (tmp file + rename). */
 export async function writeFileAtomic(path: string, content: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
+  await makeFolders(dirname(path));
   const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   await writeFile(tmp, content);
   await rename(tmp, path);

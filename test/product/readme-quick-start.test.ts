@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { START_COMMAND_ARGS } from '../support/process.ts';
+import { killProcessesWorkingIn, START_COMMAND_ARGS } from '../support/process.ts';
 import { testPort } from '../support/ports.ts';
 
 // expected duration: ~60 s
@@ -93,7 +93,9 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
   holder?.close();
-  // The simulated agent of the dispatched run may still be writing into its project.
+  // The simulated agent of the dispatched run outlives the service (an agent outlives its gate by design), and may still
+  // be at work in its project: it goes before its folder does.
+  if (cwd) killProcessesWorkingIn(cwd);
   await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 500 });
 });
 

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,4 +28,30 @@ export function isProcessRunning(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * SIGKILLs every process working in `dir` or below it (its cwd there): the detached agents a test's service dispatched,
+ * which outlive the service by design, before the test removes the folder they work in.
+ */
+export function killProcessesWorkingIn(dir: string): number[] {
+  const killed: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    let cwd: string;
+    try {
+      cwd = readlinkSync(`/proc/${pid}/cwd`);
+    } catch {
+      continue;
+    }
+    if (cwd !== dir && !cwd.startsWith(`${dir}/`)) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+      killed.push(pid);
+    } catch {
+      // Gone already.
+    }
+  }
+  return killed;
 }

@@ -77,10 +77,10 @@ interface ScriptResult {
 }
 
 /** Runs a dispatch script the way the gate does: directly (its shebang), no shell, cwd = project dir. */
-function runScript(script: string, cwd: string, env: Record<string, string | undefined>): Promise<ScriptResult> {
+function runScript(script: string, cwd: string, env: Record<string, string | undefined>, args: string[] = []): Promise<ScriptResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(script, [], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(script, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -217,6 +217,20 @@ describe('the simulated agent, run as a dispatch script', () => {
     expect(receiver.forRun('bravo-run').map((e) => e.body.event).filter((event) => event !== 'progress')).toEqual(['session-start', 'session-end']);
     const decision = JSON.parse(await readFile(join(projectDir, '.research', 'decision.json'), 'utf8')) as Record<string, unknown>;
     expect(decision.decision).toBe('inconclusive');
+  });
+
+  it("ends, rather than looping, when its project's folder is deleted under the sandbox that mounts it", { timeout: 60_000 }, async () => {
+    // The shape the gate's sandbox gives an agent: its project a mount point, the folders above it the sandbox's own.
+    const projectDir = await newProject('gone');
+    const sandbox = ['--bind', '/', '/', '--tmpfs', root, '--bind', projectDir, projectDir, '--dev', '/dev', '--proc', '/proc', '--chdir', projectDir];
+    const result = await runScript('bwrap', projectDir, contractEnv('gone-run', projectDir, { SIMULATED_AGENT_WORK_SEC: '3' }), [...sandbox, SIMULATED_AGENT]);
+    const launched = parseLaunch(result);
+    await waitUntil('the agent to start working', () => receiver.forRun('gone-run').some((e) => e.body.event === 'session-start'), 30_000);
+    await rm(projectDir, { recursive: true, force: true });
+    // Its results can no longer be written: it stops with that error (Node's recursive mkdir went round without end
+    // here, at half a core, for as long as the machine ran).
+    await waitUntil('the agent to exit', () => !isProcessAlive(launched.root_pid), 30_000);
+    expect(receiver.forRun('gone-run').map((e) => e.body.event)).not.toContain('session-end');
   });
 
   it('exits 2 with a message naming the missing or invalid variables, never their values', async () => {
