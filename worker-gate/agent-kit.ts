@@ -214,14 +214,21 @@ export function sleep(ms: number): Promise<void> {
  * failure but "it exists" is thrown.
  */
 async function makeFolders(dir: string): Promise<void> {
+  const made = (path: string) =>
+    mkdir(path).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'EEXIST') return true;
+        if (error.code === 'ENOENT') return false;
+        throw error;
+      },
+    );
   const absolute = resolve(dir);
+  if (await made(absolute)) return;
   const parts = absolute.split(sep).filter((part) => part !== '');
   for (let depth = 1; depth <= parts.length; depth++) {
-    try {
-      await mkdir(sep + parts.slice(0, depth).join(sep));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
+    const path = sep + parts.slice(0, depth).join(sep);
+    if (!(await made(path))) throw Object.assign(new Error(`cannot make ${absolute}: ${path} is gone`), { code: 'ENOENT' });
   }
 }
 
