@@ -34,8 +34,7 @@ export function isProcessRunning(pid: number): boolean {
  * SIGKILLs every process working in `dir` or below it (its cwd there): the detached agents a test's service dispatched,
  * which outlive the service by design, before the test removes the folder they work in.
  */
-export function killProcessesWorkingIn(dir: string): number[] {
-  const killed: number[] = [];
+export function killProcessesWorkingIn(dir: string): void {
   for (const entry of readdirSync('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
@@ -48,10 +47,8 @@ export function killProcessesWorkingIn(dir: string): number[] {
     if (cwd !== dir && !cwd.startsWith(`${dir}/`)) continue;
     try {
       process.kill(pid, 'SIGKILL');
-      killed.push(pid);
     } catch {
       // Gone already.
     }
   }
-  return killed;
 }

@@ -57,8 +57,8 @@ export class RunTranscripts {
   private readonly redact: (text: string, eventTokenSha256?: string) => string;
   private timer: NodeJS.Timeout | undefined;
   private readonly inFlight = new Set<Promise<void>>();
-  /** The pushes out now, aborted when the gate stops rather than waited on for up to their timeout. */
-  private readonly aborts = new Set<AbortController>();
+  /** Aborts the pushes out when the gate stops, rather than waiting on each for up to its timeout. */
+  private stopping = new AbortController();
   private stopped = true;
   private preferred = 0;
   private readonly options: RunTranscriptsOptions;
@@ -82,6 +82,7 @@ export class RunTranscripts {
 
   start(): void {
     this.stopped = false;
+    this.stopping = new AbortController();
     this.timer = setInterval(() => this.pass(), this.options.passIntervalMs ?? DEFAULT_PASS_INTERVAL_MS);
   }
 
@@ -89,7 +90,7 @@ export class RunTranscripts {
     this.stopped = true;
     clearInterval(this.timer);
     this.appendQueued();
-    for (const controller of this.aborts) controller.abort();
+    this.stopping.abort();
     await Promise.all(this.inFlight);
     for (const transcript of this.transcripts.values()) {
       transcript.journal.saveCursor(transcript.tail?.cursor ?? null);
@@ -223,14 +224,12 @@ export class RunTranscripts {
     const failures: string[] = [];
     for (let tried = 0; tried < urls.length && !this.stopped; tried++) {
       const index = (this.preferred + tried) % urls.length;
-      const controller = new AbortController();
-      this.aborts.add(controller);
       try {
         const response = await fetch(urls[index]!, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.token}` },
           body,
-          signal: AbortSignal.any([controller.signal, AbortSignal.timeout(this.options.timeoutSec * 1000)]),
+          signal: AbortSignal.any([this.stopping.signal, AbortSignal.timeout(this.options.timeoutSec * 1000)]),
         });
         const answer = await response.json().catch(() => null);
         if (response.status === 404) {
@@ -250,8 +249,6 @@ export class RunTranscripts {
         return;
       } catch (error) {
         failures.push(error instanceof Error ? error.message : String(error));
-      } finally {
-        this.aborts.delete(controller);
       }
     }
     transcript.failures += 1;
