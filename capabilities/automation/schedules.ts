@@ -117,12 +117,8 @@ export interface ScheduleTicks {
  * lists (its last ten): one describe of a tick per schedule when the newest closed one completed, more while ticks fail.
  */
 export async function lastCompletedTicks(client: Client, settings: ControlPlaneSchedules): Promise<ScheduleTicks[]> {
-  const ticks: ScheduleTicks[] = [];
-  for (const schedule of scheduleSettings(settings)) {
-    if (schedule.paused) continue;
-    ticks.push({ schedule: schedule.name, lastCompletedAt: await lastCompletedAt(client, schedule.scheduleId) });
-  }
-  return ticks;
+  const unpaused = scheduleSettings(settings).filter((schedule) => !schedule.paused);
+  return Promise.all(unpaused.map(async (schedule) => ({ schedule: schedule.name, lastCompletedAt: await lastCompletedAt(client, schedule.scheduleId) })));
 }
 
 async function lastCompletedAt(client: Client, scheduleId: string): Promise<Date> {

@@ -79,14 +79,15 @@ export interface ScheduleTickReading {
   lastCompletedAt: Date;
 }
 
-/** A scrape waits this long for Temporal's answer about the schedules, then leaves their ages out. */
+/** A scrape waits this long for Temporal's answer about the schedules, then serves the last answer it gave. */
 const SCHEDULE_READ_TIMEOUT_MS = 2_000;
 
 /**
  * Each schedule's interval, and the age of each unpaused schedule's latest completed tick, so an alert rule can tell a
  * pump whose ticks keep failing or never end (docs/automation.md#queue-pump) from one that is merely between ticks. The ages
- * are read from Temporal at each scrape; a paused schedule has none, and a scrape Temporal does not answer in time
- * has none either.
+ * are read from Temporal at each scrape; a paused schedule has none. On a busy machine Temporal can take longer than a
+ * scrape should wait: that scrape serves the completion times of the last answer, their ages still growing, and the
+ * read it left running is the one the next scrape waits on, so a slow Temporal never has more than one read in flight.
  */
 export function registerScheduleMetrics(
   metrics: ServiceMetrics,
@@ -95,6 +96,8 @@ export function registerScheduleMetrics(
   readTicks: () => Promise<ScheduleTickReading[]>,
 ): void {
   const labelNames = ['schedule', 'task_queue'];
+  let lastAnswer: ScheduleTickReading[] = [];
+  let readInFlight: Promise<void> | undefined;
   metrics.gaugeReadAtScrape('rcp_schedule_interval_seconds', 'Seconds between ticks of a Temporal Schedule (queue_pump, queue_check)', labelNames, () =>
     schedules.map(({ schedule, intervalSec }) => ({ labels: { schedule, task_queue: taskQueue }, value: intervalSec })),
   );
@@ -103,8 +106,16 @@ export function registerScheduleMetrics(
     'Seconds since a tick of a Temporal Schedule last completed; no series while the schedule is paused',
     labelNames,
     async () => {
-      const ticks = await withTimeout(readTicks(), SCHEDULE_READ_TIMEOUT_MS).catch(() => []);
-      return ticks.map(({ schedule, lastCompletedAt }) => ({ labels: { schedule, task_queue: taskQueue }, value: Math.max(0, (Date.now() - lastCompletedAt.getTime()) / 1000) }));
+      readInFlight ??= readTicks()
+        .then((ticks) => {
+          lastAnswer = ticks;
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          readInFlight = undefined;
+        });
+      await withTimeout(readInFlight, SCHEDULE_READ_TIMEOUT_MS).catch(() => undefined);
+      return lastAnswer.map(({ schedule, lastCompletedAt }) => ({ labels: { schedule, task_queue: taskQueue }, value: Math.max(0, (Date.now() - lastCompletedAt.getTime()) / 1000) }));
     },
   );
 }
