@@ -184,16 +184,16 @@ describe('resuming a run that waited out a usage limit', () => {
   it('a long wait lets the slot go: another run takes it, the resume is refused while it holds it, and goes through once it is gone', { timeout: 60_000 }, async () => {
     const oneSlot = await writeGateConfig({ callbackUrl: receiver.url, overrides: { run_slots: 1, usage_limit_hold_sec: 0 } });
     const small = await startGateProcess(oneSlot);
+    const on = gateClient(oneSlot);
+    const runId = 'limit-slot-run';
+    const other = 'limit-slot-other-run';
     try {
-      const on = gateClient(oneSlot);
-      const runId = 'limit-slot-run';
       expect((await on.launch(runId, 'usage-limit-long')).status).toBe(200);
       const limited = await receiver.waitFor(runId, 'usage_limited', 20_000);
       expect(limited.body).toMatchObject({ gate_state: 'usage_limited', holds_slot: false, cause: { kind: 'usage_limit', message: "You've hit your usage limit. Try again in 3600 seconds." } });
       expect((await on.runView(runId))?.usage_limit).toMatchObject({ holds_slot: false });
 
       // The slot is free meanwhile: another run is dispatched into it.
-      const other = 'limit-slot-other-run';
       expect((await on.launch(other, 'hold')).status).toBe(200);
       const refused = await on.resume(runId, { resume_id: 'limit-1', prompt: 'The limit has reset.' });
       expect(refused.status).toBe(409);
@@ -209,6 +209,8 @@ describe('resuming a run that waited out a usage limit', () => {
       expect(third.status).toBe(409);
       expect(JSON.stringify(third.body)).toContain(`all 1 slots hold runs: ${runId}`);
     } finally {
+      // A gate's runs outlive its process by design, so the resumed agent (asleep for its hour) is cancelled first.
+      for (const started of [runId, other]) await on.call('POST', `/runs/${started}/cancel`);
       await small.kill('SIGTERM');
       await rm(oneSlot.dir, { recursive: true, force: true });
     }
