@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readProcessTable } from '../../worker-gate/process-table.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -35,16 +36,8 @@ export function isProcessRunning(pid: number): boolean {
  * which outlive the service by design, before the test removes the folder they work in.
  */
 export function killProcessesWorkingIn(dir: string): void {
-  for (const entry of readdirSync('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    let cwd: string;
-    try {
-      cwd = readlinkSync(`/proc/${pid}/cwd`);
-    } catch {
-      continue;
-    }
-    if (cwd !== dir && !cwd.startsWith(`${dir}/`)) continue;
+  for (const { pid, cwd } of readProcessTable()) {
+    if (pid === process.pid || cwd === null || (cwd !== dir && !cwd.startsWith(`${dir}/`))) continue;
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
