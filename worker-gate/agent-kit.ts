@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants, mkdirSync, openSync, statSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve, sep } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { DISPATCH_MODES, REASONING_EFFORTS, type AgentEvent } from './contract/gate-names.ts';
 
@@ -208,28 +208,27 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /**
- * Makes `dir` and the folders above it that are missing, one at a time. Not `mkdir -p`: in the sandbox the project is
- * a mount point, and once its folder is deleted (a test's temp dir removed, a project wiped) Node's recursive mkdir
- * finds the mount point there and the folder below it missing, and tries again without end at half a core. Here any
- * failure but "it exists" is thrown.
+ * Makes `dir` and the folders above it that are missing, as `mkdir -p` does, but with each folder tried at most twice.
+ * Not Node's recursive mkdir: in the sandbox the project is a mount point, and once its folder is deleted (a test's temp
+ * dir removed, a project wiped) that finds the mount point there and the folder below it missing, and tries again
+ * without end at half a core. Here any failure but "it exists" is thrown.
  */
 async function makeFolders(dir: string): Promise<void> {
-  const made = (path: string) =>
-    mkdir(path).then(
-      () => true,
-      (error: NodeJS.ErrnoException) => {
-        if (error.code === 'EEXIST') return true;
-        if (error.code === 'ENOENT') return false;
-        throw error;
-      },
-    );
   const absolute = resolve(dir);
-  if (await made(absolute)) return;
-  const parts = absolute.split(sep).filter((part) => part !== '');
-  for (let depth = 1; depth <= parts.length; depth++) {
-    const path = sep + parts.slice(0, depth).join(sep);
-    if (!(await made(path))) throw Object.assign(new Error(`cannot make ${absolute}: ${path} is gone`), { code: 'ENOENT' });
+  const parent = dirname(absolute);
+  try {
+    await mkdir(absolute);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return;
+    if (code !== 'ENOENT' || parent === absolute) throw error;
+    await makeFolders(parent);
+    await mkdir(absolute).catch(unlessItExists);
   }
+}
+
+function unlessItExists(error: NodeJS.ErrnoException): void {
+  if (error.code !== 'EEXIST') throw error;
 }
 
 /** Writes a file so a reader sees either the old or the whole new content (tmp file + rename). */
